@@ -1,0 +1,43 @@
+# vdev — the two commands a user needs (as root on Debian 12):
+#   make demo    run the main job end to end
+#   make check   install what is missing, build, run every test
+# Other targets: build, test, tsan, asan, bench, clean.
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build test check tsan asan bench demo clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test in the normal build: unit, e2e (root + namespaces), fuzz
+# (bounded time) and bench smoke runs.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+
+# ThreadSanitizer build of the concurrency tests (label: tsan).
+tsan:
+	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVDEV_SANITIZE=thread -DVDEV_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L tsan
+
+check: deps
+	$(MAKE) test
+	$(MAKE) tsan
+
+bench: build
+	./scripts/bench-ring.sh $(BUILD)
+
+demo: deps build
+	./scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-tsan $(BUILD)-asan

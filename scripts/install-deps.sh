@@ -1,0 +1,43 @@
+#!/bin/sh
+# Installs the Debian 12 packages vdev needs to build, test and run.
+# Idempotent: only packages that are missing are installed, so `make check`
+# can call it every time at no cost on a machine that already has them.
+# Needs root when something is missing; nothing is fetched from anywhere
+# but the machine's configured Debian archive.
+set -eu
+
+PACKAGES="
+build-essential cmake pkg-config make
+clang llvm lld libclang-rt-14-dev
+libbpf-dev libxdp-dev xdp-tools bpftool
+libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
+libboost-dev
+libgtest-dev libgmock-dev libbenchmark-dev
+libsystemd-dev systemd
+iproute2 ethtool iputils-ping
+python3
+"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages:$missing" >&2
+    echo "install-deps: run as root (or: sudo $0) to install them" >&2
+    exit 1
+fi
+
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing
