@@ -1,0 +1,249 @@
+// The switching logic (Datapath::forward) and the FDB, on ports without
+// devices: learning, flooding with copies, unicast, xconnect, and the checks
+// that drop frames vdevd must not forward (runt, oversize, bad source).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "vdev/datapath.h"
+#include "vdev/fdb.h"
+
+namespace vdev {
+namespace {
+
+constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0a};
+constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0b};
+constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
+constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+
+struct SwitchTest : ::testing::Test {
+  void build(SwitchMode mode, uint32_t nports, uint32_t frames = 1024) {
+    DatapathConfig cfg;
+    cfg.mode = mode;
+    cfg.frames = frames;
+    cfg.port.ring_capacity = 64;
+    cfg.port.batch = 16;
+    auto d = Datapath::create(cfg);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    dp = std::move(d.value());
+    for (uint32_t i = 0; i < nports; i++) {
+      auto p = std::make_unique<Port>("p" + std::to_string(i), uint16_t(i), 1, cfg.port, 1500);
+      p->setLive(true);
+      dp->adoptPort(std::move(p));
+    }
+  }
+  Frame* frame(const uint8_t* dst, const uint8_t* src, uint32_t len, uint8_t fill = 0x5a) {
+    Frame* f = nullptr;
+    EXPECT_EQ(dp->pool().allocBulk(std::span<Frame*>(&f, 1)), 1u);
+    uint8_t* d = dp->pool().data(f);
+    std::memset(d, fill, len);
+    if (len >= 6) std::memcpy(d, dst, 6);
+    if (len >= 12) std::memcpy(d + 6, src, 6);
+    if (len >= 14) d[12] = 0x88, d[13] = 0xb5;
+    f->len = len;
+    return f;
+  }
+  void send(uint32_t in, std::vector<Frame*> fs) {
+    dp->forward(dp->port(in), fs.data(), uint32_t(fs.size()), now);
+  }
+  // Frames waiting in port i's delivery ring (taken out and freed).
+  std::vector<std::vector<uint8_t>> drain(uint32_t i) {
+    std::vector<std::vector<uint8_t>> out;
+    Frame* fs[64];
+    uint32_t n = dp->port(i).queues()[0]->ring.consumeBatch(fs);
+    for (uint32_t k = 0; k < n; k++) {
+      const uint8_t* d = dp->pool().data(fs[k]);
+      out.emplace_back(d, d + fs[k]->len);
+      dp->pool().free(fs[k]);
+    }
+    return out;
+  }
+  uint64_t drops(uint32_t port, DropReason r) { return dp->port(port).snapshot().drops[r]; }
+  void expectPoolFull() { EXPECT_EQ(dp->pool().available(), dp->pool().total()); }
+
+  std::unique_ptr<Datapath> dp;
+  uint64_t now = 1'000'000'000'000ull;
+};
+
+TEST_F(SwitchTest, BroadcastFloodsEveryOtherPortOnceWithCopies) {
+  build(SwitchMode::kSwitch, 3);
+  Frame* f = frame(kBcast, kMacA, 100, 0x11);
+  const uint32_t before = dp->pool().available();
+  send(0, {f});
+  // One extra frame was taken from the pool for the second destination.
+  EXPECT_EQ(dp->pool().available(), before - 1);
+  auto r0 = drain(0), r1 = drain(1), r2 = drain(2);
+  EXPECT_TRUE(r0.empty()) << "never back to the sender";
+  ASSERT_EQ(r1.size(), 1u);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r1[0], r2[0]) << "copies are byte for byte";
+  EXPECT_EQ(r1[0].size(), 100u);
+  EXPECT_EQ(r1[0][50], 0x11);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, LearnedUnicastStopsFlooding) {
+  build(SwitchMode::kSwitch, 3);
+  send(0, {frame(kMacB, kMacA, 64)});  // B unknown: flood
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_EQ(drain(2).size(), 1u);
+  send(1, {frame(kMacA, kMacB, 64)});  // reply: A learned on port 0
+  EXPECT_EQ(drain(0).size(), 1u);
+  EXPECT_TRUE(drain(2).empty()) << "learned unicast reaches only its port";
+  send(0, {frame(kMacB, kMacA, 64)});  // B learned on port 1 now
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_TRUE(drain(2).empty());
+  EXPECT_EQ(dp->fdb().lookup(macKey(kMacA), now), 0);
+  EXPECT_EQ(dp->fdb().lookup(macKey(kMacB), now), 1);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, AgedEntryFloodsAgain) {
+  build(SwitchMode::kSwitch, 3);
+  send(1, {frame(kMacA, kMacB, 64)});
+  drain(0), drain(2);
+  now += dp->fdb().ageingNs() + 1;
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_EQ(drain(2).size(), 1u) << "aged out: unknown again";
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, HairpinIsDroppedAsNoRoute) {
+  build(SwitchMode::kSwitch, 2);
+  send(0, {frame(kBcast, kMacB, 64)});  // B behind port 0
+  drain(1);
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_TRUE(drain(0).empty());
+  EXPECT_TRUE(drain(1).empty());
+  EXPECT_EQ(drops(0, kDropNoRoute), 1u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, RuntOversizeAndBadSourceAreDroppedAndCounted) {
+  build(SwitchMode::kSwitch, 2);
+  dp->port(1).setMtu(1000);
+  send(0, {frame(kMacB, kMacA, 13),                   // runt
+           frame(kMacB, kMacA, 0),                    // empty
+           frame(kBcast, kMacA, 1000 + 14 + 1),       // over port 1's MTU
+           frame(kBcast, kMacA, 1000 + 14),           // exactly the MTU: fine
+           frame(kMacB, kBcast, 64),                  // multicast source
+           frame(kMacB, (const uint8_t[6]){}, 64)});  // all-zero source
+  EXPECT_EQ(drops(0, kDropRunt), 2u);
+  EXPECT_EQ(drops(1, kDropOversize), 1u) << "charged to the destination";
+  EXPECT_EQ(drops(0, kDropInvalidSrc), 2u);
+  auto r1 = drain(1);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(r1[0].size(), 1014u);
+  // A frame longer than its buffer can hold (a corrupt length) never leaves.
+  Frame* f = frame(kMacB, kMacA, 64);
+  f->len = dp->pool().frameSize();
+  send(0, {f});
+  EXPECT_EQ(drops(0, kDropOversize), 1u);
+  EXPECT_TRUE(drain(1).empty());
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, VlanTaggedFrameGetsFourMoreBytes) {
+  build(SwitchMode::kSwitch, 2);
+  dp->port(1).setMtu(1000);
+  Frame* f = frame(kBcast, kMacA, 1000 + 18);
+  dp->pool().data(f)[12] = 0x81, dp->pool().data(f)[13] = 0x00;
+  send(0, {f});
+  EXPECT_EQ(drain(1).size(), 1u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, NoOtherPortIsNoRoute) {
+  build(SwitchMode::kSwitch, 2);
+  dp->port(1).setLive(false);
+  send(0, {frame(kBcast, kMacA, 64)});
+  EXPECT_EQ(drops(0, kDropNoRoute), 1u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, FloodCopyWithEmptyPoolCountsPoolEmpty) {
+  build(SwitchMode::kSwitch, 3, 512);
+  Frame* f = frame(kBcast, kMacA, 64);
+  std::vector<Frame*> rest(dp->pool().available());
+  ASSERT_EQ(dp->pool().allocBulk(rest), rest.size());
+  send(0, {f});
+  EXPECT_EQ(drain(1).size() + drain(2).size(), 1u);
+  EXPECT_EQ(drops(1, kDropPoolEmpty) + drops(2, kDropPoolEmpty), 1u);
+  dp->pool().freeBulk(rest);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, DownDestinationCountsPortDown) {
+  build(SwitchMode::kSwitch, 3);
+  send(1, {frame(kMacA, kMacB, 64)});
+  drain(0), drain(2);
+  dp->port(1).setLive(false);
+  send(0, {frame(kMacB, kMacA, 64), frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drops(1, kDropPortDown), 2u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, RingFullDropsAreExactUnderABurst) {
+  build(SwitchMode::kSwitch, 2);
+  send(1, {frame(kBcast, kMacB, 64)});
+  drain(0);
+  std::vector<Frame*> burst;
+  for (int i = 0; i < 100; i++) burst.push_back(frame(kMacB, kMacA, 64));
+  // forward() in bursts of at most the batch, as the RX loop does.
+  for (size_t i = 0; i < burst.size(); i += 16)
+    dp->forward(dp->port(0), burst.data() + i, uint32_t(std::min<size_t>(16, burst.size() - i)), now);
+  auto got = drain(1);
+  EXPECT_EQ(got.size(), 64u);
+  EXPECT_EQ(drops(1, kDropRingFull), 36u);
+  EXPECT_EQ(got.size() + drops(1, kDropRingFull), 100u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, XconnectIgnoresMacs) {
+  build(SwitchMode::kXconnect, 2);
+  send(0, {frame(kMacC, kMacA, 64), frame(kBcast, kMacA, 64)});
+  send(1, {frame(kMacC, kMacB, 64)});
+  EXPECT_EQ(drain(1).size(), 2u);
+  EXPECT_EQ(drain(0).size(), 1u);
+  expectPoolFull();
+}
+
+TEST(Fdb, StaticEntriesDoNotMoveOrAge) {
+  Fdb fdb(16, 1000);
+  ASSERT_TRUE(fdb.addStatic(macKey(kMacA), 3));
+  fdb.learn(macKey(kMacA), 1, 10);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 10), 3);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1'000'000), 3);
+  EXPECT_TRUE(fdb.remove(macKey(kMacA)));
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 10), Fdb::kNone);
+}
+
+TEST(Fdb, FullTableRefusesThenReusesAgedSlots) {
+  Fdb fdb(16, 1000);
+  uint32_t learned = 0;
+  for (uint64_t m = 1; m <= 64; m++) learned += fdb.learn(m << 8 | 0x02, 0, 5);
+  EXPECT_LE(learned, 16u);
+  EXPECT_GE(learned, 8u);
+  for (uint64_t m = 1; m <= 64; m++)
+    if (fdb.lookup(m << 8 | 0x02, 5) >= 0) {
+      EXPECT_EQ(fdb.lookup(m << 8 | 0x02, 5), 0);
+    }
+  // Everything ages out; new addresses take the slots.
+  EXPECT_TRUE(fdb.learn(uint64_t(999) << 8 | 0x02, 1, 5000));
+  EXPECT_EQ(fdb.lookup(uint64_t(999) << 8 | 0x02, 5000), 1);
+  EXPECT_EQ(fdb.dump(5000).size(), 1u);
+}
+
+TEST(Fdb, FlushPortForgetsItsEntriesOnly) {
+  Fdb fdb(64, 1'000'000);
+  fdb.learn(macKey(kMacA), 0, 1);
+  fdb.learn(macKey(kMacB), 1, 1);
+  fdb.flushPort(0);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 2), Fdb::kNone);
+  EXPECT_EQ(fdb.lookup(macKey(kMacB), 2), 1);
+}
+
+}  // namespace
+}  // namespace vdev

@@ -1,0 +1,146 @@
+// Datapath: one datapath thread, its UMEM (frame pool), its ports, and the
+// switching logic between them.
+//
+// The thread polls its ports' RX rings in bursts, switches each burst (L2
+// learning switch, or a static cross-connect), delivers per destination with
+// one Port::xmitBulk() per burst, drains the delivery rings onto the TX rings
+// and keeps the fill rings topped up. With no traffic it sleeps in poll() on
+// its sockets and an eventfd that producers' doorbells and control requests
+// write; under load it makes no syscall but the copy-mode TX kicks.
+//
+// Thread safety: addPort() before start(); stats() from any thread;
+// stop()/teardown() from the thread that called start().
+#pragma once
+
+#include <linux/if_xdp.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vdev/fd.h"
+#include "vdev/fdb.h"
+#include "vdev/frame_pool.h"
+#include "vdev/port.h"
+#include "vdev/result.h"
+
+namespace vdev {
+
+enum class SwitchMode { kSwitch, kXconnect };
+
+struct DatapathConfig {
+  SwitchMode mode = SwitchMode::kSwitch;
+  PortConfig port;
+  uint32_t frames = 32768;
+  uint32_t frame_size = 2048;
+  uint32_t fdb_size = 4096;
+  uint64_t fdb_ageing_ns = 300ull * 1000 * 1000 * 1000;
+  uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
+  std::vector<std::array<uint8_t, 6>> host_macs;
+};
+
+struct PoolStats {
+  uint64_t total = 0, free = 0, fill_ring = 0, kernel_rx = 0, rx_ring = 0, rx_burst = 0,
+           port_rings = 0, tx_ring = 0, kernel_tx = 0, comp_ring = 0;
+  uint64_t sum() const {
+    return free + fill_ring + kernel_rx + rx_ring + rx_burst + port_rings + tx_ring + kernel_tx +
+           comp_ring;
+  }
+};
+
+struct PortStats {
+  std::string name;
+  int ifindex = 0;
+  uint32_t queues = 0;
+  const char* xdp_mode = "none";
+  const char* bind_mode = "none";
+  uint32_t mtu = 0;
+  bool live = false;
+  PortCounterSnapshot c;
+  uint64_t tx_outstanding = 0;
+  struct xdp_statistics xdp {};
+  XdpProgCounters prog;
+  uint64_t dev_tx_dropped = 0;
+};
+
+struct DatapathStats {
+  std::vector<PortStats> ports;
+  PoolStats pool;
+  uint64_t fdb_entries = 0;
+};
+
+class Datapath {
+ public:
+  static Result<std::unique_ptr<Datapath>> create(const DatapathConfig& cfg);
+  ~Datapath();
+
+  Status addPort(const std::string& ifname);
+  size_t numPorts() const { return ports_.size(); }
+  void start();
+  // Stops the thread (returns once it has exited).
+  void stop();
+  // After stop(): detaches the XDP programs, forwards what is still in the
+  // RX rings, lets TX finish (bounded), closes the sockets and returns every
+  // frame to the pool. Returns the number of frames not back in the pool
+  // (0 unless there is a bug).
+  uint32_t teardown();
+  DatapathStats stats();
+
+  // Exposed for unit tests of the switching logic.
+  void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
+  FramePool& pool() { return *pool_; }
+  Fdb& fdb() { return fdb_; }
+  Port& port(size_t i) { return *ports_[i]; }
+  // Adds a port object built elsewhere (tests: a Port without a device).
+  void adoptPort(std::unique_ptr<Port> p);
+
+ private:
+  explicit Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool);
+  void run();
+  uint32_t rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept;
+  void refill(Port::Queue& q) noexcept;
+  void enqueue(Port& dst, Frame* f) noexcept;
+  void flushPending() noexcept;
+  void housekeeping(uint64_t now_ns);
+  void sleepUntilWork();
+  void serveStats();
+  void collectOwned(DatapathStats& out) const;
+  PoolStats poolStats() const;
+  void killPort(Port& p, const char* why);
+
+  DatapathConfig cfg_;
+  std::unique_ptr<FramePool> pool_;
+  Fdb fdb_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  // Per destination port: frames collected during one burst.
+  std::vector<std::vector<Frame*>> pending_;
+  std::vector<uint32_t> pending_n_;
+  std::vector<uint16_t> pending_ports_;  // ports with pending frames this burst
+  std::vector<Frame*> burst_;
+  uint16_t next_slot_ = 0;
+  FileDesc wake_fd_;  // eventfd: doorbells and control requests
+  int wake_fd_raw_ = -1;  // its number, the notifier context of every delivery ring
+
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  bool running_ = false;
+  bool torn_down_ = false;
+  uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
+
+  // Stats requests: the owner thread computes what only it may read.
+  std::mutex stats_mu_;
+  std::condition_variable stats_cv_;
+  std::atomic<bool> stats_req_{false};
+  bool stats_done_ = false;
+  DatapathStats stats_snapshot_;
+};
+
+uint64_t monotonicNs() noexcept;
+
+}  // namespace vdev

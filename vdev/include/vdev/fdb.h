@@ -1,0 +1,75 @@
+// Fdb: the learning switch's MAC table (fixed size, no allocation after
+// construction, open addressing with linear probing).
+//
+// Entries age out `ageing_ns` after they were last seen; static entries never
+// age and are never moved by learning. Time is passed in by the caller (the
+// datapath reads a coarse clock once per burst).
+//
+// Thread safety: owned by one datapath thread.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace vdev {
+
+// A MAC address packed into the low 48 bits (byte 0 lowest), as the XDP
+// program's host_macs key.
+inline uint64_t macKey(const uint8_t* m) {
+  uint64_t k = 0;
+  std::memcpy(&k, m, 6);
+  return k;
+}
+inline bool macIsMulticast(const uint8_t* m) { return m[0] & 1; }  // includes broadcast
+inline bool macIsZero(const uint8_t* m) {
+  static const uint8_t z[6] = {};
+  return std::memcmp(m, z, 6) == 0;
+}
+
+class Fdb {
+ public:
+  static constexpr int kNone = -1;
+
+  struct Entry {
+    uint64_t mac = 0;
+    uint64_t seen_ns = 0;
+    uint16_t port = 0;
+    bool used = false;       // slot is part of a probe chain (never reset: no holes)
+    bool live = false;       // holds an address (false: free or removed)
+    bool is_static = false;
+  };
+
+  // capacity: rounded up to a power of two (at least 16).
+  Fdb(uint32_t capacity, uint64_t ageing_ns);
+
+  // The port of mac, or kNone if unknown or aged out.
+  int lookup(uint64_t mac, uint64_t now_ns) const noexcept;
+  // Learns (or refreshes, or moves) mac -> port. Static entries are not
+  // changed. Returns false if the table has no room (nothing learned).
+  bool learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept;
+  bool addStatic(uint64_t mac, uint16_t port);
+  bool remove(uint64_t mac);
+  // Forgets every entry pointing at port (port removed).
+  void flushPort(uint16_t port);
+
+  uint32_t capacity() const { return uint32_t(slots_.size()); }
+  uint64_t ageingNs() const { return ageing_ns_; }
+  std::vector<Entry> dump(uint64_t now_ns) const;  // live entries
+
+ private:
+  static constexpr uint32_t kMaxProbe = 16;
+  uint32_t home(uint64_t mac) const noexcept {
+    return uint32_t((mac * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
+  bool expired(const Entry& e, uint64_t now) const noexcept {
+    return !e.is_static && now - e.seen_ns > ageing_ns_;
+  }
+  bool reusable(const Entry& e, uint64_t now) const noexcept { return !e.live || expired(e, now); }
+
+  std::vector<Entry> slots_;
+  uint32_t mask_;
+  uint64_t ageing_ns_;
+};
+
+}  // namespace vdev

@@ -1,0 +1,524 @@
+#include "vdev/datapath.h"
+
+#include <net/if.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace vdev {
+
+namespace {
+
+constexpr uint64_t kHousekeepingNs = 100ull * 1000 * 1000;  // dead-device checks, lazy reaping
+constexpr uint64_t kMtuRefreshNs = 1000ull * 1000 * 1000;
+constexpr uint32_t kEthHlen = 14;
+constexpr uint32_t kVlanHlen = 4;
+
+// Doorbell notifier of every delivery ring: wakes the owner thread's poll().
+void notifyDatapath(void* ctx) {
+  uint64_t one = 1;
+  ssize_t rc = ::write(*static_cast<int*>(ctx), &one, sizeof one);
+  (void)rc;  // EAGAIN: the counter is saturated, and the fd is readable anyway
+}
+
+uint32_t readSysfsU32(const std::string& path, uint32_t dflt) {
+  std::ifstream in(path);
+  uint64_t v = 0;
+  if (in >> v) return uint32_t(v);
+  return dflt;
+}
+
+uint64_t readSysfsU64(const std::string& path) {
+  std::ifstream in(path);
+  uint64_t v = 0;
+  in >> v;
+  return v;
+}
+
+// Longest frame a port may transmit: its MTU plus the Ethernet header, plus
+// a VLAN tag when the frame carries one.
+inline uint32_t maxFrameLen(const Port& p, const uint8_t* data) {
+  uint16_t type = uint16_t(data[12] << 8 | data[13]);
+  return p.mtu() + kEthHlen + ((type == 0x8100 || type == 0x88a8) ? kVlanHlen : 0);
+}
+
+}  // namespace
+
+uint64_t monotonicNs() noexcept {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
+  if (cfg.port.batch == 0 || cfg.port.batch > 256) return Error{EINVAL, "batch size must be 1..256"};
+  auto pool = FramePool::create(cfg.frames, cfg.frame_size);
+  if (!pool) return pool.error();
+  std::unique_ptr<Datapath> dp(new Datapath(cfg, std::move(pool.value())));
+  dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!dp->wake_fd_.valid()) return errnoError("eventfd");
+  dp->wake_fd_raw_ = dp->wake_fd_.get();
+  return dp;
+}
+
+Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
+    : cfg_(cfg),
+      pool_(std::move(pool)),
+      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns),
+      burst_(cfg.port.batch) {}
+
+Datapath::~Datapath() {
+  stop();
+  teardown();
+}
+
+void Datapath::adoptPort(std::unique_ptr<Port> p) {
+  for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
+  pending_.emplace_back(cfg_.port.batch);
+  pending_n_.push_back(0);
+  ports_.push_back(std::move(p));
+}
+
+Status Datapath::addPort(const std::string& ifname) {
+  if (running_) return Error{EBUSY, "ports are added before the datapath starts"};
+  if (ports_.size() >= 0xfff0) return Error{ENOSPC, "too many ports"};
+  for (auto& p : ports_)
+    if (p->name() == ifname) return Error{EEXIST, "port " + ifname + " is given twice"};
+  // Share the UMEM of any live socket; with none left, register it afresh.
+  int share_fd = -1;
+  for (auto& p : ports_)
+    for (auto& q : p->queues())
+      if (share_fd < 0 && p->live() && q->xsk) share_fd = q->xsk->fd();
+  auto port = Port::open(ifname, uint16_t(ports_.size()), *pool_, cfg_.port, cfg_.host_macs,
+                         share_fd, next_slot_);
+  if (!port) return port.error();
+  adoptPort(std::move(port.value()));
+  for (auto& q : ports_.back()->queues()) refill(*q);
+  return {};
+}
+
+void Datapath::start() {
+  if (running_) return;
+  stop_.store(false, std::memory_order_relaxed);
+  running_ = true;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Datapath::stop() {
+  if (!running_) return;
+  stop_.store(true, std::memory_order_release);  // S0 pairs with S1 in run()
+  uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_.get(), &one, sizeof one);
+  (void)rc;
+  thread_.join();
+  running_ = false;
+}
+
+// ---------------------------------------------------------------------------
+// The datapath thread.
+
+void Datapath::refill(Port::Queue& q) noexcept {
+  if (!q.xsk) return;
+  XskSocket& s = *q.xsk;
+  // Keep the fill ring (twice the RX ring) full: frames in the fill ring, in
+  // the kernel and on the RX ring are all "given".
+  const uint64_t given = q.fill_given - q.rx_got;
+  const uint32_t target = s.fill.size;
+  if (given >= target) return;
+  uint32_t want = uint32_t(target - given);
+  if (want < cfg_.port.batch && given > 0) return;  // refill in batches
+  Frame* frames[256];
+  if (want > 256) want = 256;
+  want = std::min(want, xsk_prod_nb_free(&s.fill, want));
+  uint32_t got = pool_->allocBulk(std::span<Frame*>(frames, want));
+  if (!got) return;  // pool empty: the kernel counts rx_fill_ring_empty_descs
+  uint32_t idx = 0;
+  xsk_ring_prod__reserve(&s.fill, got, &idx);
+  for (uint32_t i = 0; i < got; i++) {
+    frames[i]->owner = s.slot();
+    *xsk_ring_prod__fill_addr(&s.fill, idx + i) = pool_->chunkAddr(frames[i]);
+  }
+  xsk_ring_prod__submit(&s.fill, got);
+  q.fill_given += got;
+  if (s.zerocopy() && xsk_ring_prod__needs_wakeup(&s.fill)) {
+    // Zero-copy drivers may wait for a wake-up once the fill ring ran dry.
+    ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+    (void)rc;
+  }
+  if (got == want && q.fill_given - q.rx_got < target) refill(q);
+}
+
+uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
+  XskSocket& s = *q.xsk;
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&s.rx, uint32_t(burst_.size()), &idx);
+  if (n == 0) return 0;
+  uint64_t bytes = 0;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&s.rx, idx + i);
+    Frame* f = pool_->frameAt(d->addr);
+    if (!f) [[unlikely]]
+      continue;  // the kernel validates addresses; cannot happen
+    f->addr = d->addr;
+    f->len = d->len;
+    f->owner = kOwnerApp;
+    f->in_port = p.index();
+    bytes += d->len;
+    burst_[k++] = f;
+  }
+  xsk_ring_cons__release(&s.rx, n);
+  q.rx_got += n;
+  PortCounters& c = p.counters();
+  c.rx_packets.add(n);
+  c.rx_bytes.add(bytes);
+  forward(p, burst_.data(), k, now_ns);
+  return n;
+}
+
+void Datapath::enqueue(Port& dst, Frame* f) noexcept {
+  if (f->len > maxFrameLen(dst, pool_->data(f))) [[unlikely]] {
+    dst.counters().drops[kDropOversize].add(1);
+    pool_->free(f);
+    return;
+  }
+  const uint16_t i = dst.index();
+  uint32_t& n = pending_n_[i];
+  if (n == 0) pending_ports_.push_back(i);
+  pending_[i][n++] = f;
+  if (n == pending_[i].size()) {
+    // A full batch goes now (no flush: more may follow in this burst).
+    int rc = dst.xmitBulk(std::span<Frame* const>(pending_[i].data(), n), 0);
+    if (rc < 0) [[unlikely]] {
+      dst.counters().drops[kDropPortDown].add(n);
+      pool_->freeBulk(std::span<Frame* const>(pending_[i].data(), n));
+    }
+    n = 0;  // stays in pending_ports_; flushPending rings the doorbell
+  }
+}
+
+void Datapath::flushPending() noexcept {
+  for (uint16_t i : pending_ports_) {
+    Port& dst = *ports_[i];
+    uint32_t& n = pending_n_[i];
+    int rc = dst.xmitBulk(std::span<Frame* const>(pending_[i].data(), n), kXmitFlush);
+    if (rc < 0) [[unlikely]] {
+      // -ENXIO: the port went down; the frames come back to us.
+      dst.counters().drops[kDropPortDown].add(n);
+      pool_->freeBulk(std::span<Frame* const>(pending_[i].data(), n));
+    }
+    n = 0;
+  }
+  pending_ports_.clear();
+}
+
+void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept {
+  PortCounters& ic = in.counters();
+  const uint16_t in_idx = in.index();
+  for (uint32_t i = 0; i < n; i++) {
+    Frame* f = frames[i];
+    const uint8_t* d = pool_->data(f);
+    if (f->len < kEthHlen) [[unlikely]] {
+      ic.drops[kDropRunt].add(1);
+      pool_->free(f);
+      continue;
+    }
+    if (f->len > pool_->room(f)) [[unlikely]] {
+      ic.drops[kDropOversize].add(1);
+      pool_->free(f);
+      continue;
+    }
+    const uint8_t* src = d + 6;
+    if (macIsMulticast(src) || macIsZero(src)) [[unlikely]] {
+      ic.drops[kDropInvalidSrc].add(1);
+      pool_->free(f);
+      continue;
+    }
+    if (cfg_.mode == SwitchMode::kXconnect) {
+      // Two ports: the other one, whatever the MAC.
+      Port* out = ports_.size() == 2 ? ports_[in_idx ^ 1].get() : nullptr;
+      if (!out) {
+        ic.drops[kDropNoRoute].add(1);
+        pool_->free(f);
+        continue;
+      }
+      enqueue(*out, f);
+      continue;
+    }
+    fdb_.learn(macKey(src), in_idx, now_ns);
+    if (!macIsMulticast(d)) {
+      int p = fdb_.lookup(macKey(d), now_ns);
+      if (p >= 0) {
+        if (p == in_idx) {
+          // Destination lives behind the ingress port: nothing to do (no hairpin).
+          ic.drops[kDropNoRoute].add(1);
+          pool_->free(f);
+        } else {
+          enqueue(*ports_[size_t(p)], f);
+        }
+        continue;
+      }
+    }
+    // Broadcast, multicast, unknown unicast: every other live port; the
+    // original goes to the first, copies to the others.
+    bool first = true;
+    for (auto& pp : ports_) {
+      Port& out = *pp;
+      if (out.index() == in_idx || !out.live()) continue;
+      if (first) {
+        first = false;
+        continue;  // sent last, after the copies were taken from it
+      }
+      Frame* copy = nullptr;
+      if (pool_->allocBulk(std::span<Frame*>(&copy, 1)) == 0) [[unlikely]] {
+        out.counters().drops[kDropPoolEmpty].add(1);
+        continue;
+      }
+      std::memcpy(pool_->data(copy), d, f->len);
+      copy->len = f->len;
+      copy->in_port = in_idx;
+      enqueue(out, copy);
+    }
+    if (first) {
+      ic.drops[kDropNoRoute].add(1);
+      pool_->free(f);
+      continue;
+    }
+    for (auto& pp : ports_)
+      if (pp->index() != in_idx && pp->live()) {
+        enqueue(*pp, f);
+        break;
+      }
+  }
+  flushPending();
+}
+
+void Datapath::killPort(Port& p, const char* why) {
+  std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
+  p.shutdown(*pool_);
+  fdb_.flushPort(p.index());
+}
+
+void Datapath::housekeeping(uint64_t now_ns) {
+  last_hk_ns_ = now_ns;
+  const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
+  if (mtu_time) last_mtu_ns_ = now_ns;
+  for (auto& pp : ports_) {
+    Port& p = *pp;
+    if (!p.live()) continue;
+    int err = 0;
+    for (auto& q : p.queues())
+      if (q->xsk && !err) err = q->xsk->pendingError();
+    if (err) {
+      killPort(p, (std::string("device gone (") + std::strerror(err) + ")").c_str());
+      continue;
+    }
+    if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
+    if (mtu_time) p.setMtu(readSysfsU32("/sys/class/net/" + p.name() + "/mtu", p.mtu()));
+  }
+}
+
+void Datapath::sleepUntilWork() {
+  // Arm every delivery ring's doorbell; if one already holds frames, the
+  // sleep is off (no lost wake-up: the ring re-checks after arming).
+  std::vector<ringbuf::PtrRing<Frame>*> armed;
+  bool work = false;
+  for (auto& pp : ports_) {
+    if (!pp->live()) continue;
+    for (auto& q : pp->queues()) {
+      if (!q->ring.armDoorbell()) {
+        work = true;
+        break;
+      }
+      armed.push_back(&q->ring);
+    }
+    if (work) break;
+  }
+  if (!work) {
+    struct pollfd fds[1 + 256];
+    nfds_t n = 0;
+    fds[n++] = {wake_fd_.get(), POLLIN, 0};
+    for (auto& pp : ports_) {
+      if (!pp->live()) continue;
+      for (auto& q : pp->queues())
+        if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
+    }
+    ::poll(fds, n, int(kHousekeepingNs / 1000000));
+    uint64_t v;
+    ssize_t rc = ::read(wake_fd_.get(), &v, sizeof v);
+    (void)rc;
+  }
+  for (auto* r : armed) r->disarmDoorbell();
+}
+
+void Datapath::run() {
+  setThreadIndex(0);
+  uint64_t idle_since = 0;
+  uint32_t spins = 0;
+  while (!stop_.load(std::memory_order_acquire)) {  // S1 pairs with S0 in stop()
+    if (stats_req_.load(std::memory_order_acquire)) serveStats();  // R1 pairs with R0 in stats()
+    const uint64_t now = monotonicNs();
+    uint32_t work = 0;
+    for (auto& pp : ports_) {
+      Port& p = *pp;
+      if (!p.live()) continue;
+      for (auto& q : p.queues())
+        if (q->xsk) work += rxBurst(p, *q, now);
+    }
+    for (auto& pp : ports_)
+      if (pp->live()) work += pp->drainTx(*pool_);
+    for (auto& pp : ports_)
+      if (pp->live())
+        for (auto& q : pp->queues()) refill(*q);
+    if (now - last_hk_ns_ >= kHousekeepingNs) housekeeping(now);
+    if (work) {
+      idle_since = 0;
+      spins = 0;
+      continue;
+    }
+    if (idle_since == 0) idle_since = now;
+    if (now - idle_since < cfg_.idle_spin_ns) {
+      if ((++spins & 63) == 0) std::this_thread::yield();
+      continue;
+    }
+    // Idle: reap what completed so the pool is full while we sleep.
+    for (auto& pp : ports_)
+      if (pp->live()) pp->reapCompletions(*pool_);
+    sleepUntilWork();
+    idle_since = 0;
+  }
+  if (stats_req_.load(std::memory_order_acquire)) serveStats();
+}
+
+// ---------------------------------------------------------------------------
+// Statistics.
+
+PoolStats Datapath::poolStats() const {
+  PoolStats s;
+  s.total = pool_->total();
+  s.free = pool_->available();
+  for (auto& pp : ports_) {
+    QueueAccounting a = pp->accounting();
+    s.fill_ring += a.fill_ring;
+    s.kernel_rx += a.kernel_rx;
+    s.rx_ring += a.rx_ring;
+    s.port_rings += a.port_ring;
+    s.tx_ring += a.tx_ring;
+    s.kernel_tx += a.kernel_tx;
+    s.comp_ring += a.comp_ring;
+  }
+  s.rx_burst = 0;  // taken between bursts
+  return s;
+}
+
+// Owner-thread part of a statistics snapshot: what only the thread that
+// owns the sockets may read (ring indices, socket options of sockets it may
+// close at any time).
+void Datapath::collectOwned(DatapathStats& out) const {
+  out.pool = poolStats();
+  out.ports.clear();
+  for (auto& pp : ports_) {
+    const Port& p = *pp;
+    PortStats ps;
+    ps.name = p.name();
+    ps.ifindex = p.ifindex();
+    ps.queues = uint32_t(p.queues().size());
+    ps.live = p.live();
+    ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "down";
+    ps.tx_outstanding = p.txOutstanding();
+    for (auto& q : p.queues()) {
+      if (!q->xsk) continue;
+      struct xdp_statistics x = q->xsk->stats();
+      ps.xdp.rx_dropped += x.rx_dropped;
+      ps.xdp.rx_invalid_descs += x.rx_invalid_descs;
+      ps.xdp.tx_invalid_descs += x.tx_invalid_descs;
+      ps.xdp.rx_ring_full += x.rx_ring_full;
+      ps.xdp.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
+      ps.xdp.tx_ring_empty_descs += x.tx_ring_empty_descs;
+    }
+    out.ports.push_back(std::move(ps));
+  }
+  out.fdb_entries = fdb_.dump(monotonicNs()).size();
+}
+
+void Datapath::serveStats() {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  collectOwned(stats_snapshot_);
+  stats_done_ = true;
+  stats_req_.store(false, std::memory_order_relaxed);
+  stats_cv_.notify_all();
+}
+
+DatapathStats Datapath::stats() {
+  DatapathStats out;
+  {
+    std::unique_lock<std::mutex> lk(stats_mu_);
+    if (running_) {
+      stats_done_ = false;
+      stats_req_.store(true, std::memory_order_release);  // R0 pairs with R1 in run()
+      uint64_t one = 1;
+      ssize_t rc = ::write(wake_fd_.get(), &one, sizeof one);
+      (void)rc;
+      if (!stats_cv_.wait_for(lk, std::chrono::seconds(2), [this] { return stats_done_; }))
+        return out;  // the datapath thread did not answer: report nothing rather than guess
+      out = stats_snapshot_;
+    } else {
+      collectOwned(out);
+    }
+  }
+  // Counters, program counters and device counters are safe from any thread.
+  for (size_t i = 0; i < out.ports.size() && i < ports_.size(); i++) {
+    Port& p = *ports_[i];
+    PortStats& ps = out.ports[i];
+    ps.mtu = p.mtu();
+    ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
+    ps.c = p.snapshot();
+    if (p.xdp()) ps.prog = p.xdp()->counters();
+    ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Shutdown.
+
+uint32_t Datapath::teardown() {
+  if (running_) stop();
+  if (torn_down_ || ports_.empty()) return 0;
+  torn_down_ = true;
+  // 1. No new frames: detach the programs (XDP now drops nothing of ours,
+  //    the device behaves as before vdevd).
+  for (auto& pp : ports_) pp->detachXdp();
+  // 2. Forward what the kernel already put on the RX rings, and let TX finish
+  //    (bounded: a device that stopped completing must not hang shutdown).
+  const uint64_t deadline = monotonicNs() + 200ull * 1000 * 1000;
+  for (;;) {
+    const uint64_t now = monotonicNs();
+    uint32_t work = 0;
+    for (auto& pp : ports_) {
+      if (!pp->live()) continue;
+      for (auto& q : pp->queues())
+        if (q->xsk) work += rxBurst(*pp, *q, now);
+    }
+    uint64_t pending = 0;
+    for (auto& pp : ports_) {
+      if (!pp->live()) continue;
+      work += pp->drainTx(*pool_);
+      pp->reapCompletions(*pool_);
+      pending += pp->txOutstanding();
+      for (auto& q : pp->queues()) pending += q->ring.size();
+    }
+    if ((!work && !pending) || now > deadline) break;
+    if (!work) ::usleep(1000);
+  }
+  // 3. Close the sockets; every frame comes back.
+  for (auto& pp : ports_) pp->shutdown(*pool_);
+  // The ports stay (down, without sockets) so final statistics can be read.
+  return pool_->total() - pool_->available();
+}
+
+}  // namespace vdev

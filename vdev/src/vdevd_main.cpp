@@ -1,0 +1,290 @@
+// vdevd: the vdev datapath daemon (foreground).
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "vdev/datapath.h"
+#include "vdev/stats_format.h"
+#include "vdev/version.h"
+
+namespace {
+
+const char kUsage[] = R"(Usage: vdevd --port IFNAME [--port IFNAME ...] [OPTIONS]
+
+vdevd switches frames between netdevs -- the host ends of containers' veth
+pairs, VMs' tap devices, uplinks -- in userspace. An XDP program on each port
+redirects frames into AF_XDP sockets (frames for the host's own MACs still go
+to the host stack); vdevd switches them and delivers them in bulk.
+
+Ports and mode:
+  -p, --port IFNAME        attach this netdev as a port (repeatable; at least one)
+  -m, --mode MODE          switch: L2 learning switch (default)
+                           xconnect: exactly two ports, each one's frames go to the other
+  -x, --xdp-mode MODE      native, generic or auto (default: native where the
+                           driver has it, generic otherwise)
+  -f, --force              replace an XDP program that someone else attached
+                           (a program left by a killed vdevd is always replaced)
+      --host-mac MAC       frames to MAC go to the host stack (repeatable);
+                           every port's own MAC always does
+
+Sizes and tuning:
+      --frames N           UMEM frames (default 32768)
+      --frame-size N       2048 or 4096 bytes per frame (default 2048)
+      --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
+                           the fill ring is twice that)
+      --port-ring N        per-port delivery ring capacity in frames (default 1024)
+      --batch N            RX/TX burst, 1..256 (default 64)
+      --tx-budget N        copy-mode frames per TX kick, where the kernel supports
+                           it (default: the TX ring size; 0 = the kernel default)
+      --completion MODE    eager (default): reap TX completions on every drain;
+                           lazy[:N]: only once N frames (default 256) are
+                           outstanding -- fewer ring touches per batch, but
+                           frames come back to the pool later, so a small pool
+                           or a sender waiting for buffers stalls
+      --idle-spin-us N     keep polling N microseconds after the last frame
+                           before sleeping in poll() (default 50)
+      --fdb-aging SECONDS  learned MAC ageing time (default 300)
+      --fdb-size N         MAC table slots (default 4096)
+
+Output:
+      --stats-json PATH    on SIGUSR1 and at exit, write statistics as JSON to
+                           PATH (via PATH.tmp and rename)
+  -v, --verbose            libbpf/libxdp informational messages
+  -V, --version
+  -h, --help
+
+vdevd prints "vdevd: ready" once every port is attached. Signals: SIGUSR1
+prints per-port statistics (and writes --stats-json); SIGTERM or SIGINT stop
+it: the XDP programs are detached, every frame is returned to the pool, final
+statistics are printed, and the exit status is 0 (1 if a frame was lost).
+
+Exit status: 0 clean stop, 1 runtime failure or leaked frame, 2 bad usage.
+See docs/vdevd.md for the statistics and their meaning.
+)";
+
+bool parseU32(const char* s, uint32_t lo, uint32_t hi, uint32_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long v = std::strtoul(s, &end, 10);
+  if (errno || !end || *end || end == s || v < lo || v > hi) return false;
+  out = uint32_t(v);
+  return true;
+}
+
+bool parseMac(const char* s, std::array<uint8_t, 6>& mac) {
+  unsigned v[6];
+  char tail;
+  if (std::sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+    return false;
+  for (int i = 0; i < 6; i++) {
+    if (v[i] > 255) return false;
+    mac[size_t(i)] = uint8_t(v[i]);
+  }
+  return true;
+}
+
+[[noreturn]] void usageError(const std::string& msg) {
+  std::fprintf(stderr, "vdevd: %s\nTry 'vdevd --help'.\n", msg.c_str());
+  std::exit(2);
+}
+
+bool writeFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return false;
+  bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+  ok = (std::fflush(f) == 0) && ok;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+void report(vdev::Datapath& dp, const std::string& json_path) {
+  vdev::DatapathStats s = dp.stats();
+  std::fputs(vdev::statsTable(s).c_str(), stdout);
+  std::fflush(stdout);
+  if (!json_path.empty() && !writeFileAtomic(json_path, vdev::statsJson(s)))
+    std::fprintf(stderr, "vdevd: cannot write %s: %s\n", json_path.c_str(), std::strerror(errno));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  vdev::DatapathConfig cfg;
+  cfg.port.xsk.tx_budget = 1;  // placeholder: "ring size" unless given
+  bool tx_budget_given = false;
+  std::vector<std::string> ports;
+  std::string json_path;
+  bool verbose = false;
+
+  enum {
+    kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
+    kIdleSpin, kFdbAging, kFdbSize, kStatsJson
+  };
+  static const struct option opts[] = {
+      {"port", required_argument, nullptr, 'p'},
+      {"mode", required_argument, nullptr, 'm'},
+      {"xdp-mode", required_argument, nullptr, 'x'},
+      {"force", no_argument, nullptr, 'f'},
+      {"host-mac", required_argument, nullptr, kHostMac},
+      {"frames", required_argument, nullptr, kFrames},
+      {"frame-size", required_argument, nullptr, kFrameSize},
+      {"ring-size", required_argument, nullptr, kRingSize},
+      {"port-ring", required_argument, nullptr, kPortRing},
+      {"batch", required_argument, nullptr, kBatch},
+      {"tx-budget", required_argument, nullptr, kTxBudget},
+      {"completion", required_argument, nullptr, kCompletion},
+      {"idle-spin-us", required_argument, nullptr, kIdleSpin},
+      {"fdb-aging", required_argument, nullptr, kFdbAging},
+      {"fdb-size", required_argument, nullptr, kFdbSize},
+      {"stats-json", required_argument, nullptr, kStatsJson},
+      {"verbose", no_argument, nullptr, 'v'},
+      {"version", no_argument, nullptr, 'V'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  int c;
+  uint32_t v = 0;
+  while ((c = getopt_long(argc, argv, "p:m:x:fvVh", opts, nullptr)) != -1) {
+    switch (c) {
+      case 'p': ports.emplace_back(optarg); break;
+      case 'm':
+        if (!std::strcmp(optarg, "switch")) cfg.mode = vdev::SwitchMode::kSwitch;
+        else if (!std::strcmp(optarg, "xconnect")) cfg.mode = vdev::SwitchMode::kXconnect;
+        else usageError(std::string("unknown mode '") + optarg + "' (switch or xconnect)");
+        break;
+      case 'x':
+        if (!std::strcmp(optarg, "native")) cfg.port.xdp_mode = vdev::XdpMode::kNative;
+        else if (!std::strcmp(optarg, "generic")) cfg.port.xdp_mode = vdev::XdpMode::kGeneric;
+        else if (!std::strcmp(optarg, "auto")) cfg.port.xdp_mode = vdev::XdpMode::kAuto;
+        else usageError(std::string("unknown XDP mode '") + optarg + "' (native, generic or auto)");
+        break;
+      case 'f': cfg.port.force = true; break;
+      case kHostMac: {
+        std::array<uint8_t, 6> mac;
+        if (!parseMac(optarg, mac)) usageError(std::string("invalid MAC address '") + optarg + "'");
+        cfg.host_macs.push_back(mac);
+        break;
+      }
+      case kFrames:
+        if (!parseU32(optarg, 512, 1u << 22, cfg.frames)) usageError("--frames must be 512..4194304");
+        break;
+      case kFrameSize:
+        if (!parseU32(optarg, 2048, 4096, cfg.frame_size) || (cfg.frame_size != 2048 && cfg.frame_size != 4096))
+          usageError("--frame-size must be 2048 or 4096");
+        break;
+      case kRingSize:
+        if (!parseU32(optarg, 64, 16384, v) || (v & (v - 1)))
+          usageError("--ring-size must be a power of two, 64..16384");
+        cfg.port.xsk.rx_size = cfg.port.xsk.tx_size = cfg.port.xsk.comp_size = v;
+        cfg.port.xsk.fill_size = 2 * v;
+        break;
+      case kPortRing:
+        if (!parseU32(optarg, 1, 1u << 20, cfg.port.ring_capacity)) usageError("--port-ring must be 1..1048576");
+        break;
+      case kBatch:
+        if (!parseU32(optarg, 1, 256, cfg.port.batch)) usageError("--batch must be 1..256");
+        break;
+      case kTxBudget:
+        if (!parseU32(optarg, 0, 16384, cfg.port.xsk.tx_budget)) usageError("--tx-budget must be 0..16384");
+        tx_budget_given = true;
+        break;
+      case kCompletion:
+        if (!std::strcmp(optarg, "eager")) {
+          cfg.port.completion = vdev::CompletionMode::kEager;
+        } else if (!std::strncmp(optarg, "lazy", 4) && (optarg[4] == 0 || optarg[4] == ':')) {
+          cfg.port.completion = vdev::CompletionMode::kLazy;
+          if (optarg[4] == ':' && !parseU32(optarg + 5, 1, 1u << 20, cfg.port.lazy_threshold))
+            usageError("--completion lazy:N needs N in 1..1048576");
+        } else {
+          usageError(std::string("unknown completion mode '") + optarg + "' (eager or lazy[:N])");
+        }
+        break;
+      case kIdleSpin:
+        if (!parseU32(optarg, 0, 1000000, v)) usageError("--idle-spin-us must be 0..1000000");
+        cfg.idle_spin_ns = uint64_t(v) * 1000;
+        break;
+      case kFdbAging:
+        if (!parseU32(optarg, 1, 1000000, v)) usageError("--fdb-aging must be 1..1000000 seconds");
+        cfg.fdb_ageing_ns = uint64_t(v) * 1000000000ull;
+        break;
+      case kFdbSize:
+        if (!parseU32(optarg, 16, 1u << 20, cfg.fdb_size)) usageError("--fdb-size must be 16..1048576");
+        break;
+      case kStatsJson: json_path = optarg; break;
+      case 'v': verbose = true; break;
+      case 'V': std::printf("vdevd %s\n", VDEV_VERSION); return 0;
+      case 'h': std::fputs(kUsage, stdout); return 0;
+      default: usageError("bad option");
+    }
+  }
+  if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
+  if (ports.empty()) usageError("no ports: give at least one --port IFNAME");
+  if (cfg.mode == vdev::SwitchMode::kXconnect && ports.size() != 2)
+    usageError("xconnect mode needs exactly two ports");
+  if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
+  uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
+  if (cfg.frames < need)
+    std::fprintf(stderr, "vdevd: warning: %u frames for %zu ports: fill rings will run short (want >= %u)\n",
+                 cfg.frames, ports.size(), need);
+
+  vdev::setupBpfLogging(verbose);
+
+  // Signals are taken synchronously by this thread; the datapath thread
+  // inherits the blocked mask and never sees them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGUSR1);
+  sigaddset(&sigs, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto dp = vdev::Datapath::create(cfg);
+  if (!dp) {
+    std::fprintf(stderr, "vdevd: %s\n", dp.error().message().c_str());
+    return 1;
+  }
+  for (const auto& name : ports) {
+    if (auto st = dp.value()->addPort(name); !st) {
+      std::fprintf(stderr, "vdevd: %s\n", st.error().message().c_str());
+      dp.value()->teardown();  // detaches what was attached so far
+      return 1;
+    }
+  }
+  vdev::Datapath& d = *dp.value();
+  d.start();
+  std::printf("vdevd: ready (%zu ports, %s mode)\n", d.numPorts(),
+              cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect");
+  std::fflush(stdout);
+
+  for (;;) {
+    int sig = sigwaitinfo(&sigs, nullptr);
+    if (sig < 0) continue;  // EINTR
+    if (sig == SIGUSR1 || sig == SIGHUP) {
+      report(d, json_path);
+      continue;
+    }
+    break;  // SIGTERM, SIGINT
+  }
+  d.stop();
+  uint32_t leaked = d.teardown();
+  report(d, json_path);
+  if (leaked) {
+    std::fprintf(stderr, "vdevd: BUG: %u frames not back in the pool at exit\n", leaked);
+    return 1;
+  }
+  std::printf("vdevd: stopped, all %u frames back in the pool\n", d.pool().total());
+  return 0;
+}

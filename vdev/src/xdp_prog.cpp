@@ -1,0 +1,214 @@
+#include "vdev/xdp_prog.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <net/if.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "vdev_xdp.skel.h"
+#include "vdev_xdp_shared.h"
+
+namespace vdev {
+
+namespace {
+
+constexpr const char* kProgName = "vdev_xdp";
+bool g_verbose = false;
+
+int libbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG || (level == LIBBPF_INFO && !g_verbose)) return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+int libxdpPrint(enum libxdp_print_level level, const char* fmt, va_list args) {
+  if (level == LIBXDP_DEBUG || (level == LIBXDP_INFO && !g_verbose)) return 0;
+  // Without bpffs (or where the kernel refuses freplace) libxdp cannot use
+  // its multi-program dispatcher and attaches our single program directly,
+  // which is what vdev expects: say so only when asked to be verbose.
+  if (!g_verbose && (std::strstr(fmt, "bpffs") || std::strstr(fmt, "dispatcher"))) return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+
+std::string xdpStrerror(int err) {
+  char buf[256];
+  libxdp_strerror(err, buf, sizeof buf);
+  return buf;
+}
+
+// What is attached to ifindex now: "" if nothing, else the main program's
+// name (the dispatcher's components are listed after it).
+struct Existing {
+  bool any = false;
+  bool ours = false;  // every attached program is a vdev program
+  std::string names;
+};
+
+Existing existingPrograms(int ifindex) {
+  Existing e;
+  struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (!mp || libxdp_get_error(mp)) return e;
+  struct xdp_program* main = xdp_multiprog__main_prog(mp);
+  struct xdp_program* hw = xdp_multiprog__hw_prog(mp);
+  if (!main && !hw) {
+    xdp_multiprog__close(mp);
+    return e;
+  }
+  e.any = true;
+  e.ours = true;
+  auto note = [&](struct xdp_program* p) {
+    const char* n = xdp_program__name(p);
+    if (!e.names.empty()) e.names += ", ";
+    e.names += n ? n : "?";
+    e.names += " (id " + std::to_string(xdp_program__id(p)) + ")";
+    if (!n || std::strcmp(n, kProgName) != 0) e.ours = false;
+  };
+  if (main && xdp_multiprog__is_legacy(mp)) {
+    note(main);
+  } else if (main) {
+    for (struct xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p;
+         p = xdp_multiprog__next_prog(p, mp))
+      note(p);
+    if (e.names.empty()) note(main);
+  }
+  if (hw) {
+    note(hw);
+    e.ours = false;
+  }
+  xdp_multiprog__close(mp);
+  return e;
+}
+
+Status removeExisting(int ifindex, const std::string& ifname) {
+  struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (!mp || libxdp_get_error(mp)) return {};
+  int err = xdp_multiprog__detach(mp);
+  xdp_multiprog__close(mp);
+  if (err) return Error{-err, "detach existing XDP program from " + ifname + ": " + xdpStrerror(err)};
+  return {};
+}
+
+}  // namespace
+
+const char* xdpModeName(XdpMode m) {
+  switch (m) {
+    case XdpMode::kAuto: return "auto";
+    case XdpMode::kNative: return "native";
+    case XdpMode::kGeneric: return "generic";
+  }
+  return "?";
+}
+
+void setupBpfLogging(bool verbose) {
+  g_verbose = verbose;
+  libbpf_set_print(libbpfPrint);
+  libxdp_set_print(libxdpPrint);
+}
+
+Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::string& ifname,
+                                                       XdpMode mode, bool force) {
+  Existing ex = existingPrograms(ifindex);
+  if (ex.any) {
+    if (!force && !ex.ours)
+      return Error{EEXIST, ifname + " already has an XDP program: " + ex.names +
+                               "; vdevd does not replace it unless told to (--force)"};
+    // A stale program of ours (vdevd was killed) or --force: remove it.
+    if (auto st = removeExisting(ifindex, ifname); !st) return st.error();
+  }
+
+  std::unique_ptr<XdpProgram> p(new XdpProgram());
+  p->ifindex_ = ifindex;
+  p->ifname_ = ifname;
+  p->skel_ = vdev_xdp__open();
+  if (!p->skel_) return errnoError("open XDP program for " + ifname);
+  p->prog_ = xdp_program__from_bpf_obj(p->skel_->obj, "xdp");
+  if (long err = libxdp_get_error(p->prog_); err || !p->prog_) {
+    p->prog_ = nullptr;
+    return Error{int(err ? -err : EINVAL), "create XDP program for " + ifname};
+  }
+
+  std::vector<XdpMode> tries;
+  if (mode == XdpMode::kAuto)
+    tries = {XdpMode::kNative, XdpMode::kGeneric};
+  else
+    tries = {mode};
+  int err = 0;
+  for (XdpMode m : tries) {
+    err = xdp_program__attach(p->prog_, ifindex,
+                              m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    if (err == 0) {
+      p->mode_ = m;
+      p->attached_ = true;
+      break;
+    }
+  }
+  if (err)
+    return Error{-err, "attach XDP program to " + ifname + " (" + xdpModeName(mode) +
+                           " mode): " + xdpStrerror(err)};
+
+  // The port's own MAC always goes to the host.
+  // (Callers add more with addHostMac.)
+  return p;
+}
+
+XdpProgram::~XdpProgram() {
+  detach();
+  if (prog_) xdp_program__close(prog_);
+  if (skel_) vdev_xdp__destroy(skel_);
+}
+
+void XdpProgram::detach() {
+  if (!attached_) return;
+  attached_ = false;
+  // The device may be gone (deleted with its program); nothing to do then.
+  char name[IF_NAMESIZE];
+  if (!if_indextoname(ifindex_, name)) return;
+  int err = xdp_program__detach(prog_, ifindex_,
+                                mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  if (err && err != -ENOENT && err != -ENODEV)
+    std::fprintf(stderr, "vdevd: detach XDP program from %s: %s\n", ifname_.c_str(),
+                 xdpStrerror(err).c_str());
+}
+
+int XdpProgram::xsksMapFd() const { return bpf_map__fd(skel_->maps.xsks_map); }
+
+Status XdpProgram::addHostMac(const uint8_t mac[6]) {
+  uint64_t key = 0;
+  std::memcpy(&key, mac, 6);
+  uint32_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.host_macs), &key, &one, BPF_ANY))
+    return errnoError("add host MAC on " + ifname_);
+  return {};
+}
+
+Status XdpProgram::setSocket(uint32_t queue, int xsk_fd) {
+  if (bpf_map_update_elem(xsksMapFd(), &queue, &xsk_fd, BPF_ANY))
+    return errnoError("register AF_XDP socket for " + ifname_ + " queue " + std::to_string(queue));
+  return {};
+}
+
+Status XdpProgram::clearSocket(uint32_t queue) {
+  if (bpf_map_delete_elem(xsksMapFd(), &queue) && errno != ENOENT)
+    return errnoError("unregister AF_XDP socket for " + ifname_);
+  return {};
+}
+
+XdpProgCounters XdpProgram::counters() const {
+  XdpProgCounters c;
+  int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) return c;
+  std::vector<uint64_t> v(static_cast<size_t>(ncpu));
+  int fd = bpf_map__fd(skel_->maps.vdev_xdp_stats);
+  uint64_t* out[] = {&c.pass, &c.redirect, &c.no_socket};
+  for (uint32_t k = 0; k < VDEV_XDP_NCOUNTERS; k++) {
+    if (bpf_map_lookup_elem(fd, &k, v.data())) continue;
+    for (uint64_t x : v) *out[k] += x;
+  }
+  return c;
+}
+
+}  // namespace vdev
