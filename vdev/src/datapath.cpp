@@ -428,7 +428,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.ifindex = p.ifindex();
     ps.queues = uint32_t(p.queues().size());
     ps.live = p.live();
-    ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "down";
+    ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     ps.tx_outstanding = p.txOutstanding();
     for (auto& q : p.queues()) {
       if (!q->xsk) continue;
