@@ -3,6 +3,8 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <cstdio>
@@ -62,6 +64,8 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
   dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!dp->wake_fd_.valid()) return errnoError("eventfd");
   dp->wake_fd_raw_ = dp->wake_fd_.get();
+  dp->ctl_sock_ = FileDesc(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!dp->ctl_sock_.valid()) return errnoError("socket for link state");
   return dp;
 }
 
@@ -297,10 +301,56 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
   flushPending();
 }
 
-void Datapath::killPort(Port& p, const char* why) {
+void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
   std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
   p.shutdown(*pool_);
-  fdb_.flushPort(p.index());
+  // A link that is only down keeps its learned MACs: frames for them are
+  // counted as port_down rather than flooded to every other port (another
+  // guest's traffic is not theirs to see). A deleted device forgets them.
+  if (forget_macs) fdb_.flushPort(p.index());
+}
+
+int Datapath::anyLiveSocket() const {
+  for (auto& p : ports_)
+    if (p->live())
+      for (auto& q : p->queues())
+        if (q->xsk) return q->xsk->fd();
+  return -1;
+}
+
+// Link state: a port transmits only while its device is up and has carrier
+// (IFF_UP and IFF_RUNNING). A port whose link goes down is taken down like a
+// deleted one -- frames for it are counted as port_down instead of being
+// parked on its TX ring and delivered stale later -- and opened again when
+// the link comes back. A deleted device stays down.
+void Datapath::checkLink(Port& p) {
+  if (p.gone()) return;
+  const unsigned idx = ::if_nametoindex(p.name().c_str());
+  int err = 0;
+  if (p.live())
+    for (auto& q : p.queues())
+      if (q->xsk && !err) err = q->xsk->pendingError();
+  if (idx != unsigned(p.ifindex()) || (err && err != ENETDOWN)) {
+    p.setGone();
+    killPort(p, idx ? "device replaced" : "device gone", true);
+    return;
+  }
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, p.name().c_str(), IFNAMSIZ - 1);
+  bool up = ::ioctl(ctl_sock_.get(), SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) &&
+            (ifr.ifr_flags & IFF_RUNNING);
+  if (p.live() && (!up || err == ENETDOWN)) {
+    killPort(p, "link down", false);
+  } else if (!p.live() && up) {
+    if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_slot_); !st) {
+      std::fprintf(stderr, "vdevd: port %s: link up, but: %s\n", p.name().c_str(), st.error().message().c_str());
+      p.shutdown(*pool_);
+      return;
+    }
+    for (auto& q : p.queues()) refill(*q);
+    p.setLive(true);
+    std::fprintf(stderr, "vdevd: port %s: link up; attached again\n", p.name().c_str());
+  }
 }
 
 void Datapath::housekeeping(uint64_t now_ns) {
@@ -309,14 +359,8 @@ void Datapath::housekeeping(uint64_t now_ns) {
   if (mtu_time) last_mtu_ns_ = now_ns;
   for (auto& pp : ports_) {
     Port& p = *pp;
+    checkLink(p);
     if (!p.live()) continue;
-    int err = 0;
-    for (auto& q : p.queues())
-      if (q->xsk && !err) err = q->xsk->pendingError();
-    if (err) {
-      killPort(p, (std::string("device gone (") + std::strerror(err) + ")").c_str());
-      continue;
-    }
     if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
     if (mtu_time) p.setMtu(readSysfsU32("/sys/class/net/" + p.name() + "/mtu", p.mtu()));
   }

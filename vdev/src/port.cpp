@@ -77,17 +77,32 @@ Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t ind
   for (const auto& m : host_macs)
     if (auto st = p->xdp_->addHostMac(m.data()); !st) return st.error();
 
-  for (uint32_t q = 0; q < nq; q++) {
-    if (next_slot >= kMaxSocketSlots) return Error{ENOSPC, "too many AF_XDP sockets"};
-    auto xsk = XskSocket::create(pool, ifindex, ifname, q, share_fd, next_slot, cfg.xsk);
-    if (!xsk) return xsk.error();
-    next_slot++;
-    p->queues_[q]->xsk = std::move(xsk.value());
-    if (share_fd < 0) share_fd = p->queues_[q]->xsk->fd();
-    if (auto st = p->xdp_->setSocket(q, p->queues_[q]->xsk->fd()); !st) return st.error();
-  }
+  if (auto st = p->openSockets(pool, share_fd, next_slot); !st) return st.error();
   p->setLive(true);
   return p;
+}
+
+Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  for (uint32_t q = 0; q < queues_.size(); q++) {
+    Queue& qu = *queues_[q];
+    if (qu.xsk) continue;
+    if (next_slot >= kMaxSocketSlots) return Error{ENOSPC, "too many AF_XDP sockets"};
+    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_slot, cfg_.xsk);
+    if (!xsk) return xsk.error();
+    next_slot++;
+    qu.xsk = std::move(xsk.value());
+    qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
+    if (share_fd < 0) share_fd = qu.xsk->fd();
+    if (xdp_)
+      if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
+  }
+  return {};
+}
+
+bool Port::hasSockets() const {
+  for (auto& q : queues_)
+    if (q->xsk) return true;
+  return false;
 }
 
 bool Port::zerocopy() const {
@@ -276,6 +291,10 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     }
     if (!q.xsk) continue;
     reap(q, pool);
+    // Frames still on the TX ring were never taken by the kernel: lost here,
+    // counted. (Nothing kicks this socket any more, so the count is exact.)
+    uint32_t unsent = q.xsk->txRingCount();
+    down.add(unsent);
     uint16_t slot = q.xsk->slot();
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
     // Once the socket is closed the kernel no longer touches its rings; every

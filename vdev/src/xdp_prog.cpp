@@ -20,10 +20,23 @@ namespace {
 
 constexpr const char* kProgName = "vdev_xdp";
 bool g_verbose = false;
+// While set, library messages are collected here instead of printed: libxdp
+// first tries its dispatcher, which fails on kernels that refuse freplace
+// (libbpf logs the failed load as a warning) and then attaches our program
+// alone. The messages matter only if the attach fails in the end.
+thread_local std::string* g_capture = nullptr;
+
+int emit(const char* fmt, va_list args) {
+  if (!g_capture) return std::vfprintf(stderr, fmt, args);
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof buf, fmt, args);
+  if (g_capture->size() < 64 * 1024) *g_capture += buf;
+  return n;
+}
 
 int libbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   if (level == LIBBPF_DEBUG || (level == LIBBPF_INFO && !g_verbose)) return 0;
-  return std::vfprintf(stderr, fmt, args);
+  return emit(fmt, args);
 }
 int libxdpPrint(enum libxdp_print_level level, const char* fmt, va_list args) {
   if (level == LIBXDP_DEBUG || (level == LIBXDP_INFO && !g_verbose)) return 0;
@@ -31,7 +44,7 @@ int libxdpPrint(enum libxdp_print_level level, const char* fmt, va_list args) {
   // its multi-program dispatcher and attaches our single program directly,
   // which is what vdev expects: say so only when asked to be verbose.
   if (!g_verbose && (std::strstr(fmt, "bpffs") || std::strstr(fmt, "dispatcher"))) return 0;
-  return std::vfprintf(stderr, fmt, args);
+  return emit(fmt, args);
 }
 
 std::string xdpStrerror(int err) {
@@ -137,6 +150,8 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   else
     tries = {mode};
   int err = 0;
+  std::string log;
+  if (!g_verbose) g_capture = &log;
   for (XdpMode m : tries) {
     err = xdp_program__attach(p->prog_, ifindex,
                               m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
@@ -146,6 +161,8 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
       break;
     }
   }
+  g_capture = nullptr;
+  if (err && !log.empty()) std::fputs(log.c_str(), stderr);
   if (err)
     return Error{-err, "attach XDP program to " + ifname + " (" + xdpModeName(mode) +
                            " mode): " + xdpStrerror(err)};

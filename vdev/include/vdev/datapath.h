@@ -112,7 +112,9 @@ class Datapath {
   void serveStats();
   void collectOwned(DatapathStats& out) const;
   PoolStats poolStats() const;
-  void killPort(Port& p, const char* why);
+  void killPort(Port& p, const char* why, bool forget_macs);
+  void checkLink(Port& p);
+  int anyLiveSocket() const;
 
   DatapathConfig cfg_;
   std::unique_ptr<FramePool> pool_;
@@ -125,7 +127,8 @@ class Datapath {
   std::vector<Frame*> burst_;
   uint16_t next_slot_ = 0;
   FileDesc wake_fd_;  // eventfd: doorbells and control requests
-  int wake_fd_raw_ = -1;  // its number, the notifier context of every delivery ring
+  int wake_fd_raw_ = -1;
+  FileDesc ctl_sock_;  // for SIOCGIFFLAGS (link state)  // its number, the notifier context of every delivery ring
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -119,11 +119,19 @@ class Port {
   uint64_t txOutstanding() const;  // owner thread or quiescent
   QueueAccounting accounting() const;  // owner thread or quiescent
 
-  // Owner thread: takes the port down (device gone, or removal): no new
-  // frames are accepted, frames in the delivery rings are dropped (port_down)
-  // and returned, the sockets are closed, and every frame they still held is
-  // swept back into the pool. Returns frames returned.
+  // Owner thread: opens one socket per queue and registers it with the XDP
+  // program (after a link came back up). Does not set the port live.
+  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // Owner thread: takes the port down (link down, device gone, removal): no
+  // new frames are accepted, frames in the delivery rings and frames on the
+  // TX rings that the kernel never took are dropped (port_down), the sockets
+  // are closed, and every frame they still held is swept back into the pool.
+  // The port can be opened again with openSockets(). Returns frames returned.
   uint32_t shutdown(FramePool& pool) noexcept;
+  bool hasSockets() const;
+  // The device is gone for good (deleted): the port stays down.
+  bool gone() const { return gone_; }
+  void setGone() { gone_ = true; }
   // Detaches the XDP program (device kept).
   void detachXdp();
 
@@ -138,6 +146,7 @@ class Port {
   uint8_t mac_[6] = {};
   PortConfig cfg_;
   std::atomic<bool> live_{false};
+  bool gone_ = false;
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::unique_ptr<PortCounters[]> counters_;

@@ -1,0 +1,370 @@
+// vdev-vm: stands in for a virtual machine on a tap device.
+//
+// It opens the tap exactly as QEMU does for `-netdev tap,ifname=NAME,script=no,
+// downscript=no` (open /dev/net/tun, TUNSETIFF with IFF_TAP | IFF_NO_PI, plus
+// IFF_MULTI_QUEUE when more than one queue is asked for) and then plays the
+// guest: frames the host transmits on the tap are what this process reads, and
+// what it writes is what the host receives on the tap.
+
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/if_tun.h>
+#include <net/if.h>  // and not <linux/if.h>: the two clash
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test_frame.h"
+
+namespace {
+
+namespace tf = vdev::testframe;
+
+constexpr const char* kUsage = R"(NAME
+    vdev-vm - stand in for a virtual machine on a tap device
+
+SYNOPSIS
+    vdev-vm --tap NAME [--create] [--mac MAC] [--queues N] COMMAND [ARGS]
+
+DESCRIPTION
+    vdev-vm opens the tap device NAME the way QEMU does for
+    "-netdev tap,ifname=NAME,script=no,downscript=no": it opens /dev/net/tun and
+    attaches with TUNSETIFF (IFF_TAP | IFF_NO_PI, and IFF_MULTI_QUEUE when
+    --queues is above 1). Frames the host sends on the tap are what vdev-vm
+    reads; frames vdev-vm writes are what the host receives on the tap.
+
+    Once the tap is open, vdev-vm prints "vdev-vm: ready" on stdout.
+    It stops on SIGTERM or SIGINT and exits 0, or 1 on an error.
+
+OPTIONS
+    -t, --tap NAME     the tap device (at most 15 characters)
+    -c, --create       create the tap if it does not exist, turn IPv6 off on it
+                       (so the host sends nothing on it by itself) and bring
+                       it up. A tap created this way is not persistent: it
+                       disappears when vdev-vm exits. Without --create the tap must exist (e.g.
+                       "ip tuntap add mode tap name NAME [multi_queue]").
+    -m, --mac MAC      with --create: the tap's host-side MAC address
+    -q, --queues N     open N queues (1..16, default 1)
+    -h, --help         this text
+
+COMMANDS
+    echo
+        Reflect every frame: swap destination and source MAC and send it back
+        on the queue it came from. Prints counts as JSON on exit.
+
+    sink
+        Read and count frames. On SIGUSR1 and at exit, print one line of JSON:
+        {"frames":N,"bytes":N,"test_frames":N,"corrupt":N,"flows":{"F":N,...}}
+        "test_frames" counts frames built by vdev-vm send (or the e2e harness)
+        that arrived byte for byte intact, per flow in "flows"; "corrupt"
+        counts test frames that did not.
+
+    send --dst MAC --src MAC --count N [--size S] [--flow F] [--udp]
+         [--interval USEC]
+        Write N test frames of S bytes (default 60, 60..9216 without FCS)
+        from --src to --dst, sequence numbers 0..N-1 in flow F (default 1),
+        as ethertype 0x88B5 or, with --udp, as IPv4/UDP in 198.18.0.0/15.
+        --interval waits USEC microseconds between frames. Then prints
+        {"sent":N,"errors":N} and exits 0 if every write succeeded.
+
+EXAMPLES
+    vdev-vm --tap vm0 --create --mac 02:00:00:00:00:10 sink
+    vdev-vm --tap vm0 echo
+    vdev-vm --tap vm0 send --dst ff:ff:ff:ff:ff:ff --src 02:00:00:00:01:01 \
+            --count 1000 --size 1514
+)";
+
+[[noreturn]] void die(const char* what, int err = errno) {
+  std::fprintf(stderr, "vdev-vm: %s: %s\n", what, std::strerror(err));
+  std::exit(1);
+}
+
+[[noreturn]] void usageError(const std::string& msg) {
+  std::fprintf(stderr, "vdev-vm: %s\nTry 'vdev-vm --help'.\n", msg.c_str());
+  std::exit(1);
+}
+
+uint64_t parseNumber(const char* s, const char* what, uint64_t lo, uint64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(s, &end, 0);
+  if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
+    usageError(std::string("invalid ") + what + " '" + s + "' (" + std::to_string(lo) + ".." +
+               std::to_string(hi) + ")");
+  return v;
+}
+
+tf::Mac parseMacArg(const char* s, const char* what) {
+  tf::Mac m;
+  if (!tf::parseMac(s, m)) usageError(std::string("invalid ") + what + " MAC '" + s + "'");
+  return m;
+}
+
+struct Options {
+  std::string tap;
+  bool create = false;
+  bool haveMac = false;
+  tf::Mac mac{};
+  unsigned queues = 1;
+  std::string command;
+  // send
+  bool haveDst = false, haveSrc = false, haveCount = false;
+  tf::Spec spec;
+  uint64_t count = 0;
+  uint64_t intervalUs = 0;
+};
+
+// Opens one queue of the tap. Same flags as QEMU's tap_open() on Linux
+// (net/tap-linux.c), minus IFF_VNET_HDR: we exchange plain Ethernet frames.
+int openQueue(const Options& o) {
+  const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  if (fd < 0) die("open /dev/net/tun");
+  struct ifreq ifr {};
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+  if (o.queues > 1) ifr.ifr_flags |= IFF_MULTI_QUEUE;
+  std::strncpy(ifr.ifr_name, o.tap.c_str(), IFNAMSIZ - 1);
+  if (::ioctl(fd, TUNSETIFF, &ifr) < 0) die(("TUNSETIFF " + o.tap).c_str());
+  // Non-blocking like QEMU: one poll loop serves every queue and the signals.
+  if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl O_NONBLOCK");
+  return fd;
+}
+
+// A switch port needs no IPv6 address of its own; without this the host
+// would send router solicitations and MLD reports on the tap by itself.
+void disableIpv6(const Options& o) {
+  const std::string path = "/proc/sys/net/ipv6/conf/" + o.tap + "/disable_ipv6";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;  // kernel without IPv6
+  if (::write(fd, "1\n", 2) != 2) die(("write " + path).c_str());
+  ::close(fd);
+}
+
+void setUpAndMac(const Options& o) {
+  disableIpv6(o);
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) die("socket");
+  struct ifreq ifr {};
+  std::strncpy(ifr.ifr_name, o.tap.c_str(), IFNAMSIZ - 1);
+  if (o.haveMac) {
+    ifr.ifr_hwaddr.sa_family = 1;  // ARPHRD_ETHER
+    std::memcpy(ifr.ifr_hwaddr.sa_data, o.mac.data(), 6);
+    if (::ioctl(s, SIOCSIFHWADDR, &ifr) < 0) die("SIOCSIFHWADDR");
+  }
+  if (::ioctl(s, SIOCGIFFLAGS, &ifr) < 0) die("SIOCGIFFLAGS");
+  ifr.ifr_flags |= IFF_UP;
+  if (::ioctl(s, SIOCSIFFLAGS, &ifr) < 0) die("SIOCSIFFLAGS");
+  ::close(s);
+}
+
+struct Counts {
+  uint64_t frames = 0, bytes = 0, testFrames = 0, corrupt = 0, writeErrors = 0;
+  std::map<uint32_t, uint64_t> flows;
+
+  void add(const uint8_t* p, size_t n) {
+    ++frames;
+    bytes += n;
+    const tf::Parsed r = tf::parse({p, n});
+    if (r.verdict == tf::Verdict::kOk) {
+      ++testFrames;
+      ++flows[r.spec.flow];
+    } else if (r.verdict == tf::Verdict::kCorrupt) {
+      ++corrupt;
+    }
+  }
+
+  void print(bool withFlows) const {
+    std::printf("{\"frames\":%llu,\"bytes\":%llu", (unsigned long long)frames,
+                (unsigned long long)bytes);
+    if (withFlows) {
+      std::printf(",\"test_frames\":%llu,\"corrupt\":%llu,\"flows\":{",
+                  (unsigned long long)testFrames, (unsigned long long)corrupt);
+      const char* sep = "";
+      for (const auto& [flow, n] : flows) {
+        std::printf("%s\"%u\":%llu", sep, flow, (unsigned long long)n);
+        sep = ",";
+      }
+      std::printf("}");
+    } else {
+      std::printf(",\"write_errors\":%llu", (unsigned long long)writeErrors);
+    }
+    std::printf("}\n");
+    std::fflush(stdout);
+  }
+};
+
+int signalFd() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) < 0) die("sigprocmask");
+  const int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) die("signalfd");
+  return fd;
+}
+
+// Returns true when the loop should stop.
+bool handleSignals(int sfd, const Counts& counts, bool withFlows) {
+  struct signalfd_siginfo si;
+  bool stop = false;
+  while (::read(sfd, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGUSR1) counts.print(withFlows);
+    else stop = true;
+  }
+  return stop;
+}
+
+int runReceiver(const Options& o, const std::vector<int>& queues, bool echo) {
+  const int sfd = signalFd();
+  std::vector<pollfd> pfds;
+  pfds.push_back({sfd, POLLIN, 0});
+  for (int q : queues) pfds.push_back({q, POLLIN, 0});
+  std::printf("vdev-vm: ready\n");
+  std::fflush(stdout);
+
+  Counts counts;
+  std::vector<uint8_t> buf(65536);
+  for (;;) {
+    if (::poll(pfds.data(), pfds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll");
+    }
+    if (pfds[0].revents && handleSignals(sfd, counts, !echo)) break;
+    for (size_t i = 1; i < pfds.size(); ++i) {
+      if (pfds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+        std::fprintf(stderr, "vdev-vm: tap %s went away\n", o.tap.c_str());
+        counts.print(!echo);
+        return 1;
+      }
+      if (!(pfds[i].revents & POLLIN)) continue;
+      // Bounded batch per queue so one busy queue cannot starve the others.
+      for (int n = 0; n < 64; ++n) {
+        const ssize_t len = ::read(pfds[i].fd, buf.data(), buf.size());
+        if (len < 0) {
+          if (errno == EAGAIN || errno == EINTR) break;
+          die("read tap");
+        }
+        counts.add(buf.data(), size_t(len));
+        if (echo && len >= 12) {
+          uint8_t mac[6];
+          std::memcpy(mac, buf.data(), 6);
+          std::memmove(buf.data(), buf.data() + 6, 6);
+          std::memcpy(buf.data() + 6, mac, 6);
+          if (::write(pfds[i].fd, buf.data(), size_t(len)) != len) ++counts.writeErrors;
+        }
+      }
+    }
+  }
+  counts.print(!echo);
+  return 0;
+}
+
+int runSend(const Options& o, const std::vector<int>& queues) {
+  const int sfd = signalFd();
+  std::printf("vdev-vm: ready\n");
+  std::fflush(stdout);
+  std::vector<uint8_t> buf(tf::kMaxSize);
+  uint64_t sent = 0, errors = 0;
+  tf::Spec spec = o.spec;
+  for (uint64_t i = 0; i < o.count; ++i) {
+    struct signalfd_siginfo si;
+    if (::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGUSR1) break;
+    spec.seq = uint32_t(i);
+    const size_t len = tf::build(spec, buf);
+    // A tap write is processed synchronously by the kernel (tun_get_user);
+    // it does not return EAGAIN, so a failure is an error, counted.
+    const int q = queues[i % queues.size()];
+    if (::write(q, buf.data(), len) == ssize_t(len)) {
+      ++sent;
+    } else {
+      if (errors == 0) std::fprintf(stderr, "vdev-vm: write tap: %s\n", std::strerror(errno));
+      ++errors;
+    }
+    if (o.intervalUs) {
+      struct timespec ts = {time_t(o.intervalUs / 1000000), long(o.intervalUs % 1000000) * 1000};
+      ::nanosleep(&ts, nullptr);
+    }
+  }
+  std::printf("{\"sent\":%llu,\"errors\":%llu}\n", (unsigned long long)sent,
+              (unsigned long long)errors);
+  std::fflush(stdout);
+  return errors ? 1 : 0;
+}
+
+Options parseArgs(int argc, char** argv) {
+  Options o;
+  o.spec.flow = 1;
+  enum { kDst = 256, kSrc, kCount, kSize, kFlow, kUdp, kInterval };
+  static const struct option longOpts[] = {
+      {"tap", required_argument, nullptr, 't'},
+      {"create", no_argument, nullptr, 'c'},
+      {"mac", required_argument, nullptr, 'm'},
+      {"queues", required_argument, nullptr, 'q'},
+      {"help", no_argument, nullptr, 'h'},
+      {"dst", required_argument, nullptr, kDst},
+      {"src", required_argument, nullptr, kSrc},
+      {"count", required_argument, nullptr, kCount},
+      {"size", required_argument, nullptr, kSize},
+      {"flow", required_argument, nullptr, kFlow},
+      {"udp", no_argument, nullptr, kUdp},
+      {"interval", required_argument, nullptr, kInterval},
+      {nullptr, 0, nullptr, 0},
+  };
+  // Options may come before or after the command (GNU getopt permutes).
+  int c;
+  while ((c = getopt_long(argc, argv, "t:cm:q:h", longOpts, nullptr)) != -1) {
+    switch (c) {
+      case 't': o.tap = optarg; break;
+      case 'c': o.create = true; break;
+      case 'm': o.mac = parseMacArg(optarg, "--mac"); o.haveMac = true; break;
+      case 'q': o.queues = unsigned(parseNumber(optarg, "--queues", 1, 16)); break;
+      case 'h': std::fputs(kUsage, stdout); std::exit(0);
+      case kDst: o.spec.dst = parseMacArg(optarg, "--dst"); o.haveDst = true; break;
+      case kSrc: o.spec.src = parseMacArg(optarg, "--src"); o.haveSrc = true; break;
+      case kCount: o.count = parseNumber(optarg, "--count", 0, UINT64_MAX); o.haveCount = true; break;
+      case kSize: o.spec.size = parseNumber(optarg, "--size", 60, tf::kMaxSize); break;
+      case kFlow: o.spec.flow = uint32_t(parseNumber(optarg, "--flow", 0, UINT32_MAX)); break;
+      case kUdp: o.spec.kind = tf::Kind::kIpv4Udp; break;
+      case kInterval: o.intervalUs = parseNumber(optarg, "--interval", 0, 10000000); break;
+      default: usageError("invalid option");
+    }
+  }
+  if (optind != argc - 1) usageError(optind == argc ? "missing command" : "one command expected");
+  o.command = argv[optind];
+  if (o.tap.empty()) usageError("--tap NAME is required");
+  if (o.tap.size() >= IFNAMSIZ) usageError("tap name longer than 15 characters");
+  if (o.haveMac && !o.create) usageError("--mac needs --create");
+  if (o.command == "send") {
+    if (!o.haveDst || !o.haveSrc || !o.haveCount) usageError("send needs --dst, --src and --count");
+  } else if (o.command != "echo" && o.command != "sink") {
+    usageError("unknown command '" + o.command + "'");
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parseArgs(argc, argv);
+  if (!o.create && ::if_nametoindex(o.tap.c_str()) == 0)
+    die(("tap " + o.tap + " (use --create to make one)").c_str());
+  std::vector<int> queues;
+  for (unsigned i = 0; i < o.queues; ++i) queues.push_back(openQueue(o));
+  if (o.create) setUpAndMac(o);
+  if (o.command == "send") return runSend(o, queues);
+  return runReceiver(o, queues, o.command == "echo");
+}
