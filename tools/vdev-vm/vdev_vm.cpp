@@ -72,6 +72,12 @@ COMMANDS
         that arrived byte for byte intact, per flow in "flows"; "corrupt"
         counts test frames that did not.
 
+    respond --guest-mac MAC --ip A.B.C.D
+        Play a guest with address A.B.C.D behind MAC (which must differ from
+        the tap's own host-side MAC): answer ARP requests for the address and
+        ICMP echo requests (ping) to it; count everything else. Prints counts
+        as JSON on exit, with "replies".
+
     send --dst MAC --src MAC --count N [--size S] [--flow F] [--udp]
          [--interval USEC]
         Write N test frames of S bytes (default 60, 60..9216 without FCS)
@@ -125,7 +131,55 @@ struct Options {
   tf::Spec spec;
   uint64_t count = 0;
   uint64_t intervalUs = 0;
+  // respond
+  bool haveGuestMac = false, haveIp = false;
+  tf::Mac guestMac{};
+  uint8_t ip[4] = {};
 };
+
+// respond: the reply to an ARP request for o.ip or an ICMP echo request to
+// it, built in place in frame[0..len); false if the frame is neither.
+bool makeReply(const Options& o, uint8_t* f, size_t len) {
+  if (len < 42) return false;
+  const uint16_t type = uint16_t(f[12] << 8 | f[13]);
+  if (type == 0x0806) {  // ARP, Ethernet/IPv4 request for our address
+    uint8_t* a = f + 14;
+    if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[7] != 1) return false;
+    if (std::memcmp(a + 24, o.ip, 4) != 0) return false;
+    uint8_t sha[6], spa[4];
+    std::memcpy(sha, a + 8, 6);
+    std::memcpy(spa, a + 14, 4);
+    a[7] = 2;  // reply
+    std::memcpy(a + 8, o.guestMac.data(), 6);
+    std::memcpy(a + 14, o.ip, 4);
+    std::memcpy(a + 18, sha, 6);
+    std::memcpy(a + 24, spa, 4);
+    std::memcpy(f, sha, 6);
+    std::memcpy(f + 6, o.guestMac.data(), 6);
+    return true;
+  }
+  if (type != 0x0800 || std::memcmp(f, o.guestMac.data(), 6) != 0) return false;
+  uint8_t* ip = f + 14;
+  const size_t ihl = size_t(ip[0] & 0x0f) * 4;
+  if ((ip[0] >> 4) != 4 || ihl < 20 || len < 14 + ihl + 8 || ip[9] != 1) return false;
+  if (std::memcmp(ip + 16, o.ip, 4) != 0) return false;
+  uint8_t* icmp = ip + ihl;
+  if (icmp[0] != 8) return false;
+  // Swap addresses (the IPv4 checksum covers their sum: unchanged), make it
+  // an echo reply and adjust the ICMP checksum for type 8 -> 0 (RFC 1624).
+  uint8_t tmp[6];
+  std::memcpy(tmp, ip + 12, 4);
+  std::memcpy(ip + 12, ip + 16, 4);
+  std::memcpy(ip + 16, tmp, 4);
+  icmp[0] = 0;
+  uint32_t sum = uint32_t(icmp[2] << 8 | icmp[3]) + 0x0800;
+  sum = (sum & 0xffff) + (sum >> 16);
+  icmp[2] = uint8_t(sum >> 8);
+  icmp[3] = uint8_t(sum);
+  std::memcpy(f, f + 6, 6);
+  std::memcpy(f + 6, o.guestMac.data(), 6);
+  return true;
+}
 
 // Opens one queue of the tap. Same flags as QEMU's tap_open() on Linux
 // (net/tap-linux.c), minus IFF_VNET_HDR: we exchange plain Ethernet frames.
@@ -170,7 +224,7 @@ void setUpAndMac(const Options& o) {
 }
 
 struct Counts {
-  uint64_t frames = 0, bytes = 0, testFrames = 0, corrupt = 0, writeErrors = 0;
+  uint64_t frames = 0, bytes = 0, testFrames = 0, corrupt = 0, writeErrors = 0, replies = 0;
   std::map<uint32_t, uint64_t> flows;
 
   void add(const uint8_t* p, size_t n) {
@@ -198,7 +252,8 @@ struct Counts {
       }
       std::printf("}");
     } else {
-      std::printf(",\"write_errors\":%llu", (unsigned long long)writeErrors);
+      std::printf(",\"write_errors\":%llu,\"replies\":%llu", (unsigned long long)writeErrors,
+                  (unsigned long long)replies);
     }
     std::printf("}\n");
     std::fflush(stdout);
@@ -228,7 +283,7 @@ bool handleSignals(int sfd, const Counts& counts, bool withFlows) {
   return stop;
 }
 
-int runReceiver(const Options& o, const std::vector<int>& queues, bool echo) {
+int runReceiver(const Options& o, const std::vector<int>& queues, bool echo, bool respond) {
   const int sfd = signalFd();
   std::vector<pollfd> pfds;
   pfds.push_back({sfd, POLLIN, 0});
@@ -243,11 +298,11 @@ int runReceiver(const Options& o, const std::vector<int>& queues, bool echo) {
       if (errno == EINTR) continue;
       die("poll");
     }
-    if (pfds[0].revents && handleSignals(sfd, counts, !echo)) break;
+    if (pfds[0].revents && handleSignals(sfd, counts, !echo && !respond)) break;
     for (size_t i = 1; i < pfds.size(); ++i) {
       if (pfds[i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
         std::fprintf(stderr, "vdev-vm: tap %s went away\n", o.tap.c_str());
-        counts.print(!echo);
+        counts.print(!echo && !respond);
         return 1;
       }
       if (!(pfds[i].revents & POLLIN)) continue;
@@ -266,10 +321,16 @@ int runReceiver(const Options& o, const std::vector<int>& queues, bool echo) {
           std::memcpy(buf.data() + 6, mac, 6);
           if (::write(pfds[i].fd, buf.data(), size_t(len)) != len) ++counts.writeErrors;
         }
+        if (respond && makeReply(o, buf.data(), size_t(len))) {
+          if (::write(pfds[i].fd, buf.data(), size_t(len)) == len)
+            ++counts.replies;
+          else
+            ++counts.writeErrors;
+        }
       }
     }
   }
-  counts.print(!echo);
+  counts.print(!echo && !respond);
   return 0;
 }
 
@@ -308,7 +369,7 @@ int runSend(const Options& o, const std::vector<int>& queues) {
 Options parseArgs(int argc, char** argv) {
   Options o;
   o.spec.flow = 1;
-  enum { kDst = 256, kSrc, kCount, kSize, kFlow, kUdp, kInterval };
+  enum { kDst = 256, kSrc, kCount, kSize, kFlow, kUdp, kInterval, kGuestMac, kIp };
   static const struct option longOpts[] = {
       {"tap", required_argument, nullptr, 't'},
       {"create", no_argument, nullptr, 'c'},
@@ -322,6 +383,8 @@ Options parseArgs(int argc, char** argv) {
       {"flow", required_argument, nullptr, kFlow},
       {"udp", no_argument, nullptr, kUdp},
       {"interval", required_argument, nullptr, kInterval},
+      {"guest-mac", required_argument, nullptr, kGuestMac},
+      {"ip", required_argument, nullptr, kIp},
       {nullptr, 0, nullptr, 0},
   };
   // Options may come before or after the command (GNU getopt permutes).
@@ -340,6 +403,17 @@ Options parseArgs(int argc, char** argv) {
       case kFlow: o.spec.flow = uint32_t(parseNumber(optarg, "--flow", 0, UINT32_MAX)); break;
       case kUdp: o.spec.kind = tf::Kind::kIpv4Udp; break;
       case kInterval: o.intervalUs = parseNumber(optarg, "--interval", 0, 10000000); break;
+      case kGuestMac: o.guestMac = parseMacArg(optarg, "--guest-mac"); o.haveGuestMac = true; break;
+      case kIp: {
+        unsigned b[4];
+        char tail;
+        if (std::sscanf(optarg, "%u.%u.%u.%u%c", &b[0], &b[1], &b[2], &b[3], &tail) != 4 ||
+            b[0] > 255 || b[1] > 255 || b[2] > 255 || b[3] > 255)
+          usageError(std::string("invalid --ip '") + optarg + "'");
+        for (int k = 0; k < 4; k++) o.ip[k] = uint8_t(b[k]);
+        o.haveIp = true;
+        break;
+      }
       default: usageError("invalid option");
     }
   }
@@ -350,6 +424,10 @@ Options parseArgs(int argc, char** argv) {
   if (o.haveMac && !o.create) usageError("--mac needs --create");
   if (o.command == "send") {
     if (!o.haveDst || !o.haveSrc || !o.haveCount) usageError("send needs --dst, --src and --count");
+  } else if (o.command == "respond") {
+    if (!o.haveGuestMac || !o.haveIp) usageError("respond needs --guest-mac and --ip");
+    if (o.haveMac && o.mac == o.guestMac)
+      usageError("--guest-mac must differ from the tap's own --mac (frames to that go to the host)");
   } else if (o.command != "echo" && o.command != "sink") {
     usageError("unknown command '" + o.command + "'");
   }
@@ -366,5 +444,5 @@ int main(int argc, char** argv) {
   for (unsigned i = 0; i < o.queues; ++i) queues.push_back(openQueue(o));
   if (o.create) setUpAndMac(o);
   if (o.command == "send") return runSend(o, queues);
-  return runReceiver(o, queues, o.command == "echo");
+  return runReceiver(o, queues, o.command == "echo", o.command == "respond");
 }
