@@ -80,29 +80,136 @@ Datapath::~Datapath() {
   teardown();
 }
 
+void Datapath::rebuildActive() {
+  active_.clear();
+  for (auto& p : ports_)
+    if (p) active_.push_back(p.get());
+}
+
 void Datapath::adoptPort(std::unique_ptr<Port> p) {
   for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
-  pending_.emplace_back(cfg_.port.batch);
-  pending_n_.push_back(0);
-  ports_.push_back(std::move(p));
+  const size_t slot = p->index();
+  if (slot >= ports_.size()) {
+    ports_.resize(slot + 1);
+    pending_.resize(slot + 1);
+    pending_n_.resize(slot + 1, 0);
+  }
+  pending_[slot].assign(cfg_.port.batch, nullptr);
+  pending_n_[slot] = 0;
+  ports_[slot] = std::move(p);
+  rebuildActive();
+}
+
+Port* Datapath::findPort(const std::string& name) const {
+  for (Port* p : active_)
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+Status Datapath::addPortNow(const std::string& ifname) {
+  if (findPort(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
+  if (cfg_.mode == SwitchMode::kXconnect && active_.size() >= 2)
+    return Error{ENOSPC, "xconnect mode takes exactly two ports"};
+  // The lowest free slot: port numbers stay small and FDB entries of a
+  // removed port were flushed with it.
+  size_t slot = 0;
+  while (slot < ports_.size() && ports_[slot]) slot++;
+  if (slot >= 0xfff0) return Error{ENOSPC, "too many ports"};
+  auto port = Port::open(ifname, uint16_t(slot), *pool_, cfg_.port, cfg_.host_macs, anyLiveSocket(),
+                         next_slot_);
+  if (!port) return port.error();
+  adoptPort(std::move(port.value()));
+  for (auto& q : ports_[slot]->queues()) refill(*q);
+  return {};
+}
+
+Status Datapath::removePortNow(const std::string& ifname) {
+  Port* p = findPort(ifname);
+  if (!p) return Error{ENOENT, "no port " + ifname};
+  const uint16_t slot = p->index();
+  // Frames already collected for it this burst are flushed by now (control
+  // requests run between bursts); its rings and sockets give everything back.
+  p->detachXdp();
+  p->shutdown(*pool_);
+  fdb_.flushPort(slot);
+  removed_.push_back(p->snapshot());  // its counters stay in the totals
+  ports_[slot].reset();
+  rebuildActive();
+  return {};
 }
 
 Status Datapath::addPort(const std::string& ifname) {
-  if (running_) return Error{EBUSY, "ports are added before the datapath starts"};
-  if (ports_.size() >= 0xfff0) return Error{ENOSPC, "too many ports"};
-  for (auto& p : ports_)
-    if (p->name() == ifname) return Error{EEXIST, "port " + ifname + " is given twice"};
-  // Share the UMEM of any live socket; with none left, register it afresh.
-  int share_fd = -1;
-  for (auto& p : ports_)
-    for (auto& q : p->queues())
-      if (share_fd < 0 && p->live() && q->xsk) share_fd = q->xsk->fd();
-  auto port = Port::open(ifname, uint16_t(ports_.size()), *pool_, cfg_.port, cfg_.host_macs,
-                         share_fd, next_slot_);
-  if (!port) return port.error();
-  adoptPort(std::move(port.value()));
-  for (auto& q : ports_.back()->queues()) refill(*q);
-  return {};
+  Status st;
+  runOnDatapath([&] { st = addPortNow(ifname); });
+  return st;
+}
+
+Status Datapath::removePort(const std::string& ifname) {
+  Status st;
+  runOnDatapath([&] { st = removePortNow(ifname); });
+  return st;
+}
+
+// Runs fn on the datapath thread between two bursts (or here, when the thread
+// is not running) and returns when it has run. Control path only: fn may
+// allocate, log, and make syscalls; traffic waits meanwhile (the rings
+// absorb a short pause).
+void Datapath::runOnDatapath(const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> caller(call_mu_);  // one request at a time
+  if (!running_) {
+    fn();
+    return;
+  }
+  std::unique_lock<std::mutex> lk(ctl_mu_);
+  ctl_fn_ = &fn;
+  ctl_done_ = false;
+  ctl_req_.store(true, std::memory_order_release);  // R0 pairs with R1 in run()
+  uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd_.get(), &one, sizeof one);
+  (void)rc;
+  ctl_cv_.wait(lk, [this] { return ctl_done_; });
+}
+
+void Datapath::serveControl() {
+  std::lock_guard<std::mutex> lk(ctl_mu_);
+  if (ctl_fn_) (*ctl_fn_)();
+  ctl_fn_ = nullptr;
+  ctl_done_ = true;
+  ctl_req_.store(false, std::memory_order_relaxed);
+  ctl_cv_.notify_all();
+}
+
+Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
+  std::vector<Fdb::Entry> out;
+  runOnDatapath([&] { out = fdb_.dump(monotonicNs()); });
+  return out;
+}
+
+Status Datapath::fdbAdd(const uint8_t mac[6], const std::string& port) {
+  Status st;
+  runOnDatapath([&] {
+    Port* p = findPort(port);
+    if (!p) st = Error{ENOENT, "no port " + port};
+    else if (macIsMulticast(mac) || macIsZero(mac)) st = Error{EINVAL, "not a unicast MAC address"};
+    else if (!fdb_.addStatic(macKey(mac), p->index())) st = Error{ENOSPC, "MAC table full"};
+  });
+  return st;
+}
+
+Status Datapath::fdbDel(const uint8_t mac[6]) {
+  Status st;
+  runOnDatapath([&] {
+    if (!fdb_.remove(macKey(mac))) st = Error{ENOENT, "MAC address not in the table"};
+  });
+  return st;
+}
+
+std::string Datapath::portName(uint16_t slot) {
+  std::string n;
+  runOnDatapath([&] {
+    if (slot < ports_.size() && ports_[slot]) n = ports_[slot]->name();
+  });
+  return n;
 }
 
 void Datapath::start() {
@@ -244,7 +351,8 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
     }
     if (cfg_.mode == SwitchMode::kXconnect) {
       // Two ports: the other one, whatever the MAC.
-      Port* out = ports_.size() == 2 ? ports_[in_idx ^ 1].get() : nullptr;
+      Port* out = nullptr;
+      if (active_.size() == 2) out = active_[0] == &in ? active_[1] : active_[0];
       if (!out) {
         ic.drops[kDropNoRoute].add(1);
         pool_->free(f);
@@ -270,7 +378,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
     // Broadcast, multicast, unknown unicast: every other live port; the
     // original goes to the first, copies to the others.
     bool first = true;
-    for (auto& pp : ports_) {
+    for (Port* pp : active_) {
       Port& out = *pp;
       if (out.index() == in_idx || !out.live()) continue;
       if (first) {
@@ -292,7 +400,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       pool_->free(f);
       continue;
     }
-    for (auto& pp : ports_)
+    for (Port* pp : active_)
       if (pp->index() != in_idx && pp->live()) {
         enqueue(*pp, f);
         break;
@@ -311,7 +419,7 @@ void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
 }
 
 int Datapath::anyLiveSocket() const {
-  for (auto& p : ports_)
+  for (Port* p : active_)
     if (p->live())
       for (auto& q : p->queues())
         if (q->xsk) return q->xsk->fd();
@@ -324,7 +432,23 @@ int Datapath::anyLiveSocket() const {
 // parked on its TX ring and delivered stale later -- and opened again when
 // the link comes back. A deleted device stays down.
 void Datapath::checkLink(Port& p) {
-  if (p.gone()) return;
+  if (p.gone()) {
+    // A configured port whose device comes back (same name) is attached again.
+    if (!::if_nametoindex(p.name().c_str())) return;
+    if (auto st = p.attachDevice(*pool_, anyLiveSocket(), next_slot_); !st) {
+      if (!p.reattachWarned()) {
+        std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
+                     st.error().message().c_str());
+        p.setReattachWarned(true);
+      }
+      return;
+    }
+    p.setReattachWarned(false);
+    for (auto& q : p.queues()) refill(*q);
+    std::fprintf(stderr, "vdevd: port %s: device is back (ifindex %d); attached again\n",
+                 p.name().c_str(), p.ifindex());
+    return;
+  }
   const unsigned idx = ::if_nametoindex(p.name().c_str());
   int err = 0;
   if (p.live())
@@ -332,6 +456,7 @@ void Datapath::checkLink(Port& p) {
       if (q->xsk && !err) err = q->xsk->pendingError();
   if (idx != unsigned(p.ifindex()) || (err && err != ENETDOWN)) {
     p.setGone();
+    if (p.xdp()) p.xdp()->forget();
     killPort(p, idx ? "device replaced" : "device gone", true);
     return;
   }
@@ -357,7 +482,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   last_hk_ns_ = now_ns;
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) last_mtu_ns_ = now_ns;
-  for (auto& pp : ports_) {
+  for (Port* pp : active_) {
     Port& p = *pp;
     checkLink(p);
     if (!p.live()) continue;
@@ -371,7 +496,7 @@ void Datapath::sleepUntilWork() {
   // sleep is off (no lost wake-up: the ring re-checks after arming).
   std::vector<ringbuf::PtrRing<Frame>*> armed;
   bool work = false;
-  for (auto& pp : ports_) {
+  for (Port* pp : active_) {
     if (!pp->live()) continue;
     for (auto& q : pp->queues()) {
       if (!q->ring.armDoorbell()) {
@@ -386,7 +511,7 @@ void Datapath::sleepUntilWork() {
     struct pollfd fds[1 + 256];
     nfds_t n = 0;
     fds[n++] = {wake_fd_.get(), POLLIN, 0};
-    for (auto& pp : ports_) {
+    for (Port* pp : active_) {
       if (!pp->live()) continue;
       for (auto& q : pp->queues())
         if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
@@ -404,18 +529,18 @@ void Datapath::run() {
   uint64_t idle_since = 0;
   uint32_t spins = 0;
   while (!stop_.load(std::memory_order_acquire)) {  // S1 pairs with S0 in stop()
-    if (stats_req_.load(std::memory_order_acquire)) serveStats();  // R1 pairs with R0 in stats()
+    if (ctl_req_.load(std::memory_order_acquire)) serveControl();  // R1 pairs with R0
     const uint64_t now = monotonicNs();
     uint32_t work = 0;
-    for (auto& pp : ports_) {
+    for (Port* pp : active_) {
       Port& p = *pp;
       if (!p.live()) continue;
       for (auto& q : p.queues())
         if (q->xsk) work += rxBurst(p, *q, now);
     }
-    for (auto& pp : ports_)
+    for (Port* pp : active_)
       if (pp->live()) work += pp->drainTx(*pool_);
-    for (auto& pp : ports_)
+    for (Port* pp : active_)
       if (pp->live())
         for (auto& q : pp->queues()) refill(*q);
     if (now - last_hk_ns_ >= kHousekeepingNs) housekeeping(now);
@@ -430,12 +555,12 @@ void Datapath::run() {
       continue;
     }
     // Idle: reap what completed so the pool is full while we sleep.
-    for (auto& pp : ports_)
+    for (Port* pp : active_)
       if (pp->live()) pp->reapCompletions(*pool_);
     sleepUntilWork();
     idle_since = 0;
   }
-  if (stats_req_.load(std::memory_order_acquire)) serveStats();
+  if (ctl_req_.load(std::memory_order_acquire)) serveControl();
 }
 
 // ---------------------------------------------------------------------------
@@ -445,7 +570,7 @@ PoolStats Datapath::poolStats() const {
   PoolStats s;
   s.total = pool_->total();
   s.free = pool_->available();
-  for (auto& pp : ports_) {
+  for (Port* pp : active_) {
     QueueAccounting a = pp->accounting();
     s.fill_ring += a.fill_ring;
     s.kernel_rx += a.kernel_rx;
@@ -465,9 +590,10 @@ PoolStats Datapath::poolStats() const {
 void Datapath::collectOwned(DatapathStats& out) const {
   out.pool = poolStats();
   out.ports.clear();
-  for (auto& pp : ports_) {
+  for (Port* pp : active_) {
     const Port& p = *pp;
     PortStats ps;
+    ps.slot = p.index();
     ps.name = p.name();
     ps.ifindex = p.ifindex();
     ps.queues = uint32_t(p.queues().size());
@@ -489,41 +615,22 @@ void Datapath::collectOwned(DatapathStats& out) const {
   out.fdb_entries = fdb_.dump(monotonicNs()).size();
 }
 
-void Datapath::serveStats() {
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  collectOwned(stats_snapshot_);
-  stats_done_ = true;
-  stats_req_.store(false, std::memory_order_relaxed);
-  stats_cv_.notify_all();
-}
-
 DatapathStats Datapath::stats() {
   DatapathStats out;
-  {
-    std::unique_lock<std::mutex> lk(stats_mu_);
-    if (running_) {
-      stats_done_ = false;
-      stats_req_.store(true, std::memory_order_release);  // R0 pairs with R1 in run()
-      uint64_t one = 1;
-      ssize_t rc = ::write(wake_fd_.get(), &one, sizeof one);
-      (void)rc;
-      if (!stats_cv_.wait_for(lk, std::chrono::seconds(2), [this] { return stats_done_; }))
-        return out;  // the datapath thread did not answer: report nothing rather than guess
-      out = stats_snapshot_;
-    } else {
-      collectOwned(out);
+  runOnDatapath([&] {
+    collectOwned(out);
+    // Counters, program counters and device counters, read by the thread
+    // that may remove the port: the Port cannot go away underneath.
+    for (PortStats& ps : out.ports) {
+      Port& p = *ports_[ps.slot];
+      ps.mtu = p.mtu();
+      ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
+      ps.c = p.snapshot();
+      if (p.xdp()) ps.prog = p.xdp()->counters();
+      ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
     }
-  }
-  // Counters, program counters and device counters are safe from any thread.
-  for (size_t i = 0; i < out.ports.size() && i < ports_.size(); i++) {
-    Port& p = *ports_[i];
-    PortStats& ps = out.ports[i];
-    ps.mtu = p.mtu();
-    ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
-    ps.c = p.snapshot();
-    if (p.xdp()) ps.prog = p.xdp()->counters();
-    ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
-  }
+    out.removed = removed_;
+  });
   return out;
 }
 
@@ -532,24 +639,24 @@ DatapathStats Datapath::stats() {
 
 uint32_t Datapath::teardown() {
   if (running_) stop();
-  if (torn_down_ || ports_.empty()) return 0;
+  if (torn_down_ || active_.empty()) return 0;
   torn_down_ = true;
   // 1. No new frames: detach the programs (XDP now drops nothing of ours,
   //    the device behaves as before vdevd).
-  for (auto& pp : ports_) pp->detachXdp();
+  for (Port* pp : active_) pp->detachXdp();
   // 2. Forward what the kernel already put on the RX rings, and let TX finish
   //    (bounded: a device that stopped completing must not hang shutdown).
   const uint64_t deadline = monotonicNs() + 200ull * 1000 * 1000;
   for (;;) {
     const uint64_t now = monotonicNs();
     uint32_t work = 0;
-    for (auto& pp : ports_) {
+    for (Port* pp : active_) {
       if (!pp->live()) continue;
       for (auto& q : pp->queues())
         if (q->xsk) work += rxBurst(*pp, *q, now);
     }
     uint64_t pending = 0;
-    for (auto& pp : ports_) {
+    for (Port* pp : active_) {
       if (!pp->live()) continue;
       work += pp->drainTx(*pool_);
       pp->reapCompletions(*pool_);
@@ -560,7 +667,7 @@ uint32_t Datapath::teardown() {
     if (!work) ::usleep(1000);
   }
   // 3. Close the sockets; every frame comes back.
-  for (auto& pp : ports_) pp->shutdown(*pool_);
+  for (Port* pp : active_) pp->shutdown(*pool_);
   // The ports stay (down, without sockets) so final statistics can be read.
   return pool_->total() - pool_->available();
 }

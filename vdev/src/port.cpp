@@ -59,27 +59,40 @@ Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t ind
                                          int share_fd, uint16_t& next_slot) {
   if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
-  int ifindex = int(::if_nametoindex(ifname.c_str()));
-  if (!ifindex) return errnoError("port " + ifname);
+  if (!::if_nametoindex(ifname.c_str())) return errnoError("port " + ifname);
+  uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
+  std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, 1500));
+  p->host_macs_ = host_macs;
+  if (auto st = p->attachDevice(pool, share_fd, next_slot); !st) return st.error();
+  return p;
+}
+
+Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  const int ifindex = int(::if_nametoindex(name_.c_str()));
+  if (!ifindex) return errnoError("port " + name_);
   uint32_t mtu = 0;
   uint8_t mac[6];
-  if (auto st = deviceInfo(ifname, mtu, mac); !st) return st.error();
-  uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
-
-  std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, mtu));
-  p->ifindex_ = ifindex;
-  std::memcpy(p->mac_, mac, 6);
-
-  auto xdp = XdpProgram::attach(ifindex, ifname, cfg.xdp_mode, cfg.force);
+  if (auto st = deviceInfo(name_, mtu, mac); !st) return st;
+  if (deviceQueues(name_) < queues_.size())
+    return Error{EINVAL, name_ + " has fewer queues than the port had"};
+  ifindex_ = ifindex;
+  setMtu(mtu);
+  std::memcpy(mac_, mac, 6);
+  xdp_.reset();  // a program of a previous device of this name is gone with it
+  auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force);
   if (!xdp) return xdp.error();
-  p->xdp_ = std::move(xdp.value());
-  if (auto st = p->xdp_->addHostMac(mac); !st) return st.error();
-  for (const auto& m : host_macs)
-    if (auto st = p->xdp_->addHostMac(m.data()); !st) return st.error();
-
-  if (auto st = p->openSockets(pool, share_fd, next_slot); !st) return st.error();
-  p->setLive(true);
-  return p;
+  xdp_ = std::move(xdp.value());
+  if (auto st = xdp_->addHostMac(mac); !st) return st;
+  for (const auto& m : host_macs_)
+    if (auto st = xdp_->addHostMac(m.data()); !st) return st;
+  if (auto st = openSockets(pool, share_fd, next_slot); !st) {
+    shutdown(pool);
+    xdp_.reset();
+    return st;
+  }
+  gone_ = false;
+  setLive(true);
+  return {};
 }
 
 Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {

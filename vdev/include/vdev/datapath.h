@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,6 +56,7 @@ struct PoolStats {
 };
 
 struct PortStats {
+  uint16_t slot = 0;  // port number (FDB entries name it)
   std::string name;
   int ifindex = 0;
   uint32_t queues = 0;
@@ -71,6 +73,7 @@ struct PortStats {
 
 struct DatapathStats {
   std::vector<PortStats> ports;
+  std::vector<PortCounterSnapshot> removed;  // counters of ports removed at run time
   PoolStats pool;
   uint64_t fdb_entries = 0;
 };
@@ -80,8 +83,16 @@ class Datapath {
   static Result<std::unique_ptr<Datapath>> create(const DatapathConfig& cfg);
   ~Datapath();
 
+  // Attach / detach a port. Before start() or while running (the work is
+  // done on the datapath thread between bursts). Errors: EEXIST, ENOENT,
+  // ENOSPC, and whatever opening the device reports.
   Status addPort(const std::string& ifname);
-  size_t numPorts() const { return ports_.size(); }
+  Status removePort(const std::string& ifname);
+  size_t numPorts() const { return active_.size(); }
+  Result<std::vector<Fdb::Entry>> fdbDump();
+  Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
+  Status fdbDel(const uint8_t mac[6]);
+  std::string portName(uint16_t slot);
   void start();
   // Stops the thread (returns once it has exited).
   void stop();
@@ -96,7 +107,7 @@ class Datapath {
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
   FramePool& pool() { return *pool_; }
   Fdb& fdb() { return fdb_; }
-  Port& port(size_t i) { return *ports_[i]; }
+  Port& port(size_t slot) { return *ports_[slot]; }
   // Adds a port object built elsewhere (tests: a Port without a device).
   void adoptPort(std::unique_ptr<Port> p);
 
@@ -109,8 +120,13 @@ class Datapath {
   void flushPending() noexcept;
   void housekeeping(uint64_t now_ns);
   void sleepUntilWork();
-  void serveStats();
   void collectOwned(DatapathStats& out) const;
+  void runOnDatapath(const std::function<void()>& fn);
+  void serveControl();
+  void rebuildActive();
+  Port* findPort(const std::string& name) const;
+  Status addPortNow(const std::string& ifname);
+  Status removePortNow(const std::string& ifname);
   PoolStats poolStats() const;
   void killPort(Port& p, const char* why, bool forget_macs);
   void checkLink(Port& p);
@@ -119,7 +135,9 @@ class Datapath {
   DatapathConfig cfg_;
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
-  std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot
+  std::vector<Port*> active_;                  // the non-null ones, in order (hot loops)
+  std::vector<PortCounterSnapshot> removed_;
   // Per destination port: frames collected during one burst.
   std::vector<std::vector<Frame*>> pending_;
   std::vector<uint32_t> pending_n_;
@@ -136,12 +154,13 @@ class Datapath {
   bool torn_down_ = false;
   uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
 
-  // Stats requests: the owner thread computes what only it may read.
-  std::mutex stats_mu_;
-  std::condition_variable stats_cv_;
-  std::atomic<bool> stats_req_{false};
-  bool stats_done_ = false;
-  DatapathStats stats_snapshot_;
+  // Control requests (stats, port add/remove, FDB): run on the owner thread.
+  std::mutex call_mu_;
+  std::mutex ctl_mu_;
+  std::condition_variable ctl_cv_;
+  std::atomic<bool> ctl_req_{false};
+  const std::function<void()>* ctl_fn_ = nullptr;
+  bool ctl_done_ = false;
 };
 
 uint64_t monotonicNs() noexcept;

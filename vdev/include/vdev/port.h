@@ -132,8 +132,14 @@ class Port {
   // The device is gone for good (deleted): the port stays down.
   bool gone() const { return gone_; }
   void setGone() { gone_ = true; }
+  bool reattachWarned() const { return reattach_warned_; }
+  void setReattachWarned(bool v) { reattach_warned_ = v; }
   // Detaches the XDP program (device kept).
   void detachXdp();
+  // Owner thread: (re)binds to the device now carrying the port's name --
+  // after it was deleted and created again: new ifindex, MAC, MTU, XDP
+  // program, sockets. On success the port is live.
+  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot);
 
  private:
   uint32_t kick(Queue& q) noexcept;
@@ -147,7 +153,9 @@ class Port {
   PortConfig cfg_;
   std::atomic<bool> live_{false};
   bool gone_ = false;
+  bool reattach_warned_ = false;
   std::unique_ptr<XdpProgram> xdp_;
+  std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::unique_ptr<PortCounters[]> counters_;
   std::vector<Frame*> scratch_;  // drain burst (owner thread)

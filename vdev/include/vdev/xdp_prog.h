@@ -49,6 +49,9 @@ class XdpProgram {
   XdpProgCounters counters() const;
   // Detaches now (idempotent). A vanished device is not an error.
   void detach();
+  // The device was deleted (its program with it): never detach, since the
+  // ifindex may already name another device.
+  void forget() { attached_ = false; }
 
  private:
   XdpProgram() = default;
