@@ -1,0 +1,91 @@
+// The daemon's state file: round trip, strict refusal of corrupt files,
+// atomic replacement.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "vdev/state_file.h"
+
+namespace vdev {
+namespace {
+
+DaemonState sample() {
+  DaemonState st;
+  st.ports.push_back({"vdc1", "veth", 0, "auto", true});
+  st.ports.push_back({"tap-vm1", "tap", 4, "native", true});
+  st.ports.push_back({"eth1", "netdev", 1, "generic", false});
+  return st;
+}
+
+TEST(StateFile, RoundTrip) {
+  auto st = parseState(serializeState(sample()));
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(st.value(), sample());
+  auto empty = parseState(serializeState(DaemonState{}));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty.value().ports.empty());
+}
+
+TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
+  const std::string h = "# vdevd state v1\n";
+  struct Case {
+    std::string text, needle;
+  } cases[] = {
+      {"", "empty"},
+      {"garbage\n", "not a vdevd state file"},
+      {h + "port name=a type=veth\nbogus x=1\n", "line 3: unknown record"},
+      {h + "port name=a type=blue\n", "line 2: invalid type"},
+      {h + "port name=a queues=65\n", "invalid queues"},
+      {h + "port name=a queues=-1\n", "invalid queues"},
+      {h + "port name=a queues=\n", "invalid queues"},
+      {h + "port name=a xdp-mode=turbo\n", "invalid xdp-mode"},
+      {h + "port name=a managed=yes\n", "invalid managed"},
+      {h + "port name=abcdefghijklmnop\n", "invalid interface name"},
+      {h + "port name=a/b\n", "invalid interface name"},
+      {h + "port type=tap\n", "without name"},
+      {h + "port name=a name=b\n", "given twice"},
+      {h + "port name=a\nport name=a\n", "listed twice"},
+      {h + "port name=a colour=red\n", "unknown key"},
+      {h + "port name=a novalue\n", "key=value"},
+  };
+  for (const auto& c : cases) {
+    auto st = parseState(c.text);
+    ASSERT_FALSE(st.ok()) << c.text;
+    EXPECT_NE(st.error().what.find(c.needle), std::string::npos) << st.error().what;
+  }
+}
+
+TEST(StateFile, SaveIsAtomicAndLoadReadsItBack) {
+  char dir[] = "/tmp/vdev-state-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/vdevd.state";
+  auto missing = loadState(path);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_TRUE(missing.value().ports.empty());
+  ASSERT_TRUE(saveState(path, sample()).ok());
+  auto back = loadState(path);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), sample());
+  EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << "temporary file left behind";
+  // A corrupt file is reported, naming the file.
+  std::ofstream(path) << "# vdevd state v1\nport name=x type=zzz\n";
+  auto bad = loadState(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().what.find(path), std::string::npos);
+  // A directory in the way of the rename: the old file stays intact.
+  std::ofstream(path) << serializeState(sample());
+  ASSERT_EQ(mkdir((path + ".tmp").c_str(), 0755), 0);
+  EXPECT_FALSE(saveState(path, DaemonState{}).ok());
+  auto still = loadState(path);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still.value(), sample());
+  rmdir((path + ".tmp").c_str());
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace vdev
