@@ -600,16 +600,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.live = p.live();
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     ps.tx_outstanding = p.txOutstanding();
-    for (auto& q : p.queues()) {
-      if (!q->xsk) continue;
-      struct xdp_statistics x = q->xsk->stats();
-      ps.xdp.rx_dropped += x.rx_dropped;
-      ps.xdp.rx_invalid_descs += x.rx_invalid_descs;
-      ps.xdp.tx_invalid_descs += x.tx_invalid_descs;
-      ps.xdp.rx_ring_full += x.rx_ring_full;
-      ps.xdp.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
-      ps.xdp.tx_ring_empty_descs += x.tx_ring_empty_descs;
-    }
+    ps.xdp = p.xdpStats();
     out.ports.push_back(std::move(ps));
   }
   out.fdb_entries = fdb_.dump(monotonicNs()).size();

@@ -112,6 +112,22 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
   return {};
 }
 
+void addXdpStats(struct xdp_statistics& a, const struct xdp_statistics& x) {
+  a.rx_dropped += x.rx_dropped;
+  a.rx_invalid_descs += x.rx_invalid_descs;
+  a.tx_invalid_descs += x.tx_invalid_descs;
+  a.rx_ring_full += x.rx_ring_full;
+  a.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
+  a.tx_ring_empty_descs += x.tx_ring_empty_descs;
+}
+
+struct xdp_statistics Port::xdpStats() const {
+  struct xdp_statistics s = xdp_closed_;
+  for (auto& q : queues_)
+    if (q->xsk) addXdpStats(s, q->xsk->stats());
+  return s;
+}
+
 bool Port::hasSockets() const {
   for (auto& q : queues_)
     if (q->xsk) return true;
@@ -309,6 +325,7 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     uint32_t unsent = q.xsk->txRingCount();
     down.add(unsent);
     uint16_t slot = q.xsk->slot();
+    addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
     // Once the socket is closed the kernel no longer touches its rings; every
     // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.

@@ -129,6 +129,9 @@ class Port {
   // The port can be opened again with openSockets(). Returns frames returned.
   uint32_t shutdown(FramePool& pool) noexcept;
   bool hasSockets() const;
+  // XDP_STATISTICS summed over the open sockets and every socket the port
+  // had before (owner thread).
+  struct xdp_statistics xdpStats() const;
   // The device is gone for good (deleted): the port stays down.
   bool gone() const { return gone_; }
   void setGone() { gone_ = true; }
@@ -157,6 +160,7 @@ class Port {
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
+  struct xdp_statistics xdp_closed_ {};  // XDP_STATISTICS of sockets closed before
   std::unique_ptr<PortCounters[]> counters_;
   std::vector<Frame*> scratch_;  // drain burst (owner thread)
 };

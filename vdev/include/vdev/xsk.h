@@ -86,4 +86,7 @@ class XskSocket {
   Mapping maps_[4];
 };
 
+// a += x, field by field.
+void addXdpStats(struct xdp_statistics& a, const struct xdp_statistics& x);
+
 }  // namespace vdev
