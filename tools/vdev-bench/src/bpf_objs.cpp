@@ -1,0 +1,169 @@
+// bpf_objs.cpp - see bpf_objs.h.
+#include "bpf_objs.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <vector>
+
+#include "fwd.skel.h"
+#include "gen.skel.h"
+#include "napi_time.skel.h"
+#include "sink.skel.h"
+
+namespace vdev::bench {
+
+Result<Counters> readCounters(int mapFd) {
+  static const int ncpu = possibleCpus();
+  std::vector<vb_counters> v(ncpu);
+  __u32 key = VB_COUNTERS_KEY;
+  if (bpf_map_lookup_elem(mapFd, &key, v.data()) < 0)
+    return Status::fromErrno("read per-CPU counters");
+  Counters c;
+  for (const auto& x : v) {
+    c.pkts += x.pkts;
+    c.bytes += x.bytes;
+    c.otherPkts += x.other_pkts;
+    c.otherBytes += x.other_bytes;
+  }
+  return c;
+}
+
+// ---- XdpLink ----------------------------------------------------------------
+
+Result<XdpLink> XdpLink::attach(const Netns& ns, const std::string& ifname, bpf_program* prog) {
+  return inNetns(ns, [&]() -> Result<XdpLink> {
+    unsigned idx = if_nametoindex(ifname.c_str());
+    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    // BPF_LINK_CREATE resolves the ifindex in this thread's namespace; the
+    // default mode is native (driver) XDP where the driver has it (veth, tun).
+    bpf_link* l = bpf_program__attach_xdp(prog, static_cast<int>(idx));
+    if (!l) return Status::fromErrno(std::string("attach XDP ") + bpf_program__name(prog) + " to " + ifname);
+    return XdpLink(l);
+  });
+}
+
+XdpLink::XdpLink(XdpLink&& o) noexcept : link_(std::exchange(o.link_, nullptr)) {}
+XdpLink& XdpLink::operator=(XdpLink&& o) noexcept {
+  if (this != &o) {
+    if (link_) bpf_link__destroy(link_);
+    link_ = std::exchange(o.link_, nullptr);
+  }
+  return *this;
+}
+XdpLink::~XdpLink() {
+  if (link_) bpf_link__destroy(link_);
+}
+
+// ---- skeletons --------------------------------------------------------------
+
+void GenSkelDeleter::operator()(vb_gen* s) const { vb_gen__destroy(s); }
+void SinkSkelDeleter::operator()(vb_sink* s) const { vb_sink__destroy(s); }
+void FwdSkelDeleter::operator()(vb_fwd* s) const { vb_fwd__destroy(s); }
+
+Result<GenSkel> loadGenerator(const GenProgConfig& cfg) {
+  GenSkel s(vb_gen__open());
+  if (!s) return Status::fromErrno("open generator BPF object");
+  s->rodata->sport_base = cfg.sportBase;
+  s->rodata->sport_count = cfg.sportCount;
+  int err = vb_gen__load(s.get());
+  if (err) return Status::fail(-err, "load generator BPF object");
+  return s;
+}
+bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
+bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
+int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
+int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }
+
+Result<SinkSkel> loadSink() {
+  SinkSkel s(vb_sink__open());
+  if (!s) return Status::fromErrno("open sink BPF object");
+  int err = vb_sink__load(s.get());
+  if (err) return Status::fail(-err, "load sink BPF object");
+  return s;
+}
+bpf_program* sinkProgram(vb_sink* s) { return s->progs.vb_sink; }
+int sinkCountersFd(vb_sink* s) { return bpf_map__fd(s->maps.sink_counters); }
+
+Result<FwdSkel> loadFwd() {
+  FwdSkel s(vb_fwd__open());
+  if (!s) return Status::fromErrno("open forwarding BPF object");
+  int err = vb_fwd__load(s.get());
+  if (err) return Status::fail(-err, "load forwarding BPF object");
+  return s;
+}
+bpf_program* fwdPassProgram(vb_fwd* s) { return s->progs.vb_fwd_pass; }
+bpf_program* fwdRedirectProgram(vb_fwd* s) { return s->progs.vb_fwd_redirect; }
+
+Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname) {
+  int fd = bpf_map__fd(s->maps.tx_port);
+  return inNetns(ns, [&]() -> Status {
+    unsigned idx = if_nametoindex(ifname.c_str());
+    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    // A devmap resolves the ifindex at update time, in this thread's namespace.
+    __u32 key = 0, val = idx;
+    if (bpf_map_update_elem(fd, &key, &val, BPF_ANY) < 0)
+      return Status::fromErrno("devmap update to " + ifname);
+    return {};
+  });
+}
+
+// ---- NapiTimer ----------------------------------------------------------------
+
+Result<std::unique_ptr<NapiTimer>> NapiTimer::create(const std::string& prefix) {
+  std::unique_ptr<NapiTimer> t(new NapiTimer());
+  t->skel_ = vb_napi_time__open();
+  if (!t->skel_) return Status::fromErrno("open NAPI timing BPF object");
+  if (prefix.size() >= VB_IFNAMSIZ) return Status::fail(EINVAL, "device prefix too long");
+  t->skel_->rodata->bench_tgid = static_cast<__u32>(getpid());
+  std::memcpy(const_cast<char*>(t->skel_->rodata->prefix), prefix.data(), prefix.size());
+  t->skel_->rodata->prefix_len = static_cast<__u32>(prefix.size());
+  int err = vb_napi_time__load(t->skel_);
+  if (err) return Status::fail(-err, "load NAPI timing BPF object (raw tracepoints)");
+  for (bpf_program* p : {t->skel_->progs.vb_softirq_entry, t->skel_->progs.vb_softirq_exit,
+                         t->skel_->progs.vb_napi_poll}) {
+    bpf_link* l = bpf_program__attach(p);
+    if (!l) return Status::fromErrno(std::string("attach ") + bpf_program__name(p));
+    t->links_.push_back(l);
+  }
+  return t;
+}
+
+NapiTimer::~NapiTimer() {
+  for (bpf_link* l : links_) bpf_link__destroy(l);
+  if (skel_) vb_napi_time__destroy(skel_);
+}
+
+void NapiTimer::setDutTgid(pid_t pid) {
+  // A plain store into the mmap()ed .bss; the BPF side reads it per poll
+  // and a stale value for a few polls only mislabels those polls' context.
+  skel_->bss->dut_tgid = static_cast<__u32>(pid);
+}
+
+Result<PollTimes> NapiTimer::read() const {
+  static const int ncpu = possibleCpus();
+  int fd = bpf_map__fd(skel_->maps.poll_stats);
+  PollTimes out;
+  vb_poll_key key{}, next{};
+  std::vector<vb_poll_stats> vals(ncpu);
+  void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, vals.data()) == 0) {
+      PollTime& pt = out[{std::string(next.dev, strnlen(next.dev, VB_IFNAMSIZ)), static_cast<int>(next.ctx)}];
+      for (const auto& v : vals) {
+        pt.seconds += v.ns * 1e-9;
+        pt.calls += v.calls;
+        pt.frames += v.work;
+      }
+    }
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+}  // namespace vdev::bench

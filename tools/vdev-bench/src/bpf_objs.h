@@ -1,0 +1,103 @@
+// bpf_objs.h - owners for vdev-bench's BPF skeletons and XDP attachments.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../bpf/bench_shared.h"
+#include "result.h"
+#include "sys.h"
+
+struct vb_gen;
+struct vb_sink;
+struct vb_fwd;
+struct vb_napi_time;
+struct bpf_link;
+struct bpf_program;
+
+namespace vdev::bench {
+
+// Sum of a vb_counters per-CPU map slot over all CPUs.
+struct Counters {
+  uint64_t pkts = 0;
+  uint64_t bytes = 0;
+  uint64_t otherPkts = 0;
+  uint64_t otherBytes = 0;
+};
+Result<Counters> readCounters(int mapFd);
+
+// An XDP program attached to a netdev through a bpf_link. The link is created
+// in the netdev's namespace and detaches when destroyed (or when this process
+// dies and the fd closes), whichever namespace the destroying thread is in.
+class XdpLink {
+ public:
+  static Result<XdpLink> attach(const Netns& ns, const std::string& ifname, bpf_program* prog);
+  XdpLink(XdpLink&& o) noexcept;
+  XdpLink& operator=(XdpLink&& o) noexcept;
+  XdpLink(const XdpLink&) = delete;
+  ~XdpLink();
+
+ private:
+  explicit XdpLink(bpf_link* l) : link_(l) {}
+  bpf_link* link_;
+};
+
+struct GenSkelDeleter { void operator()(vb_gen* s) const; };
+struct SinkSkelDeleter { void operator()(vb_sink* s) const; };
+struct FwdSkelDeleter { void operator()(vb_fwd* s) const; };
+using GenSkel = std::unique_ptr<vb_gen, GenSkelDeleter>;
+using SinkSkel = std::unique_ptr<vb_sink, SinkSkelDeleter>;
+using FwdSkel = std::unique_ptr<vb_fwd, FwdSkelDeleter>;
+
+struct GenProgConfig {
+  uint16_t sportBase = 1024;
+  uint32_t sportCount = 0;  // > 1: vary the source port per frame
+};
+Result<GenSkel> loadGenerator(const GenProgConfig& cfg);
+bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
+bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
+int genCountersFd(vb_gen* s);
+int genProgramFd(vb_gen* s);
+
+Result<SinkSkel> loadSink();
+bpf_program* sinkProgram(vb_sink* s);
+int sinkCountersFd(vb_sink* s);
+
+Result<FwdSkel> loadFwd();
+bpf_program* fwdPassProgram(vb_fwd* s);
+bpf_program* fwdRedirectProgram(vb_fwd* s);
+// Points the redirect program's devmap at ifname (resolved inside ns).
+Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname);
+
+// Times the NAPI polls of the topology's veths that run in NET_RX softirq
+// (napi_time.bpf.c), per device and per context (on top of vdevd, of
+// vdev-bench, or anything else). Threaded-NAPI polls are not timed here:
+// their kthreads' run time is exact.
+struct PollTime {
+  double seconds = 0;
+  uint64_t calls = 0;
+  uint64_t frames = 0;
+};
+// (device name, vb_poll_ctx) -> totals since load.
+using PollTimes = std::map<std::pair<std::string, int>, PollTime>;
+
+class NapiTimer {
+ public:
+  // Devices whose name starts with prefix; bench_tgid = this process.
+  static Result<std::unique_ptr<NapiTimer>> create(const std::string& prefix);
+  ~NapiTimer();
+  // The datapath process whose softirq polls are told apart (0: none).
+  void setDutTgid(pid_t pid);
+  Result<PollTimes> read() const;
+
+ private:
+  NapiTimer() = default;
+  vb_napi_time* skel_ = nullptr;
+  std::vector<bpf_link*> links_;
+};
+
+}  // namespace vdev::bench

@@ -1,0 +1,48 @@
+// datapath.h - the forwarding paths vdev-bench compares over the same ports.
+#pragma once
+
+#include <sys/types.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bpf_objs.h"
+#include "options.h"
+#include "result.h"
+#include "topology.h"
+
+namespace vdev::bench {
+
+class Datapath {
+ public:
+  virtual ~Datapath() = default;
+  virtual std::string name() const = 0;
+  // Sets the path up between topology.portA() and portB(); forwarding when
+  // it returns ok.
+  virtual Status start() = 0;
+  // Undoes start(); safe to call twice. Returns the first problem (a vdevd
+  // that exited non-zero, leaked frames...) for the report.
+  virtual Status stop() = 0;
+  // CPU seconds of the datapath's own process, when it has one.
+  virtual std::optional<double> processCpuSeconds() const { return std::nullopt; }
+  // The datapath's process id while started, 0 when it has none.
+  virtual pid_t pid() const { return 0; }
+  // The datapath's own statistics as a JSON value (vdevd --stats-json), or "".
+  virtual std::string statsJson() const { return ""; }
+};
+
+// Kind names: "vdevd" (xconnect), "vdevd-switch", "bridge", "xdp-redirect".
+bool isKnownDatapath(const std::string& kind);
+Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
+                                               const std::string& vdevdPath, const std::string& workDir);
+
+// Where vdevd is: --vdevd, else ../../vdev/vdevd relative to this binary
+// (the build tree), else PATH. Empty when not found.
+std::string findVdevd(const std::string& given);
+
+}  // namespace vdev::bench

@@ -1,0 +1,303 @@
+// options.cpp - see options.h.
+#include "options.h"
+
+#include <getopt.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "datapath.h"
+#include "frame.h"
+
+namespace vdev::bench {
+
+void printUsage(FILE* f) {
+  fputs(
+      R"(NAME
+    vdev-bench - forwarding benchmark: vdevd against the Linux bridge and kernel XDP redirect
+
+SYNOPSIS
+    vdev-bench [--scenario veth-veth|veth-tap] [--datapath LIST] [--duration S]
+               [--runs N] [--size B] [--json] [--vdevd PATH] [OPTIONS]
+
+DESCRIPTION
+    Builds a private topology of network namespaces, offers a continuous stream of
+    identical UDP frames to one port of a device under test (DUT) and counts, exactly,
+    what arrives at the other port. Each datapath in LIST forwards between the SAME two
+    ports, one after the other, in the same invocation:
+
+      vdevd          vdevd --port A --port B --mode xconnect (the AF_XDP datapath)
+      vdevd-switch   the same with --mode switch (L2 learning switch)
+      bridge         a Linux bridge enslaving A and B (STP off, static FDB entry)
+      xdp-redirect   an XDP program on A redirecting into B through a devmap: the
+                     kernel's cheapest forwarding, the upper bound
+
+    Topology (P = vb<pid>; everything lives in namespaces created for the run and is
+    removed at exit, also on error and SIGINT/SIGTERM):
+
+      P-gen: Pg (veth) ==== P-dut: Pa (veth) [datapath] Pb (veth) ==== P-sink: Ps (veth)
+                                                        Pb (tap)  -> read() by vdev-bench
+
+    The generator runs an XDP program with BPF_PROG_RUN in live-frames mode
+    (BPF_F_TEST_XDP_LIVE_FRAMES) from 2 threads pinned to the generator CPU; it returns
+    XDP_TX, which sends each frame out of Pg into Pa. The sink is an XDP program on Ps
+    that counts and drops (veth-veth), or a thread reading the tap (veth-tap), standing
+    in for a VM. Offered load is sampled every 10 ms and gaps are reported.
+
+    Frames: Ethernet/IPv4/UDP, 198.18.0.1 -> 198.18.1.1, port 1024 -> 9, locally
+    administered MACs 02:76:62:00:00:01 -> 02:76:62:00:00:02, valid IPv4 checksum,
+    UDP checksum 0. Needs root (CAP_NET_ADMIN, CAP_BPF, CAP_SYS_ADMIN).
+
+OPTIONS
+    -s, --scenario NAME   veth-veth (default) or veth-tap.
+    -d, --datapath LIST   comma-separated datapaths, in order (default:
+                          vdevd,bridge,xdp-redirect; with the default list a vdevd that
+                          cannot be found is skipped with a note, a listed one is an error).
+    -t, --duration S      measured seconds per run (default 5).
+    -w, --warmup S        seconds of traffic before each measurement (default 1).
+    -n, --runs N          runs per datapath (default 3); the table shows medians. Runs are
+                          interleaved: run 1 of every datapath, then run 2, ...
+    -b, --size B          frame size in bytes on the wire with the 4-byte FCS, as in
+                          RFC 2544: 64 (default) .. 1518. The buffer is B - 4 bytes.
+    -j, --json            print one JSON document on stdout instead of the table.
+        --vdevd PATH      the vdevd binary (default: ../../vdev/vdevd relative to
+                          vdev-bench in the build tree, then PATH).
+        --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--batch=128.
+        --gen-cpu N       CPU of the generator threads (default 0).
+        --dp-cpu N        CPU of the datapath: vdevd, and with --napi threaded the ingress
+                          port's NAPI kthread (default 1).
+        --sink-cpu N      CPU of the sink's receive work: the tap reader thread, and with
+                          --napi threaded the sink veth's NAPI kthread (default: the
+                          generator CPU). In softirq mode the sink veth's NAPI runs on the
+                          CPU that transmitted into it.
+        --sink-prio N     SCHED_FIFO priority of that work, 0 for normal (default 50): the
+                          sink takes what it needs from the CPU it shares with the
+                          generator, which offers with the rest, so the sink is not what
+                          limits or drops (egress drops in the per-run lines show if it did).
+        --napi MODE       softirq (default): NAPI runs where the kernel runs it, in softirq on
+                          the CPU that queued the frames, as for any veth: the kernel
+                          paths then run on the generator's CPU (run to completion), and
+                          vdevd's ingress XDP program too. threaded: the ingress port's
+                          NAPI runs in a kthread pinned to the datapath CPU and the sink
+                          veth's in one pinned to the sink CPU (at --sink-prio), so every
+                          datapath is confined to exactly one CPU.
+        --sink-napi MODE  the sink veth's NAPI alone: softirq or threaded (default: as
+                          --napi). "--sink-napi threaded" keeps the sink's receive work
+                          off the datapath CPU while the ports' NAPI stays in softirq.
+        --gen-threads N   generator threads calling BPF_PROG_RUN (default 2; 1 shows the
+                          ~25 ms gap per call).
+        --repeat N        frames per BPF_PROG_RUN call (default 2000000).
+        --batch N         frames per kernel batch inside a call, 1..256 (default 64).
+        --sport-count N   vary the UDP source port over N values, per frame (default off).
+        --gap-fraction F  a 10 ms interval below F x the median rate is a gap (default 0.1).
+        --timeline        add every run's 10 ms offered/forwarded rates to the JSON.
+    -v, --verbose         log every command and vdevd's output on stderr.
+    -h, --help            this text.
+
+OUTPUT
+    Per datapath (medians over the runs): forwarded Mpps (sink count / window), offered
+    Mpps (generator count / window), loss % (1 - forwarded/offered), CPU s/Mfr: CPU seconds
+    the datapath spent per million forwarded frames (vdevd's threads plus the NAPI work of
+    the two ports, from scheduler run times and NAPI polls timed in softirq by tracepoints;
+    the generator's and the sink's work excluded), and the gaps in the offered load. Per
+    run: where the loss happened (ingress ring full = the DUT did not take frames in time;
+    egress drops = the sink's queue overflowed), CPU split, and the check that the sink
+    count is <= the generator count and equals the kernel's count. With --json every run
+    with all raw figures, 10 ms rate statistics and vdevd's statistics.
+
+EXIT STATUS
+    0  every datapath measured, counts consistent, nothing left behind
+    1  a setup or run failure, a count mismatch, leftovers, or interrupted
+    2  usage error
+
+EXAMPLES
+    vdev-bench
+    vdev-bench --scenario veth-tap --size 1518 --runs 5 --json > tap.json
+    vdev-bench --datapath bridge,xdp-redirect --duration 2 --runs 1
+
+SEE ALSO
+    docs/performance.md (method and results), docs/vdevd.md
+)",
+      f);
+}
+
+namespace {
+
+bool parseDouble(const char* s, double lo, double hi, double* out) {
+  char* end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || end == s || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parseInt(const char* s, long lo, long hi, long* out) {
+  char* end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+enum LongOnly {
+  kVdevd = 256,
+  kVdevdArg,
+  kGenCpu,
+  kDpCpu,
+  kSinkCpu,
+  kNapi,
+  kSinkPrio,
+  kSinkNapi,
+  kGenThreads,
+  kRepeat,
+  kBatch,
+  kSportCount,
+  kGapFraction,
+  kTimeline,
+};
+
+}  // namespace
+
+bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
+  for (int i = 0; i < argc; ++i) o->argv.emplace_back(argv[i]);
+  static const option longOpts[] = {
+      {"scenario", required_argument, nullptr, 's'},
+      {"datapath", required_argument, nullptr, 'd'},
+      {"duration", required_argument, nullptr, 't'},
+      {"warmup", required_argument, nullptr, 'w'},
+      {"runs", required_argument, nullptr, 'n'},
+      {"size", required_argument, nullptr, 'b'},
+      {"json", no_argument, nullptr, 'j'},
+      {"verbose", no_argument, nullptr, 'v'},
+      {"help", no_argument, nullptr, 'h'},
+      {"vdevd", required_argument, nullptr, kVdevd},
+      {"vdevd-arg", required_argument, nullptr, kVdevdArg},
+      {"gen-cpu", required_argument, nullptr, kGenCpu},
+      {"dp-cpu", required_argument, nullptr, kDpCpu},
+      {"sink-cpu", required_argument, nullptr, kSinkCpu},
+      {"napi", required_argument, nullptr, kNapi},
+      {"sink-prio", required_argument, nullptr, kSinkPrio},
+      {"sink-napi", required_argument, nullptr, kSinkNapi},
+      {"gen-threads", required_argument, nullptr, kGenThreads},
+      {"repeat", required_argument, nullptr, kRepeat},
+      {"batch", required_argument, nullptr, kBatch},
+      {"sport-count", required_argument, nullptr, kSportCount},
+      {"gap-fraction", required_argument, nullptr, kGapFraction},
+      {"timeline", no_argument, nullptr, kTimeline},
+      {nullptr, 0, nullptr, 0},
+  };
+  auto usage = [&](const std::string& msg) {
+    fprintf(stderr, "vdev-bench: %s\nTry 'vdev-bench --help'.\n", msg.c_str());
+    *exitCode = 2;
+    return false;
+  };
+  int c;
+  long l;
+  double d;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":s:d:t:w:n:b:jvh", longOpts, nullptr)) != -1) {
+    std::string arg = optarg ? optarg : "";
+    switch (c) {
+      case 's':
+        if (arg == "veth-veth") o->scenario = Scenario::kVethVeth;
+        else if (arg == "veth-tap") o->scenario = Scenario::kVethTap;
+        else return usage("unknown scenario '" + arg + "' (veth-veth or veth-tap)");
+        break;
+      case 'd': {
+        o->datapaths.clear();
+        o->datapathsGiven = true;
+        std::stringstream ss(arg);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+          if (item.empty()) continue;
+          if (!isKnownDatapath(item))
+            return usage("unknown datapath '" + item + "' (vdevd, vdevd-switch, bridge, xdp-redirect)");
+          o->datapaths.push_back(item);
+        }
+        if (o->datapaths.empty()) return usage("--datapath needs at least one datapath");
+        break;
+      }
+      case 't':
+        if (!parseDouble(optarg, 0.1, 3600, &d)) return usage("--duration: 0.1 .. 3600 seconds");
+        o->duration = d;
+        break;
+      case 'w':
+        if (!parseDouble(optarg, 0, 600, &d)) return usage("--warmup: 0 .. 600 seconds");
+        o->warmup = d;
+        break;
+      case 'n':
+        if (!parseInt(optarg, 1, 1000, &l)) return usage("--runs: 1 .. 1000");
+        o->runs = static_cast<int>(l);
+        break;
+      case 'b':
+        if (!parseInt(optarg, kMinFrameSize, kMaxFrameSize, &l))
+          return usage("--size: " + std::to_string(kMinFrameSize) + " .. " + std::to_string(kMaxFrameSize) +
+                       " (frame size with FCS)");
+        o->frameSize = static_cast<size_t>(l);
+        break;
+      case 'j': o->json = true; break;
+      case 'v': o->verbose = true; break;
+      case 'h':
+        printUsage(stdout);
+        *exitCode = 0;
+        return false;
+      case kVdevd: o->vdevdPath = arg; break;
+      case kVdevdArg: o->vdevdArgs.push_back(arg); break;
+      case kGenCpu:
+        if (!parseInt(optarg, 0, 4095, &l)) return usage("--gen-cpu: a CPU number");
+        o->genCpu = static_cast<int>(l);
+        break;
+      case kDpCpu:
+        if (!parseInt(optarg, 0, 4095, &l)) return usage("--dp-cpu: a CPU number");
+        o->dutCpu = static_cast<int>(l);
+        break;
+      case kSinkCpu:
+        if (!parseInt(optarg, 0, 4095, &l)) return usage("--sink-cpu: a CPU number");
+        o->sinkCpu = static_cast<int>(l);
+        break;
+      case kNapi:
+        if (arg == "threaded") o->napiThreaded = true;
+        else if (arg == "softirq") o->napiThreaded = false;
+        else return usage("--napi: threaded or softirq");
+        break;
+      case kSinkNapi:
+        if (arg == "threaded") o->sinkNapiThreaded = 1;
+        else if (arg == "softirq") o->sinkNapiThreaded = 0;
+        else return usage("--sink-napi: threaded or softirq");
+        break;
+      case kSinkPrio:
+        if (!parseInt(optarg, 0, 99, &l)) return usage("--sink-prio: 0 .. 99");
+        o->sinkPrio = static_cast<int>(l);
+        break;
+      case kGenThreads:
+        if (!parseInt(optarg, 1, 16, &l)) return usage("--gen-threads: 1 .. 16");
+        o->genThreads = static_cast<int>(l);
+        break;
+      case kRepeat:
+        if (!parseInt(optarg, 1000, 1'000'000'000, &l)) return usage("--repeat: 1000 .. 1000000000");
+        o->repeat = static_cast<uint32_t>(l);
+        break;
+      case kBatch:
+        if (!parseInt(optarg, 1, 256, &l)) return usage("--batch: 1 .. 256");
+        o->batch = static_cast<uint32_t>(l);
+        break;
+      case kSportCount:
+        if (!parseInt(optarg, 0, 65535, &l)) return usage("--sport-count: 0 .. 65535");
+        o->sportCount = static_cast<uint32_t>(l);
+        break;
+      case kGapFraction:
+        if (!parseDouble(optarg, 0, 1, &d)) return usage("--gap-fraction: 0 .. 1");
+        o->gapFraction = d;
+        break;
+      case kTimeline: o->timeline = true; break;
+      case ':': return usage(std::string("option '") + argv[optind - 1] + "' needs a value");
+      default: return usage(std::string("unknown option '") + argv[optind - 1] + "'");
+    }
+  }
+  if (optind < argc) return usage(std::string("unexpected argument '") + argv[optind] + "'");
+  return true;
+}
+
+}  // namespace vdev::bench

@@ -1,0 +1,36 @@
+// report.h - medians over runs, the text table and the JSON document.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "runner.h"
+
+namespace vdev::bench {
+
+struct DatapathResult {
+  std::string datapath;
+  std::vector<RunResult> runs;
+  std::vector<std::string> errors;  // runs that failed, why
+};
+
+struct Skipped {
+  std::string datapath;
+  std::string reason;
+};
+
+struct Report {
+  const Options* opt = nullptr;
+  std::string prefix;
+  std::string vdevdPath;
+  std::vector<DatapathResult> results;
+  std::vector<Skipped> skipped;
+  std::vector<std::string> leftovers;
+  std::string fatal;  // setup failure / interruption, or ""
+};
+
+void printTable(const Report& r, FILE* out);
+std::string toJson(const Report& r);
+
+}  // namespace vdev::bench

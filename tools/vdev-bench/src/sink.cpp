@@ -1,0 +1,209 @@
+// sink.cpp - see sink.h.
+#include "sink.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/if_tun.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "../bpf/bench_shared.h"
+
+namespace vdev::bench {
+
+bool isBenchFrame(const uint8_t* buf, size_t len) {
+  if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
+  auto* eth = reinterpret_cast<const ethhdr*>(buf);
+  auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
+  auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
+  auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
+  return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
+         udp->dest == htons(VB_UDP_DPORT) && pl->magic == htonl(VB_MAGIC);
+}
+
+namespace {
+// Finds and pins the threaded-NAPI kthreads of ifname ("napi/<ifname>-<id>",
+// cut to the 15 characters a comm holds).
+Result<std::vector<pid_t>> pinNapiThreads(const std::string& ifname, int cpu, int prio) {
+  std::string prefix = "napi/" + ifname + "-";
+  if (prefix.size() > 15) prefix.resize(15);
+  std::vector<pid_t> tids = findTasksByComm(prefix);
+  if (tids.empty()) return Status::fail(ESRCH, "no threaded NAPI kthread for " + ifname);
+  for (pid_t t : tids) {
+    VB_TRY(pinTask(t, cpu));
+    VB_TRY(setRealtime(t, prio));
+  }
+  return tids;
+}
+
+double sumTaskCpu(const std::vector<pid_t>& tids) {
+  double sum = 0;
+  for (pid_t t : tids)
+    if (auto c = threadCpuSeconds(t)) sum += c.value();
+  return sum;
+}
+}  // namespace
+
+// ---- XdpSink ----------------------------------------------------------------
+
+Result<std::unique_ptr<XdpSink>> XdpSink::create(const Netns& ns, const std::string& ifname) {
+  std::unique_ptr<XdpSink> s(new XdpSink(ns, ifname));
+  auto skel = loadSink();
+  if (!skel) return skel.status();
+  s->skel_ = std::move(skel.value());
+  s->countersFd_ = sinkCountersFd(s->skel_.get());
+  auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
+  if (!link) return link.status();
+  s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
+  auto st = EthtoolStats::open(ns, ifname);
+  if (st) s->stats_.emplace(std::move(st.value()));
+  else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.status().message().c_str());
+  return s;
+}
+
+std::optional<uint64_t> XdpSink::kernelCount() const {
+  if (!stats_) return std::nullopt;
+  auto m = stats_->read();
+  if (!m) return std::nullopt;
+  // veth counts XDP verdicts per receive queue; the sink drops every frame.
+  return EthtoolStats::sumQueues(m.value(), "rx_queue_", "_xdp_drops");
+}
+
+Status XdpSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
+  return inNetns(ns_, [&]() -> Status {
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);  // protocol 0: send only
+    if (fd < 0) return Status::fromErrno("socket(AF_PACKET)");
+    Fd sock(fd);
+    sockaddr_ll sll = {};
+    sll.sll_family = AF_PACKET;
+    sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname_.c_str()));
+    sll.sll_halen = ETH_ALEN;
+    std::memcpy(sll.sll_addr, frame.data(), ETH_ALEN);
+    for (int i = 0; i < n; ++i) {
+      if (sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+        return Status::fromErrno("send learning frame on " + ifname_);
+    }
+    return {};
+  });
+}
+
+double XdpSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
+
+Status XdpSink::pin(int cpu, int prio, bool threadedNapi) {
+  napiThreads_.clear();
+  // softirq mode: the sink's NAPI runs in softirq on the CPU that
+  // transmitted into the sink veth (the datapath's), nothing to pin.
+  if (!threadedNapi) return {};
+  VB_TRY(sysfsNetWrite(ns_, ifname_, "threaded", "1"));
+  auto tids = pinNapiThreads(ifname_, cpu, prio);
+  if (!tids) return tids.status();
+  napiThreads_ = std::move(tids.value());
+  return {};
+}
+
+// ---- TapSink ------------------------------------------------------------------
+
+Result<std::unique_ptr<TapSink>> TapSink::create(const Netns& ns, const std::string& ifname) {
+  // The tap is created in the namespace of the thread that opens /dev/net/tun.
+  auto fd = inNetns(ns, [&]() -> Result<Fd> {
+    int raw = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (raw < 0) return Status::fromErrno("open /dev/net/tun");
+    Fd f(raw);
+    ifreq ifr = {};
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    if (ioctl(f.get(), TUNSETIFF, &ifr) < 0) return Status::fromErrno("TUNSETIFF " + ifname);
+    return f;
+  });
+  if (!fd) return fd.status();
+  std::unique_ptr<TapSink> s(new TapSink(ifname, std::move(fd.value())));
+  s->reader_ = std::thread([p = s.get()] { p->readerMain(); });
+  return s;
+}
+
+TapSink::~TapSink() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (reader_.joinable()) reader_.join();
+}
+
+void TapSink::readerMain() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  tid_.store(gettid(), std::memory_order_relaxed);
+
+  alignas(64) uint8_t buf[65536];
+  uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0;
+  pollfd pfd = {fd_.get(), POLLIN, 0};
+  while (!stop_.load(std::memory_order_relaxed)) {
+    // Drain everything that is queued, then publish, then sleep in poll():
+    // one read() per frame is what a VM's tap backend (QEMU without vhost)
+    // does too.
+    for (;;) {
+      ssize_t n = read(fd_.get(), buf, sizeof buf);
+      if (n <= 0) break;
+      if (isBenchFrame(buf, static_cast<size_t>(n))) {
+        ++pkts;
+        bytes += static_cast<uint64_t>(n);
+      } else {
+        ++other;
+        otherBytes += static_cast<uint64_t>(n);
+      }
+      if ((pkts & 255) == 0) {
+        pkts_.store(pkts, std::memory_order_relaxed);
+        bytes_.store(bytes, std::memory_order_relaxed);
+      }
+    }
+    pkts_.store(pkts, std::memory_order_relaxed);
+    bytes_.store(bytes, std::memory_order_relaxed);
+    otherPkts_.store(other, std::memory_order_relaxed);
+    otherBytes_.store(otherBytes, std::memory_order_relaxed);
+    poll(&pfd, 1, 20);
+  }
+}
+
+Result<Counters> TapSink::counters() const {
+  Counters c;
+  c.pkts = pkts_.load(std::memory_order_relaxed);
+  c.bytes = bytes_.load(std::memory_order_relaxed);
+  c.otherPkts = otherPkts_.load(std::memory_order_relaxed);
+  c.otherBytes = otherBytes_.load(std::memory_order_relaxed);
+  return c;
+}
+
+Status TapSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
+  // Writing to the tap fd is the "VM" transmitting: the frame enters the
+  // host side through the tap's receive path.
+  for (int i = 0; i < n; ++i)
+    if (write(fd_.get(), frame.data(), frame.size()) < 0) return Status::fromErrno("write to tap " + ifname_);
+  return {};
+}
+
+double TapSink::cpuSeconds() const {
+  pid_t t = tid_.load(std::memory_order_relaxed);
+  if (t == 0) return 0;
+  auto c = threadCpuSeconds(t);
+  return c ? c.value() : 0;
+}
+
+Status TapSink::pin(int cpu, int prio, bool) {
+  pid_t t = 0;
+  for (int i = 0; i < 1000 && (t = tid_.load(std::memory_order_relaxed)) == 0; ++i) usleep(1000);
+  if (t == 0) return Status::fail(ESRCH, "tap reader not started");
+  VB_TRY(pinTask(t, cpu));
+  return setRealtime(t, prio);
+}
+
+}  // namespace vdev::bench
