@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "harness.h"
 
 #include <arpa/inet.h>
@@ -856,6 +857,11 @@ std::vector<std::string> Vdevd::argv(std::vector<std::string> args, const std::s
   args.insert(args.begin(), bin);
   args.push_back("--stats-json");
   args.push_back(stats);
+  // A test's vdevd never touches the host's control socket or state file,
+  // unless the test names its own.
+  auto has = [&](const char* opt) { return std::find(args.begin(), args.end(), opt) != args.end(); };
+  if (!has("--socket") && !has("-s")) args.push_back("--no-socket");
+  if (!has("--state")) args.push_back("--no-state");
   return args;
 }
 

@@ -106,7 +106,7 @@ Port* Datapath::findPort(const std::string& name) const {
   return nullptr;
 }
 
-Status Datapath::addPortNow(const std::string& ifname) {
+Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) {
   if (findPort(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
   if (cfg_.mode == SwitchMode::kXconnect && active_.size() >= 2)
     return Error{ENOSPC, "xconnect mode takes exactly two ports"};
@@ -115,8 +115,18 @@ Status Datapath::addPortNow(const std::string& ifname) {
   size_t slot = 0;
   while (slot < ports_.size() && ports_[slot]) slot++;
   if (slot >= 0xfff0) return Error{ENOSPC, "too many ports"};
-  auto port = Port::open(ifname, uint16_t(slot), *pool_, cfg_.port, cfg_.host_macs, anyLiveSocket(),
-                         next_slot_);
+  PortConfig pc = cfg_.port;
+  if (opts.queues) pc.queues = *opts.queues;
+  if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
+  if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
+    // Configured, device not there: a port that waits for it (checkLink).
+    auto shell = Port::absent(ifname, uint16_t(slot), pc, cfg_.host_macs);
+    if (!shell) return shell.error();
+    adoptPort(std::move(shell.value()));
+    std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
+    return {};
+  }
+  auto port = Port::open(ifname, uint16_t(slot), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_slot_);
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
   for (auto& q : ports_[slot]->queues()) refill(*q);
@@ -138,9 +148,11 @@ Status Datapath::removePortNow(const std::string& ifname) {
   return {};
 }
 
-Status Datapath::addPort(const std::string& ifname) {
+Status Datapath::addPort(const std::string& ifname) { return addPort(ifname, PortOptions{}); }
+
+Status Datapath::addPort(const std::string& ifname, const PortOptions& opts) {
   Status st;
-  runOnDatapath([&] { st = addPortNow(ifname); });
+  runOnDatapath([&] { st = addPortNow(ifname, opts); });
   return st;
 }
 
@@ -202,6 +214,12 @@ Status Datapath::fdbDel(const uint8_t mac[6]) {
     if (!fdb_.remove(macKey(mac))) st = Error{ENOENT, "MAC address not in the table"};
   });
   return st;
+}
+
+bool Datapath::hasPort(const std::string& name) {
+  bool found = false;
+  runOnDatapath([&] { found = findPort(name) != nullptr; });
+  return found;
 }
 
 std::string Datapath::portName(uint16_t slot) {

@@ -67,6 +67,17 @@ Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t ind
   return p;
 }
 
+Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t index,
+                                           const PortConfig& cfg,
+                                           const std::vector<std::array<uint8_t, 6>>& host_macs) {
+  if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
+    return Error{EINVAL, "invalid interface name '" + ifname + "'"};
+  std::unique_ptr<Port> p(new Port(ifname, index, cfg.queues ? cfg.queues : 1, cfg, 1500));
+  p->host_macs_ = host_macs;
+  p->gone_ = true;
+  return p;
+}
+
 Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
   const int ifindex = int(::if_nametoindex(name_.c_str()));
   if (!ifindex) return errnoError("port " + name_);

@@ -1,8 +1,13 @@
 // vdevd: the vdev datapath daemon (foreground).
 #include <getopt.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,13 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "daemon_control.h"
 #include "vdev/datapath.h"
+#include "vdev/sd_notify.h"
+#include "vdev/state_file.h"
 #include "vdev/stats_format.h"
 #include "vdev/version.h"
+#include "vdevnl/server.h"
 
 namespace {
 
-const char kUsage[] = R"(Usage: vdevd --port IFNAME [--port IFNAME ...] [OPTIONS]
+const char kUsage[] = R"(Usage: vdevd [--port IFNAME ...] [OPTIONS]
 
 vdevd switches frames between netdevs -- the host ends of containers' veth
 pairs, VMs' tap devices, uplinks -- in userspace. An XDP program on each port
@@ -24,7 +33,9 @@ redirects frames into AF_XDP sockets (frames for the host's own MACs still go
 to the host stack); vdevd switches them and delivers them in bulk.
 
 Ports and mode:
-  -p, --port IFNAME        attach this netdev as a port (repeatable; at least one)
+  -p, --port IFNAME        attach this netdev as a port (repeatable). Ports can
+                           also be added at run time with vdevctl; those are
+                           saved in the state file and restored at start
   -m, --mode MODE          switch: L2 learning switch (default)
                            xconnect: exactly two ports, each one's frames go to the other
   -x, --xdp-mode MODE      native, generic or auto (default: native where the
@@ -53,6 +64,16 @@ Sizes and tuning:
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
+Control and state:
+  -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
+                           its directory is created 0755, the socket is 0660)
+      --no-socket          no control socket (ports from the command line only)
+  -g, --group NAME         members of this group may use the control socket
+                           (besides root); the socket file gets this group
+      --state FILE         ports added at run time, restored at start (default
+                           /var/lib/vdev/vdevd.state; a corrupt file is refused)
+      --no-state           keep nothing across restarts
+
 Output:
       --stats-json PATH    on SIGUSR1 and at exit, write statistics as JSON to
                            PATH (via PATH.tmp and rename)
@@ -60,7 +81,9 @@ Output:
   -V, --version
   -h, --help
 
-vdevd prints "vdevd: ready" once every port is attached. Signals: SIGUSR1
+vdevd prints "vdevd: ready" once every port is attached (and, under
+systemd with Type=notify, sends READY=1, then STATUS= lines, WATCHDOG=1 when
+WatchdogSec is set, STOPPING=1 at the end). Signals: SIGUSR1
 prints per-port statistics (and writes --stats-json); SIGTERM or SIGINT stop
 it: the XDP programs are detached, every frame is returned to the pool, final
 statistics are printed, and the exit status is 0 (1 if a frame was lost).
@@ -127,9 +150,12 @@ int main(int argc, char** argv) {
   std::string json_path;
   bool verbose = false;
 
+  std::string socket_path = vdevnl::kDefaultSocketPath;
+  std::string state_path = "/var/lib/vdev/vdevd.state";
+  std::string group_name;
   enum {
     kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
-    kIdleSpin, kFdbAging, kFdbSize, kStatsJson
+    kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState
   };
   static const struct option opts[] = {
       {"port", required_argument, nullptr, 'p'},
@@ -148,6 +174,11 @@ int main(int argc, char** argv) {
       {"fdb-aging", required_argument, nullptr, kFdbAging},
       {"fdb-size", required_argument, nullptr, kFdbSize},
       {"stats-json", required_argument, nullptr, kStatsJson},
+      {"socket", required_argument, nullptr, 's'},
+      {"no-socket", no_argument, nullptr, kNoSocket},
+      {"group", required_argument, nullptr, 'g'},
+      {"state", required_argument, nullptr, kState},
+      {"no-state", no_argument, nullptr, kNoState},
       {"verbose", no_argument, nullptr, 'v'},
       {"version", no_argument, nullptr, 'V'},
       {"help", no_argument, nullptr, 'h'},
@@ -155,7 +186,7 @@ int main(int argc, char** argv) {
   };
   int c;
   uint32_t v = 0;
-  while ((c = getopt_long(argc, argv, "p:m:x:fvVh", opts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "p:m:x:fs:g:vVh", opts, nullptr)) != -1) {
     switch (c) {
       case 'p': ports.emplace_back(optarg); break;
       case 'm':
@@ -222,6 +253,11 @@ int main(int argc, char** argv) {
         if (!parseU32(optarg, 16, 1u << 20, cfg.fdb_size)) usageError("--fdb-size must be 16..1048576");
         break;
       case kStatsJson: json_path = optarg; break;
+      case 's': socket_path = optarg; break;
+      case kNoSocket: socket_path.clear(); break;
+      case 'g': group_name = optarg; break;
+      case kState: state_path = optarg; break;
+      case kNoState: state_path.clear(); break;
       case 'v': verbose = true; break;
       case 'V': std::printf("vdevd %s\n", VDEV_VERSION); return 0;
       case 'h': std::fputs(kUsage, stdout); return 0;
@@ -229,9 +265,10 @@ int main(int argc, char** argv) {
     }
   }
   if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
-  if (ports.empty()) usageError("no ports: give at least one --port IFNAME");
-  if (cfg.mode == vdev::SwitchMode::kXconnect && ports.size() != 2)
-    usageError("xconnect mode needs exactly two ports");
+  if (ports.empty() && socket_path.empty())
+    usageError("no ports and no control socket: give --port IFNAME, or leave the socket on");
+  if (cfg.mode == vdev::SwitchMode::kXconnect && ports.size() != 2 && !ports.empty())
+    usageError("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
   if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
   uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
   if (cfg.frames < need)
@@ -240,8 +277,30 @@ int main(int argc, char** argv) {
 
   vdev::setupBpfLogging(verbose);
 
-  // Signals are taken synchronously by this thread; the datapath thread
-  // inherits the blocked mask and never sees them.
+  std::optional<gid_t> group;
+  if (!group_name.empty()) {
+    auto g = vdevnl::groupByName(group_name);
+    if (!g) {
+      std::fprintf(stderr, "vdevd: group %s: %s\n", group_name.c_str(), g.error().message().c_str());
+      return 2;
+    }
+    group = g.value();
+  }
+
+  // The state file is read before anything is attached: a corrupt one stops
+  // vdevd here, with nothing half applied.
+  vdev::DaemonState state;
+  if (!state_path.empty()) {
+    auto st = vdev::loadState(state_path);
+    if (!st) {
+      std::fprintf(stderr, "vdevd: refusing to start: %s\n", st.error().message().c_str());
+      return 1;
+    }
+    state = std::move(st.value());
+  }
+
+  // Signals are taken synchronously by this thread (signalfd); the datapath
+  // thread inherits the blocked mask and never sees them.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
@@ -250,34 +309,92 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  vdev::FileDesc sigfd(signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd.valid()) {
+    std::fprintf(stderr, "vdevd: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
 
   auto dp = vdev::Datapath::create(cfg);
   if (!dp) {
     std::fprintf(stderr, "vdevd: %s\n", dp.error().message().c_str());
     return 1;
   }
+  vdev::Datapath& d = *dp.value();
   for (const auto& name : ports) {
-    if (auto st = dp.value()->addPort(name); !st) {
+    if (auto st = d.addPort(name); !st) {
       std::fprintf(stderr, "vdevd: %s\n", st.error().message().c_str());
-      dp.value()->teardown();  // detaches what was attached so far
+      d.teardown();  // detaches what was attached so far
       return 1;
     }
   }
-  vdev::Datapath& d = *dp.value();
+  for (const auto& rec : state.ports) {
+    vdev::Datapath::PortOptions o;
+    if (rec.queues) o.queues = rec.queues;
+    o.xdp_mode = rec.xdp_mode == "native"    ? vdev::XdpMode::kNative
+                 : rec.xdp_mode == "generic" ? vdev::XdpMode::kGeneric
+                                             : vdev::XdpMode::kAuto;
+    o.allow_absent = true;  // a saved port whose device is not back yet waits for it
+    if (auto st = d.addPort(rec.name, o); !st) {
+      std::fprintf(stderr, "vdevd: port %s from %s: %s\n", rec.name.c_str(), state_path.c_str(),
+                   st.error().message().c_str());
+      d.teardown();
+      return 1;
+    }
+  }
+
+  vdev::ControlContext ctx;
+  ctx.dp = &d;
+  ctx.state = &state;
+  ctx.state_path = state_path;
+  ctx.mode = cfg.mode;
+  ctx.started = std::chrono::steady_clock::now();
+  vdev::DaemonControl control(ctx);
+  std::unique_ptr<vdevnl::ControlServer> server;
+  if (!socket_path.empty()) {
+    vdevnl::ServerConfig sc;
+    sc.path = socket_path;
+    sc.group = group;
+    sc.log = [](std::string_view m) { std::fprintf(stderr, "vdevd: control: %.*s\n", int(m.size()), m.data()); };
+    auto srv = vdevnl::ControlServer::create(sc, control);
+    if (!srv) {
+      std::fprintf(stderr, "vdevd: control socket %s: %s\n", socket_path.c_str(), srv.error().message().c_str());
+      d.teardown();
+      return 1;
+    }
+    server = std::move(srv.value());
+  }
+
   d.start();
   std::printf("vdevd: ready (%zu ports, %s mode)\n", d.numPorts(),
               cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect");
   std::fflush(stdout);
+  char status[128];
+  std::snprintf(status, sizeof status, "%zu ports, %s mode", d.numPorts(),
+                cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect");
+  (void)vdev::sd::notifyReady(status);
+  const auto wd = vdev::sd::watchdogInterval();
+  const int poll_ms = wd.count() > 0 ? int(std::max<int64_t>(1, wd.count() / 2000)) : -1;
 
-  for (;;) {
-    int sig = sigwaitinfo(&sigs, nullptr);
-    if (sig < 0) continue;  // EINTR
-    if (sig == SIGUSR1 || sig == SIGHUP) {
-      report(d, json_path);
-      continue;
+  for (bool run = true; run;) {
+    struct pollfd fds[2] = {{sigfd.get(), POLLIN, 0}, {server ? server->fd() : -1, POLLIN, 0}};
+    int n = ::poll(fds, server ? 2 : 1, poll_ms);
+    if (wd.count() > 0) (void)vdev::sd::notifyWatchdog();
+    if (n < 0) continue;  // EINTR
+    if (server && (fds[1].revents & POLLIN)) server->processEvents();
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGHUP) {
+          report(d, json_path);
+        } else {
+          run = false;
+        }
+      }
     }
-    break;  // SIGTERM, SIGINT
   }
+  (void)vdev::sd::notifyStopping();
+  server.reset();  // no more requests
   d.stop();
   uint32_t leaked = d.teardown();
   report(d, json_path);

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,8 +88,17 @@ class Datapath {
   // done on the datapath thread between bursts). Errors: EEXIST, ENOENT,
   // ENOSPC, and whatever opening the device reports.
   Status addPort(const std::string& ifname);
+  // Per-port options. allow_absent: a device that does not exist (yet) is
+  // not an error: the port waits for it and is attached when it appears.
+  struct PortOptions {
+    std::optional<uint32_t> queues;
+    std::optional<XdpMode> xdp_mode;
+    bool allow_absent = false;
+  };
+  Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);
   size_t numPorts() const { return active_.size(); }
+  bool hasPort(const std::string& name);
   Result<std::vector<Fdb::Entry>> fdbDump();
   Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
   Status fdbDel(const uint8_t mac[6]);
@@ -125,7 +135,7 @@ class Datapath {
   void serveControl();
   void rebuildActive();
   Port* findPort(const std::string& name) const;
-  Status addPortNow(const std::string& ifname);
+  Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
   PoolStats poolStats() const;
   void killPort(Port& p, const char* why, bool forget_macs);

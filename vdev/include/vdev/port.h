@@ -119,6 +119,12 @@ class Port {
   uint64_t txOutstanding() const;  // owner thread or quiescent
   QueueAccounting accounting() const;  // owner thread or quiescent
 
+  // A port whose device does not exist yet: down and "gone" until a device
+  // of that name appears (then attachDevice()).
+  static Result<std::unique_ptr<Port>> absent(const std::string& ifname, uint16_t index,
+                                              const PortConfig& cfg,
+                                              const std::vector<std::array<uint8_t, 6>>& host_macs);
+
   // Owner thread: opens one socket per queue and registers it with the XDP
   // program (after a link came back up). Does not set the port live.
   Status openSockets(FramePool& pool, int share_fd, uint16_t& next_slot);

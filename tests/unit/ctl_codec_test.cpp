@@ -1,0 +1,920 @@
+// Control protocol codec: round trips of every request and reply, every
+// validation error path, dump splitting, sequence echo.
+#include <gtest/gtest.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vdevnl/codec.h"
+
+namespace vdevnl {
+namespace {
+
+// ------------------------------------------------------------- helpers
+
+// Hand-made messages, for what the encoder never produces.
+class Raw {
+ public:
+  Raw& hdr(uint16_t type = kFamilyId, uint16_t flags = NLM_F_REQUEST, uint32_t seq = 7,
+           uint32_t pid = 0) {
+    nlmsghdr h{};
+    h.nlmsg_type = type;
+    h.nlmsg_flags = flags;
+    h.nlmsg_seq = seq;
+    h.nlmsg_pid = pid;
+    put(&h, sizeof h);
+    return *this;
+  }
+  Raw& genl(uint8_t cmd, uint8_t version = kProtocolVersion, uint16_t reserved = 0) {
+    genlmsghdr g{cmd, version, reserved};
+    put(&g, sizeof g);
+    return *this;
+  }
+  Raw& attr(uint16_t type, const void* data, size_t len, bool pad = true) {
+    nlattr a{static_cast<uint16_t>(NLA_HDRLEN + len), type};
+    put(&a, sizeof a);
+    put(data, len);
+    if (pad) padTo4();
+    return *this;
+  }
+  Raw& u8(uint16_t t, uint8_t v) { return attr(t, &v, 1); }
+  Raw& u16(uint16_t t, uint16_t v) { return attr(t, &v, 2); }
+  Raw& u32(uint16_t t, uint32_t v) { return attr(t, &v, 4); }
+  Raw& u64(uint16_t t, uint64_t v) { return attr(t, &v, 8); }
+  Raw& str(uint16_t t, const std::string& s, bool pad = true) {
+    return attr(t, s.c_str(), s.size() + 1, pad);
+  }
+  Raw& bytes(uint16_t t, const std::string& s) { return attr(t, s.data(), s.size()); }
+  Raw& mac(uint16_t t, const Mac& m) { return attr(t, m.data(), 6); }
+  Raw& nest(uint16_t t) {
+    nests_.push_back(b_.size());
+    nlattr a{0, static_cast<uint16_t>(t | NLA_F_NESTED)};
+    put(&a, sizeof a);
+    return *this;
+  }
+  Raw& end() {
+    size_t at = nests_.back();
+    nests_.pop_back();
+    uint16_t len = static_cast<uint16_t>(b_.size() - at);
+    std::memcpy(&b_[at], &len, 2);
+    return *this;
+  }
+  Raw& raw(const std::string& s) {
+    put(s.data(), s.size());
+    return *this;
+  }
+  // nlmsg_len = everything so far (or `len`).
+  std::vector<uint8_t> done(std::optional<uint32_t> len = std::nullopt) {
+    std::vector<uint8_t> out = b_;
+    uint32_t l = len ? *len : static_cast<uint32_t>(out.size());
+    if (out.size() >= 4) std::memcpy(out.data(), &l, 4);
+    return out;
+  }
+
+ private:
+  void put(const void* p, size_t n) {
+    auto* c = static_cast<const uint8_t*>(p);
+    b_.insert(b_.end(), c, c + n);
+  }
+  void padTo4() {
+    while (b_.size() % 4) b_.push_back(0);
+  }
+  std::vector<uint8_t> b_;
+  std::vector<size_t> nests_;
+};
+
+constexpr Mac kMac1{0x02, 0, 0, 0, 0, 0x01};
+constexpr Mac kMac2{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee};
+constexpr Mac kMcast{0x01, 0x00, 0x5e, 0, 0, 1};
+
+std::vector<uint8_t> enc(const RequestBody& b, uint32_t seq = 42) {
+  auto r = encodeRequest(seq, b);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+  return r.ok() ? std::move(*r) : std::vector<uint8_t>{};
+}
+
+void expectRoundTrip(const RequestBody& b) {
+  auto bytes = enc(b, 99);
+  auto d = decodeRequest(bytes);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(d->body, b);
+  EXPECT_EQ(d->hdr.seq, 99u);
+  EXPECT_EQ(d->hdr.len, bytes.size());
+  EXPECT_EQ(bool(d->hdr.flags & NLM_F_DUMP), isDump(b));
+  EXPECT_EQ(d->version, kProtocolVersion);
+}
+
+// Decoding must fail with err and a message containing `what`.
+void expectReject(const std::vector<uint8_t>& bytes, int err, const std::string& what) {
+  auto d = decodeRequest(bytes);
+  ASSERT_FALSE(d.ok()) << "accepted; expected: " << what;
+  EXPECT_EQ(d.error().err, err) << d.error().what;
+  EXPECT_NE(d.error().what.find(what), std::string::npos)
+      << "message \"" << d.error().what << "\" lacks \"" << what << "\"";
+}
+
+std::vector<uint8_t> concat(const std::vector<std::vector<uint8_t>>& dgs) {
+  std::vector<uint8_t> out;
+  for (auto& d : dgs) out.insert(out.end(), d.begin(), d.end());
+  return out;
+}
+
+Request requestFor(RequestBody body, uint32_t seq = 1234, uint32_t pid = 77) {
+  Request r;
+  r.hdr.seq = seq;
+  r.hdr.pid = pid;
+  r.hdr.type = kFamilyId;
+  r.hdr.flags = NLM_F_REQUEST | (isDump(body) ? NLM_F_DUMP : 0);
+  r.body = std::move(body);
+  return r;
+}
+
+// Encodes a reply and decodes it back (datagram by datagram).
+Result<Reply> replyRoundTrip(const Request& req, const Reply& reply,
+                             std::vector<std::vector<uint8_t>>* dgs_out = nullptr) {
+  auto dgs = encodeReply(req, reply);
+  if (!dgs) return dgs.error();
+  ReplyAssembler a(Expect{req.hdr.seq, cmdOf(req.body), isDump(req.body)});
+  for (auto& d : *dgs) {
+    EXPECT_LE(d.size(), kMaxMessageSize);
+    if (auto s = a.feed(d); !s) return s.error();
+  }
+  if (dgs_out) *dgs_out = *dgs;
+  return a.finish();
+}
+
+PortInfo port(const std::string& name, uint32_t i = 1) {
+  PortInfo p;
+  p.name = name;
+  p.type = PortType::kVeth;
+  p.ifindex = 10 + i;
+  p.queues = 1 + i % 4;
+  p.xdp_mode = XdpMode::kGeneric;
+  p.bind_mode = BindMode::kCopy;
+  p.mtu = 1500;
+  p.live = i % 2;
+  if (i % 3) p.mac = Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
+  return p;
+}
+
+PortStatsMsg portStats(const std::string& name, uint32_t i) {
+  PortStatsMsg s;
+  s.port = port(name, i);
+  s.rx_packets = 1000 + i;
+  s.rx_bytes = 1ull << 40 | i;
+  s.tx_packets = 2000 + i;
+  s.tx_bytes = 3000 + i;
+  s.tx_outstanding = 5 + i;
+  for (uint32_t d = 0; d < kNumDropReasons; ++d) s.drops[d] = 100 * d + i;
+  s.xdp = {1, 2, 3, 4, 5, 6 + i};
+  s.prog = {7, 8, 9 + i};
+  s.dev_tx_dropped = 11 + i;
+  return s;
+}
+
+PoolMsg pool() {
+  PoolMsg p{32768, 30000, 2048, 10, 20, 30, 40, 50, 60, 70};
+  p.total = p.sum();
+  return p;
+}
+
+// ------------------------------------------------------- request round trips
+
+TEST(CtlCodec, RoundTripPortAddNetdev) {
+  expectRoundTrip(PortAddRequest{"eth0", PortType::kNetdev, std::nullopt, XdpMode::kAuto, {}});
+  expectRoundTrip(PortAddRequest{"ens1f0", PortType::kNetdev, 8u, XdpMode::kNative, {}});
+}
+
+TEST(CtlCodec, RoundTripPortAddTap) {
+  CreateOptions c;
+  c.owner_uid = 1000;
+  c.group_gid = 100;
+  c.multi_queue = true;
+  c.mtu = 9000;
+  c.mac = kMac2;
+  expectRoundTrip(PortAddRequest{"tap-vm1", PortType::kTap, 4u, XdpMode::kGeneric, c});
+  // Empty CREATE: create with defaults (must not vanish on the wire).
+  PortAddRequest empty{"tap0", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  expectRoundTrip(empty);
+  auto d = decodeRequest(enc(empty));
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(std::get<PortAddRequest>(d->body).create.has_value());
+}
+
+TEST(CtlCodec, RoundTripPortAddVethEachNetns) {
+  CreateOptions base;
+  base.peer_ifname = "eth0";
+  base.peer_mac = kMac1;
+  base.mtu = 1400;
+  CreateOptions byName = base, byPath = base, byPid = base, none;
+  byName.peer_netns_name = "ctr-1";
+  byPath.peer_netns_path = "/proc/1234/ns/net";
+  byPid.peer_netns_pid = 1234;
+  none.peer_ifname = "vd0p";
+  for (const auto& c : {byName, byPath, byPid, none})
+    expectRoundTrip(PortAddRequest{"vd0", PortType::kVeth, 2u, XdpMode::kAuto, c});
+}
+
+TEST(CtlCodec, RoundTripOtherRequests) {
+  expectRoundTrip(PortDelRequest{"vd0"});
+  expectRoundTrip(PortGetRequest{"vd0"});
+  expectRoundTrip(PortGetRequest{});
+  expectRoundTrip(StatsGetRequest{"vd0"});
+  expectRoundTrip(StatsGetRequest{});
+  expectRoundTrip(FdbGetRequest{});
+  expectRoundTrip(FdbAddRequest{kMac2, "vd1", true});
+  expectRoundTrip(FdbAddRequest{kMac2, "vd1", false});
+  expectRoundTrip(FdbDelRequest{kMac1});
+  expectRoundTrip(InfoGetRequest{});
+}
+
+TEST(CtlCodec, CommandsAndFlags) {
+  auto b = enc(PortGetRequest{});
+  auto h = decodeHeader(b);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->flags & NLM_F_DUMP, NLM_F_DUMP);
+  EXPECT_EQ(h->type, kFamilyId);
+  auto d = decodeRequest(b);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(cmdOf(d->body), kCmdPortGet);
+  EXPECT_TRUE(isDump(d->body));
+  auto a = enc(PortDelRequest{"x"});
+  EXPECT_EQ(decodeHeader(a)->flags, NLM_F_REQUEST | NLM_F_ACK);
+  const auto* g = reinterpret_cast<const genlmsghdr*>(a.data() + NLMSG_HDRLEN);
+  EXPECT_EQ(g->cmd, kCmdPortDel);
+  EXPECT_EQ(g->version, kProtocolVersion);
+}
+
+TEST(CtlCodec, DecodesFromMisalignedBuffer) {
+  auto b = enc(PortAddRequest{"vd0", PortType::kVeth, 3u, XdpMode::kAuto, CreateOptions{}});
+  std::vector<uint8_t> shifted(b.size() + 1);
+  std::memcpy(shifted.data() + 1, b.data(), b.size());
+  auto d = decodeRequest(std::span<const uint8_t>(shifted.data() + 1, b.size()));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(d->body).queues, 3u);
+}
+
+TEST(CtlCodec, AcceptsLastAttributeWithoutPadding) {
+  // "vd0\0" is 4 bytes: use a 5-char name so the last attribute needs padding.
+  auto b = Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd000", false).done();
+  ASSERT_NE(b.size() % 4, 0u);
+  auto d = decodeRequest(b);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<PortDelRequest>(d->body).name, "vd000");
+}
+
+// --------------------------------------------------------- framing errors
+
+TEST(CtlCodecReject, TruncatedHeader) {
+  std::vector<uint8_t> b(10, 0);
+  expectReject(b, EINVAL, "truncated message: 10 bytes");
+  expectReject({}, EINVAL, "truncated message: 0 bytes");
+}
+
+TEST(CtlCodecReject, LengthFieldLies) {
+  auto good = Raw().hdr().genl(kCmdInfoGet).done();
+  expectReject(Raw().hdr().genl(kCmdInfoGet).done(good.size() + 4), EINVAL,
+               "exceeds the 20 bytes received");
+  expectReject(Raw().hdr().genl(kCmdInfoGet).done(8), EINVAL, "smaller than the header");
+  expectReject(Raw().hdr().genl(kCmdInfoGet).done(0xffffffff), EINVAL, "truncated message");
+  // Shorter than the datagram: trailing bytes.
+  auto two = Raw().hdr().genl(kCmdInfoGet).raw(std::string(8, 'x')).done(20);
+  expectReject(two, EINVAL, "8 bytes after the message");
+}
+
+TEST(CtlCodecReject, Oversized) {
+  auto b = Raw().hdr().genl(kCmdPortDel).raw(std::string(kMaxMessageSize, 'x')).done();
+  expectReject(b, EMSGSIZE, "exceeds the 65536-byte limit");
+  auto h = decodeHeader(b);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().err, EMSGSIZE);
+}
+
+TEST(CtlCodecReject, WrongFamilyAndFlags) {
+  expectReject(Raw().hdr(0x10).genl(kCmdInfoGet).done(), EINVAL, "is not the vdev family");
+  expectReject(Raw().hdr(NLMSG_ERROR).genl(kCmdInfoGet).done(), EINVAL, "not the vdev family");
+  expectReject(Raw().hdr(kFamilyId, 0).genl(kCmdInfoGet).done(), EINVAL, "NLM_F_REQUEST not set");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ECHO).genl(kCmdInfoGet).done(), EINVAL,
+               "unsupported flags 0x8");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ROOT).genl(kCmdPortGet).done(), EINVAL,
+               "NLM_F_ROOT and NLM_F_MATCH");
+}
+
+TEST(CtlCodecReject, GenlHeader) {
+  expectReject(Raw().hdr().raw("ab").done(), EINVAL, "truncated generic netlink header: 2 bytes");
+  expectReject(Raw().hdr().done(), EINVAL, "truncated generic netlink header: 0 bytes");
+  expectReject(Raw().hdr().genl(kCmdInfoGet, 0).done(), EPROTONOSUPPORT, "protocol version 0");
+  expectReject(Raw().hdr().genl(kCmdInfoGet, 2).done(), EPROTONOSUPPORT, "protocol version 2");
+  expectReject(Raw().hdr().genl(kCmdInfoGet, 1, 5).done(), EINVAL, "reserved");
+}
+
+TEST(CtlCodecReject, UnknownCommandAndDumpMisuse) {
+  expectReject(Raw().hdr().genl(0).done(), EOPNOTSUPP, "unknown command 0");
+  expectReject(Raw().hdr().genl(99).done(), EOPNOTSUPP, "unknown command 99");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP).genl(kCmdPortAdd).done(),
+               EOPNOTSUPP, "PORT_ADD cannot be dumped");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP).genl(kCmdInfoGet).done(),
+               EOPNOTSUPP, "INFO_GET cannot be dumped");
+  expectReject(Raw().hdr().genl(kCmdFdbGet).done(), EOPNOTSUPP, "FDB_GET is a dump only");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP)
+                   .genl(kCmdPortGet)
+                   .str(kAttrPortName, "vd0")
+                   .done(),
+               EINVAL, "PORT_NAME is not valid in a dump");
+  expectReject(Raw().hdr().genl(kCmdStatsGet).done(), EINVAL,
+               "STATS_GET needs attribute PORT_NAME, or NLM_F_DUMP");
+}
+
+// ------------------------------------------------------- attribute errors
+
+Raw portAdd(const std::string& name = "vd0", uint8_t type = 2) {
+  Raw r;
+  r.hdr().genl(kCmdPortAdd).str(kAttrPortName, name).u8(kAttrPortType, type);
+  return r;
+}
+
+TEST(CtlCodecReject, WrongLength) {
+  expectReject(portAdd().u16(kAttrQueues, 2).done(), EINVAL,
+               "attribute QUEUES: payload of 2 bytes, expected 4 (u32)");
+  expectReject(portAdd().u64(kAttrQueues, 2).done(), EINVAL, "QUEUES: payload of 8 bytes");
+  expectReject(Raw().hdr().genl(kCmdPortAdd).str(kAttrPortName, "vd0").u32(kAttrPortType, 2).done(),
+               EINVAL, "attribute PORT_TYPE: payload of 4 bytes, expected 1");
+  expectReject(Raw().hdr().genl(kCmdFdbDel).bytes(kAttrMac, "abcd").done(), EINVAL,
+               "attribute MAC: payload of 4 bytes, expected 6");
+  expectReject(portAdd().nest(kAttrCreate).u16(kCreateMtu, 1500).end().done(), EINVAL,
+               "attribute CREATE.MTU: payload of 2 bytes");
+}
+
+TEST(CtlCodecReject, Strings) {
+  expectReject(Raw().hdr().genl(kCmdPortDel).bytes(kAttrPortName, "vd0").done(), EINVAL,
+               "attribute PORT_NAME: string is not NUL-terminated");
+  expectReject(Raw().hdr().genl(kCmdPortDel).bytes(kAttrPortName, std::string("v\0d0\0", 5)).done(),
+               EINVAL, "attribute PORT_NAME: NUL byte inside the string");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "abcdefghijklmnop").done(), EINVAL,
+               "attribute PORT_NAME: 16 characters, at most 15");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "").done(), EINVAL,
+               "attribute PORT_NAME: empty interface name");
+  expectReject(Raw().hdr().genl(kCmdPortDel).bytes(kAttrPortName, "").done(), EINVAL,
+               "PORT_NAME: string is not NUL-terminated");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "a b").done(), EINVAL,
+               "non-printable characters or spaces");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "a\x01").done(), EINVAL,
+               "non-printable");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "a/b").done(), EINVAL,
+               "not a valid interface name");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "..").done(), EINVAL,
+               "not a valid interface name");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "eth0:1").done(), EINVAL,
+               "not a valid interface name");
+}
+
+TEST(CtlCodecReject, Ranges) {
+  expectReject(portAdd().u32(kAttrQueues, 0).done(), EINVAL,
+               "attribute QUEUES: 0 out of range 1..64");
+  expectReject(portAdd().u32(kAttrQueues, 65).done(), EINVAL, "QUEUES: 65 out of range 1..64");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreateMtu, 67).end().done(), EINVAL,
+               "attribute CREATE.MTU: 67 out of range 68..65535");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreateMtu, 65536).end().done(), EINVAL,
+               "CREATE.MTU: 65536 out of range");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreatePeerNetnsPid, 0).end().done(), EINVAL,
+               "CREATE.PEER_NETNS_PID: 0 out of range 1..4194304");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreatePeerNetnsPid, 4194305).end().done(),
+               EINVAL, "CREATE.PEER_NETNS_PID: 4194305 out of range");
+  expectReject(portAdd("tap0", 1).nest(kAttrCreate).u32(kCreateOwnerUid, 0xffffffff).end().done(),
+               EINVAL, "CREATE.OWNER_UID: 4294967295");
+  expectReject(portAdd("tap0", 1).nest(kAttrCreate).u32(kCreateGroupGid, 0xffffffff).end().done(),
+               EINVAL, "CREATE.GROUP_GID: 4294967295");
+}
+
+TEST(CtlCodecReject, Enums) {
+  expectReject(portAdd("vd0", 0).done(), EINVAL, "attribute PORT_TYPE: 0 is not tap(1)");
+  expectReject(portAdd("vd0", 4).done(), EINVAL, "attribute PORT_TYPE: 4");
+  expectReject(portAdd().u8(kAttrXdpMode, 0).done(), EINVAL, "attribute XDP_MODE: 0 is not native");
+  expectReject(portAdd().u8(kAttrXdpMode, 4).done(), EINVAL, "attribute XDP_MODE: 4");
+  expectReject(portAdd("tap0", 1).nest(kAttrCreate).u8(kCreateMultiQueue, 2).end().done(), EINVAL,
+               "attribute CREATE.MULTI_QUEUE: 2, expected 0 or 1");
+  expectReject(Raw()
+                   .hdr()
+                   .genl(kCmdFdbAdd)
+                   .mac(kAttrMac, kMac1)
+                   .str(kAttrPortName, "vd0")
+                   .u8(kAttrFdbStatic, 7)
+                   .done(),
+               EINVAL, "attribute FDB_STATIC: 7, expected 0 or 1");
+}
+
+TEST(CtlCodecReject, Macs) {
+  expectReject(Raw().hdr().genl(kCmdFdbAdd).mac(kAttrMac, kMcast).str(kAttrPortName, "v").done(),
+               EINVAL, "attribute MAC: 01:00:5e:00:00:01 is a multicast address");
+  expectReject(Raw().hdr().genl(kCmdFdbDel).mac(kAttrMac, Mac{}).done(), EINVAL,
+               "attribute MAC: 00:00:00:00:00:00 is not an address");
+  expectReject(portAdd().nest(kAttrCreate).mac(kCreatePeerMac, Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).end().done(),
+               EINVAL, "attribute CREATE.PEER_MAC: ff:ff:ff:ff:ff:ff is a multicast address");
+  expectReject(portAdd("t", 1).nest(kAttrCreate).mac(kCreateMac, kMcast).end().done(), EINVAL,
+               "attribute CREATE.MAC");
+}
+
+TEST(CtlCodecReject, MissingRequired) {
+  expectReject(Raw().hdr().genl(kCmdPortAdd).u8(kAttrPortType, 1).done(), EINVAL,
+               "missing attribute PORT_NAME (required by PORT_ADD)");
+  expectReject(Raw().hdr().genl(kCmdPortAdd).str(kAttrPortName, "x").done(), EINVAL,
+               "missing attribute PORT_TYPE");
+  expectReject(Raw().hdr().genl(kCmdPortDel).done(), EINVAL, "missing attribute PORT_NAME");
+  expectReject(Raw().hdr().genl(kCmdFdbAdd).str(kAttrPortName, "x").done(), EINVAL,
+               "missing attribute MAC (required by FDB_ADD)");
+  expectReject(Raw().hdr().genl(kCmdFdbAdd).mac(kAttrMac, kMac1).done(), EINVAL,
+               "missing attribute PORT_NAME (required by FDB_ADD)");
+  expectReject(Raw().hdr().genl(kCmdFdbDel).done(), EINVAL, "missing attribute MAC");
+  expectReject(Raw().hdr().genl(kCmdPortGet).done(), EINVAL, "PORT_GET needs attribute PORT_NAME");
+}
+
+TEST(CtlCodecReject, UnknownDuplicateAndMisplacedAttributes) {
+  expectReject(portAdd().u32(99, 1).done(), EINVAL, "attribute type 99: unknown attribute");
+  expectReject(portAdd().u32(0, 1).done(), EINVAL, "attribute type 0: unknown attribute");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "x").u32(kAttrMtu, 1500).done(),
+               EINVAL, "attribute MTU is not valid for PORT_DEL");
+  expectReject(Raw().hdr().genl(kCmdInfoGet).u32(kAttrThreads, 1).done(), EINVAL,
+               "attribute THREADS is not valid for INFO_GET");
+  expectReject(portAdd().u32(kAttrQueues, 1).u32(kAttrQueues, 2).done(), EINVAL,
+               "attribute QUEUES: appears more than once");
+  uint32_t one = 1;
+  expectReject(portAdd().attr(kAttrQueues | NLA_F_NET_BYTEORDER, &one, 4).done(), EINVAL,
+               "QUEUES: NLA_F_NET_BYTEORDER");
+  expectReject(portAdd().attr(kAttrQueues | NLA_F_NESTED, &one, 4).done(), EINVAL,
+               "QUEUES: NLA_F_NESTED set on a u32 attribute");
+}
+
+TEST(CtlCodecReject, TruncatedAttributes) {
+  // 2 bytes of an attribute header.
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "x").raw("ab").done(), EINVAL,
+               "truncated attribute header: 2 bytes left");
+  // Length field larger than what is left.
+  {
+    auto b = Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd0").done();
+    uint16_t big = 200;
+    std::memcpy(&b[20], &big, 2);
+    expectReject(b, EINVAL, "attribute PORT_NAME: length field 200 exceeds the 8 bytes left");
+  }
+  // Length field smaller than the attribute header.
+  {
+    auto b = Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd0").done();
+    uint16_t tiny = 2;
+    std::memcpy(&b[20], &tiny, 2);
+    expectReject(b, EINVAL, "length field 2 is smaller than its header");
+  }
+}
+
+TEST(CtlCodecReject, NestedGarbage) {
+  expectReject(portAdd().nest(kAttrCreate).raw("abc").end().done(), EINVAL,
+               "truncated attribute header: 3 bytes left at the end of CREATE");
+  expectReject(portAdd().nest(kAttrCreate).u32(77, 1).end().done(), EINVAL,
+               "attribute CREATE.type 77: unknown attribute");
+  {
+    // Inner length runs past the nest (but not past the message).
+    auto b = portAdd().nest(kAttrCreate).u32(kCreateMtu, 1500).end().u32(kAttrQueues, 1).done();
+    // The CREATE nest starts after hdr(16)+genl(4)+name(8)+type(8) = 36; its
+    // first inner attribute at 40.
+    uint16_t big = 16;
+    std::memcpy(&b[40], &big, 2);
+    expectReject(b, EINVAL, "attribute CREATE.MTU: length field 16 exceeds the 8 bytes left");
+  }
+  expectReject(portAdd().nest(kAttrCreate).nest(kCreateMtu).end().end().done(), EINVAL,
+               "CREATE.MTU: NLA_F_NESTED set on a u32 attribute");
+  expectReject(portAdd().u32(kAttrCreate, 5).done(), EINVAL,
+               "attribute CREATE.type 0: length field 5 exceeds the 4 bytes left");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreateMtu, 1500).u32(kCreateMtu, 1500).end().done(),
+               EINVAL, "CREATE.MTU: appears more than once");
+}
+
+TEST(CtlCodecReject, CreateCombinations) {
+  expectReject(portAdd("eth0", 3).nest(kAttrCreate).end().done(), EINVAL,
+               "attribute CREATE is not valid for PORT_TYPE netdev");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreateOwnerUid, 1).end().done(), EINVAL,
+               "attribute CREATE.OWNER_UID is not valid for a veth");
+  expectReject(portAdd().nest(kAttrCreate).u8(kCreateMultiQueue, 0).end().done(), EINVAL,
+               "CREATE.MULTI_QUEUE is not valid for a veth");
+  expectReject(portAdd("t0", 1).nest(kAttrCreate).str(kCreatePeerIfname, "eth0").end().done(),
+               EINVAL, "attribute CREATE.PEER_IFNAME is not valid for a tap");
+  expectReject(portAdd()
+                   .nest(kAttrCreate)
+                   .str(kCreatePeerNetnsName, "a")
+                   .u32(kCreatePeerNetnsPid, 5)
+                   .end()
+                   .done(),
+               EINVAL, "CREATE.PEER_NETNS_NAME and CREATE.PEER_NETNS_PID are mutually exclusive");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsName, "a/b").end().done(), EINVAL,
+               "is not a name under /run/netns");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsName, "..").end().done(), EINVAL,
+               "is not a name under /run/netns");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsName, "").end().done(), EINVAL,
+               "PEER_NETNS_NAME: length 0");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "run/netns/a").end().done(),
+               EINVAL, "is not an absolute path");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/netns/../x").end().done(),
+               EINVAL, "has a \"..\" component");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/..").end().done(),
+               EINVAL, "has a \"..\" component");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/a\tb").end().done(), EINVAL,
+               "non-printable");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, std::string(4096, '/')).end().done(),
+               EINVAL, "CREATE.PEER_NETNS_PATH: 4096 characters, at most 4095");
+  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerIfname, "vd0").end().done(), EINVAL,
+               "CREATE.PEER_IFNAME: \"vd0\" equals PORT_NAME in the same namespace");
+  expectReject(portAdd("t0", 1).u32(kAttrQueues, 4).nest(kAttrCreate).end().done(), EINVAL,
+               "4 queues need CREATE.MULTI_QUEUE for a tap");
+  // Accepted: same name in another namespace, multi-queue tap, ".." inside a name.
+  EXPECT_TRUE(decodeRequest(portAdd()
+                                .nest(kAttrCreate)
+                                .str(kCreatePeerIfname, "vd0")
+                                .u32(kCreatePeerNetnsPid, 1)
+                                .end()
+                                .done())
+                  .ok());
+  EXPECT_TRUE(decodeRequest(portAdd("t0", 1)
+                                .u32(kAttrQueues, 4)
+                                .nest(kAttrCreate)
+                                .u8(kCreateMultiQueue, 1)
+                                .end()
+                                .done())
+                  .ok());
+  EXPECT_TRUE(decodeRequest(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/a..b").end().done()).ok());
+}
+
+TEST(CtlCodec, ClientSideValidationMatchesDaemon) {
+  auto r = encodeRequest(1, PortAddRequest{"vd0", PortType::kVeth, 0u, XdpMode::kAuto, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, EINVAL);
+  EXPECT_EQ(r.error().what, "attribute QUEUES: 0 out of range 1..64");
+  auto n = encodeRequest(1, PortDelRequest{std::string("a\0b", 3)});
+  ASSERT_FALSE(n.ok());
+  auto x = encodeRequest(1, PortAddRequest{"vd0", PortType::kVeth, 1u, XdpMode::kNone, {}});
+  ASSERT_FALSE(x.ok());
+  EXPECT_NE(x.error().what.find("XDP_MODE"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- replies
+
+TEST(CtlReply, AckAndErrorEchoSeq) {
+  Request req = requestFor(PortDelRequest{"vd0"}, 555, 66);
+  req.hdr.len = 28;
+  auto ack = encodeAck(req.hdr);
+  const auto* h = reinterpret_cast<const nlmsghdr*>(ack.data());
+  EXPECT_EQ(h->nlmsg_type, NLMSG_ERROR);
+  EXPECT_EQ(h->nlmsg_seq, 555u);
+  EXPECT_EQ(h->nlmsg_pid, 66u);
+  EXPECT_TRUE(h->nlmsg_flags & NLM_F_CAPPED);
+  const auto* e = reinterpret_cast<const nlmsgerr*>(ack.data() + NLMSG_HDRLEN);
+  EXPECT_EQ(e->error, 0);
+  EXPECT_EQ(e->msg.nlmsg_seq, 555u);
+  EXPECT_EQ(e->msg.nlmsg_len, 28u);
+  auto r = decodeReply(ack, Expect{555, kCmdPortDel, false});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_TRUE(std::holds_alternative<Ack>(*r));
+
+  auto err = encodeError(req.hdr, ENODEV, "no port vd0");
+  h = reinterpret_cast<const nlmsghdr*>(err.data());
+  EXPECT_EQ(h->nlmsg_flags, NLM_F_CAPPED | NLM_F_ACK_TLVS);
+  EXPECT_EQ(h->nlmsg_seq, 555u);
+  auto d = decodeReply(err, Expect{555, kCmdPortDel, false});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*d), (ErrorReply{ENODEV, "no port vd0"}));
+  // Through encodeReply too.
+  auto rr = replyRoundTrip(req, ErrorReply{EEXIST, "port vd0 exists"});
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*rr), (ErrorReply{EEXIST, "port vd0 exists"}));
+  // Errors answer GETs and dumps as well.
+  auto g = replyRoundTrip(requestFor(StatsGetRequest{}), ErrorReply{EIO, "x"});
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*g).err, EIO);
+}
+
+TEST(CtlReply, ErrorMessageIsCutAndSanitised) {
+  std::string longMsg(5000, 'a');
+  longMsg[3] = '\n';
+  auto e = encodeError(MsgHeader{}, -EINVAL, longMsg);
+  auto d = decodeReply(e, Expect{0, kCmdInfoGet, false});
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  const auto& er = std::get<ErrorReply>(*d);
+  EXPECT_EQ(er.err, EINVAL);  // sign normalised
+  EXPECT_EQ(er.msg.size(), kErrorMsgMax);
+  EXPECT_EQ(er.msg[3], '?');
+  // No message: no TLVs. Nonsense errno: EIO.
+  auto n = encodeError(MsgHeader{}, 0, "");
+  EXPECT_EQ(reinterpret_cast<const nlmsghdr*>(n.data())->nlmsg_flags, NLM_F_CAPPED);
+  auto nd = decodeReply(n, Expect{0, kCmdInfoGet, false});
+  ASSERT_TRUE(nd.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*nd).err, EIO);
+}
+
+TEST(CtlReply, PortGetSingleAndDump) {
+  auto one = replyRoundTrip(requestFor(PortGetRequest{"vd0"}), PortList{{port("vd0", 1)}});
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(std::get<PortList>(*one), PortList{{port("vd0", 1)}});
+
+  PortList all{{port("a", 1), port("b", 2), port("c", 3)}};
+  auto dump = replyRoundTrip(requestFor(PortGetRequest{}), all);
+  ASSERT_TRUE(dump.ok()) << dump.error().message();
+  EXPECT_EQ(std::get<PortList>(*dump), all);
+
+  auto none = replyRoundTrip(requestFor(PortGetRequest{}), PortList{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(std::get<PortList>(*none).ports.empty());
+}
+
+TEST(CtlReply, StatsSingleAndDump) {
+  StatsReply single{{portStats("vd0", 3)}, pool(), 17u};
+  auto s = replyRoundTrip(requestFor(StatsGetRequest{"vd0"}), single);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(std::get<StatsReply>(*s), single);
+
+  StatsReply dump{{portStats("a", 1), portStats("b", 2)}, pool(), 3u};
+  std::vector<std::vector<uint8_t>> dgs;
+  auto d = replyRoundTrip(requestFor(StatsGetRequest{}), dump, &dgs);
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<StatsReply>(*d), dump);
+  // First message: the pool alone; then one per port; then DONE.
+  const auto* h = reinterpret_cast<const nlmsghdr*>(dgs[0].data());
+  EXPECT_TRUE(h->nlmsg_flags & NLM_F_MULTI);
+
+  StatsReply noPool{{portStats("a", 1)}, std::nullopt, std::nullopt};
+  auto np = replyRoundTrip(requestFor(StatsGetRequest{}), noPool);
+  ASSERT_TRUE(np.ok());
+  EXPECT_EQ(std::get<StatsReply>(*np), noPool);
+
+  StatsReply empty{{}, pool(), 0u};
+  auto e = replyRoundTrip(requestFor(StatsGetRequest{}), empty);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(std::get<StatsReply>(*e), empty);
+}
+
+TEST(CtlReply, FdbAndInfo) {
+  FdbList l{{{kMac1, "vd0", true, 0}, {kMac2, "vd1", false, 12345}}};
+  auto f = replyRoundTrip(requestFor(FdbGetRequest{}), l);
+  ASSERT_TRUE(f.ok()) << f.error().message();
+  EXPECT_EQ(std::get<FdbList>(*f), l);
+
+  InfoMsg i{"0.1.0", 1, SwitchMode::kXconnect, 3600, 4};
+  auto r = replyRoundTrip(requestFor(InfoGetRequest{}), i);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<InfoMsg>(*r), i);
+
+  auto ack = replyRoundTrip(requestFor(FdbAddRequest{kMac1, "vd0", true}), Ack{});
+  ASSERT_TRUE(ack.ok());
+  EXPECT_TRUE(std::holds_alternative<Ack>(*ack));
+}
+
+TEST(CtlReply, HandlerBugsBecomeEio) {
+  auto a = encodeReply(requestFor(PortGetRequest{"x"}), Ack{});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.error().err, EIO);
+  auto two = encodeReply(requestFor(PortGetRequest{"x"}), PortList{{port("a"), port("b")}});
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.error().err, EIO);
+  auto zero = encodeReply(requestFor(StatsGetRequest{"x"}), StatsReply{});
+  ASSERT_FALSE(zero.ok());
+  auto kind = encodeReply(requestFor(PortDelRequest{"x"}), InfoMsg{"1"});
+  ASSERT_FALSE(kind.ok());
+  EXPECT_EQ(kind.error().err, EIO);
+  auto badName = encodeReply(requestFor(PortGetRequest{}), PortList{{port("bad name")}});
+  ASSERT_FALSE(badName.ok());
+  EXPECT_NE(badName.error().what.find("invalid reply"), std::string::npos);
+  auto badVer = encodeReply(requestFor(InfoGetRequest{}), InfoMsg{""});
+  ASSERT_FALSE(badVer.ok());
+}
+
+TEST(CtlReply, DumpSplitsAcrossDatagramsNeverTruncates) {
+  StatsReply big;
+  for (uint32_t i = 0; i < 2000; ++i) big.ports.push_back(portStats("p" + std::to_string(i), i));
+  big.pool = pool();
+  big.fdb_entries = 2000;
+  Request req = requestFor(StatsGetRequest{}, 4242, 9);
+  auto dgs = encodeReply(req, big);
+  ASSERT_TRUE(dgs.ok()) << dgs.error().message();
+  ASSERT_GT(dgs->size(), 1u);
+  size_t msgs = 0;
+  for (const auto& d : *dgs) {
+    ASSERT_LE(d.size(), kMaxMessageSize);
+    // Whole messages only, every one echoing seq and pid.
+    size_t off = 0;
+    while (off < d.size()) {
+      ASSERT_GE(d.size() - off, NLMSG_HDRLEN);
+      nlmsghdr h;
+      std::memcpy(&h, d.data() + off, sizeof h);
+      ASSERT_LE(off + h.nlmsg_len, d.size());
+      EXPECT_EQ(h.nlmsg_seq, 4242u);
+      EXPECT_EQ(h.nlmsg_pid, 9u);
+      EXPECT_TRUE(h.nlmsg_flags & NLM_F_MULTI);
+      off += NLMSG_ALIGN(h.nlmsg_len);
+      ++msgs;
+    }
+  }
+  EXPECT_EQ(msgs, 2000u + 2);  // pool, ports, DONE
+  // Datagrams are packed: all but the last are nearly full.
+  for (size_t i = 0; i + 1 < dgs->size(); ++i) EXPECT_GT((*dgs)[i].size(), kMaxMessageSize - 1024);
+  auto back = replyRoundTrip(req, big);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(std::get<StatsReply>(*back), big);
+  // The concatenation decodes too.
+  auto whole = decodeReply(concat(*dgs), Expect{4242, kCmdStatsGet, true});
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(std::get<StatsReply>(*whole).ports.size(), 2000u);
+}
+
+TEST(CtlReply, FdbDumpOfManyEntries) {
+  FdbList l;
+  for (uint32_t i = 0; i < 10000; ++i)
+    l.entries.push_back({Mac{2, 0, 0, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)}, "vd0",
+                         i % 2 == 0, i});
+  std::vector<std::vector<uint8_t>> dgs;
+  auto r = replyRoundTrip(requestFor(FdbGetRequest{}), l, &dgs);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<FdbList>(*r), l);
+  EXPECT_GT(dgs.size(), 5u);
+}
+
+// ------------------------------------------------------- reply decoding errors
+
+std::vector<uint8_t> dataMsg(uint8_t cmd, uint16_t flags, uint32_t seq,
+                             const std::function<void(Raw&)>& attrs) {
+  Raw r;
+  r.hdr(kFamilyId, flags, seq).genl(cmd);
+  attrs(r);
+  return r.done();
+}
+
+Result<Reply> decodeBytes(const std::vector<uint8_t>& b, Expect e) { return decodeReply(b, e); }
+
+TEST(CtlReplyReject, SeqCommandAndKind) {
+  auto info = dataMsg(kCmdInfoGet, 0, 5, [](Raw& r) { r.str(kAttrVersion, "1.0"); });
+  EXPECT_TRUE(decodeBytes(info, {5, kCmdInfoGet, false}).ok());
+  auto bad = decodeBytes(info, {6, kCmdInfoGet, false});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().err, EPROTO);
+  EXPECT_NE(bad.error().what.find("reply seq 5 does not match request seq 6"), std::string::npos);
+  auto cmd = decodeBytes(info, {5, kCmdPortGet, false});
+  ASSERT_FALSE(cmd.ok());
+  EXPECT_NE(cmd.error().what.find("reply command INFO_GET answering PORT_GET"), std::string::npos);
+  EXPECT_FALSE(decodeBytes(info, {5, kCmdPortAdd, false}).ok());   // data answering an action
+  EXPECT_FALSE(decodeBytes(info, {5, kCmdInfoGet, true}).ok());    // dump without NLM_F_MULTI
+  auto ack = encodeAck(MsgHeader{20, kFamilyId, 1, 5, 0});
+  auto a = decodeBytes(ack, {5, kCmdPortGet, false});
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().what.find("unexpected ACK"), std::string::npos);
+  // A seq-0 connection-level error answers anything.
+  auto busy = encodeError(MsgHeader{}, EBUSY, "too many");
+  auto b = decodeBytes(busy, {5, kCmdPortGet, false});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*b).err, EBUSY);
+  // ...but a seq-0 data message does not.
+  auto zero = dataMsg(kCmdInfoGet, 0, 0, [](Raw& r) { r.str(kAttrVersion, "1.0"); });
+  EXPECT_FALSE(decodeBytes(zero, {5, kCmdInfoGet, false}).ok());
+}
+
+TEST(CtlReplyReject, DumpFraming) {
+  Request req = requestFor(PortGetRequest{}, 8);
+  auto dgs = encodeReply(req, PortList{{port("a"), port("b")}});
+  ASSERT_TRUE(dgs.ok());
+  auto all = concat(*dgs);
+  // Without its DONE the reply is incomplete.
+  auto doneAt = all.size() - 20;  // DONE: 16 + 4
+  ReplyAssembler a(Expect{8, kCmdPortGet, true});
+  ASSERT_TRUE(a.feed(std::span<const uint8_t>(all.data(), doneAt)).ok());
+  EXPECT_FALSE(a.done());
+  auto inc = a.finish();
+  ASSERT_FALSE(inc.ok());
+  EXPECT_NE(inc.error().what.find("incomplete reply"), std::string::npos);
+  ASSERT_TRUE(a.feed(std::span<const uint8_t>(all.data() + doneAt, 20)).ok());
+  EXPECT_TRUE(a.done());
+  EXPECT_TRUE(a.finish().ok());
+  // Anything after the end.
+  auto more = a.feed(std::span<const uint8_t>(all.data(), 20));
+  ASSERT_FALSE(more.ok());
+  auto trailing = all;
+  trailing.insert(trailing.end(), all.begin(), all.begin() + 20);
+  EXPECT_FALSE(decodeBytes(trailing, {8, kCmdPortGet, true}).ok());
+  // DONE answering a non-dump.
+  auto doneOnly = std::vector<uint8_t>(all.end() - 20, all.end());
+  EXPECT_FALSE(decodeBytes(doneOnly, {8, kCmdPortGet, false}).ok());
+  EXPECT_TRUE(decodeBytes(doneOnly, {8, kCmdPortGet, true}).ok());
+  // An error in the middle of a dump is the answer.
+  auto mid = std::vector<uint8_t>(all.begin(), all.end() - 20);
+  auto err = encodeError(req.hdr, ENOMEM, "out of memory");
+  mid.insert(mid.end(), err.begin(), err.end());
+  auto m = decodeBytes(mid, {8, kCmdPortGet, true});
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*m).err, ENOMEM);
+  // A DONE carrying an error.
+  auto doneErr = Raw().hdr(NLMSG_DONE, NLM_F_MULTI, 8).raw(std::string("\xf4\xff\xff\xff", 4)).done();
+  auto de = decodeBytes(doneErr, {8, kCmdPortGet, true});
+  ASSERT_TRUE(de.ok());
+  EXPECT_EQ(std::get<ErrorReply>(*de).err, 12);
+}
+
+TEST(CtlReplyReject, MalformedMessages) {
+  Expect e{1, kCmdInfoGet, false};
+  EXPECT_FALSE(decodeBytes({}, e).ok());
+  EXPECT_FALSE(decodeBytes(std::vector<uint8_t>(7, 0), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(kFamilyId, 0, 1).genl(kCmdInfoGet).done(999), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(kFamilyId, 0, 1).genl(kCmdInfoGet).done(3), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(kFamilyId, 0, 1).raw("x").done(), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(kFamilyId, 0, 1).genl(kCmdInfoGet, 0).done(), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(0x33, 0, 1).done(), e).ok());
+  EXPECT_FALSE(decodeBytes(Raw().hdr(NLMSG_OVERRUN, 0, 1).done(), e).ok());
+  // INFO without VERSION; VERSION not a string.
+  EXPECT_FALSE(decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrThreads, 1); }), e).ok());
+  EXPECT_FALSE(decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrVersion, 1); }), e).ok());
+  // NLMSG_ERROR: truncated; positive; INT_MIN; TLVs beyond the message.
+  auto errMsg = [](int32_t err, uint16_t flags, const std::string& tail) {
+    Raw r;
+    r.hdr(NLMSG_ERROR, flags, 1).raw(std::string(reinterpret_cast<const char*>(&err), 4));
+    r.raw(std::string(16, '\0')).raw(tail);
+    return r.done();
+  };
+  EXPECT_FALSE(decodeBytes(Raw().hdr(NLMSG_ERROR, 0, 1).raw("abcd").done(), e).ok());
+  EXPECT_FALSE(decodeBytes(errMsg(5, NLM_F_CAPPED, ""), e).ok());
+  EXPECT_FALSE(decodeBytes(errMsg(INT32_MIN, NLM_F_CAPPED, ""), e).ok());
+  // Uncapped: TLVs follow the echoed request (here 16 zero bytes: garbage TLVs).
+  EXPECT_FALSE(decodeBytes(errMsg(-22, NLM_F_ACK_TLVS, ""), e).ok());
+  auto uncapped = errMsg(-22, 0, "");
+  EXPECT_TRUE(decodeBytes(uncapped, e).ok());
+  EXPECT_FALSE(decodeBytes(errMsg(-22, NLM_F_CAPPED | NLM_F_ACK_TLVS, "ab"), e).ok());
+  // Stats: POOL twice; a dump message with neither port nor pool.
+  Expect st{1, kCmdStatsGet, true};
+  auto poolMsg = dataMsg(kCmdStatsGet, NLM_F_MULTI, 1,
+                         [](Raw& r) { r.nest(kAttrPool).u64(kPoolTotal, 1).end(); });
+  auto twice = poolMsg;
+  twice.insert(twice.end(), poolMsg.begin(), poolMsg.end());
+  auto t = decodeBytes(twice, st);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().what.find("POOL sent twice"), std::string::npos);
+  auto neither = dataMsg(kCmdStatsGet, NLM_F_MULTI, 1, [](Raw& r) { r.u32(kAttrMtu, 1); });
+  EXPECT_FALSE(decodeBytes(neither, st).ok());
+  // Nested garbage in a reply.
+  auto badNest = dataMsg(kCmdStatsGet, 0, 1, [](Raw& r) {
+    r.str(kAttrPortName, "a").nest(kAttrStats).raw("xy").end();
+  });
+  EXPECT_FALSE(decodeBytes(badNest, {1, kCmdStatsGet, false}).ok());
+}
+
+TEST(CtlReply, UnknownAttributesAndEnumValuesAreIgnored) {
+  // A newer daemon: an unknown top-level attribute, an unknown STATS counter,
+  // an XDP mode this client does not know.
+  auto msg = dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) {
+    r.str(kAttrPortName, "vd0")
+        .u8(kAttrXdpMode, 9)
+        .u32(200, 1)
+        .nest(kAttrStats)
+        .u64(kStatsRxPackets, 5)
+        .u64(77, 1)
+        .end()
+        .nest(300)
+        .u32(1, 1)
+        .end();
+  });
+  auto r = decodeBytes(msg, {3, kCmdStatsGet, false});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const auto& s = std::get<StatsReply>(*r);
+  ASSERT_EQ(s.ports.size(), 1u);
+  EXPECT_EQ(s.ports[0].rx_packets, 5u);
+  EXPECT_EQ(static_cast<int>(s.ports[0].port.xdp_mode), 9);
+  EXPECT_STREQ(xdpModeName(s.ports[0].port.xdp_mode), "unknown");
+  // Known attributes are still checked.
+  auto bad = dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u16(kAttrMtu, 1); });
+  EXPECT_FALSE(decodeBytes(bad, {3, kCmdStatsGet, false}).ok());
+}
+
+// ------------------------------------------------------------------ names
+
+TEST(CtlNames, MacsAndEnums) {
+  EXPECT_EQ(formatMac(kMac2), "02:aa:bb:cc:dd:ee");
+  EXPECT_EQ(parseMac("02:AA:bb:cc:dd:ee"), kMac2);
+  EXPECT_FALSE(parseMac("02:aa:bb:cc:dd"));
+  EXPECT_FALSE(parseMac("02-aa-bb-cc-dd-ee"));
+  EXPECT_FALSE(parseMac("0g:aa:bb:cc:dd:ee"));
+  EXPECT_EQ(parsePortType("veth"), PortType::kVeth);
+  EXPECT_FALSE(parsePortType("bridge"));
+  EXPECT_EQ(parseXdpMode("generic"), XdpMode::kGeneric);
+  EXPECT_FALSE(parseXdpMode("none"));
+  EXPECT_STREQ(dropName(0), "ring_full");
+  EXPECT_STREQ(dropName(kNumDropReasons - 1), "invalid_src");
+  EXPECT_STREQ(dropName(kNumDropReasons), "unknown");
+  EXPECT_STREQ(cmdName(kCmdFdbDel), "FDB_DEL");
+  EXPECT_STREQ(attrName(kAttrNumPorts), "NUM_PORTS");
+  EXPECT_STREQ(bindModeName(BindMode::kZerocopy), "zerocopy");
+  EXPECT_STREQ(switchModeName(SwitchMode::kXconnect), "xconnect");
+  EXPECT_STREQ(portTypeName(static_cast<PortType>(9)), "unknown");
+}
+
+TEST(CtlNames, PeekHeader) {
+  auto b = enc(InfoGetRequest{}, 31);
+  EXPECT_EQ(peekHeader(b).seq, 31u);
+  EXPECT_EQ(peekHeader(std::span<const uint8_t>(b.data(), 15)).seq, 0u);
+}
+
+}  // namespace
+}  // namespace vdevnl

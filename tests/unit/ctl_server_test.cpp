@@ -1,0 +1,647 @@
+// ControlServer + ControlClient on a real socket in a temporary directory,
+// with a fake handler: every command, authorisation, clients that misbehave.
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "vdevnl/client.h"
+#include "vdevnl/server.h"
+
+namespace vdevnl {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr Mac kMac1{0x02, 0, 0, 0, 0, 0x01};
+
+PortStatsMsg stat(const std::string& name, uint32_t i) {
+  PortStatsMsg s;
+  s.port.name = name;
+  s.port.ifindex = i + 1;
+  s.port.queues = 1;
+  s.port.mtu = 1500;
+  s.rx_packets = i;
+  s.drops[3] = i * 2;
+  return s;
+}
+
+// Answers from canned data; records what it was asked.
+class FakeHandler : public ControlHandler {
+ public:
+  Reply handle(const Request& req, const PeerCred& peer) override {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      requests.push_back(req);
+      last_peer = peer;
+    }
+    if (delay.count()) std::this_thread::sleep_for(delay);
+    return std::visit([&](const auto& b) { return answer(b); }, req.body);
+  }
+
+  Reply answer(const PortAddRequest& r) {
+    if (r.name == "exists") return ErrorReply{EEXIST, "port exists already"};
+    return Ack{};
+  }
+  Reply answer(const PortDelRequest& r) {
+    if (r.name == "missing") return ErrorReply{ENODEV, "no port named missing"};
+    return Ack{};
+  }
+  Reply answer(const PortGetRequest& r) {
+    if (r.name.empty()) return ports;
+    for (const auto& p : ports.ports)
+      if (p.name == r.name) return PortList{{p}};
+    return ErrorReply{ENODEV, "no port named " + r.name};
+  }
+  Reply answer(const StatsGetRequest& r) {
+    if (r.name.empty()) return stats;
+    if (r.name == "wrongkind") return Ack{};  // a handler bug
+    StatsReply one{{stat(r.name, 1)}, stats.pool, stats.fdb_entries};
+    return one;
+  }
+  Reply answer(const FdbGetRequest&) { return fdb; }
+  Reply answer(const FdbAddRequest&) { return Ack{}; }
+  Reply answer(const FdbDelRequest&) { return Ack{}; }
+  Reply answer(const InfoGetRequest&) { return InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 42, 3}; }
+
+  size_t count() {
+    std::lock_guard<std::mutex> l(mu);
+    return requests.size();
+  }
+  Request last() {
+    std::lock_guard<std::mutex> l(mu);
+    return requests.back();
+  }
+
+  std::mutex mu;
+  std::vector<Request> requests;
+  PeerCred last_peer;
+  std::chrono::milliseconds delay{0};
+  PortList ports;
+  StatsReply stats;
+  FdbList fdb;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/vdevnl-test-XXXXXX";
+    path_ = mkdtemp(tmpl);
+    ::chmod(path_.c_str(), 0755);  // reachable by `nobody` in the fork test
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs a server's event loop on its own thread, like vdevd's control thread.
+class ServerThread {
+ public:
+  explicit ServerThread(ControlServer& s) : srv_(s), t_([this] { run(); }) {}
+  ~ServerThread() {
+    stop_ = true;
+    t_.join();
+  }
+
+ private:
+  void run() {
+    while (!stop_) {
+      pollfd p{srv_.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) srv_.processEvents();
+    }
+  }
+  ControlServer& srv_;
+  std::atomic<bool> stop_{false};
+  std::thread t_;
+};
+
+class CtlServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cfg.path = dir.path() + "/run/vdevd.sock";
+    cfg.group = getegid();
+    cfg.log = [this](std::string_view m) {
+      std::lock_guard<std::mutex> l(log_mu);
+      log.emplace_back(m);
+    };
+    handler.ports = PortList{{PortInfo{"vd0", PortType::kVeth, 5, 1, XdpMode::kGeneric,
+                                       BindMode::kCopy, 1500, true, kMac1},
+                              PortInfo{"vd1", PortType::kTap, 6, 2, XdpMode::kNative,
+                                       BindMode::kZerocopy, 9000, false, std::nullopt}}};
+    handler.stats.pool = PoolMsg{100, 90, 10, 0, 0, 0, 0, 0, 0, 0};
+    handler.stats.fdb_entries = 2;
+    handler.stats.ports = {stat("vd0", 1), stat("vd1", 2)};
+    handler.fdb = FdbList{{{kMac1, "vd0", false, 1500}}};
+  }
+  void start() {
+    auto s = ControlServer::create(cfg, handler);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    server = std::move(*s);
+    thread = std::make_unique<ServerThread>(*server);
+  }
+  void TearDown() override {
+    thread.reset();
+    server.reset();
+  }
+  ControlClient client(int timeout_ms = 5000) {
+    auto c = ControlClient::connect(cfg.path, timeout_ms);
+    EXPECT_TRUE(c.ok()) << c.error().message();
+    return std::move(*c);
+  }
+  // A raw connection for misbehaving clients.
+  int rawConnect() {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, cfg.path.c_str());
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+    return fd;
+  }
+  bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds t = 5s) {
+    auto end = std::chrono::steady_clock::now() + t;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return cond();
+  }
+  bool logged(const std::string& what) {
+    std::lock_guard<std::mutex> l(log_mu);
+    for (auto& m : log)
+      if (m.find(what) != std::string::npos) return true;
+    return false;
+  }
+
+  TempDir dir;
+  ServerConfig cfg;
+  FakeHandler handler;
+  std::unique_ptr<ControlServer> server;
+  std::unique_ptr<ServerThread> thread;
+  std::mutex log_mu;
+  std::vector<std::string> log;
+};
+
+std::vector<uint8_t> encoded(uint32_t seq, const RequestBody& body) {
+  auto r = encodeRequest(seq, body);
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? std::move(r).value() : std::vector<uint8_t>{};
+}
+
+// Reads one datagram with a timeout; -1: timeout, 0: EOF.
+ssize_t recvTimeout(int fd, std::vector<uint8_t>& buf, int ms = 5000) {
+  buf.resize(kMaxMessageSize);
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return -1;
+  ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+  if (n >= 0) buf.resize(static_cast<size_t>(n));
+  return n;
+}
+
+// --------------------------------------------------------------- socket file
+
+TEST_F(CtlServer, CreatesDirectoryAndSocketWithModeAndGroup) {
+  start();
+  struct stat st;
+  ASSERT_EQ(::stat((dir.path() + "/run").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(::stat(cfg.path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, getegid());
+  TearDown();
+  EXPECT_NE(::access(cfg.path.c_str(), F_OK), 0) << "socket file left behind";
+}
+
+TEST_F(CtlServer, RemovesStaleSocket) {
+  std::filesystem::create_directories(dir.path() + "/run");
+  {
+    int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, cfg.path.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ::close(fd);  // a daemon that died: the file stays, nobody listens
+  }
+  start();
+  auto c = client();
+  EXPECT_TRUE(c.info().ok());
+}
+
+TEST_F(CtlServer, RefusesWhenAnotherDaemonListens) {
+  start();
+  FakeHandler other;
+  auto second = ControlServer::create(cfg, other);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().err, EADDRINUSE);
+  // The first one is untouched.
+  auto c = client();
+  EXPECT_TRUE(c.info().ok());
+}
+
+TEST_F(CtlServer, RefusesToReplaceANonSocket) {
+  std::filesystem::create_directories(dir.path() + "/run");
+  std::ofstream(cfg.path) << "precious";
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().err, EEXIST);
+  EXPECT_TRUE(std::filesystem::is_regular_file(cfg.path));
+}
+
+TEST_F(CtlServer, LeavesASuccessorsSocketAlone) {
+  start();
+  thread.reset();
+  ::unlink(cfg.path.c_str());
+  std::ofstream(cfg.path) << "successor";
+  server.reset();
+  EXPECT_TRUE(std::filesystem::is_regular_file(cfg.path));
+}
+
+TEST_F(CtlServer, PathTooLong) {
+  cfg.path = "/tmp/" + std::string(200, 'x');
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().err, ENAMETOOLONG);
+}
+
+// ------------------------------------------------------------------ commands
+
+TEST_F(CtlServer, EveryCommand) {
+  start();
+  auto c = client();
+
+  CreateOptions veth;
+  veth.peer_netns_name = "ctr1";
+  veth.peer_ifname = "eth0";
+  veth.mtu = 1450;
+  PortAddRequest add{"vd2", PortType::kVeth, 2u, XdpMode::kGeneric, veth};
+  ASSERT_TRUE(c.portAdd(add).ok());
+  EXPECT_EQ(std::get<PortAddRequest>(handler.last().body), add);
+  EXPECT_EQ(handler.last().hdr.seq, c.lastSeq());
+  EXPECT_EQ(handler.last_peer.uid, geteuid());
+  EXPECT_EQ(handler.last_peer.pid, getpid());
+
+  ASSERT_TRUE(c.portDel("vd2").ok());
+  EXPECT_EQ(std::get<PortDelRequest>(handler.last().body).name, "vd2");
+
+  auto p = c.portGet("vd1");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(*p, handler.ports.ports[1]);
+
+  auto all = c.portList();
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  EXPECT_EQ(*all, handler.ports.ports);
+
+  auto s1 = c.stats("vd0");
+  ASSERT_TRUE(s1.ok()) << s1.error().message();
+  ASSERT_EQ(s1->ports.size(), 1u);
+  EXPECT_EQ(s1->ports[0], stat("vd0", 1));
+  EXPECT_EQ(s1->pool, handler.stats.pool);
+
+  auto sa = c.stats();
+  ASSERT_TRUE(sa.ok()) << sa.error().message();
+  EXPECT_EQ(*sa, handler.stats);
+
+  auto f = c.fdbGet();
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*f, handler.fdb.entries);
+  ASSERT_TRUE(c.fdbAdd(kMac1, "vd0").ok());
+  EXPECT_EQ(std::get<FdbAddRequest>(handler.last().body), (FdbAddRequest{kMac1, "vd0", true}));
+  ASSERT_TRUE(c.fdbDel(kMac1).ok());
+
+  auto i = c.info();
+  ASSERT_TRUE(i.ok());
+  EXPECT_EQ(i->version, "0.1.0");
+  EXPECT_EQ(i->uptime_s, 42u);
+  EXPECT_EQ(handler.count(), 10u);
+}
+
+TEST_F(CtlServer, HandlerErrorsReachTheClient) {
+  start();
+  auto c = client();
+  auto d = c.portDel("missing");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().err, ENODEV);
+  EXPECT_EQ(d.error().what, "no port named missing");
+  EXPECT_EQ(d.error().message(), "no port named missing: No such device");
+  auto g = c.portGet("nope");
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().err, ENODEV);
+  // A reply of the wrong kind is the handler's bug: EIO, and the connection lives on.
+  auto w = c.stats("wrongkind");
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().err, EIO);
+  EXPECT_TRUE(c.info().ok());
+}
+
+TEST_F(CtlServer, ClientValidatesBeforeSending) {
+  start();
+  auto c = client();
+  auto r = c.portAdd(PortAddRequest{"vd0", PortType::kTap, 100u, XdpMode::kAuto, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, EINVAL);
+  EXPECT_EQ(handler.count(), 0u);
+  EXPECT_TRUE(c.info().ok());  // nothing broken
+}
+
+TEST_F(CtlServer, InvalidRequestGetsErrorAndConnectionStays) {
+  start();
+  int fd = rawConnect();
+  // QUEUES 0 (a client that skips validation).
+  uint8_t msg[] = {
+      // nlmsghdr: len 44, type 0x7664, flags NLM_F_REQUEST, seq 77, pid 0
+      44, 0, 0, 0, 0x64, 0x76, 1, 0, 77, 0, 0, 0, 0, 0, 0, 0,
+      // genl: PORT_ADD v1
+      kCmdPortAdd, 1, 0, 0,
+      // PORT_NAME "a"
+      6, 0, kAttrPortName, 0, 'a', 0, 0, 0,
+      // PORT_TYPE veth
+      5, 0, kAttrPortType, 0, 2, 0, 0, 0,
+      // QUEUES 0
+      8, 0, kAttrQueues, 0, 0, 0, 0, 0};
+  ASSERT_EQ(::send(fd, msg, sizeof msg, 0), static_cast<ssize_t>(sizeof msg));
+  std::vector<uint8_t> buf;
+  ASSERT_GT(recvTimeout(fd, buf), 0);
+  auto r = decodeReply(buf, Expect{77, kCmdPortAdd, false});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  auto& e = std::get<ErrorReply>(*r);
+  EXPECT_EQ(e.err, EINVAL);
+  EXPECT_EQ(e.msg, "attribute QUEUES: 0 out of range 1..64");
+  // Still connected: a valid request is answered.
+  auto info = encodeRequest(78, InfoGetRequest{});
+  ASSERT_EQ(::send(fd, info->data(), info->size(), 0), static_cast<ssize_t>(info->size()));
+  ASSERT_GT(recvTimeout(fd, buf), 0);
+  EXPECT_TRUE(decodeReply(buf, Expect{78, kCmdInfoGet, false}).ok());
+  EXPECT_EQ(handler.count(), 1u);
+  ::close(fd);
+}
+
+TEST_F(CtlServer, GarbageGetsErrorThenDisconnect) {
+  start();
+  int fd = rawConnect();
+  ASSERT_EQ(::send(fd, "hello", 5, 0), 5);
+  std::vector<uint8_t> buf;
+  ASSERT_GT(recvTimeout(fd, buf), 0);
+  auto r = decodeReply(buf, Expect{0, kCmdUnspec, false});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<ErrorReply>(*r).err, EINVAL);
+  EXPECT_NE(std::get<ErrorReply>(*r).msg.find("truncated message: 5 bytes"), std::string::npos);
+  EXPECT_EQ(recvTimeout(fd, buf), 0) << "not disconnected";
+  ::close(fd);
+
+  // A header whose length field lies: the error echoes its seq.
+  fd = rawConnect();
+  uint8_t lie[20] = {200, 0, 0, 0, 0x64, 0x76, 1, 0, 9, 0, 0, 0};
+  ASSERT_EQ(::send(fd, lie, sizeof lie, 0), 20);
+  ASSERT_GT(recvTimeout(fd, buf), 0);
+  auto l = decodeReply(buf, Expect{9, kCmdInfoGet, false});
+  ASSERT_TRUE(l.ok()) << l.error().message();
+  EXPECT_NE(std::get<ErrorReply>(*l).msg.find("length field 200"), std::string::npos);
+  EXPECT_EQ(recvTimeout(fd, buf), 0);
+  ::close(fd);
+  EXPECT_TRUE(waitFor([&] { return server->numClients() == 0; }));
+  EXPECT_EQ(handler.count(), 0u);
+}
+
+TEST_F(CtlServer, OversizedDatagramGetsEmsgsize) {
+  start();
+  int fd = rawConnect();
+  int sndbuf = 1 << 20;
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  auto info = encoded(5, InfoGetRequest{});
+  std::vector<uint8_t> big(kMaxMessageSize + 1000, 0);
+  std::memcpy(big.data(), info.data(), info.size());
+  ASSERT_EQ(::send(fd, big.data(), big.size(), 0), static_cast<ssize_t>(big.size()));
+  std::vector<uint8_t> buf;
+  ASSERT_GT(recvTimeout(fd, buf), 0);
+  auto r = decodeReply(buf, Expect{5, kCmdInfoGet, false});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<ErrorReply>(*r).err, EMSGSIZE);
+  EXPECT_EQ(recvTimeout(fd, buf), 0);
+  ::close(fd);
+}
+
+TEST_F(CtlServer, PipelinedRequestsAnsweredInOrder) {
+  start();
+  int fd = rawConnect();
+  for (uint32_t seq = 100; seq < 103; ++seq) {
+    auto b = encoded(seq, seq == 101 ? RequestBody{PortGetRequest{}} : InfoGetRequest{});
+    ASSERT_EQ(::send(fd, b.data(), b.size(), 0), static_cast<ssize_t>(b.size()));
+  }
+  std::vector<uint8_t> buf;
+  for (uint32_t seq = 100; seq < 103; ++seq) {
+    ASSERT_GT(recvTimeout(fd, buf), 0);
+    auto h = reinterpret_cast<const nlmsghdr*>(buf.data());
+    EXPECT_EQ(h->nlmsg_seq, seq);
+    auto r = decodeReply(buf, Expect{seq, seq == 101 ? kCmdPortGet : kCmdInfoGet, seq == 101});
+    EXPECT_TRUE(r.ok()) << r.error().message();
+  }
+  ::close(fd);
+}
+
+TEST_F(CtlServer, ClientTimeoutThenNotConnected) {
+  handler.delay = 600ms;
+  start();
+  auto c = client(200);
+  auto r = c.info();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, ETIMEDOUT);
+  auto again = c.info();
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().err, ENOTCONN);
+}
+
+TEST_F(CtlServer, ConnectToNothing) {
+  auto c = ControlClient::connect(dir.path() + "/absent.sock");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().err, ENOENT);
+}
+
+// ----------------------------------------------------------- misbehaviour
+
+TEST_F(CtlServer, ClientThatNeverReadsDoesNotBlockOthers) {
+  // ~5000 ports of statistics: megabytes, far more than a socket buffer.
+  for (uint32_t i = 0; i < 5000; ++i) handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
+  start();
+  int lazy = rawConnect();
+  auto req = encoded(1, StatsGetRequest{});
+  ASSERT_EQ(::send(lazy, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  ASSERT_TRUE(waitFor([&] { return handler.count() == 1; }));
+
+  // Others are served while the dump sits unread.
+  // (The client's timeout bounds every wait.)
+  auto c = client(3000);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(c.info().ok());
+  auto big = c.stats();
+  ASSERT_TRUE(big.ok()) << big.error().message();
+  EXPECT_EQ(big->ports.size(), 5002u);
+  EXPECT_EQ(server->numClients(), 2u);
+
+  // And the lazy client, reading at last, gets all of it.
+  ReplyAssembler a(Expect{1, kCmdStatsGet, true});
+  std::vector<uint8_t> buf;
+  while (!a.done()) {
+    ASSERT_GT(recvTimeout(lazy, buf), 0);
+    ASSERT_TRUE(a.feed(buf).ok());
+  }
+  auto r = a.finish();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::get<StatsReply>(*r).ports.size(), 5002u);
+  ::close(lazy);
+}
+
+TEST_F(CtlServer, ClientOverflowingItsQueueIsDropped) {
+  for (uint32_t i = 0; i < 5000; ++i) handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
+  cfg.max_queued_bytes = 256 * 1024;
+  start();
+  int lazy = rawConnect();
+  auto req = encoded(1, StatsGetRequest{});
+  ASSERT_EQ(::send(lazy, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  auto c = client(3000);
+  ASSERT_TRUE(waitFor([&] { return logged("does not read its replies"); }));
+  EXPECT_TRUE(c.info().ok());
+  EXPECT_TRUE(waitFor([&] { return server->numClients() == 1; }));
+  // What reached the lazy client's socket buffer, then EOF: never a complete reply.
+  ReplyAssembler a(Expect{1, kCmdStatsGet, true});
+  std::vector<uint8_t> buf;
+  ssize_t n;
+  while ((n = recvTimeout(lazy, buf)) > 0) ASSERT_TRUE(a.feed(buf).ok());
+  EXPECT_EQ(n, 0);
+  EXPECT_FALSE(a.done());
+  ::close(lazy);
+}
+
+TEST_F(CtlServer, TooManyClients) {
+  cfg.max_clients = 2;
+  start();
+  auto a = client();
+  auto b = client();
+  ASSERT_TRUE(a.info().ok());
+  ASSERT_TRUE(b.info().ok());
+  auto c = client();
+  auto r = c.info();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, EBUSY);
+  EXPECT_NE(r.error().what.find("too many control clients"), std::string::npos);
+  EXPECT_TRUE(a.info().ok());
+}
+
+// ---------------------------------------------------------- authorisation
+
+TEST(CtlAuth, Rules) {
+  PeerCred root{1, 0, 0, {}};
+  PeerCred member{2, 1000, 1000, {27, 555}};
+  PeerCred primary{3, 1001, 555, {}};
+  PeerCred other{4, 1002, 1002, {27}};
+  EXPECT_TRUE(isAuthorized(root, std::nullopt));
+  EXPECT_TRUE(isAuthorized(root, 555));
+  EXPECT_TRUE(isAuthorized(member, 555));
+  EXPECT_TRUE(isAuthorized(primary, 555));
+  EXPECT_FALSE(isAuthorized(other, 555));
+  EXPECT_FALSE(isAuthorized(member, std::nullopt));
+  EXPECT_FALSE(isAuthorized(PeerCred{}, 555));
+}
+
+TEST(CtlAuth, ProcStatusGroups) {
+  EXPECT_EQ(parseProcStatusGroups("Name:\tx\nUid:\t1\nGroups:\t4 24 27 1000 \nNgid:\t0\n"),
+            (std::vector<gid_t>{4, 24, 27, 1000}));
+  EXPECT_EQ(parseProcStatusGroups("Groups:\t\n"), std::vector<gid_t>{});
+  EXPECT_EQ(parseProcStatusGroups("Groups: 5"), std::vector<gid_t>{5});
+  EXPECT_EQ(parseProcStatusGroups("Name: x\n"), std::vector<gid_t>{});
+  EXPECT_EQ(parseProcStatusGroups("Groups:\t1 x2 99999999999 3\n"), (std::vector<gid_t>{1, 3}));
+}
+
+TEST(CtlAuth, PeerCredOfASocketPair) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+  auto c = peerCred(sv[0]);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c->uid, geteuid());
+  EXPECT_EQ(c->gid, getegid());
+  EXPECT_EQ(c->pid, getpid());
+  std::vector<gid_t> mine(static_cast<size_t>(getgroups(0, nullptr)));
+  getgroups(static_cast<int>(mine.size()), mine.data());
+  std::sort(mine.begin(), mine.end());
+  auto theirs = c->groups;
+  std::sort(theirs.begin(), theirs.end());
+  EXPECT_EQ(theirs, mine);
+  ::close(sv[0]);
+  ::close(sv[1]);
+  EXPECT_FALSE(peerCred(-1).ok());
+}
+
+TEST(CtlAuth, GroupByName) {
+  auto root = groupByName("root");
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(*root, 0u);
+  auto none = groupByName("no-such-group-vdev");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().err, ENOENT);
+}
+
+// Not root: a group we are not in makes us a non-member.
+TEST_F(CtlServer, NonMemberGetsEpermUnprivileged) {
+  if (geteuid() == 0) GTEST_SKIP() << "root is always authorised; see NonMemberGetsEpermAsNobody";
+  cfg.group = std::nullopt;  // root only
+  start();
+  auto c = client();
+  auto r = c.info();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, EPERM);
+  EXPECT_EQ(handler.count(), 0u);
+}
+
+// Root: a forked child that becomes `nobody` connects to a world-writable
+// socket and is refused by credentials, not by file permissions.
+TEST_F(CtlServer, NonMemberGetsEpermAsNobody) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() to nobody";
+  cfg.mode = 0666;
+  cfg.group = 0;
+  start();
+  ASSERT_EQ(::chmod((dir.path() + "/run").c_str(), 0755), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Child: only _exit codes, no gtest.
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    auto c = ControlClient::connect(cfg.path, 5000);
+    if (!c.ok()) _exit(11);
+    auto r = c->info();
+    if (r.ok()) _exit(12);
+    if (r.error().err != EPERM) _exit(13);
+    if (r.error().what.find("permission denied: uid 65534") == std::string::npos) _exit(14);
+    // The connection is closed after the refusal.
+    auto again = c->info();
+    if (again.ok()) _exit(15);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child failed at step " << WEXITSTATUS(status);
+  EXPECT_EQ(handler.count(), 0u) << "a refused request was executed";
+  EXPECT_TRUE(logged("permission denied"));
+  // Root still is served.
+  auto c = client();
+  EXPECT_TRUE(c.info().ok());
+}
+
+}  // namespace
+}  // namespace vdevnl

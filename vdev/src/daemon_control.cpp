@@ -1,0 +1,189 @@
+#include "daemon_control.h"
+
+#include <cstring>
+
+#include "vdev/fdb.h"
+#include "vdev/version.h"
+#include "vdevnl/datapath_convert.h"
+#include "vdevnl/rtnl.h"
+
+namespace vdev {
+
+namespace {
+
+using vdevnl::ErrorReply;
+
+ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.message()}; }
+
+const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
+  for (const auto& r : st.ports)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+// How a port was added is the daemon's knowledge, not the datapath's.
+vdevnl::PortType typeOf(const DaemonState& st, const std::string& name) {
+  const PortRecord* r = recordOf(st, name);
+  if (!r || r->type == "netdev") return vdevnl::PortType::kNetdev;
+  return r->type == "tap" ? vdevnl::PortType::kTap : vdevnl::PortType::kVeth;
+}
+
+}  // namespace
+
+vdevnl::StatsReply DaemonControl::toStatsReply(const DatapathStats& s, const DaemonState& st,
+                                               const std::string& only) {
+  vdevnl::StatsReply r = vdevnl::toStatsReply(s, only);
+  for (auto& m : r.ports) m.port.type = typeOf(st, m.port.name);
+  if (!only.empty()) {
+    r.pool.reset();
+    r.fdb_entries.reset();
+  }
+  return r;
+}
+
+vdevnl::PortInfo DaemonControl::toPortInfo(const PortStats& p, const DaemonState& st) {
+  return vdevnl::toPortInfo(p, typeOf(st, p.name));
+}
+
+Status DaemonControl::persist() {
+  if (ctx_.state_path.empty()) return {};
+  return saveState(ctx_.state_path, *ctx_.state);
+}
+
+vdevnl::Reply DaemonControl::portAdd(const vdevnl::PortAddRequest& r) {
+  namespace rt = vdevnl::rtnl;
+  if (recordOf(*ctx_.state, r.name)) return ErrorReply{EEXIST, "port " + r.name + " already exists"};
+  bool created = false;
+  if (r.create) {
+    const vdevnl::CreateOptions& c = *r.create;
+    if (rt::linkExists(r.name))
+      return ErrorReply{EEXIST, "cannot create " + r.name + ": a device of that name exists"};
+    if (r.type == vdevnl::PortType::kVeth) {
+      rt::VethSpec v;
+      v.name = r.name;
+      v.peerName = c.peer_ifname.value_or("eth0");
+      if (c.peer_netns_name) v.peerNetns = rt::NetnsRef::byName(*c.peer_netns_name);
+      else if (c.peer_netns_path) v.peerNetns = rt::NetnsRef::byPath(*c.peer_netns_path);
+      else if (c.peer_netns_pid) v.peerNetns = rt::NetnsRef::byPid(pid_t(*c.peer_netns_pid));
+      if (c.peer_mac) v.peerMac = *c.peer_mac;
+      if (c.mtu) v.mtu = int(*c.mtu);
+      auto res = rt::createVeth(v);
+      if (!res) return fail(res.error());
+    } else if (r.type == vdevnl::PortType::kTap) {
+      rt::TapSpec t;
+      t.name = r.name;
+      if (c.owner_uid) t.owner = uid_t(*c.owner_uid);
+      if (c.group_gid) t.group = gid_t(*c.group_gid);
+      t.multiQueue = c.multi_queue.value_or(false);
+      if (c.mac) t.mac = *c.mac;
+      if (c.mtu) t.mtu = int(*c.mtu);
+      auto res = rt::createTap(t);
+      if (!res) return fail(res.error());
+    } else {
+      return ErrorReply{EINVAL, "create needs type veth or tap"};
+    }
+    created = true;
+  }
+  auto undoDevice = [&] {
+    if (created) (void)rt::deleteManagedLink(r.name);
+  };
+  Datapath::PortOptions o;
+  o.queues = r.queues;
+  o.xdp_mode = vdevnl::toVdevXdpMode(r.xdp_mode);
+  if (auto st = ctx_.dp->addPort(r.name, o); !st) {
+    undoDevice();
+    return fail(st.error());
+  }
+  PortRecord rec;
+  rec.name = r.name;
+  rec.type = r.type == vdevnl::PortType::kTap ? "tap" : r.type == vdevnl::PortType::kVeth ? "veth" : "netdev";
+  rec.queues = r.queues.value_or(0);
+  rec.xdp_mode = r.xdp_mode == vdevnl::XdpMode::kNative    ? "native"
+                 : r.xdp_mode == vdevnl::XdpMode::kGeneric ? "generic"
+                                                           : "auto";
+  rec.managed = created;
+  ctx_.state->ports.push_back(rec);
+  if (auto st = persist(); !st) {
+    ctx_.state->ports.pop_back();
+    (void)ctx_.dp->removePort(r.name);
+    undoDevice();
+    return ErrorReply{st.error().err, "port not added: " + st.error().message()};
+  }
+  return vdevnl::Ack{};
+}
+
+vdevnl::Reply DaemonControl::portDel(const vdevnl::PortDelRequest& r) {
+  auto it = ctx_.state->ports.begin();
+  while (it != ctx_.state->ports.end() && it->name != r.name) ++it;
+  if (it == ctx_.state->ports.end()) {
+    // Ports given on vdevd's command line are not vdevctl's to remove.
+    if (ctx_.dp->hasPort(r.name))
+      return ErrorReply{EPERM, "port " + r.name + " comes from vdevd's command line; it cannot be deleted at run time"};
+    return ErrorReply{ENOENT, "no port " + r.name};
+  }
+  const PortRecord rec = *it;
+  ctx_.state->ports.erase(it);
+  if (auto st = persist(); !st) {
+    ctx_.state->ports.push_back(rec);
+    return ErrorReply{st.error().err, "port not deleted: " + st.error().message()};
+  }
+  if (auto st = ctx_.dp->removePort(r.name); !st && st.error().err != ENOENT) return fail(st.error());
+  // Remove what vdev created, and nothing else.
+  if (rec.managed && vdevnl::rtnl::linkExists(r.name)) {
+    if (auto st = vdevnl::rtnl::deleteManagedLink(r.name); !st) return fail(st.error());
+  }
+  return vdevnl::Ack{};
+}
+
+vdevnl::Reply DaemonControl::handle(const vdevnl::Request& req, const vdevnl::PeerCred&) {
+  using namespace vdevnl;
+  return std::visit(
+      [&](const auto& b) -> Reply {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, PortAddRequest>) {
+          return portAdd(b);
+        } else if constexpr (std::is_same_v<T, PortDelRequest>) {
+          return portDel(b);
+        } else if constexpr (std::is_same_v<T, PortGetRequest>) {
+          DatapathStats s = ctx_.dp->stats();
+          PortList l;
+          for (const auto& p : s.ports)
+            if (b.name.empty() || p.name == b.name) l.ports.push_back(toPortInfo(p, *ctx_.state));
+          if (!b.name.empty() && l.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
+          return l;
+        } else if constexpr (std::is_same_v<T, StatsGetRequest>) {
+          StatsReply r = toStatsReply(ctx_.dp->stats(), *ctx_.state, b.name);
+          if (!b.name.empty() && r.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
+          return r;
+        } else if constexpr (std::is_same_v<T, FdbGetRequest>) {
+          auto entries = ctx_.dp->fdbDump();
+          if (!entries) return fail(entries.error());
+          const uint64_t now = monotonicNs();
+          FdbList l;
+          for (const auto& e : entries.value())
+            l.entries.push_back(toFdbEntryMsg(e, ctx_.dp->portName(e.port), now));
+          return l;
+        } else if constexpr (std::is_same_v<T, FdbAddRequest>) {
+          if (auto st = ctx_.dp->fdbAdd(b.mac.data(), b.port); !st) return fail(st.error());
+          return Ack{};
+        } else if constexpr (std::is_same_v<T, FdbDelRequest>) {
+          if (auto st = ctx_.dp->fdbDel(b.mac.data()); !st) return fail(st.error());
+          return Ack{};
+        } else if constexpr (std::is_same_v<T, InfoGetRequest>) {
+          InfoMsg m;
+          m.version = VDEV_VERSION;
+          m.threads = 1;
+          m.mode = ctx_.mode == SwitchMode::kXconnect ? vdevnl::SwitchMode::kXconnect : vdevnl::SwitchMode::kSwitch;
+          m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::steady_clock::now() - ctx_.started)
+                                    .count());
+          m.num_ports = uint32_t(ctx_.dp->numPorts());
+          return m;
+        } else {
+          return ErrorReply{EOPNOTSUPP, "unsupported command"};
+        }
+      },
+      req.body);
+}
+
+}  // namespace vdev
