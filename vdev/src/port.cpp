@@ -90,17 +90,27 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
   setMtu(mtu);
   std::memcpy(mac_, mac, 6);
   xdp_.reset();  // a program of a previous device of this name is gone with it
-  auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force);
-  if (!xdp) return xdp.error();
-  xdp_ = std::move(xdp.value());
-  if (auto st = xdp_->addHostMac(mac); !st) return st;
-  for (const auto& m : host_macs_)
-    if (auto st = xdp_->addHostMac(m.data()); !st) return st;
+  // Sockets first, then the program, loaded with its maps filled before it
+  // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
+  // while the port is being set up.
   if (auto st = openSockets(pool, share_fd, next_slot); !st) {
     shutdown(pool);
-    xdp_.reset();
     return st;
   }
+  auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force, [&](XdpProgram& x) -> Status {
+    for (uint32_t q = 0; q < queues_.size(); q++)
+      if (queues_[q]->xsk)
+        if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
+    if (auto st = x.addHostMac(mac); !st) return st;
+    for (const auto& m : host_macs_)
+      if (auto st = x.addHostMac(m.data()); !st) return st;
+    return {};
+  });
+  if (!xdp) {
+    shutdown(pool);
+    return xdp.error();
+  }
+  xdp_ = std::move(xdp.value());
   gone_ = false;
   setLive(true);
   return {};

@@ -123,7 +123,8 @@ void setupBpfLogging(bool verbose) {
 }
 
 Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::string& ifname,
-                                                       XdpMode mode, bool force) {
+                                                       XdpMode mode, bool force,
+                                                       const std::function<Status(XdpProgram&)>& prepare) {
   Existing ex = existingPrograms(ifindex);
   if (ex.any) {
     if (!force && !ex.ours)
@@ -136,9 +137,13 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   std::unique_ptr<XdpProgram> p(new XdpProgram());
   p->ifindex_ = ifindex;
   p->ifname_ = ifname;
-  p->skel_ = vdev_xdp__open();
-  if (!p->skel_) return errnoError("open XDP program for " + ifname);
-  p->prog_ = xdp_program__from_bpf_obj(p->skel_->obj, "xdp");
+  // Loaded first, attached last: the maps (host MACs, sockets) are filled
+  // before the program sees its first frame.
+  p->skel_ = vdev_xdp__open_and_load();
+  if (!p->skel_) return errnoError("load XDP program for " + ifname);
+  if (prepare)
+    if (auto st = prepare(*p); !st) return st.error();
+  p->prog_ = xdp_program__from_fd(bpf_program__fd(p->skel_->progs.vdev_xdp));
   if (long err = libxdp_get_error(p->prog_); err || !p->prog_) {
     p->prog_ = nullptr;
     return Error{int(err ? -err : EINVAL), "create XDP program for " + ifname};
@@ -167,8 +172,6 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
     return Error{-err, "attach XDP program to " + ifname + " (" + xdpModeName(mode) +
                            " mode): " + xdpStrerror(err)};
 
-  // The port's own MAC always goes to the host.
-  // (Callers add more with addHostMac.)
   return p;
 }
 

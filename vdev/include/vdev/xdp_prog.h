@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,8 +34,11 @@ class XdpProgram {
   // Loads and attaches to ifindex. kAuto tries native first and falls back to
   // generic. If another program is attached: EEXIST unless force; a program
   // named like ours (left by a vdevd that was killed) is always replaced.
+  // prepare (optional) runs after the program is loaded and before it is
+  // attached: fill its maps there (host MACs, sockets).
   static Result<std::unique_ptr<XdpProgram>> attach(int ifindex, const std::string& ifname,
-                                                    XdpMode mode, bool force);
+                                                    XdpMode mode, bool force,
+                                                    const std::function<Status(XdpProgram&)>& prepare = {});
   ~XdpProgram();
   XdpProgram(const XdpProgram&) = delete;
   XdpProgram& operator=(const XdpProgram&) = delete;
