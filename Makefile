@@ -23,10 +23,12 @@ build:
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 
-# ThreadSanitizer build of the concurrency tests (label: tsan).
+# ThreadSanitizer build of the concurrency tests (ctest label tsan); only
+# their targets are built. Any report fails the run (halt_on_error).
+TSAN_TARGETS ?= ringbuf_mpsc_test
 tsan:
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVDEV_SANITIZE=thread -DVDEV_BUILD_BENCH=OFF
-	cmake --build $(BUILD)-tsan -j $(JOBS)
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L tsan
 
 check: deps
