@@ -23,6 +23,7 @@ ControlClient::ControlClient(vdev::FileDesc fd, int timeout_ms)
     : fd_(std::move(fd)), timeout_ms_(timeout_ms), buf_(kMaxMessageSize) {}
 
 Result<ControlClient> ControlClient::connect(const std::string& path, int timeout_ms) {
+  if (timeout_ms <= 0) timeout_ms = kDefaultTimeoutMs;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(a.sun_path))
@@ -78,7 +79,8 @@ Result<Reply> ControlClient::call(const RequestBody& body) {
     if (errno == EPIPE || errno == ECONNRESET)
       return pendingError(vdev::errnoError(std::string("send ") + cmdName(cmd)));
     if (errno == EAGAIN || errno == EWOULDBLOCK)
-      return brokenWith(Error{ETIMEDOUT, std::string("send ") + cmdName(cmd) + ": vdevd does not read"});
+      return brokenWith(
+          Error{ETIMEDOUT, std::string("send ") + cmdName(cmd) + ": vdevd does not read"});
     return brokenWith(vdev::errnoError(std::string("send ") + cmdName(cmd)));
   }
 
@@ -115,11 +117,11 @@ Result<Reply> ControlClient::call(const RequestBody& body) {
       return brokenWith(vdev::errnoError(std::string("recv ") + cmdName(cmd)));
     }
     if (n == 0)
-      return brokenWith(Error{ECONNRESET, std::string("vdevd closed the connection during ") +
-                                              cmdName(cmd)});
+      return brokenWith(
+          Error{ECONNRESET, std::string("vdevd closed the connection during ") + cmdName(cmd)});
     if (mh.msg_flags & MSG_TRUNC)
-      return brokenWith(Error{EMSGSIZE, "reply datagram larger than " +
-                                            std::to_string(kMaxMessageSize) + " bytes"});
+      return brokenWith(Error{
+          EMSGSIZE, "reply datagram larger than " + std::to_string(kMaxMessageSize) + " bytes"});
     if (auto s = asm_.feed({buf_.data(), static_cast<size_t>(n)}); !s) {
       Error e = s.error();
       e.what = "bad reply from vdevd: " + e.what;

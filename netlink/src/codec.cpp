@@ -9,6 +9,8 @@
 // Untrusted input is only ever read through nlmsg_ok()/nla_ok()-checked
 // pointers into a 4-byte aligned buffer (copied if the caller's is not), so
 // no read is out of bounds or misaligned.
+#include "vdevnl/codec.h"
+
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <netlink/attr.h>
@@ -20,8 +22,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-
-#include "vdevnl/codec.h"
 
 namespace vdevnl {
 
@@ -90,13 +90,30 @@ constexpr AttrSpec createSpec(uint16_t t) {
   }
 }
 
-constexpr const char* kStatsNames[] = {
-    nullptr,           "RX_PACKETS",         "RX_BYTES",           "TX_PACKETS",
-    "TX_BYTES",        "TX_OUTSTANDING",     "DROP_RING_FULL",     "DROP_TX_RING_FULL",
-    "DROP_NO_ROUTE",   "DROP_PORT_DOWN",     "DROP_OVERSIZE",      "DROP_RUNT",
-    "DROP_POOL_EMPTY", "DROP_INVALID_SRC",   "XDP_RX_DROPPED",     "XDP_RX_INVALID_DESCS",
-    "XDP_TX_INVALID_DESCS", "XDP_RX_RING_FULL", "XDP_RX_FILL_RING_EMPTY_DESCS",
-    "XDP_TX_RING_EMPTY_DESCS", "PROG_PASS", "PROG_REDIRECT", "PROG_NO_SOCKET", "DEV_TX_DROPPED"};
+constexpr const char* kStatsNames[] = {nullptr,
+                                       "RX_PACKETS",
+                                       "RX_BYTES",
+                                       "TX_PACKETS",
+                                       "TX_BYTES",
+                                       "TX_OUTSTANDING",
+                                       "DROP_RING_FULL",
+                                       "DROP_TX_RING_FULL",
+                                       "DROP_NO_ROUTE",
+                                       "DROP_PORT_DOWN",
+                                       "DROP_OVERSIZE",
+                                       "DROP_RUNT",
+                                       "DROP_POOL_EMPTY",
+                                       "DROP_INVALID_SRC",
+                                       "XDP_RX_DROPPED",
+                                       "XDP_RX_INVALID_DESCS",
+                                       "XDP_TX_INVALID_DESCS",
+                                       "XDP_RX_RING_FULL",
+                                       "XDP_RX_FILL_RING_EMPTY_DESCS",
+                                       "XDP_TX_RING_EMPTY_DESCS",
+                                       "PROG_PASS",
+                                       "PROG_REDIRECT",
+                                       "PROG_NO_SOCKET",
+                                       "DEV_TX_DROPPED"};
 static_assert(std::size(kStatsNames) == kStatsMax + 1);
 
 constexpr AttrSpec statsSpec(uint16_t t) {
@@ -104,8 +121,8 @@ constexpr AttrSpec statsSpec(uint16_t t) {
   return {kStatsNames[t], Kind::kU64};
 }
 
-constexpr const char* kPoolNames[] = {nullptr,    "TOTAL",   "FREE",     "FILL_RING",
-                                      "KERNEL_RX", "RX_RING", "RX_BURST", "PORT_RINGS",
+constexpr const char* kPoolNames[] = {nullptr,     "TOTAL",     "FREE",     "FILL_RING",
+                                      "KERNEL_RX", "RX_RING",   "RX_BURST", "PORT_RINGS",
                                       "TX_RING",   "KERNEL_TX", "COMP_RING"};
 static_assert(std::size(kPoolNames) == kPoolMax + 1);
 
@@ -222,17 +239,19 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
     const uint16_t t = raw & NLA_TYPE_MASK;
     const int plen = nla_len(nla);
     const AttrSpec s = t <= sp.max ? sp.spec(t) : AttrSpec{};
-    const std::string label = "attribute " + attrLabel(sp, t);
+    // Built only for an error message (dumps carry tens of thousands of attributes).
+    auto label = [&] { return "attribute " + attrLabel(sp, t); };
     if (s.kind == Kind::kNone) {
-      if (strict) return invalid(label + ": unknown attribute");
+      if (strict) return invalid(label() + ": unknown attribute");
     } else {
       if (strict && !(allowed & (uint64_t{1} << t)))
-        return invalid(label + " is not valid for " + ctx);
-      if (seen & (1u << t)) return invalid(label + ": appears more than once");
+        return invalid(label() + " is not valid for " + ctx);
+      if (seen & (1u << t)) return invalid(label() + ": appears more than once");
       seen |= 1u << t;
-      if (raw & NLA_F_NET_BYTEORDER) return invalid(label + ": NLA_F_NET_BYTEORDER not supported");
+      if (raw & NLA_F_NET_BYTEORDER)
+        return invalid(label() + ": NLA_F_NET_BYTEORDER not supported");
       if ((raw & NLA_F_NESTED) && s.kind != Kind::kNested)
-        return invalid(label + ": NLA_F_NESTED set on a " + kindText(s.kind) + " attribute");
+        return invalid(label() + ": NLA_F_NESTED set on a " + kindText(s.kind) + " attribute");
       int want = -1;
       switch (s.kind) {
         case Kind::kFlag:
@@ -243,21 +262,21 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
         default: break;
       }
       if (want >= 0 && plen != want)
-        return invalid(label + ": payload of " + std::to_string(plen) + " bytes, expected " +
+        return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
                        std::to_string(want) + " (" + kindText(s.kind) + ")");
       if (s.kind == Kind::kFlag) {
         uint8_t v = nla_get_u8(nla);
-        if (v > 1) return invalid(label + ": " + std::to_string(v) + ", expected 0 or 1");
+        if (v > 1) return invalid(label() + ": " + std::to_string(v) + ", expected 0 or 1");
       }
       if (s.kind == Kind::kString) {
         const char* d = static_cast<const char*>(nla_data(nla));
         if (plen < 1 || d[plen - 1] != '\0')
-          return invalid(label + ": string is not NUL-terminated");
+          return invalid(label() + ": string is not NUL-terminated");
         const size_t n = strnlen(d, static_cast<size_t>(plen));
         if (n + 1 != static_cast<size_t>(plen))
-          return invalid(label + ": NUL byte inside the string");
+          return invalid(label() + ": NUL byte inside the string");
         if (n > s.max_chars)
-          return invalid(label + ": " + std::to_string(n) + " characters, at most " +
+          return invalid(label() + ": " + std::to_string(n) + " characters, at most " +
                          std::to_string(s.max_chars));
       }
     }
@@ -269,8 +288,8 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
   }
   // Index with libnl; after the walk above its length policy cannot fail.
   int err = nla_parse(out.tb, sp.max, const_cast<nlattr*>(head), len, sp.policy);
-  if (err < 0) return invalid(std::string("malformed attributes (libnl error ") +
-                              std::to_string(-err) + ")");
+  if (err < 0)
+    return invalid(std::string("malformed attributes (libnl error ") + std::to_string(-err) + ")");
   out.tb[0] = nullptr;
   return out;
 }
@@ -368,7 +387,8 @@ Result<std::vector<uint8_t>> buildGenl(uint32_t pid, uint32_t seq, uint16_t flag
     Writer w(m.get());
     fill(w);
     if (w.ok()) return bytesOf(m.get());
-    if (w.err() != -NLE_NOMEM) return Error{EINVAL, std::string("nla_put: ") + nl_geterror(w.err())};
+    if (w.err() != -NLE_NOMEM)
+      return Error{EINVAL, std::string("nla_put: ") + nl_geterror(w.err())};
   }
   return Error{EMSGSIZE, std::string(cmdName(cmd)) + ": one object does not fit in " +
                              std::to_string(kMaxMessageSize) + " bytes"};
@@ -519,8 +539,8 @@ Status checkVersion(const std::string& v) {
 }
 
 Error handlerBug(const char* what, Cmd cmd) {
-  return Error{EIO, std::string("internal error: handler answered ") + cmdName(cmd) + " with " +
-                        what};
+  return Error{EIO,
+               std::string("internal error: handler answered ") + cmdName(cmd) + " with " + what};
 }
 
 std::vector<uint8_t> buildErrorMsg(const MsgHeader& orig, int err, std::string_view msg) {
@@ -544,7 +564,8 @@ std::vector<uint8_t> buildErrorMsg(const MsgHeader& orig, int err, std::string_v
   e.msg.nlmsg_seq = orig.seq;
   e.msg.nlmsg_pid = orig.pid;
   std::memcpy(nlmsg_data(h), &e, sizeof e);
-  if (!text.empty()) nla_put(m.get(), NLMSGERR_ATTR_MSG, static_cast<int>(text.size() + 1), text.c_str());
+  if (!text.empty())
+    nla_put(m.get(), NLMSGERR_ATTR_MSG, static_cast<int>(text.size() + 1), text.c_str());
   return bytesOf(m.get());
 }
 
@@ -808,8 +829,8 @@ Reply emptyBodyFor(Cmd c) {
 // The extack message after an NLMSG_ERROR / NLMSG_DONE payload.
 Result<std::string> readExtack(const uint8_t* tlv, size_t len) {
   if (len > INT_MAX) return invalid("oversized extack");
-  auto a = parseAttrs(kErrSpace, reinterpret_cast<const nlattr*>(tlv), static_cast<int>(len),
-                      false, 0, "NLMSG_ERROR");
+  auto a = parseAttrs(kErrSpace, reinterpret_cast<const nlattr*>(tlv), static_cast<int>(len), false,
+                      0, "NLMSG_ERROR");
   if (!a) return a.error();
   if (!(*a)[NLMSGERR_ATTR_MSG]) return std::string();
   std::string s = getStr((*a)[NLMSGERR_ATTR_MSG]);
@@ -864,7 +885,8 @@ Result<std::vector<std::vector<uint8_t>>> encodeReply(const Request& req, const 
       if (cmd != kCmdPortGet) return handlerBug("a port list", cmd);
       if (!dump && l.ports.size() != 1) return handlerBug("not exactly one port", cmd);
       for (const auto& p : l.ports)
-        if (auto s = checkPortName(p.name); !s) return Error{EIO, "invalid reply: " + s.error().what};
+        if (auto s = checkPortName(p.name); !s)
+          return Error{EIO, "invalid reply: " + s.error().what};
       return encodeObjects(req, dump, l.ports, putPortInfo, nullptr);
     }
     Out operator()(const StatsReply& r) const {
@@ -878,12 +900,14 @@ Result<std::vector<std::vector<uint8_t>>> encodeReply(const Request& req, const 
     Out operator()(const FdbList& l) const {
       if (cmd != kCmdFdbGet) return handlerBug("an FDB list", cmd);
       for (const auto& e : l.entries)
-        if (auto s = checkPortName(e.port); !s) return Error{EIO, "invalid reply: " + s.error().what};
+        if (auto s = checkPortName(e.port); !s)
+          return Error{EIO, "invalid reply: " + s.error().what};
       return encodeObjects(req, true, l.entries, putFdb, nullptr);
     }
     Out operator()(const InfoMsg& i) const {
       if (cmd != kCmdInfoGet) return handlerBug("INFO", cmd);
-      if (auto s = checkVersion(i.version); !s) return Error{EIO, "invalid reply: " + s.error().what};
+      if (auto s = checkVersion(i.version); !s)
+        return Error{EIO, "invalid reply: " + s.error().what};
       std::vector<InfoMsg> v{i};
       return encodeObjects(req, false, v, putInfo, nullptr);
     }
@@ -925,8 +949,7 @@ Result<Request> decodeRequest(std::span<const uint8_t> dg) {
   if (!hr) return hr.error();
   const MsgHeader h = *hr;
   constexpr uint16_t kKnownFlags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_ROOT | NLM_F_MATCH;
-  if (h.flags & ~kKnownFlags)
-    return invalid("unsupported flags " + hex(h.flags & ~kKnownFlags));
+  if (h.flags & ~kKnownFlags) return invalid("unsupported flags " + hex(h.flags & ~kKnownFlags));
   const uint16_t dumpBits = h.flags & NLM_F_DUMP;
   if (dumpBits != 0 && dumpBits != NLM_F_DUMP)
     return invalid("NLM_F_ROOT and NLM_F_MATCH must be set together (NLM_F_DUMP)");
@@ -1064,8 +1087,7 @@ Status ReplyAssembler::feedOne(const nlmsghdr* nlh) {
       return {};
     }
     case kFamilyId: return dataMsg(nlh);
-    default:
-      return invalid("unexpected message type " + hex(nlh->nlmsg_type));
+    default: return invalid("unexpected message type " + hex(nlh->nlmsg_type));
   }
 }
 
@@ -1084,8 +1106,8 @@ Status ReplyAssembler::dataMsg(const nlmsghdr* nlh) {
     return Error{EPROTO, std::string("reply command ") + cmdName(g->cmd) + " answering " +
                              cmdName(expect_.cmd)};
   started_ = true;
-  auto attrs = parseAttrs(kTop, genlmsg_attrdata(g, 0), payload - kGenlHdrLen, false, 0,
-                          cmdName(g->cmd));
+  auto attrs =
+      parseAttrs(kTop, genlmsg_attrdata(g, 0), payload - kGenlHdrLen, false, 0, cmdName(g->cmd));
   if (!attrs) return attrs.error();
   const Attrs& tb = *attrs;
   switch (expect_.cmd) {

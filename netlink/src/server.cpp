@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@ namespace vdevnl {
 namespace {
 
 constexpr int kSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
+constexpr uint64_t kRearmTimerId = UINT64_MAX;  // epoll id of rearm_timer_ (clients: 1, 2, ...)
 
 Result<sockaddr_un> unixAddr(const std::string& path) {
   sockaddr_un a{};
@@ -201,7 +203,10 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   }
 
   std::unique_ptr<ControlServer> srv(new ControlServer(config, handler));
-  srv->listen_ = vdev::FileDesc(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  srv->spare_ = vdev::FileDesc(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!srv->spare_.valid()) return vdev::errnoError("open /dev/null");
+  srv->listen_ =
+      vdev::FileDesc(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!srv->listen_.valid()) return vdev::errnoError("socket");
   if (::bind(srv->listen_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0)
     return vdev::errnoError("bind " + path);
@@ -223,6 +228,11 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   ev.data.u64 = 0;
   if (::epoll_ctl(srv->epoll_.get(), EPOLL_CTL_ADD, srv->listen_.get(), &ev) != 0)
     return vdev::errnoError("epoll_ctl");
+  srv->rearm_timer_ = vdev::FileDesc(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!srv->rearm_timer_.valid()) return vdev::errnoError("timerfd_create");
+  ev.data.u64 = kRearmTimerId;
+  if (::epoll_ctl(srv->epoll_.get(), EPOLL_CTL_ADD, srv->rearm_timer_.get(), &ev) != 0)
+    return vdev::errnoError("epoll_ctl");
   return srv;
 }
 
@@ -240,12 +250,25 @@ void ControlServer::log(std::string_view msg) const {
   if (cfg_.log) cfg_.log(msg);
 }
 
+void ControlServer::rearmListener() {
+  if (listening_) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) == 0) listening_ = true;
+}
+
 void ControlServer::processEvents() {
+  rearmListener();
   epoll_event evs[64];
   int n = ::epoll_wait(epoll_.get(), evs, 64, 0);
   for (int i = 0; i < n; ++i) {
     if (evs[i].data.u64 == 0) {
       acceptAll();
+    } else if (evs[i].data.u64 == kRearmTimerId) {
+      uint64_t expirations;
+      (void)!::read(rearm_timer_.get(), &expirations, sizeof expirations);
+      rearmListener();
     } else {
       onClientEvent(evs[i].data.u64, evs[i].events);
     }
@@ -257,6 +280,34 @@ void ControlServer::acceptAll() {
     int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of fds: a pending connection keeps the (level-triggered)
+        // listener readable and would spin the control thread. Refuse it
+        // with the spare fd: free it, accept, close, take it back.
+        // (accept4 allocates the fd first: EMFILE even with an empty backlog.)
+        int c = -1, err = errno;
+        if (spare_.valid()) {
+          spare_.reset();
+          c = ::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+          err = errno;
+          if (c >= 0) ::close(c);
+          spare_ = vdev::FileDesc(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        }
+        if (c >= 0) {
+          log("control socket: out of file descriptors, connection refused");
+          continue;
+        }
+        if (err == EAGAIN || err == EWOULDBLOCK) return;  // nothing pending
+        // Even that failed: stop listening for a second rather than spin
+        // (re-armed by the timer, the next processEvents() or a client leaving).
+        log("control socket: out of file descriptors, not accepting for now");
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, listen_.get(), nullptr);
+        listening_ = false;
+        itimerspec in{};
+        in.it_value.tv_sec = 1;
+        ::timerfd_settime(rearm_timer_.get(), 0, &in, nullptr);
+        return;
+      }
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         log(std::string("control socket: accept: ") + std::strerror(errno));
       return;
@@ -441,6 +492,7 @@ void ControlServer::drop(uint64_t id, std::string_view why) {
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
   clients_.erase(it);
   num_clients_.store(clients_.size(), std::memory_order_relaxed);
+  rearmListener();  // an fd is free again
 }
 
 }  // namespace vdevnl

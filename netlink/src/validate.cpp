@@ -25,8 +25,8 @@ std::string quoted(std::string_view s) {
 
 Status checkRange(uint64_t v, uint64_t lo, uint64_t hi, std::string_view attr) {
   if (v < lo || v > hi)
-    return invalid("attribute " + std::string(attr) + ": " + std::to_string(v) +
-                   " out of range " + std::to_string(lo) + ".." + std::to_string(hi));
+    return invalid("attribute " + std::string(attr) + ": " + std::to_string(v) + " out of range " +
+                   std::to_string(lo) + ".." + std::to_string(hi));
   return {};
 }
 
@@ -76,8 +76,9 @@ Status validateName(const std::string& name, std::string_view attr) {
 Status validateCreate(const PortAddRequest& r) {
   const CreateOptions& c = *r.create;
   if (r.type == PortType::kNetdev)
-    return invalid("attribute CREATE is not valid for PORT_TYPE netdev (it attaches an existing "
-                   "device)");
+    return invalid(
+        "attribute CREATE is not valid for PORT_TYPE netdev (it attaches an existing "
+        "device)");
   const bool veth = r.type == PortType::kVeth;
   const char* tname = veth ? "veth" : "tap";
   auto notFor = [&](const char* a) {
@@ -284,8 +285,8 @@ const char* switchModeName(SwitchMode m) {
   return "unknown";
 }
 const char* dropName(uint32_t i) {
-  static constexpr const char* kNames[] = {"ring_full", "tx_ring_full", "no_route",
-                                           "port_down", "oversize",     "runt",
+  static constexpr const char* kNames[] = {"ring_full",  "tx_ring_full", "no_route",
+                                           "port_down",  "oversize",     "runt",
                                            "pool_empty", "invalid_src"};
   static_assert(std::size(kNames) == kNumDropReasons);
   return i < kNumDropReasons ? kNames[i] : "unknown";

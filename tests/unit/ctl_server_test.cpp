@@ -1,9 +1,10 @@
 // ControlServer + ControlClient on a real socket in a temporary directory,
 // with a fake handler: every command, authorisation, clients that misbehave.
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -86,6 +87,10 @@ class FakeHandler : public ControlHandler {
   Request last() {
     std::lock_guard<std::mutex> l(mu);
     return requests.back();
+  }
+  PeerCred lastPeer() {
+    std::lock_guard<std::mutex> l(mu);
+    return last_peer;
   }
 
   std::mutex mu;
@@ -295,8 +300,8 @@ TEST_F(CtlServer, EveryCommand) {
   ASSERT_TRUE(c.portAdd(add).ok());
   EXPECT_EQ(std::get<PortAddRequest>(handler.last().body), add);
   EXPECT_EQ(handler.last().hdr.seq, c.lastSeq());
-  EXPECT_EQ(handler.last_peer.uid, geteuid());
-  EXPECT_EQ(handler.last_peer.pid, getpid());
+  EXPECT_EQ(handler.lastPeer().uid, geteuid());
+  EXPECT_EQ(handler.lastPeer().pid, getpid());
 
   ASSERT_TRUE(c.portDel("vd2").ok());
   EXPECT_EQ(std::get<PortDelRequest>(handler.last().body).name, "vd2");
@@ -365,17 +370,16 @@ TEST_F(CtlServer, InvalidRequestGetsErrorAndConnectionStays) {
   start();
   int fd = rawConnect();
   // QUEUES 0 (a client that skips validation).
-  uint8_t msg[] = {
-      // nlmsghdr: len 44, type 0x7664, flags NLM_F_REQUEST, seq 77, pid 0
-      44, 0, 0, 0, 0x64, 0x76, 1, 0, 77, 0, 0, 0, 0, 0, 0, 0,
-      // genl: PORT_ADD v1
-      kCmdPortAdd, 1, 0, 0,
-      // PORT_NAME "a"
-      6, 0, kAttrPortName, 0, 'a', 0, 0, 0,
-      // PORT_TYPE veth
-      5, 0, kAttrPortType, 0, 2, 0, 0, 0,
-      // QUEUES 0
-      8, 0, kAttrQueues, 0, 0, 0, 0, 0};
+  uint8_t msg[] = {// nlmsghdr: len 44, type 0x7664, flags NLM_F_REQUEST, seq 77, pid 0
+                   44, 0, 0, 0, 0x64, 0x76, 1, 0, 77, 0, 0, 0, 0, 0, 0, 0,
+                   // genl: PORT_ADD v1
+                   kCmdPortAdd, 1, 0, 0,
+                   // PORT_NAME "a"
+                   6, 0, kAttrPortName, 0, 'a', 0, 0, 0,
+                   // PORT_TYPE veth
+                   5, 0, kAttrPortType, 0, 2, 0, 0, 0,
+                   // QUEUES 0
+                   8, 0, kAttrQueues, 0, 0, 0, 0, 0};
   ASSERT_EQ(::send(fd, msg, sizeof msg, 0), static_cast<ssize_t>(sizeof msg));
   std::vector<uint8_t> buf;
   ASSERT_GT(recvTimeout(fd, buf), 0);
@@ -478,7 +482,8 @@ TEST_F(CtlServer, ConnectToNothing) {
 
 TEST_F(CtlServer, ClientThatNeverReadsDoesNotBlockOthers) {
   // ~5000 ports of statistics: megabytes, far more than a socket buffer.
-  for (uint32_t i = 0; i < 5000; ++i) handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
+  for (uint32_t i = 0; i < 5000; ++i)
+    handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
   start();
   int lazy = rawConnect();
   auto req = encoded(1, StatsGetRequest{});
@@ -508,7 +513,8 @@ TEST_F(CtlServer, ClientThatNeverReadsDoesNotBlockOthers) {
 }
 
 TEST_F(CtlServer, ClientOverflowingItsQueueIsDropped) {
-  for (uint32_t i = 0; i < 5000; ++i) handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
+  for (uint32_t i = 0; i < 5000; ++i)
+    handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
   cfg.max_queued_bytes = 256 * 1024;
   start();
   int lazy = rawConnect();
@@ -541,6 +547,73 @@ TEST_F(CtlServer, TooManyClients) {
   EXPECT_EQ(r.error().err, EBUSY);
   EXPECT_NE(r.error().what.find("too many control clients"), std::string::npos);
   EXPECT_TRUE(a.info().ok());
+}
+
+TEST_F(CtlServer, OutOfFdsRefusesWithoutSpinning) {
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  server = std::move(*s);
+  int a = rawConnect(), b = rawConnect();  // waiting in the backlog
+  // Use up every fd number up to the highest one open; the limit just above.
+  int highest = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+    highest = std::max(highest, std::atoi(e.path().filename().c_str()));
+  std::vector<int> fill;
+  for (int fd; (fd = ::dup(0)) >= 0 && fd <= highest;) fill.push_back(fd);
+  ::close(highest + 1);  // the dup that went past the holes
+  rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit lim = old;
+  lim.rlim_cur = static_cast<rlim_t>(highest + 1);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+  server->processEvents();  // returns: the pending connections are refused, not left pending
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  for (int fd : fill) ::close(fd);
+  EXPECT_TRUE(logged("out of file descriptors, connection refused"));
+  EXPECT_EQ(server->numClients(), 0u);
+  std::vector<uint8_t> buf;
+  EXPECT_EQ(recvTimeout(a, buf), 0);
+  EXPECT_EQ(recvTimeout(b, buf), 0);
+  ::close(a);
+  ::close(b);
+  thread = std::make_unique<ServerThread>(*server);
+  auto c = client();
+  EXPECT_TRUE(c.info().ok());
+}
+
+TEST_F(CtlServer, OutOfFdsEvenForTheSpareParksTheListener) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);  // low fd numbers, freed below the spare later
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  server = std::move(*s);
+  int a = rawConnect(), b = rawConnect();
+  ::close(p[0]);
+  ::close(p[1]);
+  int lowest = ::dup(0);
+  ::close(lowest);
+  rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit lim = old;
+  lim.rlim_cur = static_cast<rlim_t>(lowest);  // below the spare fd: freeing it does not help
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+  server->processEvents();  // must return, not spin
+  pollfd pf{server->fd(), POLLIN, 0};
+  int ready = ::poll(&pf, 1, 0);  // parked: the epoll fd is quiet
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_EQ(ready, 0);
+  EXPECT_TRUE(logged("not accepting for now"));
+  // A second later the server's timer makes it listen again, and the
+  // waiting clients are served.
+  ASSERT_EQ(::poll(&pf, 1, 3000), 1);
+  server->processEvents();  // the timer: re-arm
+  server->processEvents();  // the listener: accept
+  EXPECT_EQ(server->numClients(), 2u);
+  ::close(a);
+  ::close(b);
+  thread = std::make_unique<ServerThread>(*server);
+  auto c = client();
+  EXPECT_TRUE(c.info().ok());
 }
 
 // ---------------------------------------------------------- authorisation

@@ -13,7 +13,8 @@ namespace {
 
 using vdevnl::ErrorReply;
 
-ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.message()}; }
+// The client adds strerror(err) itself: the message is the "what" alone.
+ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.what}; }
 
 const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
   for (const auto& r : st.ports)
@@ -107,7 +108,7 @@ vdevnl::Reply DaemonControl::portAdd(const vdevnl::PortAddRequest& r) {
     ctx_.state->ports.pop_back();
     (void)ctx_.dp->removePort(r.name);
     undoDevice();
-    return ErrorReply{st.error().err, "port not added: " + st.error().message()};
+    return ErrorReply{st.error().err, "port not added: " + st.error().what};
   }
   return vdevnl::Ack{};
 }
@@ -125,7 +126,7 @@ vdevnl::Reply DaemonControl::portDel(const vdevnl::PortDelRequest& r) {
   ctx_.state->ports.erase(it);
   if (auto st = persist(); !st) {
     ctx_.state->ports.push_back(rec);
-    return ErrorReply{st.error().err, "port not deleted: " + st.error().message()};
+    return ErrorReply{st.error().err, "port not deleted: " + st.error().what};
   }
   if (auto st = ctx_.dp->removePort(r.name); !st && st.error().err != ENOENT) return fail(st.error());
   // Remove what vdev created, and nothing else.

@@ -28,8 +28,9 @@ class ControlClient {
  public:
   static constexpr int kDefaultTimeoutMs = 30000;  // PORT_ADD may create devices, attach XDP
 
-  // Connects to vdevd's control socket. Errors: those of connect(2) (ENOENT:
-  // vdevd is not running; EACCES: not allowed to open the socket).
+  // Connects to vdevd's control socket. timeout_ms (<= 0: the default)
+  // bounds each call's wait for its whole reply. Errors: those of connect(2)
+  // (ENOENT: vdevd is not running; EACCES: not allowed to open the socket).
   static Result<ControlClient> connect(const std::string& path = kDefaultSocketPath,
                                        int timeout_ms = kDefaultTimeoutMs);
 

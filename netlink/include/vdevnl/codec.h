@@ -54,8 +54,8 @@ struct CreateOptions {
 struct PortAddRequest {
   std::string name;
   PortType type = PortType::kNetdev;
-  std::optional<uint32_t> queues;     // absent: the daemon's default
-  XdpMode xdp_mode = XdpMode::kAuto;  // kNative, kGeneric or kAuto
+  std::optional<uint32_t> queues;       // absent: the daemon's default
+  XdpMode xdp_mode = XdpMode::kAuto;    // kNative, kGeneric or kAuto
   std::optional<CreateOptions> create;  // absent: attach an existing device
   bool operator==(const PortAddRequest&) const = default;
 };
@@ -103,7 +103,7 @@ struct MsgHeader {
 };
 
 struct Request {
-  MsgHeader hdr;  // decodeRequest fills it; replies echo hdr.seq and hdr.pid
+  MsgHeader hdr;                       // decodeRequest fills it; replies echo hdr.seq and hdr.pid
   uint8_t version = kProtocolVersion;  // genlmsghdr.version the client spoke
   RequestBody body;
 };
@@ -294,13 +294,13 @@ Result<Reply> decodeReply(std::span<const uint8_t> bytes, const Expect& expect);
 
 // ------------------------------------------------------------------ names
 
-const char* cmdName(uint8_t cmd);        // "PORT_ADD", ..., "UNKNOWN"
-const char* attrName(uint16_t attr);     // "PORT_NAME", ...
-const char* portTypeName(PortType t);    // "tap", "veth", "netdev", "unknown"
-const char* xdpModeName(XdpMode m);      // "none", "native", "generic", "auto"
-const char* bindModeName(BindMode m);    // "none", "copy", "zerocopy", "closed"
+const char* cmdName(uint8_t cmd);          // "PORT_ADD", ..., "UNKNOWN"
+const char* attrName(uint16_t attr);       // "PORT_NAME", ...
+const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
+const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
+const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
-const char* dropName(uint32_t i);        // "ring_full", ... (vdevd's JSON names)
+const char* dropName(uint32_t i);          // "ring_full", ... (vdevd's JSON names)
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
 std::string formatMac(const Mac& mac);                    // "02:00:00:00:00:01"

@@ -80,26 +80,26 @@ enum Cmd : uint8_t {
 // Top-level attributes (one space for every command, like nl80211).
 enum Attr : uint16_t {
   kAttrUnspec = 0,
-  kAttrPortName = 1,    // string, 1..15 chars + NUL: interface name of the port
-  kAttrPortType = 2,    // u8 PortType
-  kAttrQueues = 3,      // u32, 1..64: queues (AF_XDP sockets / tap queues)
-  kAttrXdpMode = 4,     // u8 XdpMode (requests: native|generic|auto; replies: none|native|generic)
-  kAttrCreate = 5,      // nested CreateAttr: create the device (PORT_ADD, tap and veth only)
-  kAttrIfindex = 6,     // u32
-  kAttrMtu = 7,         // u32, bytes (L3 MTU of the device)
-  kAttrLive = 8,        // u8 0|1: port has open sockets and its link is up
-  kAttrBindMode = 9,    // u8 BindMode
-  kAttrMac = 10,        // 6 bytes: port MAC (replies), FDB entry MAC (FDB_*)
-  kAttrFdbStatic = 11,  // u8 0|1
-  kAttrFdbAgeMs = 12,   // u64, milliseconds since a learned entry was last seen (0: static)
-  kAttrStats = 13,      // nested StatsAttr (STATS_GET replies)
-  kAttrPool = 14,       // nested PoolAttr: UMEM frame accounting (STATS_GET replies, once)
-  kAttrFdbEntries = 15, // u64: live MAC table entries (STATS_GET replies, with POOL)
-  kAttrVersion = 16,    // string, 1..63 chars: vdevd version
-  kAttrThreads = 17,    // u32: datapath threads
-  kAttrSwitchMode = 18, // u8 SwitchMode
-  kAttrUptime = 19,     // u64, seconds since vdevd started
-  kAttrNumPorts = 20,   // u32
+  kAttrPortName = 1,     // string, 1..15 chars + NUL: interface name of the port
+  kAttrPortType = 2,     // u8 PortType
+  kAttrQueues = 3,       // u32, 1..64: queues (AF_XDP sockets / tap queues)
+  kAttrXdpMode = 4,      // u8 XdpMode (requests: native|generic|auto; replies: none|native|generic)
+  kAttrCreate = 5,       // nested CreateAttr: create the device (PORT_ADD, tap and veth only)
+  kAttrIfindex = 6,      // u32
+  kAttrMtu = 7,          // u32, bytes (L3 MTU of the device)
+  kAttrLive = 8,         // u8 0|1: port has open sockets and its link is up
+  kAttrBindMode = 9,     // u8 BindMode
+  kAttrMac = 10,         // 6 bytes: port MAC (replies), FDB entry MAC (FDB_*)
+  kAttrFdbStatic = 11,   // u8 0|1
+  kAttrFdbAgeMs = 12,    // u64, milliseconds since a learned entry was last seen (0: static)
+  kAttrStats = 13,       // nested StatsAttr (STATS_GET replies)
+  kAttrPool = 14,        // nested PoolAttr: UMEM frame accounting (STATS_GET replies, once)
+  kAttrFdbEntries = 15,  // u64: live MAC table entries (STATS_GET replies, with POOL)
+  kAttrVersion = 16,     // string, 1..63 chars: vdevd version
+  kAttrThreads = 17,     // u32: datapath threads
+  kAttrSwitchMode = 18,  // u8 SwitchMode
+  kAttrUptime = 19,      // u64, seconds since vdevd started
+  kAttrNumPorts = 20,    // u32
   kAttrMax = kAttrNumPorts
 };
 
@@ -125,9 +125,9 @@ enum CreateAttr : uint16_t {
 // follow vdev::DropReason in order (kStatsDropRingFull + reason).
 enum StatsAttr : uint16_t {
   kStatsUnspec = 0,
-  kStatsRxPackets = 1,      // frames received on the port's AF_XDP sockets
+  kStatsRxPackets = 1,  // frames received on the port's AF_XDP sockets
   kStatsRxBytes = 2,
-  kStatsTxPackets = 3,      // frames put on the port's TX rings
+  kStatsTxPackets = 3,  // frames put on the port's TX rings
   kStatsTxBytes = 4,
   kStatsTxOutstanding = 5,  // frames on TX rings / in the kernel, not completed yet
   kStatsDropRingFull = 6,   // drops by reason (frames)
@@ -144,7 +144,7 @@ enum StatsAttr : uint16_t {
   kStatsXdpRxRingFull = 17,
   kStatsXdpRxFillRingEmptyDescs = 18,
   kStatsXdpTxRingEmptyDescs = 19,
-  kStatsProgPass = 20,      // the XDP program's own counters
+  kStatsProgPass = 20,  // the XDP program's own counters
   kStatsProgRedirect = 21,
   kStatsProgNoSocket = 22,
   kStatsDevTxDropped = 23,  // the netdev's tx_dropped

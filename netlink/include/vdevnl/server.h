@@ -72,10 +72,10 @@ struct ServerConfig {
   // Group of the socket file and the group whose members may send requests
   // (besides root). nullopt: root only, socket group unchanged.
   std::optional<gid_t> group;
-  mode_t mode = 0660;         // socket file mode
-  mode_t dir_mode = 0755;     // for directories created on the way to `path`
+  mode_t mode = 0660;      // socket file mode
+  mode_t dir_mode = 0755;  // for directories created on the way to `path`
   size_t max_clients = 64;
-  size_t max_queued_bytes = 8u << 20;  // per client: unsent replies beyond this drop it
+  size_t max_queued_bytes = 8u << 20;    // per client: unsent replies beyond this drop it
   unsigned max_requests_per_event = 16;  // fairness: per client per processEvents()
   // Client events worth a log line (rejected, dropped, malformed). Optional.
   std::function<void(std::string_view)> log;
@@ -115,6 +115,7 @@ class ControlServer {
 
   ControlServer(const ServerConfig& config, ControlHandler& handler);
   void acceptAll();
+  void rearmListener();
   void onClientEvent(uint64_t id, uint32_t events);
   // These return false when the client was dropped (and `c` is gone).
   bool readRequests(Client& c);
@@ -129,6 +130,9 @@ class ControlServer {
   ControlHandler& handler_;
   vdev::FileDesc listen_;
   vdev::FileDesc epoll_;
+  vdev::FileDesc spare_;        // /dev/null, given up to refuse a connection when out of fds
+  vdev::FileDesc rearm_timer_;  // timerfd: listens again 1 s after fd exhaustion parked it
+  bool listening_ = true;       // listener in the epoll set
   dev_t sock_dev_ = 0;
   ino_t sock_ino_ = 0;
   uint64_t next_id_ = 1;  // 0 is the listening socket
