@@ -17,6 +17,7 @@ DaemonState sample() {
   st.ports.push_back({"vdc1", "veth", 0, "auto", true});
   st.ports.push_back({"tap-vm1", "tap", 4, "native", true});
   st.ports.push_back({"eth1", "netdev", 1, "generic", false});
+  st.ports.push_back({"vt=q", "tap", 0, "auto", true});  // '=' is a valid interface name character
   return st;
 }
 

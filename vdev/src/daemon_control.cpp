@@ -33,12 +33,8 @@ vdevnl::PortType typeOf(const DaemonState& st, const std::string& name) {
 
 vdevnl::StatsReply DaemonControl::toStatsReply(const DatapathStats& s, const DaemonState& st,
                                                const std::string& only) {
-  vdevnl::StatsReply r = vdevnl::toStatsReply(s, only);
+  vdevnl::StatsReply r = vdevnl::toStatsReply(s, only);  // pool and FDB size always (protocol.h)
   for (auto& m : r.ports) m.port.type = typeOf(st, m.port.name);
-  if (!only.empty()) {
-    r.pool.reset();
-    r.fdb_entries.reset();
-  }
   return r;
 }
 

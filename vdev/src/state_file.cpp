@@ -19,7 +19,7 @@ constexpr const char* kHeader = "# vdevd state v1";
 bool validName(const std::string& n) {
   if (n.empty() || n.size() > 15 || n == "." || n == "..") return false;
   for (char c : n)
-    if (c <= ' ' || c > '~' || c == '/' || c == ':' || c == '=') return false;
+    if (c <= ' ' || c > '~' || c == '/' || c == ':') return false;  // the kernel's rule (dev_valid_name)
   return true;
 }
 

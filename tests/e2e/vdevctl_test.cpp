@@ -1,0 +1,824 @@
+// vdevctl end to end (docs/vdevctl.md): everything is driven through the
+// vdevctl binary against a vdevd started by the test with its own control
+// socket and state file (and no --port): ports whose devices vdevd creates (a
+// veth pair into a test namespace, a persistent tap a VM opens as an
+// unprivileged user), traffic both ways with exact counts, the counters as
+// text, JSON and Prometheus metrics, port removal (only what vdev made is
+// deleted), restart from the state file, authorisation, usage errors and the
+// monitor.
+//
+// Cleanup: devices vdevd creates are deleted by a guard at the end of each
+// test, pass or fail (vdevd, killed on failure, cannot do it); namespaces and
+// temp dirs go with their harness objects.
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace vdev::e2e {
+namespace {
+
+namespace tf = testframe;
+using Clock = std::chrono::steady_clock;
+
+constexpr uid_t kNobody = 65534;
+constexpr gid_t kNogroup = 65534;
+
+std::string vdevctlBinary() {
+  if (const char* env = std::getenv("VDEVCTL"); env && *env) return env;
+#ifdef VDEV_E2E_VDEVCTL
+  return VDEV_E2E_VDEVCTL;
+#else
+  return "";
+#endif
+}
+
+// Credentials a child switches to before exec.
+struct Creds {
+  uid_t uid;
+  gid_t gid;
+};
+
+// Runs argv (no shell), capturing stdout and stderr; as `creds` if given
+// (supplementary groups dropped: only the primary gid counts). Kills it after
+// `timeout`. Never throws.
+CmdResult runArgv(const std::vector<std::string>& argv, std::optional<Creds> creds = {},
+                  Millis timeout = 20s) {
+  CmdResult r;
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) < 0) return r;
+  if (::pipe2(err, O_CLOEXEC) < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return r;
+  }
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
+      ::_exit(126);
+    if (creds &&
+        (::setgroups(0, nullptr) < 0 || ::setgid(creds->gid) < 0 || ::setuid(creds->uid) < 0))
+      ::_exit(125);
+    ::execv(cargv[0], cargv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return r;
+  }
+  const auto deadline = Clock::now() + timeout;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open = 2;
+  bool killed = false;
+  while (open > 0) {
+    const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+    if (left <= 0 && !killed) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (::poll(fds, 2, left > 0 ? int(left) : 100) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i ? r.err : r.out).append(buf, size_t(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int ws = 0;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  return r;
+}
+
+std::string describe(const std::vector<std::string>& args, const CmdResult& r) {
+  std::string s = "vdevctl";
+  for (const auto& a : args) s += " " + a;
+  return s + "\n  exit " + std::to_string(r.status) + "\n  stdout: " + r.out +
+         "\n  stderr: " + r.err;
+}
+
+// Opens the existing tap `ifname` as a VM's QEMU does (TUNSETIFF IFF_TAP |
+// IFF_NO_PI), in a child running as `creds`. /dev/net/tun itself is opened
+// before the child drops root: what is tested is the tap's owner check at
+// TUNSETIFF, not the mode of /dev/net/tun (0600 in many containers; libvirt
+// also opens it for QEMU and passes the fd). Returns the fd (non-blocking,
+// close-on-exec) or -errno.
+int attachTapAs(const std::string& ifname, Creds creds) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -errno;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(sv[0]);
+    int result = 0;
+    const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      result = errno;
+    } else if (::setgroups(0, nullptr) < 0 || ::setgid(creds.gid) < 0 || ::setuid(creds.uid) < 0) {
+      result = errno;
+    } else {
+      ifreq ifr{};
+      ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+      std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+      if (::ioctl(fd, TUNSETIFF, &ifr) < 0) result = errno;
+    }
+    char cbuf[CMSG_SPACE(sizeof(int))] = {};
+    iovec iov{&result, sizeof result};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (result == 0) {
+      mh.msg_control = cbuf;
+      mh.msg_controllen = sizeof cbuf;
+      cmsghdr* c = CMSG_FIRSTHDR(&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    }
+    ::_exit(::sendmsg(sv[1], &mh, 0) < 0 ? 1 : 0);
+  }
+  ::close(sv[1]);
+  if (pid < 0) {
+    ::close(sv[0]);
+    return -EAGAIN;
+  }
+  int result = EIO, fd = -1;
+  char cbuf[CMSG_SPACE(sizeof(int))] = {};
+  iovec iov{&result, sizeof result};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  if (::recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC) == sizeof result && result == 0)
+    if (cmsghdr* c = CMSG_FIRSTHDR(&mh); c && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  ::close(sv[0]);
+  int ws;
+  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  if (result != 0) return -result;
+  return fd >= 0 ? fd : -EIO;
+}
+
+// The VM stand-in on a tap vdevd created: attached as an unprivileged user
+// (see attachTapAs); the station MAC is the guest NIC's.
+class VmOnTap : public Endpoint {
+ public:
+  VmOnTap(const std::string& ifname, Creds creds, const Mac& mac) : Endpoint("VM", mac) {
+    fd_ = attachTapAs(ifname, creds);
+    if (fd_ < 0)
+      throw HarnessError("attach to tap " + ifname + " as uid " + std::to_string(creds.uid) + ": " +
+                         std::strerror(-fd_));
+  }
+  ~VmOnTap() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int fd() const override { return fd_; }
+
+ protected:
+  ssize_t readRaw(std::span<uint8_t> buf) override {
+    const ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n < 0) return errno == EAGAIN || errno == EINTR || errno == EBADFD ? 0 : -errno;
+    return n;
+  }
+  int writeRaw(std::span<const uint8_t> frame) override {
+    const ssize_t n = ::write(fd_, frame.data(), frame.size());
+    if (n < 0) return -errno;
+    return n == ssize_t(frame.size()) ? 0 : -EMSGSIZE;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Deletes, at the end of a test, the devices vdevd was asked to create, in
+// case the test failed before `port del` (or vdevd was killed).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(std::vector<std::string> names) : names_(std::move(names)) {}
+  ~DeviceGuard() {
+    for (const auto& n : names_)
+      if (linkExists(n)) tryRun("ip link del dev " + shellQuote(n));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// ---------------------------------------------------------------------------
+// Prometheus text format (0.0.4), parsed strictly enough to catch a broken
+// line: every non-comment line is `name{labels} value` (labels optional),
+// every sample's family has a # TYPE line before it, counters end in _total.
+
+struct PromSample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  uint64_t value = 0;
+};
+
+std::vector<PromSample> parsePrometheus(const std::string& text) {
+  static const std::regex kSample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? ([0-9]+)$)");
+  static const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge)$)");
+  static const std::regex kHelp(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$)");
+  std::map<std::string, std::string> types;
+  std::vector<PromSample> out;
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    const std::string where = "line " + std::to_string(n) + ": " + line;
+    std::smatch m;
+    if (line.rfind("#", 0) == 0) {
+      if (std::regex_match(line, m, kType)) {
+        if (types.count(m[1])) throw HarnessError("second # TYPE for " + m[1].str());
+        types[m[1]] = m[2];
+        if (m[2] == "counter" && !m[1].str().ends_with("_total"))
+          throw HarnessError("counter without _total: " + where);
+      } else if (!std::regex_match(line, kHelp)) {
+        throw HarnessError("malformed comment: " + where);
+      }
+      continue;
+    }
+    if (!std::regex_match(line, m, kSample)) throw HarnessError("malformed sample: " + where);
+    PromSample s;
+    s.name = m[1];
+    if (!types.count(s.name)) throw HarnessError("sample before its # TYPE: " + where);
+    s.value = std::stoull(m[4]);
+    // Labels: k="v" separated by commas; \\ \" \n escapes inside values.
+    const std::string l = m[3];
+    size_t i = 0;
+    while (i < l.size()) {
+      const size_t eq = l.find('=', i);
+      if (eq == std::string::npos || eq + 1 >= l.size() || l[eq + 1] != '"')
+        throw HarnessError("malformed labels: " + where);
+      const std::string key = l.substr(i, eq - i);
+      std::string val;
+      size_t j = eq + 2;
+      for (; j < l.size() && l[j] != '"'; ++j) {
+        if (l[j] == '\\') {
+          if (++j >= l.size()) throw HarnessError("bad escape: " + where);
+          val += l[j] == 'n' ? '\n' : l[j];
+        } else {
+          val += l[j];
+        }
+      }
+      if (j >= l.size()) throw HarnessError("unterminated label value: " + where);
+      if (!s.labels.emplace(key, val).second) throw HarnessError("repeated label: " + where);
+      i = j + 1;
+      if (i < l.size()) {
+        if (l[i] != ',') throw HarnessError("malformed labels: " + where);
+        ++i;
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The value of the one sample with this name and these labels; throws if
+// there is none or more than one.
+uint64_t promValue(const std::vector<PromSample>& samples, const std::string& name,
+                   const std::map<std::string, std::string>& labels = {}) {
+  const PromSample* found = nullptr;
+  for (const auto& s : samples) {
+    if (s.name != name) continue;
+    bool match = true;
+    for (const auto& [k, v] : labels) {
+      const auto it = s.labels.find(k);
+      match = match && it != s.labels.end() && it->second == v;
+    }
+    if (!match) continue;
+    if (found) throw HarnessError("two samples of " + name);
+    found = &s;
+  }
+  if (!found) throw HarnessError("no sample " + name);
+  return found->value;
+}
+
+// ---------------------------------------------------------------------------
+
+class VdevctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
+    requireRoot();
+    if (IsSkipped()) return;
+    VDEV_E2E_REQUIRE_VDEVD();
+    // The socket's directory must be traversable for the unprivileged client.
+    ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0) << std::strerror(errno);
+  }
+
+  std::unique_ptr<Vdevd> startVdevd(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--socket", sock_, "--state", state_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<Vdevd>(args);
+  }
+
+  CmdResult ctl(const std::vector<std::string>& args, std::optional<Creds> as = {}) {
+    std::vector<std::string> argv = {vdevctlBinary(), "-S", sock_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return runArgv(argv, as);
+  }
+  // Runs and expects success; returns stdout.
+  std::string ok(const std::vector<std::string>& args) {
+    const CmdResult r = ctl(args);
+    if (!r.ok()) throw HarnessError("failed: " + describe(args, r));
+    return r.out;
+  }
+  Json json(std::vector<std::string> args) {
+    args.insert(args.begin(), "-j");
+    const std::string out = ok(args);
+    try {
+      return Json::parse(out);
+    } catch (const std::exception& e) {
+      throw HarnessError(std::string("vdevctl -j output: ") + e.what() + "\n" + out);
+    }
+  }
+  Stats stats() { return Stats::parse(ok({"-j", "stats"})); }
+
+  // The port's object in `port show -j`, or nullptr.
+  static const Json* findPort(const Json& ports, const std::string& name) {
+    for (const Json& p : ports.asArray())
+      if (p["name"].asString() == name) return &p;
+    return nullptr;
+  }
+  bool portsLive(const std::vector<std::string>& names) {
+    const Json ports = json({"port", "show"});
+    for (const auto& n : names) {
+      const Json* p = findPort(ports, n);
+      if (!p || !(*p)["live"].asBool()) return false;
+    }
+    return true;
+  }
+  void waitLive(const std::vector<std::string>& names) {
+    ASSERT_TRUE(waitUntil([&] { return portsLive(names); }, 5s, 20ms))
+        << "ports not live: " << ok({"port", "show"});
+  }
+
+  TempDir dir_;
+  const std::string sock_ = dir_.file("vdevd.sock");
+  const std::string state_ = dir_.file("vdevd.state");
+};
+
+// Sends `n` frames each way (sizes 60..1514) on flows `flow` (container ->
+// VM) and `flow + 1` (VM -> container) and checks that each arrives once,
+// intact, and nothing else arrives.
+void exchange(Endpoint& ctr, Endpoint& vm, uint32_t flow, uint32_t n) {
+  static const size_t kSizes[] = {60, 1514, 64, 1000, 128, 1513, 61, 576};
+  for (uint32_t i = 0; i < n; ++i) {
+    ctr.send({vm.mac(), ctr.mac(), i % 2 ? Kind::kIpv4Udp : Kind::kExperimental, flow, i,
+              kSizes[i % std::size(kSizes)]});
+    vm.send({ctr.mac(), vm.mac(), i % 2 ? Kind::kExperimental : Kind::kIpv4Udp, flow + 1, i,
+             kSizes[(i + 3) % std::size(kSizes)]});
+  }
+  const Endpoints all = {&ctr, &vm};
+  pumpUntil(
+      all, [&] { return vm.rx().count(flow) >= n && ctr.rx().count(flow + 1) >= n; }, 5s);
+  pumpFor(all, 100ms);
+  for (Endpoint* e : all) {
+    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
+    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
+    EXPECT_EQ(e->rx().totalDuplicates(), 0u) << e->label() << ": " << e->rx().describe();
+  }
+  EXPECT_EQ(vm.rx().count(flow), n) << vm.rx().describe();
+  EXPECT_EQ(ctr.rx().count(flow + 1), n) << ctr.rx().describe();
+  EXPECT_EQ(vm.rx().count(flow + 1), 0u);
+  EXPECT_EQ(ctr.rx().count(flow), 0u);
+}
+
+bool poolIdle(const Stats& s) {
+  return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;
+}
+
+// `stats -j` (read with `get`) agrees with what the stations sent and read:
+// rx of a port is what its station sent, tx what it received. Waits up to
+// 3 s for vdevd's counters to catch up (tx is counted when a frame goes on
+// the TX ring, before the station reads it).
+Stats expectCounters(const std::function<Stats()>& get, const std::string& vc,
+                     const std::string& vt, const Endpoint& ctr, const Endpoint& vm) {
+  Stats s;
+  const auto matches = [&] {
+    s = get();
+    const PortStats* c = s.findPort(vc);
+    const PortStats* v = s.findPort(vt);
+    return c && v && c->rxPackets == ctr.sentFrames() && c->txPackets == ctr.rx().frames() &&
+           v->rxPackets == vm.sentFrames() && v->txPackets == vm.rx().frames() && poolIdle(s);
+  };
+  waitUntil(matches, 3s, 20ms);
+  const PortStats& c = s.port(vc);
+  const PortStats& v = s.port(vt);
+  EXPECT_EQ(c.rxPackets, ctr.sentFrames()) << s.dump();
+  EXPECT_EQ(c.rxBytes, ctr.sentBytes()) << s.dump();
+  EXPECT_EQ(c.txPackets, ctr.rx().frames()) << s.dump();
+  EXPECT_EQ(c.txBytes, ctr.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(v.rxPackets, vm.sentFrames()) << s.dump();
+  EXPECT_EQ(v.rxBytes, vm.sentBytes()) << s.dump();
+  EXPECT_EQ(v.txPackets, vm.rx().frames()) << s.dump();
+  EXPECT_EQ(v.txBytes, vm.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(c.dropsTotal() + v.dropsTotal(), 0u) << s.dump();
+  EXPECT_EQ(c.xdpRxDrops() + v.xdpRxDrops(), 0u) << s.dump();
+  EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
+  EXPECT_TRUE(poolIdle(s)) << s.dump();
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+
+TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
+  Netns ns;
+  const std::string vc = uniqueName('c'), vt = uniqueName('t');
+  DeviceGuard guard({vc, vt});
+  auto d = startVdevd();
+
+  const Mac ctrMac = uniqueMac();
+  ok({"port", "add", vc, "type", "veth", "create", "netns", ns.name(), "peer", "eth0", "peer-mac",
+      macString(ctrMac), "mtu", "1500"});
+  ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
+  ASSERT_TRUE(linkExists(vc));
+  ASSERT_TRUE(linkExists("eth0", &ns));
+  ASSERT_TRUE(linkExists(vt));
+  EXPECT_EQ(linkInfo("eth0", &ns).address, ctrMac);
+  EXPECT_EQ(linkInfo("eth0", &ns).mtu, 1500);
+
+  // Only the owner may attach to the tap: another unprivileged uid may not.
+  const int other = attachTapAs(vt, {kNobody - 1, kNogroup});
+  if (other >= 0) ::close(other);
+  EXPECT_EQ(other, -EPERM) << "a uid other than the tap's owner attached to it";
+
+  PacketSocket ctr("eth0", &ns, ctrMac);
+  ctr.setLabel("container");
+  VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac());
+  waitLive({vc, vt});  // the tap's carrier comes with the VM
+
+  exchange(ctr, vm, 1, 40);
+  const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
+
+  // Prometheus: well-formed, and the same numbers.
+  const auto prom = parsePrometheus(ok({"stats", "--prometheus"}));
+  for (const auto& [port, st] : {std::pair{vc, &s.port(vc)}, std::pair{vt, &s.port(vt)}}) {
+    SCOPED_TRACE(port);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), st->rxPackets);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), st->rxBytes);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), st->txPackets);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), st->txBytes);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), st->txOutstanding);
+    for (const auto& [reason, n] : st->drops)
+      EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}), n)
+          << reason;
+    EXPECT_EQ(promValue(prom, "vdev_port_up", {{"port", port}}), 1u);
+  }
+  uint64_t places = 0;
+  for (const auto& p : prom)
+    if (p.name == "vdev_pool_frames") places += p.value;
+  EXPECT_EQ(places, promValue(prom, "vdev_pool_capacity_frames"));
+  EXPECT_EQ(promValue(prom, "vdev_pool_capacity_frames"), s.pool.total);
+
+  // Text: every counter is there and the pool adds up.
+  const std::string text = ok({"stats"});
+  for (const char* word : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
+                           "pool_empty", "invalid_src", "rx_dropped", "rx_ring_full", "outstanding",
+                           "no_socket", "tx_dropped", "adds up"})
+    EXPECT_NE(text.find(word), std::string::npos) << word << " missing in\n" << text;
+  EXPECT_EQ(text.find("MISMATCH"), std::string::npos) << text;
+
+  // Ports as vdevctl made them.
+  const Json ports = json({"port", "show"});
+  ASSERT_EQ(ports.size(), 2u) << ports.dump();
+  ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
+  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
+  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
+  EXPECT_EQ((*findPort(ports, vc))["mtu"].asU64(), 1500u);
+  EXPECT_EQ((*findPort(ports, vc))["ifindex"].asU64(), uint64_t(linkInfo(vc).ifindex));
+  const std::string table = ok({"port", "show"});
+  EXPECT_EQ(table.rfind("NAME", 0), 0u) << table;
+  EXPECT_NE(table.find(vc), std::string::npos) << table;
+
+  // The MAC table learned both stations; a static entry comes and goes.
+  const auto fdbPort = [&](const Json& fdb, const Mac& mac) -> std::string {
+    for (const Json& e : fdb.asArray())
+      if (e["mac"].asString() == macString(mac))
+        return e["port"].asString() + (e["static"].asBool() ? "/static" : "/learned");
+    return "";
+  };
+  Json fdb = json({"fdb", "show"});
+  EXPECT_EQ(fdbPort(fdb, ctrMac), vc + "/learned") << fdb.dump();
+  EXPECT_EQ(fdbPort(fdb, vm.mac()), vt + "/learned") << fdb.dump();
+  const Mac extra = uniqueMac();
+  ok({"fdb", "add", macString(extra), "port", vt});
+  EXPECT_EQ(fdbPort(json({"fdb", "show"}), extra), vt + "/static");
+  ok({"fdb", "del", macString(extra)});
+  EXPECT_EQ(fdbPort(json({"fdb", "show"}), extra), "");
+  const CmdResult again = ctl({"fdb", "del", macString(extra)});
+  EXPECT_EQ(again.status, 1) << describe({"fdb", "del"}, again);
+
+  const Json info = json({"info"});
+  EXPECT_EQ(info["ports"].asU64(), 2u) << info.dump();
+  EXPECT_EQ(info["mode"].asString(), "switch");
+
+  // One port: the same counters.
+  const Json one = json({"stats", vc});
+  ASSERT_EQ(one["ports"].size(), 1u) << one.dump();
+  EXPECT_EQ(one["ports"][0]["name"].asString(), vc);
+  EXPECT_EQ(one["ports"][0]["rx_packets"].asU64(), s.port(vc).rxPackets);
+  EXPECT_EQ(one["ports"][0]["tx_packets"].asU64(), s.port(vc).txPackets);
+
+  ok({"port", "del", vc});
+  ok({"port", "del", vt});
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
+  Netns ns;
+  VethPair own(ns);  // made by the test: vdev must leave it alone
+  const std::string vc = uniqueName('c'), vt = uniqueName('t');
+  DeviceGuard guard({vc, vt});
+  auto d = startVdevd();
+
+  ok({"port", "add", vc, "type", "veth", "create", "netns", ns.name(), "peer", "eth0"});
+  ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
+  ok({"port", "add", own.hostName()});
+  ASSERT_TRUE(linkExists(vc) && linkExists("eth0", &ns) && linkExists(vt));
+  EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName()))["type"].asString(), "netdev");
+  EXPECT_TRUE(linkInfo(own.hostName()).hasXdp);
+
+  ok({"port", "del", vc});
+  EXPECT_FALSE(linkExists(vc)) << "the veth host end vdevd created is still there";
+  EXPECT_FALSE(linkExists("eth0", &ns)) << "the veth peer vdevd created is still there";
+
+  ok({"port", "del", vt});
+  EXPECT_FALSE(linkExists(vt)) << "the tap vdevd created is still there";
+
+  ok({"port", "del", own.hostName()});
+  EXPECT_TRUE(linkExists(own.hostName())) << "vdev deleted a device it did not create";
+  EXPECT_TRUE(linkExists(own.peerName(), &ns));
+  EXPECT_FALSE(linkInfo(own.hostName()).hasXdp) << "XDP program left on a detached device";
+
+  EXPECT_EQ(json({"port", "show"}).size(), 0u);
+  const std::string state = readFile(state_);
+  for (const auto& n : {vc, vt, own.hostName()})
+    EXPECT_EQ(state.find(n), std::string::npos) << n << " still in the state file:\n" << state;
+
+  const CmdResult gone = ctl({"port", "del", vc});
+  EXPECT_EQ(gone.status, 1) << describe({"port", "del", vc}, gone);
+  EXPECT_NE(gone.err.find("vdevctl: "), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find(vc), std::string::npos) << gone.err;
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
+  Netns ns;
+  const std::string vc = uniqueName('c'), vt = uniqueName('t');
+  DeviceGuard guard({vc, vt});
+  auto d = startVdevd();
+  const Mac ctrMac = uniqueMac();
+  ok({"port", "add", vc, "type", "veth", "create", "netns", ns.name(), "peer", "eth0", "peer-mac",
+      macString(ctrMac)});
+  ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
+  PacketSocket ctr("eth0", &ns, ctrMac);
+  ctr.setLabel("container");
+  VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac());
+  waitLive({vc, vt});
+  exchange(ctr, vm, 1, 20);
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+  d.reset();
+
+  // The devices outlive vdevd; the state file brings the ports back.
+  ASSERT_TRUE(linkExists(vc) && linkExists(vt));
+  d = startVdevd();
+  const Json ports = json({"port", "show"});
+  ASSERT_EQ(ports.size(), 2u) << ports.dump();
+  ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
+  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
+  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
+  waitLive({vc, vt});
+
+  // Counters start again from zero; traffic flows as before.
+  for (Endpoint* e : {static_cast<Endpoint*>(&ctr), static_cast<Endpoint*>(&vm)}) e->rx().clear();
+  const uint64_t ctrSent = ctr.sentFrames(), vmSent = vm.sentFrames();
+  exchange(ctr, vm, 3, 25);
+  const auto counted = [&] {
+    const Stats s = stats();
+    const PortStats* c = s.findPort(vc);
+    const PortStats* v = s.findPort(vt);
+    return c && v && c->rxPackets == ctr.sentFrames() - ctrSent && v->txPackets == 25 &&
+           v->rxPackets == vm.sentFrames() - vmSent && c->txPackets == 25;
+  };
+  EXPECT_TRUE(waitUntil(counted, 3s, 20ms)) << ok({"stats"});
+
+  ok({"port", "del", vc});
+  ok({"port", "del", vt});
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+TEST_F(VdevctlTest, UnprivilegedUserIsRefusedUnlessInGroup) {
+  const std::string vt = uniqueName('t'), vt2 = uniqueName('t');
+  DeviceGuard guard({vt, vt2});
+  auto d = startVdevd();
+  ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
+  const std::string before = ok({"-j", "port", "show"});
+  const Creds nobody{kNobody, kNogroup};
+
+  // The socket file (0660, root's group) keeps nobody out at connect().
+  CmdResult r = ctl({"port", "del", vt}, nobody);
+  EXPECT_EQ(r.status, 1) << describe({"port", "del", vt}, r);
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(sock_), std::string::npos) << r.err;
+
+  // With the file opened up, vdevd's own credential check refuses: EPERM.
+  ASSERT_EQ(::chmod(sock_.c_str(), 0666), 0) << std::strerror(errno);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"port", "del", vt},
+        std::vector<std::string>{"port", "add", vt2, "type", "tap", "create", "owner", "nobody"},
+        std::vector<std::string>{"fdb", "add", macString(uniqueMac()), "port", vt}}) {
+    r = ctl(args, nobody);
+    EXPECT_EQ(r.status, 1) << describe(args, r);
+    EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << describe(args, r);
+    EXPECT_EQ(r.err.rfind("vdevctl: ", 0), 0u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_EQ(ok({"-j", "port", "show"}), before) << "a refused request changed something";
+  EXPECT_TRUE(linkExists(vt));
+  EXPECT_FALSE(linkExists(vt2));
+  EXPECT_EQ(json({"fdb", "show"}).size(), 0u);
+
+  // vdevd --group nogroup: nobody (gid nogroup) may.
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+  d = startVdevd({"--group", "nogroup"});
+  struct stat st {};
+  ASSERT_EQ(::stat(sock_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, kNogroup);
+  r = ctl({"-j", "port", "show"}, nobody);
+  ASSERT_EQ(r.status, 0) << describe({"-j", "port", "show"}, r);
+  EXPECT_NE(r.out.find(vt), std::string::npos) << r.out;
+  r = ctl({"port", "del", vt}, nobody);
+  EXPECT_EQ(r.status, 0) << describe({"port", "del", vt}, r);
+  EXPECT_FALSE(linkExists(vt));
+  EXPECT_EQ(json({"port", "show"}).size(), 0u);
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// Usage errors need neither root nor vdevd.
+class VdevctlUsageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
+  }
+  CmdResult run(std::vector<std::string> args) {
+    args.insert(args.begin(), vdevctlBinary());
+    return runArgv(args);
+  }
+  TempDir dir_;
+};
+
+TEST_F(VdevctlUsageTest, BadUsageExits2AndMissingDaemonExits1) {
+  const std::string sock = dir_.file("none.sock");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"frobnicate"}, "unknown object 'frobnicate'"},
+      {{"port", "frob"}, "unknown command 'frob'"},
+      {{"port", "add"}, "missing IFNAME"},
+      {{"port", "add", "vtx", "type", "veth", "create", "peer-mac", "02:00:00:00:00"},
+       "invalid MAC address '02:00:00:00:00'"},
+      {{"port", "add", "vtx", "type", "veth", "create", "peer-mac", "03:00:00:00:00:01"},
+       "multicast"},
+      {{"port", "add", "vtx", "queues", "0"}, "invalid queues '0'"},
+      {{"port", "add", "vtx", "type", "veth", "create", "owner", "nobody"},
+       "'owner' is for type tap"},
+      {{"port", "add", "vtx", "type", "tap", "create", "owner", "no-such-user-vt"}, "no such user"},
+      {{"port", "add", "vtx", "peer", "eth0"}, "put it after 'create'"},
+      {{"port", "add", "vtx", "create"}, "create needs"},
+      {{"port", "add", "a-name-that-is-too-long"}, "at most 15"},
+      {{"fdb", "add", "zz", "port", "vtx"}, "invalid MAC address 'zz'"},
+      {{"-j", "stats", "--prometheus"}, "exclude"},
+      {{"monitor", "--interval", "0"}, "invalid --interval '0'"},
+      {{"--bogus"}, "unknown option '--bogus'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"-S", sock};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const CmdResult r = run(args);
+    EXPECT_EQ(r.status, 2) << describe(args, r);
+    EXPECT_EQ(r.err.rfind("vdevctl: ", 0), 0u) << describe(args, r);
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(args, r);
+    EXPECT_TRUE(r.out.empty()) << describe(args, r);
+  }
+
+  // No daemon: exit 1, the message names the socket.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-S", sock, "port", "show"},
+        std::vector<std::string>{"-S", sock, "port", "add", "vtx", "type", "tap", "create"}}) {
+    const CmdResult r = run(args);
+    EXPECT_EQ(r.status, 1) << describe(args, r);
+    EXPECT_NE(r.err.find("cannot connect to vdevd at " + sock), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+  }
+
+  // Help: the tool's and every command's, on stdout, exit 0.
+  const CmdResult help = run({"--help"});
+  EXPECT_EQ(help.status, 0);
+  for (const char* part : {"SYNOPSIS", "EXIT STATUS", "port add", "port del", "port show", "stats",
+                           "monitor", "fdb show", "fdb add", "fdb del", "info"})
+    EXPECT_NE(help.out.find(part), std::string::npos) << part;
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"port", "add", "--help"},
+                                               {"port", "del", "help"},
+                                               {"port", "show", "-h"},
+                                               {"stats", "--help"},
+                                               {"monitor", "--help"},
+                                               {"fdb", "show", "--help"},
+                                               {"fdb", "add", "--help"},
+                                               {"fdb", "del", "--help"},
+                                               {"info", "--help"}}) {
+    const CmdResult r = run(args);
+    EXPECT_EQ(r.status, 0) << describe(args, r);
+    for (const char* part : {"NAME", "SYNOPSIS", "DESCRIPTION", "EXAMPLES", "EXIT STATUS"})
+      EXPECT_NE(r.out.find(part), std::string::npos) << describe(args, r);
+  }
+  const CmdResult object = run({"port", "help"});
+  EXPECT_EQ(object.status, 0);
+  EXPECT_NE(object.out.find("port add"), std::string::npos) << object.out;
+}
+
+TEST_F(VdevctlTest, MonitorPrintsHeaderThenReports) {
+  Tap tap;  // a test-made tap the test holds: a plain netdev port
+  auto d = startVdevd();
+  ok({"port", "add", tap.name()});
+  waitLive({tap.name()});
+
+  const CmdResult r = ctl({"monitor", "--count", "2", "--interval", "0.2"});
+  ASSERT_EQ(r.status, 0) << describe({"monitor"}, r);
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // header + 2 reports of 1 port
+  EXPECT_NE(lines[0].find("TIME"), std::string::npos) << r.out;
+  EXPECT_NE(lines[0].find("RX_PPS"), std::string::npos) << r.out;
+  double prev = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::istringstream f(lines[i]);
+    double t = 0;
+    std::string port;
+    f >> t >> port;
+    EXPECT_EQ(port, tap.name()) << lines[i];
+    EXPECT_GT(t, prev) << r.out;
+    EXPECT_NEAR(t, 0.2 * double(i), 0.15) << r.out;
+    prev = t;
+  }
+
+  // Until SIGINT: exits 0.
+  Child mon("vdevctl-monitor", {vdevctlBinary(), "-S", sock_, "monitor", "--interval", "0.1"});
+  const auto lineCount = [&] {
+    const std::string out = mon.out();
+    return std::count(out.begin(), out.end(), '\n');
+  };
+  ASSERT_TRUE(waitUntil([&] { return lineCount() >= 2; }, 5s)) << mon.logs();
+  mon.signal(SIGINT);
+  const auto status = mon.wait(5s);
+  ASSERT_TRUE(status.has_value()) << "monitor ignored SIGINT\n" << mon.logs();
+  EXPECT_EQ(*status, 0) << mon.logs();
+
+  ok({"port", "del", tap.name()});
+  EXPECT_TRUE(linkExists(tap.name()));
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+}  // namespace
+}  // namespace vdev::e2e

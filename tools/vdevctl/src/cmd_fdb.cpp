@@ -1,0 +1,57 @@
+// vdevctl fdb show | add | del
+#include <algorithm>
+#include <tuple>
+
+#include "commands.h"
+
+namespace vdevctl {
+
+int cmdFdbShow(Context& ctx, Args& a) {
+  a.done();
+  auto r = ctx.client().fdbGet();
+  if (!r) return Context::fail(r.error());
+  auto entries = std::move(r.value());
+  std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.port, x.mac) < std::tie(y.port, y.mac);
+  });
+  if (ctx.opt().json) {
+    JsonWriter w(ctx.opt().pretty);
+    w.beginArray();
+    for (const auto& e : entries) {
+      w.beginObject();
+      w.field("mac", vdevnl::formatMac(e.mac));
+      w.field("port", e.port);
+      w.field("static", e.is_static);
+      w.field("age_ms", e.age_ms);
+      w.endObject();
+    }
+    w.endArray();
+    return Context::print(w.str());
+  }
+  Table t({{"MAC"}, {"PORT"}, {"TYPE"}, {"AGE", true}});
+  for (const auto& e : entries)
+    t.row({vdevnl::formatMac(e.mac), e.port, e.is_static ? "static" : "learned",
+           e.is_static ? "-" : fixed(double(e.age_ms) / 1000.0, 1) + "s"});
+  return Context::print(t.render());
+}
+
+int cmdFdbAdd(Context& ctx, Args& a) {
+  const vdevnl::Mac mac = a.mac("MAC");
+  if (!a.accept("port")) {
+    if (a.empty()) a.usage("missing 'port IFNAME'");
+    a.usage("expected 'port IFNAME', not '" + a.peek() + "'");
+  }
+  const std::string port = a.ifname("interface name after 'port'");
+  a.done();
+  if (auto st = ctx.client().fdbAdd(mac, port, true); !st) return Context::fail(st.error());
+  return kExitOk;
+}
+
+int cmdFdbDel(Context& ctx, Args& a) {
+  const vdevnl::Mac mac = a.mac("MAC");
+  a.done();
+  if (auto st = ctx.client().fdbDel(mac); !st) return Context::fail(st.error());
+  return kExitOk;
+}
+
+}  // namespace vdevctl

@@ -1,0 +1,184 @@
+// vdevctl port add | del | show
+#include <set>
+
+#include "commands.h"
+
+namespace vdevctl {
+
+namespace {
+
+using vdevnl::CreateOptions;
+using vdevnl::PortAddRequest;
+using vdevnl::PortType;
+
+// Keywords that describe the device to create; valid only after `create`.
+// `only_for`: the device type a keyword belongs to (nullptr: both).
+struct CreateKeyword {
+  const char* word;
+  const char* only_for;
+};
+constexpr CreateKeyword kCreateKeywords[] = {
+    {"netns", "veth"}, {"peer", "veth"}, {"peer-mac", "veth"},   {"mac", "tap"},
+    {"owner", "tap"},  {"group", "tap"}, {"multi-queue", "tap"}, {"mtu", nullptr},
+};
+
+const CreateKeyword* createKeyword(std::string_view w) {
+  for (const auto& k : kCreateKeywords)
+    if (w == k.word) return &k;
+  return nullptr;
+}
+
+void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
+  if (k == "netns") {
+    if (a.accept("pid")) {
+      c.peer_netns_pid = a.u32("netns pid", 1, vdevnl::kMaxPid);
+    } else {
+      const std::string ns = a.next("namespace after 'netns' (NAME, PATH or pid PID)");
+      if (ns.find('/') != std::string::npos) {
+        if (ns[0] != '/') a.usage("netns path '" + ns + "' must be absolute");
+        c.peer_netns_path = ns;
+      } else {
+        c.peer_netns_name = ns;
+      }
+    }
+  } else if (k == "peer") {
+    c.peer_ifname = a.ifname("interface name after 'peer'");
+  } else if (k == "peer-mac") {
+    c.peer_mac = a.mac("peer-mac");
+  } else if (k == "mac") {
+    c.mac = a.mac("mac");
+  } else if (k == "owner") {
+    c.owner_uid = a.user("owner");
+  } else if (k == "group") {
+    c.group_gid = a.group("group");
+  } else if (k == "multi-queue") {
+    c.multi_queue = true;
+  } else if (k == "mtu") {
+    c.mtu = a.u32("mtu", vdevnl::kMinMtu, vdevnl::kMaxMtu);
+  }
+}
+
+// Prints a table row / JSON object per port. `stats` (with -s) adds counters.
+int showPorts(Context& ctx, const std::vector<vdevnl::PortInfo>& ports,
+              const std::vector<vdevnl::PortStatsMsg>* stats) {
+  if (ctx.opt().json) {
+    JsonWriter w(ctx.opt().pretty);
+    w.beginArray();
+    for (size_t i = 0; i < ports.size(); ++i) {
+      w.beginObject();
+      writePortInfo(w, ports[i]);
+      if (stats) writePortCounters(w, (*stats)[i]);
+      w.endObject();
+    }
+    w.endArray();
+    return Context::print(w.str());
+  }
+  std::vector<Table::Column> cols = {{"NAME"}, {"TYPE"}, {"IFINDEX", true}, {"QUEUES", true},
+                                     {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"}};
+  if (stats) {
+    for (const char* h : {"RX_PACKETS", "RX_BYTES", "TX_PACKETS", "TX_BYTES", "DROPS"})
+      cols.push_back({h, true});
+  }
+  Table t(std::move(cols));
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const auto& p = ports[i];
+    std::vector<std::string> row = {p.name,
+                                    vdevnl::portTypeName(p.type),
+                                    std::to_string(p.ifindex),
+                                    std::to_string(p.queues),
+                                    vdevnl::xdpModeName(p.xdp_mode),
+                                    vdevnl::bindModeName(p.bind_mode),
+                                    std::to_string(p.mtu),
+                                    stateName(p)};
+    if (stats) {
+      const auto& s = (*stats)[i];
+      for (uint64_t v : {s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, lostFrames(s)})
+        row.push_back(std::to_string(v));
+    }
+    t.row(std::move(row));
+  }
+  return Context::print(t.render());
+}
+
+}  // namespace
+
+int cmdPortAdd(Context& ctx, Args& a) {
+  PortAddRequest r;
+  r.name = a.ifname("IFNAME");
+  std::set<std::string> seen;
+  bool typeGiven = false;
+  std::string firstCreateWord;  // for "not valid for this type" messages
+  while (!a.empty()) {
+    const std::string k = a.next("argument");
+    if (!seen.insert(k).second) a.usage("'" + k + "' given twice");
+    if (k == "type") {
+      const std::string t = a.next("type after 'type' (tap, veth or netdev)");
+      const auto pt = vdevnl::parsePortType(t);
+      if (!pt) a.usage("unknown type '" + t + "' (tap, veth or netdev)");
+      r.type = *pt;
+      typeGiven = true;
+    } else if (k == "queues") {
+      r.queues = a.u32("queues", vdevnl::kMinQueues, vdevnl::kMaxQueues);
+    } else if (k == "xdp-mode") {
+      const std::string m = a.next("mode after 'xdp-mode' (native, generic or auto)");
+      const auto xm = vdevnl::parseXdpMode(m);
+      if (!xm) a.usage("unknown xdp-mode '" + m + "' (native, generic or auto)");
+      r.xdp_mode = *xm;
+    } else if (k == "create") {
+      r.create.emplace();
+    } else if (createKeyword(k)) {
+      if (!r.create) a.usage("'" + k + "' describes the device to create: put it after 'create'");
+      parseCreateOption(a, k, *r.create);
+    } else {
+      a.unknown(k);
+    }
+  }
+  if (r.create) {
+    if (!typeGiven || r.type == PortType::kNetdev)
+      a.usage("create needs 'type veth' or 'type tap' (netdev attaches an existing device)");
+    const char* tname = vdevnl::portTypeName(r.type);
+    for (const auto& kw : kCreateKeywords)
+      if (seen.count(kw.word) && kw.only_for && std::string_view(kw.only_for) != tname)
+        a.usage("'" + std::string(kw.word) + "' is for type " + kw.only_for + ", not " + tname);
+    if (r.type == PortType::kTap && r.queues && *r.queues > 1 && !r.create->multi_queue)
+      a.usage("a tap with queues " + std::to_string(*r.queues) + " needs 'multi-queue'");
+    if (r.type == PortType::kVeth && r.create->peer_ifname == r.name &&
+        !r.create->peer_netns_name && !r.create->peer_netns_path && !r.create->peer_netns_pid)
+      a.usage("peer " + r.name + " in the same namespace as the port needs another name");
+  }
+  // The daemon's own checks, applied here too: anything it would reject as
+  // malformed is bad usage, reported before connecting.
+  if (auto st = vdevnl::validate(r); !st) a.usage(st.error().what);
+  if (auto st = ctx.client().portAdd(r); !st) return Context::fail(st.error());
+  return kExitOk;
+}
+
+int cmdPortDel(Context& ctx, Args& a) {
+  const std::string name = a.ifname("IFNAME");
+  a.done();
+  if (auto st = ctx.client().portDel(name); !st) return Context::fail(st.error());
+  return kExitOk;
+}
+
+int cmdPortShow(Context& ctx, Args& a) {
+  std::string name;
+  if (!a.empty()) name = a.ifname("IFNAME");
+  a.done();
+  if (ctx.opt().stats) {
+    auto s = ctx.client().stats(name);
+    if (!s) return Context::fail(s.error());
+    std::vector<vdevnl::PortInfo> ports;
+    for (const auto& p : s->ports) ports.push_back(p.port);
+    return showPorts(ctx, ports, &s->ports);
+  }
+  if (!name.empty()) {
+    auto p = ctx.client().portGet(name);
+    if (!p) return Context::fail(p.error());
+    return showPorts(ctx, {*p}, nullptr);
+  }
+  auto l = ctx.client().portList();
+  if (!l) return Context::fail(l.error());
+  return showPorts(ctx, *l, nullptr);
+}
+
+}  // namespace vdevctl

@@ -1,0 +1,422 @@
+// The command table of vdevctl and its help texts. Adding a command: a
+// handler in a cmd_*.cpp file, declared in commands.h, and a row here.
+#include "commands.h"
+
+#include <array>
+
+namespace vdevctl {
+
+namespace {
+
+constexpr const char kPortAddHelp[] = R"HELP(NAME
+    vdevctl port add - attach a port to vdevd, creating its device if asked
+
+SYNOPSIS
+    vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
+                     [xdp-mode native|generic|auto]
+                     [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
+                             [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
+                             [multi-queue]]
+
+DESCRIPTION
+    Attaches the network device IFNAME to vdevd as a switch port: vdevd loads
+    its XDP program on the device and opens AF_XDP sockets on its queues. The
+    port is saved in vdevd's state file and comes back when vdevd restarts.
+
+    Without "create" the device must exist (a veth end, a tap, an uplink).
+    With "create" vdevd makes it first and marks it as its own (interface
+    alias "vdev:managed"); "vdevctl port del" then deletes it again. A device
+    vdevd did not create is never deleted by vdevd.
+
+    type veth + create
+        A veth pair: IFNAME stays in vdevd's namespace and is the port; the
+        peer end goes into the container's network namespace. Both ends are
+        brought up; IPv6 is turned off on IFNAME (a switch port sends nothing
+        by itself).
+    type tap + create
+        A persistent tap, so that a VM started later (e.g. QEMU with
+        "-netdev tap,ifname=IFNAME,script=no,downscript=no") can attach to it
+        without privileges when "owner" or "group" allows it. Its link has no
+        carrier (and the port stays down) until a VM attaches.
+
+ARGUMENTS
+    IFNAME              the port's interface name (1..15 characters)
+    type T              tap, veth or netdev (default netdev: any existing device).
+                        "create" needs tap or veth
+    queues N            AF_XDP sockets (queues) to open, 1..64 (default: vdevd's,
+                        every queue the device has). A tap with N > 1 needs
+                        multi-queue
+    xdp-mode M          native, generic or auto (default auto: native where the
+                        driver has it, generic otherwise)
+    create              create the device; the arguments after it describe it:
+
+  veth only:
+    netns NAME          put the peer in the namespace NAME (/run/netns/NAME, as
+                        made by "ip netns add")
+    netns PATH          ... in the namespace file PATH (absolute, e.g. a bind
+                        mount or /proc/PID/ns/net)
+    netns pid PID       ... in the network namespace of process PID
+                        (no netns: the peer stays in vdevd's namespace)
+    peer IFNAME         the peer's name (default eth0)
+    peer-mac MAC        the peer's MAC address (default: random, locally administered)
+  tap only:
+    owner USER|UID      the user that may attach to the tap (QEMU's user)
+    group GROUP|GID     members of this group may attach (with owner too: only
+                        that user, while a member of that group)
+    multi-queue         IFF_MULTI_QUEUE; the VM must ask for it as well
+    mac MAC             the tap's own (host side) MAC address
+  both:
+    mtu N               MTU of the device (veth: both ends), 68..65535
+
+    Users and groups are looked up on this host (names first, then numbers).
+    MAC addresses are written xx:xx:xx:xx:xx:xx and must be unicast.
+
+EXAMPLES
+    Attach an existing uplink:
+        vdevctl port add enp3s0f1
+    A container interface: veth pair vdc1 <-> eth0 in namespace web1:
+        vdevctl port add vdc1 type veth create netns web1 peer eth0 \
+                peer-mac 02:00:00:00:01:01 mtu 1500
+    The same, for a container known by the pid of its first process:
+        vdevctl port add vdc2 type veth create netns pid 4242
+    A tap for a VM run by user qemu:
+        vdevctl port add vm1 type tap create owner qemu
+    A 4-queue tap:
+        vdevctl port add vm2 type tap queues 4 create owner qemu multi-queue
+
+EXIT STATUS
+    0 the port is attached; 1 vdevd refused (the port or a device of that name
+    exists, no such namespace, ...) or cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr const char kPortDelHelp[] = R"HELP(NAME
+    vdevctl port del - detach a port from vdevd
+
+SYNOPSIS
+    vdevctl port del IFNAME
+
+DESCRIPTION
+    Detaches the port IFNAME: vdevd closes its sockets, removes its XDP
+    program and forgets it (also in its state file). If vdevd created the
+    device ("port add ... create"), the device is deleted too: a veth pair
+    (both ends, the container's included) or the tap (a VM still attached
+    loses its link). A device vdevd did not create is left as it is.
+
+    Ports given on vdevd's command line (--port) cannot be deleted at run time.
+
+EXAMPLES
+    vdevctl port del vdc1
+
+EXIT STATUS
+    0 the port is gone; 1 no such port, or vdevd refused or cannot be reached;
+    2 bad usage.
+)HELP";
+
+constexpr const char kPortShowHelp[] = R"HELP(NAME
+    vdevctl port show - list vdevd's ports
+
+SYNOPSIS
+    vdevctl [-j] [-s] port show [IFNAME]
+    vdevctl [-j] [-s] port
+
+DESCRIPTION
+    One line per port (or only IFNAME):
+
+    NAME     interface name
+    TYPE     how it was added: veth, tap (created or described so) or netdev
+    IFINDEX  interface index (0 while the device does not exist)
+    QUEUES   AF_XDP sockets (queues) in use
+    XDP      XDP attach mode in use: native, generic (none while down)
+    BIND     socket bind mode: copy, zerocopy (closed or none while down)
+    MTU      the device's MTU
+    STATE    up (sockets open and link up) or down
+
+    With -s, each row also shows RX/TX packets and bytes and DROPS: frames
+    lost at the port (vdevd's drops, the kernel's XDP rx drops, the device's
+    tx_dropped). "vdevctl stats" shows every counter.
+
+    With -j: a JSON array of objects with the fields name, type, ifindex,
+    queues, xdp_mode, bind_mode, mtu, live (true/false) and, when known, mac;
+    with -s also the counters, named as in "vdevctl -j stats".
+
+EXAMPLES
+    vdevctl port
+    vdevctl -s port show vdc1
+    vdevctl -j port show | jq '.[] | select(.live | not) | .name'
+
+EXIT STATUS
+    0 success; 1 no such port, or vdevd cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr const char kStatsHelp[] = R"HELP(NAME
+    vdevctl stats - vdevd's counters, as text, JSON or Prometheus metrics
+
+SYNOPSIS
+    vdevctl [-j] stats [IFNAME]
+    vdevctl stats --prometheus
+
+DESCRIPTION
+    Every counter of every port (or only IFNAME):
+
+    rx, tx       frames and bytes received on the port's AF_XDP sockets /
+                 put on its TX rings; outstanding: sent, not yet completed
+    drops        frames vdevd dropped, by reason: ring_full, tx_ring_full,
+                 no_route, port_down, oversize, runt, pool_empty, invalid_src
+    xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
+                 (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
+                 rx_fill_ring_empty_descs, tx_ring_empty_descs)
+    xdp_prog     the XDP program's own counters: pass (to the host stack),
+                 redirect (to vdevd), no_socket
+    dev          the device's tx_dropped
+
+    and, for the whole datapath, where every UMEM frame is (free, fill_ring,
+    kernel_rx, rx_ring, rx_burst, port_rings, tx_ring, kernel_tx, comp_ring),
+    whether the places add up to the total ("adds up", or "MISMATCH": a
+    vdevd bug), and the number of MAC table entries. Their meaning is in
+    docs/vdevd.md.
+
+    -j prints the raw numbers as JSON with the field names of vdevd's
+    --stats-json file: {"ports": [...], "pool": {..., "sum": N},
+    "fdb_entries": N}; each port also has "type". "pool" and "fdb_entries"
+    are present when vdevd sends them (it does for every-port requests).
+
+OPTIONS
+    --prometheus   print every port's counters in the Prometheus text
+                   exposition format (version 0.0.4), e.g. for node_exporter's
+                   textfile collector or a scrape wrapper: counters end in
+                   _total (vdev_port_rx_packets_total{port="vdc1"} 12), drops
+                   are vdev_port_drops_total{port="vdc1",reason="ring_full"},
+                   the pool places and tx_outstanding are gauges. Not with -j
+                   or IFNAME.
+
+EXAMPLES
+    vdevctl stats
+    vdevctl stats vdc1
+    vdevctl -j stats | jq '.ports[] | {name, rx_packets, tx_packets}'
+    vdevctl stats --prometheus > /var/lib/node_exporter/vdev.prom.$$ &&
+        mv /var/lib/node_exporter/vdev.prom.$$ /var/lib/node_exporter/vdev.prom
+
+EXIT STATUS
+    0 success; 1 no such port, or vdevd cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr const char kMonitorHelp[] = R"HELP(NAME
+    vdevctl monitor - per-port packet and bit rates, every interval
+
+SYNOPSIS
+    vdevctl [-j] monitor [--interval S] [--count N] [IFNAME ...]
+
+DESCRIPTION
+    Reads vdevd's counters every S seconds and prints, per port (or only the
+    ports named), the rates over the last interval, until interrupted
+    (SIGINT, SIGTERM) or N reports were printed. The first line is a header;
+    each report then has one line per port:
+
+    TIME       seconds since monitor started
+    PORT       the port
+    RX_PPS     frames/s received from the port, RX_MBPS its Mbit/s
+    TX_PPS     frames/s sent to the port, TX_MBPS its Mbit/s
+    DROPS/S    frames/s lost at the port: vdevd's drops, the kernel's XDP rx
+               drops (rx_dropped + rx_ring_full) and the device's tx_dropped
+
+    Rates are computed from the counter deltas and the measured time between
+    two reads. A port added during the run appears from its second sample; a
+    report with no port to show is the line "TIME  (no ports)".
+
+    With -j: no header; one JSON object per line per report:
+    {"time": 1.0, "interval": 1.0, "ports": [{"name": "vdc1", "rx_pps": 0,
+    "rx_mbps": 0, "tx_pps": 0, "tx_mbps": 0, "drop_pps": 0}, ...]}
+
+OPTIONS
+    -i, --interval S   seconds between reports, 0.01..3600 (default 1)
+    -c, --count N      stop after N reports (default: until interrupted)
+
+EXAMPLES
+    vdevctl monitor
+    vdevctl monitor --interval 0.5 vdc1 vm1
+    vdevctl -j monitor --count 10 > rates.ndjson
+
+EXIT STATUS
+    0 after N reports or when interrupted; 1 vdevd cannot be reached or went
+    away; 2 bad usage.
+)HELP";
+
+constexpr const char kFdbShowHelp[] = R"HELP(NAME
+    vdevctl fdb show - vdevd's MAC table
+
+SYNOPSIS
+    vdevctl [-j] fdb show
+    vdevctl [-j] fdb
+
+DESCRIPTION
+    One line per entry: MAC address, PORT, TYPE (static: added with
+    "fdb add", never ages; learned: from a frame's source address) and AGE
+    (seconds since a learned address was last seen; "-" for static ones).
+
+    With -j: a JSON array of {"mac", "port", "static" (true/false), "age_ms"}.
+
+EXAMPLES
+    vdevctl fdb
+    vdevctl -j fdb show | jq '.[] | select(.port == "vdc1")'
+
+EXIT STATUS
+    0 success; 1 vdevd cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr const char kFdbAddHelp[] = R"HELP(NAME
+    vdevctl fdb add - add a static MAC table entry
+
+SYNOPSIS
+    vdevctl fdb add MAC port IFNAME
+
+DESCRIPTION
+    Frames to MAC go to port IFNAME. A static entry replaces a learned one,
+    never ages and is not moved by learning. It lasts until "fdb del", until
+    its port is deleted, or until vdevd stops (it is not saved in the state
+    file).
+
+EXAMPLES
+    vdevctl fdb add 02:00:00:00:01:01 port vdc1
+
+EXIT STATUS
+    0 success; 1 no such port, table full, or vdevd cannot be reached;
+    2 bad usage (e.g. a malformed or multicast MAC).
+)HELP";
+
+constexpr const char kFdbDelHelp[] = R"HELP(NAME
+    vdevctl fdb del - remove a MAC table entry
+
+SYNOPSIS
+    vdevctl fdb del MAC
+
+DESCRIPTION
+    Removes the entry for MAC, static or learned. A learned address comes
+    back with the station's next frame.
+
+EXAMPLES
+    vdevctl fdb del 02:00:00:00:01:01
+
+EXIT STATUS
+    0 success; 1 MAC not in the table, or vdevd cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr const char kInfoHelp[] = R"HELP(NAME
+    vdevctl info - vdevd's version, mode and uptime
+
+SYNOPSIS
+    vdevctl [-j] info
+
+DESCRIPTION
+    Prints vdevd's version, its switching mode (switch: L2 learning switch;
+    xconnect: two ports wired to each other), the number of datapath
+    threads, its uptime and its number of ports.
+
+    With -j: {"version", "mode", "threads", "uptime_s", "ports"}.
+
+EXAMPLES
+    vdevctl info
+    vdevctl -S /run/vdev-test/vdevd.sock -j info
+
+EXIT STATUS
+    0 success; 1 vdevd cannot be reached; 2 bad usage.
+)HELP";
+
+constexpr std::array kCommands{
+    Command{"port", "add", nullptr,
+            "port add IFNAME [type tap|veth|netdev] [queues N] [xdp-mode M] [create ...]",
+            "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
+    Command{"port", "del", "delete", "port del IFNAME",
+            "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
+    Command{"port", "show", "list ls", "port show [IFNAME]", "list ports", kPortShowHelp,
+            cmdPortShow},
+    Command{"stats", nullptr, nullptr, "stats [IFNAME] | stats --prometheus",
+            "every counter, the frame pool", kStatsHelp, cmdStats},
+    Command{"monitor", nullptr, nullptr, "monitor [--interval S] [--count N] [IFNAME ...]",
+            "per-port rates every interval", kMonitorHelp, cmdMonitor},
+    Command{"fdb", "show", "list ls", "fdb show", "the MAC table", kFdbShowHelp, cmdFdbShow},
+    Command{"fdb", "add", nullptr, "fdb add MAC port IFNAME", "add a static entry", kFdbAddHelp,
+            cmdFdbAdd},
+    Command{"fdb", "del", "delete", "fdb del MAC", "remove an entry", kFdbDelHelp, cmdFdbDel},
+    Command{"info", nullptr, nullptr, "info", "version, mode, uptime, ports", kInfoHelp, cmdInfo},
+};
+
+}  // namespace
+
+std::span<const Command> commandTable() { return kCommands; }
+
+const char* objectSummary(std::string_view object) {
+  if (object == "port") return "the switch's ports";
+  if (object == "fdb") return "the MAC table (forwarding database)";
+  return "";
+}
+
+const char* defaultVerb(std::string_view object) {
+  (void)object;
+  return "show";  // port, fdb: as `ip link`
+}
+
+std::string toolHelp() {
+  std::string s = R"HELP(NAME
+    vdevctl - control vdevd, the vdev userspace switch
+
+SYNOPSIS
+    vdevctl [OPTIONS] OBJECT [COMMAND] [ARGUMENTS]
+    vdevctl OBJECT help
+    vdevctl OBJECT COMMAND --help
+
+DESCRIPTION
+    vdevctl talks to a running vdevd over its control socket: it attaches and
+    detaches ports (creating veth pairs for containers and taps for VMs),
+    shows ports, counters and the MAC table, and watches rates. Changes need
+    root or membership in the group given to vdevd with --group.
+
+COMMANDS
+)HELP";
+  for (const Command& c : kCommands) {
+    std::string syn = c.synopsis;
+    s += "    " + syn + "\n";
+    s += "        " + std::string(c.summary) + "\n";
+  }
+  s += R"HELP(
+    "port" alone is "port show", "fdb" alone is "fdb show".
+
+OPTIONS
+    -j, --json          JSON output
+    -p, --pretty        indented JSON (implies -j)
+    -s, --stats         with "port show": add the counters
+    -S, --socket PATH   vdevd's control socket (default /run/vdev/vdevd.sock)
+    -V, --version       print vdevctl's version
+    -h, --help          this text
+
+    Options come before OBJECT, as with ip(8).
+
+EXAMPLES
+    vdevctl port add vdc1 type veth create netns web1 peer eth0
+    vdevctl port add vm1 type tap create owner qemu
+    vdevctl -s port
+    vdevctl stats --prometheus
+    vdevctl monitor --interval 0.5
+
+EXIT STATUS
+    0   success
+    1   vdevd refused or failed the request, or cannot be reached; the message
+        on stderr is vdevd's (or the client's) followed by the error name
+    2   bad usage: unknown command or argument, malformed value
+
+SEE ALSO
+    vdevd --help, docs/vdevctl.md, docs/control-protocol.md
+)HELP";
+  return s;
+}
+
+std::string objectHelp(std::string_view object) {
+  std::string s =
+      "vdevctl " + std::string(object) + " - " + objectSummary(object) + "\n\nCOMMANDS\n";
+  for (const Command& c : kCommands)
+    if (object == c.object)
+      s += "    vdevctl " + std::string(c.synopsis) + "\n        " + c.summary + "\n";
+  s += "\n\"vdevctl " + std::string(object) + " COMMAND --help\" describes one command.\n";
+  return s;
+}
+
+}  // namespace vdevctl

@@ -1,0 +1,35 @@
+// The commands of vdevctl (one handler per row of the table in
+// commands.cpp) and the writers they share.
+#pragma once
+
+#include <string>
+
+#include "cli.h"
+#include "output.h"
+#include "vdevnl/codec.h"
+
+namespace vdevctl {
+
+int cmdPortAdd(Context& ctx, Args& args);
+int cmdPortDel(Context& ctx, Args& args);
+int cmdPortShow(Context& ctx, Args& args);
+int cmdStats(Context& ctx, Args& args);
+int cmdMonitor(Context& ctx, Args& args);
+int cmdFdbShow(Context& ctx, Args& args);
+int cmdFdbAdd(Context& ctx, Args& args);
+int cmdFdbDel(Context& ctx, Args& args);
+int cmdInfo(Context& ctx, Args& args);
+
+// "up" (sockets open, link up) or "down".
+const char* stateName(const vdevnl::PortInfo& p);
+// The fields of a port (PORT_GET) as JSON object members: name, type,
+// ifindex, queues, xdp_mode, bind_mode, mtu, live, mac (when known).
+void writePortInfo(JsonWriter& w, const vdevnl::PortInfo& p);
+// A port's counters as JSON object members, with vdevd's --stats-json names:
+// rx_packets ... tx_outstanding, drops{}, xdp_stats{}, xdp_prog{}, dev{}.
+void writePortCounters(JsonWriter& w, const vdevnl::PortStatsMsg& s);
+// Frames lost at this port, wherever counted: vdevd's drops, the kernel's
+// XDP_STATISTICS rx_dropped + rx_ring_full, and the netdev's tx_dropped.
+uint64_t lostFrames(const vdevnl::PortStatsMsg& s);
+
+}  // namespace vdevctl

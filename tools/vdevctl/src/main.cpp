@@ -1,0 +1,5 @@
+// vdevctl: the command-line client of vdevd. See `vdevctl --help` and
+// docs/vdevctl.md; the commands are the table in commands.cpp.
+#include "cli.h"
+
+int main(int argc, char** argv) { return vdevctl::runCli(argc, argv); }
