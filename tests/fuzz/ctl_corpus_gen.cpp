@@ -53,8 +53,8 @@ void rep(const std::string& name, const RequestBody& body, const Reply& reply) {
 
 PortStatsMsg stat(const std::string& n) {
   PortStatsMsg s;
-  s.port = PortInfo{n, PortType::kVeth, 3, 1, XdpMode::kGeneric, BindMode::kCopy, 1500, true,
-                    Mac{2, 0, 0, 0, 0, 1}};
+  s.port = PortInfo{n,    PortType::kVeth,      3, 1, XdpMode::kGeneric, BindMode::kCopy, 1500,
+                    true, Mac{2, 0, 0, 0, 0, 1}};
   s.rx_packets = 10;
   s.drops[2] = 1;
   return s;
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
   req("fdb_del", FdbDelRequest{Mac{2, 0, 0, 0, 0, 7}});
   req("info_get", InfoGetRequest{});
 
-  PortInfo p{"vd0", PortType::kTap, 4, 2, XdpMode::kNative, BindMode::kZerocopy, 1500, false,
-             std::nullopt};
+  PortInfo p{"vd0", PortType::kTap, 4,           2, XdpMode::kNative, BindMode::kZerocopy,
+             1500,  false,          std::nullopt};
   PoolMsg pool{64, 32, 16, 1, 2, 3, 4, 5, 1, 0};
   rep("ack", PortDelRequest{"vd0"}, Ack{});
   rep("error", PortAddRequest{"vd0"}, ErrorReply{EEXIST, "port vd0 exists"});
@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   rep("stats_get", StatsGetRequest{"vd0"}, StatsReply{{stat("vd0")}, pool, 3u});
   rep("stats_dump", StatsGetRequest{}, StatsReply{{stat("vd0"), stat("vd1")}, pool, 3u});
   rep("fdb_dump", FdbGetRequest{},
-      FdbList{{{Mac{2, 0, 0, 0, 0, 1}, "vd0", true, 0}, {Mac{2, 0, 0, 0, 0, 2}, "vd1", false, 99}}});
+      FdbList{
+          {{Mac{2, 0, 0, 0, 0, 1}, "vd0", true, 0}, {Mac{2, 0, 0, 0, 0, 2}, "vd1", false, 99}}});
   rep("info", InfoGetRequest{}, InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 10, 2});
   rep("dump_error", StatsGetRequest{}, ErrorReply{ENOMEM, "out of memory"});
   return g_failed ? 1 : 0;

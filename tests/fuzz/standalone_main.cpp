@@ -32,11 +32,13 @@ void run(const std::vector<uint8_t>& in) {
 }
 
 // Mutations that matter for length-prefixed formats.
-void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng, const std::vector<std::vector<uint8_t>>& corpus) {
+void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng,
+            const std::vector<std::vector<uint8_t>>& corpus) {
   auto pick = [&](size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; };
-  static const uint32_t kInteresting[] = {0, 1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 20, 0x7f, 0x80, 0xff,
-                                          0x100, 0xfff, 0x1000, 0x7fff, 0x8000, 0xffff, 0x10000,
-                                          0x7fffffff, 0x80000000, 0xffffffff};
+  static const uint32_t kInteresting[] = {
+      0,      1,      2,      3,       4,          5,          7,         8,     15,
+      16,     17,     20,     0x7f,    0x80,       0xff,       0x100,     0xfff, 0x1000,
+      0x7fff, 0x8000, 0xffff, 0x10000, 0x7fffffff, 0x80000000, 0xffffffff};
   int n = 1 + static_cast<int>(rng() % 4);
   for (int i = 0; i < n; ++i) {
     switch (rng() % 9) {
@@ -47,7 +49,8 @@ void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng, const std::vector<std
         if (!b.empty()) b[pick(b.size())] = static_cast<uint8_t>(rng());
         break;
       case 2:  // insert bytes
-        b.insert(b.begin() + static_cast<long>(pick(b.size() + 1)), 1 + rng() % 8, static_cast<uint8_t>(rng()));
+        b.insert(b.begin() + static_cast<long>(pick(b.size() + 1)), 1 + rng() % 8,
+                 static_cast<uint8_t>(rng()));
         break;
       case 3:  // erase a range
         if (!b.empty()) {
@@ -77,7 +80,8 @@ void mutate(std::vector<uint8_t>& b, std::mt19937_64& rng, const std::vector<std
         if (!b.empty()) {
           size_t at = pick(b.size());
           size_t len = 1 + pick(std::min<size_t>(64, b.size() - at));
-          std::vector<uint8_t> part(b.begin() + static_cast<long>(at), b.begin() + static_cast<long>(at + len));
+          std::vector<uint8_t> part(b.begin() + static_cast<long>(at),
+                                    b.begin() + static_cast<long>(at + len));
           b.insert(b.begin() + static_cast<long>(pick(b.size() + 1)), part.begin(), part.end());
         }
         break;

@@ -321,7 +321,8 @@ TEST(CtlCodecReject, UnknownCommandAndDumpMisuse) {
   expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP).genl(kCmdInfoGet).done(),
                EOPNOTSUPP, "INFO_GET cannot be dumped");
   expectReject(Raw().hdr().genl(kCmdFdbGet).done(), EOPNOTSUPP, "FDB_GET is a dump only");
-  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP)
+  expectReject(Raw()
+                   .hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP)
                    .genl(kCmdPortGet)
                    .str(kAttrPortName, "vd0")
                    .done(),
@@ -383,8 +384,8 @@ TEST(CtlCodecReject, Ranges) {
                "CREATE.MTU: 65536 out of range");
   expectReject(portAdd().nest(kAttrCreate).u32(kCreatePeerNetnsPid, 0).end().done(), EINVAL,
                "CREATE.PEER_NETNS_PID: 0 out of range 1..4194304");
-  expectReject(portAdd().nest(kAttrCreate).u32(kCreatePeerNetnsPid, 4194305).end().done(),
-               EINVAL, "CREATE.PEER_NETNS_PID: 4194305 out of range");
+  expectReject(portAdd().nest(kAttrCreate).u32(kCreatePeerNetnsPid, 4194305).end().done(), EINVAL,
+               "CREATE.PEER_NETNS_PID: 4194305 out of range");
   expectReject(portAdd("tap0", 1).nest(kAttrCreate).u32(kCreateOwnerUid, 0xffffffff).end().done(),
                EINVAL, "CREATE.OWNER_UID: 4294967295");
   expectReject(portAdd("tap0", 1).nest(kAttrCreate).u32(kCreateGroupGid, 0xffffffff).end().done(),
@@ -413,7 +414,11 @@ TEST(CtlCodecReject, Macs) {
                EINVAL, "attribute MAC: 01:00:5e:00:00:01 is a multicast address");
   expectReject(Raw().hdr().genl(kCmdFdbDel).mac(kAttrMac, Mac{}).done(), EINVAL,
                "attribute MAC: 00:00:00:00:00:00 is not an address");
-  expectReject(portAdd().nest(kAttrCreate).mac(kCreatePeerMac, Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}).end().done(),
+  expectReject(portAdd()
+                   .nest(kAttrCreate)
+                   .mac(kCreatePeerMac, Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+                   .end()
+                   .done(),
                EINVAL, "attribute CREATE.PEER_MAC: ff:ff:ff:ff:ff:ff is a multicast address");
   expectReject(portAdd("t", 1).nest(kAttrCreate).mac(kCreateMac, kMcast).end().done(), EINVAL,
                "attribute CREATE.MAC");
@@ -515,14 +520,16 @@ TEST(CtlCodecReject, CreateCombinations) {
                "PEER_NETNS_NAME: length 0");
   expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "run/netns/a").end().done(),
                EINVAL, "is not an absolute path");
-  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/netns/../x").end().done(),
-               EINVAL, "has a \"..\" component");
+  expectReject(
+      portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/netns/../x").end().done(), EINVAL,
+      "has a \"..\" component");
   expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/..").end().done(),
                EINVAL, "has a \"..\" component");
   expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/a\tb").end().done(), EINVAL,
                "non-printable");
-  expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, std::string(4096, '/')).end().done(),
-               EINVAL, "CREATE.PEER_NETNS_PATH: 4096 characters, at most 4095");
+  expectReject(
+      portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, std::string(4096, '/')).end().done(),
+      EINVAL, "CREATE.PEER_NETNS_PATH: 4096 characters, at most 4095");
   expectReject(portAdd().nest(kAttrCreate).str(kCreatePeerIfname, "vd0").end().done(), EINVAL,
                "CREATE.PEER_IFNAME: \"vd0\" equals PORT_NAME in the same namespace");
   expectReject(portAdd("t0", 1).u32(kAttrQueues, 4).nest(kAttrCreate).end().done(), EINVAL,
@@ -542,7 +549,9 @@ TEST(CtlCodecReject, CreateCombinations) {
                                 .end()
                                 .done())
                   .ok());
-  EXPECT_TRUE(decodeRequest(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/a..b").end().done()).ok());
+  EXPECT_TRUE(
+      decodeRequest(portAdd().nest(kAttrCreate).str(kCreatePeerNetnsPath, "/run/a..b").end().done())
+          .ok());
 }
 
 TEST(CtlCodec, ClientSideValidationMatchesDaemon) {
@@ -728,8 +737,8 @@ TEST(CtlReply, DumpSplitsAcrossDatagramsNeverTruncates) {
 TEST(CtlReply, FdbDumpOfManyEntries) {
   FdbList l;
   for (uint32_t i = 0; i < 10000; ++i)
-    l.entries.push_back({Mac{2, 0, 0, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)}, "vd0",
-                         i % 2 == 0, i});
+    l.entries.push_back(
+        {Mac{2, 0, 0, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)}, "vd0", i % 2 == 0, i});
   std::vector<std::vector<uint8_t>> dgs;
   auto r = replyRoundTrip(requestFor(FdbGetRequest{}), l, &dgs);
   ASSERT_TRUE(r.ok()) << r.error().message();
@@ -759,8 +768,8 @@ TEST(CtlReplyReject, SeqCommandAndKind) {
   auto cmd = decodeBytes(info, {5, kCmdPortGet, false});
   ASSERT_FALSE(cmd.ok());
   EXPECT_NE(cmd.error().what.find("reply command INFO_GET answering PORT_GET"), std::string::npos);
-  EXPECT_FALSE(decodeBytes(info, {5, kCmdPortAdd, false}).ok());   // data answering an action
-  EXPECT_FALSE(decodeBytes(info, {5, kCmdInfoGet, true}).ok());    // dump without NLM_F_MULTI
+  EXPECT_FALSE(decodeBytes(info, {5, kCmdPortAdd, false}).ok());  // data answering an action
+  EXPECT_FALSE(decodeBytes(info, {5, kCmdInfoGet, true}).ok());   // dump without NLM_F_MULTI
   auto ack = encodeAck(MsgHeader{20, kFamilyId, 1, 5, 0});
   auto a = decodeBytes(ack, {5, kCmdPortGet, false});
   ASSERT_FALSE(a.ok());
@@ -809,7 +818,8 @@ TEST(CtlReplyReject, DumpFraming) {
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(std::get<ErrorReply>(*m).err, ENOMEM);
   // A DONE carrying an error.
-  auto doneErr = Raw().hdr(NLMSG_DONE, NLM_F_MULTI, 8).raw(std::string("\xf4\xff\xff\xff", 4)).done();
+  auto doneErr =
+      Raw().hdr(NLMSG_DONE, NLM_F_MULTI, 8).raw(std::string("\xf4\xff\xff\xff", 4)).done();
   auto de = decodeBytes(doneErr, {8, kCmdPortGet, true});
   ASSERT_TRUE(de.ok());
   EXPECT_EQ(std::get<ErrorReply>(*de).err, 12);
@@ -826,8 +836,10 @@ TEST(CtlReplyReject, MalformedMessages) {
   EXPECT_FALSE(decodeBytes(Raw().hdr(0x33, 0, 1).done(), e).ok());
   EXPECT_FALSE(decodeBytes(Raw().hdr(NLMSG_OVERRUN, 0, 1).done(), e).ok());
   // INFO without VERSION; VERSION not a string.
-  EXPECT_FALSE(decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrThreads, 1); }), e).ok());
-  EXPECT_FALSE(decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrVersion, 1); }), e).ok());
+  EXPECT_FALSE(
+      decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrThreads, 1); }), e).ok());
+  EXPECT_FALSE(
+      decodeBytes(dataMsg(kCmdInfoGet, 0, 1, [](Raw& r) { r.u32(kAttrVersion, 1); }), e).ok());
   // NLMSG_ERROR: truncated; positive; INT_MIN; TLVs beyond the message.
   auto errMsg = [](int32_t err, uint16_t flags, const std::string& tail) {
     Raw r;
@@ -884,7 +896,8 @@ TEST(CtlReply, UnknownAttributesAndEnumValuesAreIgnored) {
   EXPECT_EQ(static_cast<int>(s.ports[0].port.xdp_mode), 9);
   EXPECT_STREQ(xdpModeName(s.ports[0].port.xdp_mode), "unknown");
   // Known attributes are still checked.
-  auto bad = dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u16(kAttrMtu, 1); });
+  auto bad =
+      dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u16(kAttrMtu, 1); });
   EXPECT_FALSE(decodeBytes(bad, {3, kCmdStatsGet, false}).ok());
 }
 

@@ -1,7 +1,10 @@
 #!/bin/sh
-# vdev_bench_smoke: a very short veth-veth comparison (1 run, 1 s) that checks
-# only that vdev-bench works: every datapath measured, sink count <= offered,
-# something forwarded, and nothing left behind. Never a timed assertion.
+# vdev_bench_smoke: a very short veth-veth comparison (1 run, 1 s) with the
+# default sink (tc ingress) that checks only that vdev-bench works: every
+# datapath measured, sink count <= offered and == the kernel's count (the sink
+# veth's rx_packets), something forwarded (for xdp-redirect: the sink veth
+# took xdp_frames without an XDP program), and nothing left behind. Never a
+# timed assertion.
 # Exit 77 (skipped) when not root.
 set -u
 BENCH=${1:?usage: smoke_test.sh PATH/TO/vdev-bench}
@@ -14,7 +17,7 @@ fi
 out=$(mktemp /tmp/vdev-bench-smoke.XXXXXX)
 trap 'rm -f "$out"' EXIT INT TERM
 
-"$BENCH" --scenario veth-veth --runs 1 --duration 1 --warmup 0.3 --json >"$out"
+"$BENCH" --scenario veth-veth --runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --json >"$out"
 rc=$?
 echo "vdev-bench exited $rc"
 
@@ -36,6 +39,8 @@ def fail(msg):
     print("FAIL:", msg)
 if doc.get("error"):
     fail("error: %s" % doc["error"])
+if doc.get("config", {}).get("sink") != "tc":
+    fail("default sink is %r, expected 'tc'" % doc.get("config", {}).get("sink"))
 for s in doc.get("skipped", []):
     print("note: skipped %s: %s" % (s["datapath"], s["reason"]))
 if not doc.get("results"):
@@ -56,6 +61,11 @@ for res in doc.get("results", []):
             fail("%s: generator offered nothing" % name)
         if t["forwarded"] == 0:
             fail("%s: nothing forwarded" % name)
+        if t.get("sink_kernel_count") is None:
+            fail("%s: no kernel count to check the sink against" % name)
+        elif t["sink_kernel_count"] != t["sink_all_frames"]:
+            fail("%s: sink counted %d frames, kernel (%s) %d" %
+                 (name, t["sink_all_frames"], t["sink_kernel_counter"], t["sink_kernel_count"]))
         if run["stop_problem"]:
             fail("%s: %s" % (name, run["stop_problem"]))
 cleanup = doc.get("cleanup", {})

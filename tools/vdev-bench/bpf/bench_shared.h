@@ -42,6 +42,9 @@ struct vb_counters {
 /* napi_time.bpf.c: NAPI poll time in NET_RX softirq per device and per
  * context; device "" is NET_RX time outside the topology's polls. */
 #define VB_IFNAMSIZ 16
+/* Device name under which polls of the per-CPU backlog (netif_rx) are
+ * recorded; no netdev can have it ('/' is not allowed in a name). */
+#define VB_BACKLOG_DEV "/backlog"
 enum vb_poll_ctx {
 	VB_CTX_OTHER = 0,  /* a kernel thread (threaded NAPI) or an unrelated task */
 	VB_CTX_DUT = 1,    /* in softirq on top of the datapath process (vdevd) */

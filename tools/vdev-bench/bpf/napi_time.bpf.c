@@ -22,6 +22,10 @@
  * end of the previous poll) to its own end. NET_RX time outside any of our
  * polls (net_rx_action's own work, other devices) goes to the "" device.
  * Softirqs do not nest on one CPU, so one state slot per CPU is enough.
+ *
+ * Polls of the per-CPU backlog (a NAPI instance without a device) are
+ * recorded under VB_BACKLOG_DEV: a veth without NAPI (no XDP program, GRO
+ * off) hands its skbs to netif_rx(), and the receive work then happens there.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -146,14 +150,21 @@ int vb_napi_poll(struct bpf_raw_tracepoint_args *ctx)
 	now = bpf_ktime_get_ns();
 	ns = now - s->mark;
 	s->mark = now;
-	BPF_CORE_READ_STR_INTO(&key.dev, napi, dev, name);
-	/* Only this topology's devices (names start with "vb<pid>"). */
-	for (int i = 0; i < VB_IFNAMSIZ; i++) {
-		if (i >= prefix_len)
-			break;
-		if (key.dev[i] != prefix[i]) {
-			__builtin_memset(key.dev, 0, sizeof(key.dev));
-			break;
+	if (!BPF_CORE_READ(napi, dev)) {
+		/* The per-CPU backlog (process_backlog): skbs queued by
+		 * netif_rx(), e.g. by a veth without NAPI (no XDP, GRO off),
+		 * which is how a container's veth receives. */
+		__builtin_memcpy(key.dev, VB_BACKLOG_DEV, sizeof(VB_BACKLOG_DEV));
+	} else {
+		BPF_CORE_READ_STR_INTO(&key.dev, napi, dev, name);
+		/* Only this topology's devices (names start with "vb<pid>"). */
+		for (int i = 0; i < VB_IFNAMSIZ; i++) {
+			if (i >= prefix_len)
+				break;
+			if (key.dev[i] != prefix[i]) {
+				__builtin_memset(key.dev, 0, sizeof(key.dev));
+				break;
+			}
 		}
 	}
 	key.ctx = current_ctx();

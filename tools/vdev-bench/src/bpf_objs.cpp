@@ -59,6 +59,51 @@ XdpLink::~XdpLink() {
   if (link_) bpf_link__destroy(link_);
 }
 
+// ---- TcIngress ----------------------------------------------------------------
+
+Result<std::unique_ptr<TcIngress>> TcIngress::attach(const Netns& ns, const std::string& ifname,
+                                                     bpf_program* prog) {
+  std::unique_ptr<TcIngress> t(new TcIngress(ns, ifname));
+  Status s = inNetns(ns, [&]() -> Status {
+    unsigned idx = if_nametoindex(ifname.c_str());
+    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    t->ifindex_ = static_cast<int>(idx);
+    LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = t->ifindex_, .attach_point = BPF_TC_INGRESS);
+    int err = bpf_tc_hook_create(&hook);  // the clsact qdisc
+    if (err && err != -EEXIST) return Status::fail(-err, "create clsact qdisc on " + ifname);
+    t->createdHook_ = err == 0;
+    LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(prog));
+    err = bpf_tc_attach(&hook, &opts);
+    if (err) return Status::fail(-err, std::string("attach tc ") + bpf_program__name(prog) + " to " + ifname);
+    t->attached_ = true;
+    t->handle_ = opts.handle;
+    t->priority_ = opts.priority;
+    return {};
+  });
+  if (!s.ok()) return s;  // ~TcIngress removes what was done
+  return t;
+}
+
+TcIngress::~TcIngress() {
+  if (!attached_ && !createdHook_) return;
+  Status s = inNetns(ns_, [&]() -> Status {
+    LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex_, .attach_point = BPF_TC_INGRESS);
+    if (attached_) {
+      LIBBPF_OPTS(bpf_tc_opts, opts, .handle = handle_, .priority = priority_);
+      int err = bpf_tc_detach(&hook, &opts);
+      if (err) return Status::fail(-err, "detach tc program from " + ifname_);
+    }
+    if (createdHook_) {
+      // INGRESS | EGRESS: delete the clsact qdisc itself.
+      hook.attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS);
+      int err = bpf_tc_hook_destroy(&hook);
+      if (err) return Status::fail(-err, "remove clsact qdisc from " + ifname_);
+    }
+    return {};
+  });
+  if (!s.ok()) logWarn("%s", s.message().c_str());
+}
+
 // ---- skeletons --------------------------------------------------------------
 
 void GenSkelDeleter::operator()(vb_gen* s) const { vb_gen__destroy(s); }
@@ -87,6 +132,7 @@ Result<SinkSkel> loadSink() {
   return s;
 }
 bpf_program* sinkProgram(vb_sink* s) { return s->progs.vb_sink; }
+bpf_program* sinkTcProgram(vb_sink* s) { return s->progs.vb_sink_tc; }
 int sinkCountersFd(vb_sink* s) { return bpf_map__fd(s->maps.sink_counters); }
 
 Result<FwdSkel> loadFwd() {
@@ -124,17 +170,40 @@ Result<std::unique_ptr<NapiTimer>> NapiTimer::create(const std::string& prefix) 
   t->skel_->rodata->prefix_len = static_cast<__u32>(prefix.size());
   int err = vb_napi_time__load(t->skel_);
   if (err) return Status::fail(-err, "load NAPI timing BPF object (raw tracepoints)");
-  for (bpf_program* p : {t->skel_->progs.vb_softirq_entry, t->skel_->progs.vb_softirq_exit,
-                         t->skel_->progs.vb_napi_poll}) {
-    bpf_link* l = bpf_program__attach(p);
-    if (!l) return Status::fromErrno(std::string("attach ") + bpf_program__name(p));
-    t->links_.push_back(l);
-  }
   return t;
 }
 
+Status NapiTimer::attach() {
+  if (attached()) return {};
+  // A detach in the middle of a softirq can leave a CPU marked "in NET_RX"
+  // with an old timestamp: clear every CPU's state first, then attach
+  // softirq_exit and napi_poll before softirq_entry, so that a softirq
+  // already running when they appear is ignored rather than mis-timed.
+  static const int ncpu = possibleCpus();
+  std::vector<uint8_t> zero(static_cast<size_t>(ncpu) * ((bpf_map__value_size(skel_->maps.cpu_state) + 7) & ~7u));
+  __u32 key = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.cpu_state), &key, zero.data(), BPF_ANY) < 0)
+    return Status::fromErrno("reset NAPI timing state");
+  for (bpf_program* p : {skel_->progs.vb_softirq_exit, skel_->progs.vb_napi_poll, skel_->progs.vb_softirq_entry}) {
+    bpf_link* l = bpf_program__attach(p);
+    if (!l) {
+      Status s = Status::fromErrno(std::string("attach ") + bpf_program__name(p));
+      detach();
+      return s;
+    }
+    links_.push_back(l);
+  }
+  return {};
+}
+
+void NapiTimer::detach() {
+  // Reverse order: softirq_entry first, so no new poll starts being timed.
+  for (auto it = links_.rbegin(); it != links_.rend(); ++it) bpf_link__destroy(*it);
+  links_.clear();
+}
+
 NapiTimer::~NapiTimer() {
-  for (bpf_link* l : links_) bpf_link__destroy(l);
+  detach();
   if (skel_) vb_napi_time__destroy(skel_);
 }
 

@@ -46,6 +46,29 @@ class XdpLink {
   bpf_link* link_;
 };
 
+// A BPF_PROG_TYPE_SCHED_CLS program on a netdev's clsact ingress hook,
+// attached with libbpf's bpf_tc_hook_create() + bpf_tc_attach() inside ns
+// (netlink resolves the ifindex in the calling thread's namespace). The
+// destructor detaches it and removes the clsact qdisc if this object created
+// it. Unlike a bpf_link it outlives this process; the netdev's namespace,
+// deleted at exit, takes it along in any case.
+class TcIngress {
+ public:
+  static Result<std::unique_ptr<TcIngress>> attach(const Netns& ns, const std::string& ifname, bpf_program* prog);
+  TcIngress(const TcIngress&) = delete;
+  TcIngress& operator=(const TcIngress&) = delete;
+  ~TcIngress();
+
+ private:
+  TcIngress(const Netns& ns, std::string ifname) : ns_(ns), ifname_(std::move(ifname)) {}
+  const Netns& ns_;
+  std::string ifname_;
+  int ifindex_ = 0;
+  bool createdHook_ = false;
+  bool attached_ = false;
+  uint32_t handle_ = 0, priority_ = 0;
+};
+
 struct GenSkelDeleter { void operator()(vb_gen* s) const; };
 struct SinkSkelDeleter { void operator()(vb_sink* s) const; };
 struct FwdSkelDeleter { void operator()(vb_fwd* s) const; };
@@ -64,7 +87,8 @@ int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);
 
 Result<SinkSkel> loadSink();
-bpf_program* sinkProgram(vb_sink* s);
+bpf_program* sinkProgram(vb_sink* s);    // vb_sink: XDP, counts and XDP_DROP
+bpf_program* sinkTcProgram(vb_sink* s);  // vb_sink_tc: tc ingress, counts and TC_ACT_SHOT
 int sinkCountersFd(vb_sink* s);
 
 Result<FwdSkel> loadFwd();
@@ -85,11 +109,21 @@ struct PollTime {
 // (device name, vb_poll_ctx) -> totals since load.
 using PollTimes = std::map<std::pair<std::string, int>, PollTime>;
 
+//
+// The tracepoint programs cost ~0.25 us per NET_RX softirq, which matters
+// where a path raises one softirq per frame (copy-mode AF_XDP transmit into a
+// veth without NAPI): they can be attached for part of a run only.
 class NapiTimer {
  public:
   // Devices whose name starts with prefix; bench_tgid = this process.
+  // Loaded, not attached.
   static Result<std::unique_ptr<NapiTimer>> create(const std::string& prefix);
   ~NapiTimer();
+  // Attaches the tracepoint programs (no-op when attached). Poll times
+  // accumulate only while attached.
+  Status attach();
+  void detach();
+  bool attached() const { return !links_.empty(); }
   // The datapath process whose softirq polls are told apart (0: none).
   void setDutTgid(pid_t pid);
   Result<PollTimes> read() const;

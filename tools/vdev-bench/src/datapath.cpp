@@ -292,6 +292,7 @@ class XdpRedirectDatapath : public Datapath {
   explicit XdpRedirectDatapath(Topology& t) : topo_(t) {}
   ~XdpRedirectDatapath() override { stop(); }
   std::string name() const override { return "xdp-redirect"; }
+  bool transmitsXdpFrames() const override { return true; }
 
   Status start() override {
     auto skel = loadFwd();

@@ -34,6 +34,9 @@ class Datapath {
   virtual pid_t pid() const { return 0; }
   // The datapath's own statistics as a JSON value (vdevd --stats-json), or "".
   virtual std::string statsJson() const { return ""; }
+  // It transmits xdp_frames into the egress port (ndo_xdp_xmit) rather than
+  // skbs: a veth receiving them must have NAPI.
+  virtual bool transmitsXdpFrames() const { return false; }
 };
 
 // Kind names: "vdevd" (xconnect), "vdevd-switch", "bridge", "xdp-redirect".

@@ -81,6 +81,41 @@ std::optional<uint64_t> EthtoolStats::sumQueues(const std::map<std::string, uint
   return sum;
 }
 
+// ---- GRO ------------------------------------------------------------------------
+
+namespace {
+Status groIoctl(const Netns& ns, const std::string& ifname, uint32_t cmd, bool* value) {
+  return inNetns(ns, [&]() -> Status {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Status::fromErrno("socket");
+    Fd sock(fd);
+    ethtool_value v = {};
+    v.cmd = cmd;
+    v.data = *value ? 1 : 0;
+    if (ethtoolIoctl(fd, ifname, &v) < 0)
+      return Status::fromErrno(std::string(cmd == ETHTOOL_SGRO ? "ETHTOOL_SGRO " : "ETHTOOL_GGRO ") + ifname);
+    *value = v.data != 0;
+    return {};
+  });
+}
+}  // namespace
+
+Result<bool> getGro(const Netns& ns, const std::string& ifname) {
+  bool v = false;
+  VB_TRY(groIoctl(ns, ifname, ETHTOOL_GGRO, &v));
+  return v;
+}
+
+Status setGro(const Netns& ns, const std::string& ifname, bool on) {
+  bool v = on;
+  VB_TRY(groIoctl(ns, ifname, ETHTOOL_SGRO, &v));
+  auto now = getGro(ns, ifname);
+  if (!now) return now.status();
+  if (now.value() != on)
+    return Status::fail(EOPNOTSUPP, std::string("GRO stays ") + (on ? "off" : "on") + " on " + ifname);
+  return {};
+}
+
 // ---- LinkStats ----------------------------------------------------------------
 
 Result<LinkStats> LinkStats::open(const Netns& ns, const std::string& ifname) {
@@ -121,7 +156,7 @@ Result<LinkCounters> LinkStats::read() const {
       if (a->rta_type != IFLA_STATS64 || RTA_PAYLOAD(a) < sizeof(rtnl_link_stats64)) continue;
       rtnl_link_stats64 st;
       std::memcpy(&st, RTA_DATA(a), sizeof st);
-      return LinkCounters{st.rx_packets, st.tx_packets, st.rx_dropped, st.tx_dropped};
+      return LinkCounters{st.rx_packets, st.tx_packets, st.rx_dropped, st.tx_dropped, ifi->ifi_flags};
     }
   }
   return Status::fail(ENODATA, "RTM_GETLINK: no IFLA_STATS64");

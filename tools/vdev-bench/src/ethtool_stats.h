@@ -32,9 +32,16 @@ class EthtoolStats {
   std::vector<std::string> names_;
 };
 
-// The interface's struct rtnl_link_stats64 (RTM_GETLINK, IFLA_STATS64).
+// GRO of a netdev inside ns (ethtool -k / -K IFNAME gro, through the
+// ETHTOOL_GGRO / ETHTOOL_SGRO ioctls). setGro checks that the device took it.
+Result<bool> getGro(const Netns& ns, const std::string& ifname);
+Status setGro(const Netns& ns, const std::string& ifname, bool on);
+
+// The interface's struct rtnl_link_stats64 (RTM_GETLINK, IFLA_STATS64) and
+// its flags (IFF_UP, IFF_RUNNING, ...).
 struct LinkCounters {
   uint64_t rxPackets = 0, txPackets = 0, rxDropped = 0, txDropped = 0;
+  unsigned flags = 0;
 };
 class LinkStats {
  public:

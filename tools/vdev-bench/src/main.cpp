@@ -24,9 +24,10 @@ namespace {
 // of this function, so returning (error or not) removes it.
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
-  auto topo = Topology::create(o.scenario, rep->prefix);
+  auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall);
   if (!topo) return topo.status();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), topo.value()->sink().describe().c_str());
+  rep->bridgeNfCallIptables = topo.value()->bridgeNfCallIptables();
 
   FrameSpec spec;
   spec.src = topo.value()->genMac();
@@ -48,11 +49,16 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   auto gen = Generator::create(topo.value()->genNs(), topo.value()->genIf(), gc);
   if (!gen) return gen.status();
 
-  // Exact NAPI time (kprobes on veth_poll); without it the CPU figures
-  // fall back to coarser methods (see runner.h).
+  // Exact NAPI time (raw tracepoints on softirq entry/exit and napi_poll);
+  // without it the CPU figures fall back to coarser methods (see runner.h).
   std::unique_ptr<NapiTimer> timer;
-  if (auto t = NapiTimer::create(rep->prefix)) timer = std::move(t.value());
-  else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", t.status().message().c_str());
+  if (o.napiTiming != NapiTiming::kOff) {
+    auto t = NapiTimer::create(rep->prefix);
+    Status st = t ? Status() : t.status();
+    if (t && o.napiTiming == NapiTiming::kOn) st = t.value()->attach();  // split: per run
+    if (st.ok()) timer = std::move(t.value());
+    else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", st.message().c_str());
+  }
 
   Runner runner(*topo.value(), *gen.value(), o, timer.get());
   for (const auto& name : datapaths) rep->results.push_back({name, {}, {}});

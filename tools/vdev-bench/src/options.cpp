@@ -11,6 +11,15 @@
 
 namespace vdev::bench {
 
+const char* napiTimingName(NapiTiming t) {
+  switch (t) {
+    case NapiTiming::kSplit: return "split";
+    case NapiTiming::kOn: return "on";
+    case NapiTiming::kOff: return "off";
+  }
+  return "?";
+}
+
 void printUsage(FILE* f) {
   fputs(
       R"(NAME
@@ -40,9 +49,10 @@ DESCRIPTION
 
     The generator runs an XDP program with BPF_PROG_RUN in live-frames mode
     (BPF_F_TEST_XDP_LIVE_FRAMES) from 2 threads pinned to the generator CPU; it returns
-    XDP_TX, which sends each frame out of Pg into Pa. The sink is an XDP program on Ps
-    that counts and drops (veth-veth), or a thread reading the tap (veth-tap), standing
-    in for a VM. Offered load is sampled every 10 ms and gaps are reported.
+    XDP_TX, which sends each frame out of Pg into Pa. The sink is a BPF program on Ps
+    that counts and drops (veth-veth; on tc ingress by default, see --sink), or a thread
+    reading the tap (veth-tap), standing in for a VM. Offered load is sampled every 10 ms
+    and gaps are reported.
 
     Frames: Ethernet/IPv4/UDP, 198.18.0.1 -> 198.18.1.1, port 1024 -> 9, locally
     administered MACs 02:76:62:00:00:01 -> 02:76:62:00:00:02, valid IPv4 checksum,
@@ -60,6 +70,18 @@ OPTIONS
     -b, --size B          frame size in bytes on the wire with the 4-byte FCS, as in
                           RFC 2544: 64 (default) .. 1518. The buffer is B - 4 bytes.
     -j, --json            print one JSON document on stdout instead of the table.
+        --sink MODE       veth-veth sink (ignored for veth-tap):
+                          tc (default): a BPF program on Ps's clsact ingress counts and
+                          returns TC_ACT_SHOT. Ps has no XDP program and GRO off, as a
+                          container's veth: frames arrive as skbs through netif_rx (the
+                          backlog of the CPU that transmitted). For xdp-redirect, which
+                          transmits xdp_frames into Pb (ndo_xdp_xmit), GRO is turned on for
+                          its runs: that gives Ps NAPI without an XDP program, and Ps then
+                          builds an skb per frame. Checked against Ps's rx_packets.
+                          xdp: native XDP on Ps counts and returns XDP_DROP. veth must copy
+                          every skb that has no page-sized head with XDP headroom (vdevd's
+                          copy-mode AF_XDP skbs) into a page before the program runs, a cost
+                          a container does not pay. Checked against rx_queue_N_xdp_drops.
         --vdevd PATH      the vdevd binary (default: ../../vdev/vdevd relative to
                           vdev-bench in the build tree, then PATH).
         --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--batch=128.
@@ -67,9 +89,9 @@ OPTIONS
         --dp-cpu N        CPU of the datapath: vdevd, and with --napi threaded the ingress
                           port's NAPI kthread (default 1).
         --sink-cpu N      CPU of the sink's receive work: the tap reader thread, and with
-                          --napi threaded the sink veth's NAPI kthread (default: the
-                          generator CPU). In softirq mode the sink veth's NAPI runs on the
-                          CPU that transmitted into it.
+                          a threaded sink veth NAPI kthread (default: the generator CPU).
+                          In softirq mode the sink veth's receive work (its NAPI, or the
+                          backlog for the tc sink) runs on the CPU that transmitted into it.
         --sink-prio N     SCHED_FIFO priority of that work, 0 for normal (default 50): the
                           sink takes what it needs from the CPU it shares with the
                           generator, which offers with the rest, so the sink is not what
@@ -78,12 +100,14 @@ OPTIONS
                           the CPU that queued the frames, as for any veth: the kernel
                           paths then run on the generator's CPU (run to completion), and
                           vdevd's ingress XDP program too. threaded: the ingress port's
-                          NAPI runs in a kthread pinned to the datapath CPU and the sink
-                          veth's in one pinned to the sink CPU (at --sink-prio), so every
-                          datapath is confined to exactly one CPU.
+                          NAPI runs in a kthread pinned to the datapath CPU and, with --sink
+                          xdp, the sink veth's in one pinned to the sink CPU (at
+                          --sink-prio), so every datapath is confined to exactly one CPU.
         --sink-napi MODE  the sink veth's NAPI alone: softirq or threaded (default: as
-                          --napi). "--sink-napi threaded" keeps the sink's receive work
-                          off the datapath CPU while the ports' NAPI stays in softirq.
+                          --napi with --sink xdp, softirq with --sink tc). "--sink-napi
+                          threaded" keeps the sink's receive work off the datapath CPU while
+                          the ports' NAPI stays in softirq. Needs --sink xdp: with the tc
+                          sink, skbs reach Ps through the per-CPU backlog whatever its NAPI.
         --gen-threads N   generator threads calling BPF_PROG_RUN (default 2; 1 shows the
                           ~25 ms gap per call).
         --repeat N        frames per BPF_PROG_RUN call (default 2000000).
@@ -91,6 +115,26 @@ OPTIONS
         --sport-count N   vary the UDP source port over N values, per frame (default off).
         --gap-fraction F  a 10 ms interval below F x the median rate is a gap (default 0.1).
         --timeline        add every run's 10 ms offered/forwarded rates to the JSON.
+        --napi-timing MODE
+                          when to time the NAPI polls that run in softirq (BPF programs on
+                          the softirq_entry/softirq_exit/napi_poll tracepoints; this is what
+                          splits softirq work between datapath, generator and sink). They
+                          cost ~0.25 us per NET_RX softirq, and copy-mode AF_XDP transmit
+                          into a veth without NAPI (vdevd -> tc sink) raises one softirq
+                          per frame: attached during the measurement they slow vdevd down
+                          by a third. split (default): not during the measured window; they
+                          are attached for a CPU window (--cpu-window) right after it, and
+                          the CPU figures come from that window. on: attached throughout,
+                          CPU figures from the measured window (rates are then lower).
+                          off: never; CPU figures from /proc/stat and task times only.
+        --cpu-window S    length of the CPU window with --napi-timing split (default 2).
+        --bridge-nf-call on|off
+                          set net.bridge.bridge-nf-call-{iptables,ip6tables,arptables} in
+                          the DUT namespace (default: leave them as the kernel has them,
+                          1 wherever br_netfilter is built in or loaded, as on Docker and
+                          Kubernetes hosts). While on, every bridged IPv4 frame goes through
+                          br_netfilter's hooks, a large part of the bridge's cost. The value
+                          in effect is in the table header and the JSON.
     -v, --verbose         log every command and vdevd's output on stderr.
     -h, --help            this text.
 
@@ -114,6 +158,7 @@ EXAMPLES
     vdev-bench
     vdev-bench --scenario veth-tap --size 1518 --runs 5 --json > tap.json
     vdev-bench --datapath bridge,xdp-redirect --duration 2 --runs 1
+    vdev-bench --sink xdp
 
 SEE ALSO
     docs/performance.md (method and results), docs/vdevd.md
@@ -156,6 +201,10 @@ enum LongOnly {
   kSportCount,
   kGapFraction,
   kTimeline,
+  kSink,
+  kNapiTiming,
+  kCpuWindow,
+  kBridgeNfCall,
 };
 
 }  // namespace
@@ -186,6 +235,10 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
       {"sport-count", required_argument, nullptr, kSportCount},
       {"gap-fraction", required_argument, nullptr, kGapFraction},
       {"timeline", no_argument, nullptr, kTimeline},
+      {"sink", required_argument, nullptr, kSink},
+      {"napi-timing", required_argument, nullptr, kNapiTiming},
+      {"cpu-window", required_argument, nullptr, kCpuWindow},
+      {"bridge-nf-call", required_argument, nullptr, kBridgeNfCall},
       {nullptr, 0, nullptr, 0},
   };
   auto usage = [&](const std::string& msg) {
@@ -292,11 +345,34 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
         o->gapFraction = d;
         break;
       case kTimeline: o->timeline = true; break;
+      case kNapiTiming:
+        if (arg == "split") o->napiTiming = NapiTiming::kSplit;
+        else if (arg == "on") o->napiTiming = NapiTiming::kOn;
+        else if (arg == "off") o->napiTiming = NapiTiming::kOff;
+        else return usage("--napi-timing: split, on or off");
+        break;
+      case kBridgeNfCall:
+        if (arg == "on") o->bridgeNfCall = 1;
+        else if (arg == "off") o->bridgeNfCall = 0;
+        else return usage("--bridge-nf-call: on or off");
+        break;
+      case kCpuWindow:
+        if (!parseDouble(optarg, 0.2, 600, &d)) return usage("--cpu-window: 0.2 .. 600 seconds");
+        o->cpuWindow = d;
+        break;
+      case kSink:
+        if (arg == "tc") o->sinkMode = SinkMode::kTc;
+        else if (arg == "xdp") o->sinkMode = SinkMode::kXdp;
+        else return usage("--sink: tc or xdp");
+        break;
       case ':': return usage(std::string("option '") + argv[optind - 1] + "' needs a value");
       default: return usage(std::string("unknown option '") + argv[optind - 1] + "'");
     }
   }
   if (optind < argc) return usage(std::string("unexpected argument '") + argv[optind] + "'");
+  if (o->scenario == Scenario::kVethVeth && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
+    return usage("--sink-napi threaded needs --sink xdp (with the tc sink, skbs reach the sink veth through "
+                 "the per-CPU backlog of the transmitting CPU, not through its NAPI)");
   return true;
 }
 

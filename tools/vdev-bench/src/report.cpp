@@ -29,8 +29,14 @@ double medianOf(const std::vector<RunResult>& runs, const std::function<double(c
 
 std::string napiText(const Options& o) {
   std::string s = o.napiThreaded ? "threaded" : "softirq";
-  if (o.sinkThreaded() != o.napiThreaded) s += o.sinkThreaded() ? " (sink veth threaded)" : " (sink veth softirq)";
+  if (o.scenario == Scenario::kVethVeth && o.sinkThreaded() != o.napiThreaded)
+    s += o.sinkThreaded() ? " (sink veth threaded)" : " (sink veth softirq)";
   return s;
+}
+
+std::string sinkText(const Options& o) {
+  if (o.scenario == Scenario::kVethTap) return "tap";
+  return sinkModeName(o.sinkMode);
 }
 
 }  // namespace
@@ -41,8 +47,17 @@ void printTable(const Report& rep, FILE* out) {
   fprintf(out, "vdev-bench: %s, %zu-byte frames (%zu B + FCS), %d run%s x %.1f s after %.1f s warm-up, medians\n",
           scenarioName(o.scenario), o.frameSize, o.frameSize - kFcsLen, o.runs, o.runs == 1 ? "" : "s", o.duration,
           o.warmup);
-  fprintf(out, "generator: %d threads on CPU %d (BPF_PROG_RUN live frames); datapath CPU %d; sink CPU %d; NAPI %s\n\n",
+  fprintf(out, "generator: %d threads on CPU %d (BPF_PROG_RUN live frames); datapath CPU %d; sink CPU %d; NAPI %s\n",
           o.genThreads, o.genCpu, o.dutCpu, sinkCpu, napiText(o).c_str());
+  fprintf(out, "bridge: net.bridge.bridge-nf-call-iptables=%s in the DUT namespace%s\n",
+          rep.bridgeNfCallIptables.c_str(),
+          rep.bridgeNfCallIptables == "1" ? " (br_netfilter hooks on every bridged frame)" : "");
+  if (o.scenario == Scenario::kVethTap)
+    fprintf(out, "sink: a thread read()ing the tap (a VM without vhost)\n\n");
+  else if (o.sinkMode == SinkMode::kTc)
+    fprintf(out, "sink: tc (clsact ingress on a veth without XDP, GRO off as in a container; on for xdp-redirect, which needs NAPI)\n\n");
+  else
+    fprintf(out, "sink: xdp (native XDP on the sink veth; veth copies copy-mode AF_XDP skbs into a page first)\n\n");
   fprintf(out, "%-14s %9s %13s %12s %8s %10s %6s\n", "datapath", "fwd Mpps", "(min-max)", "offered Mpps", "loss %",
           "CPU s/Mfr", "gaps");
   for (const auto& d : rep.results) {
@@ -82,7 +97,8 @@ void printTable(const Report& rep, FILE* out) {
       if (r.ingressRingFull && r.offered)
         fprintf(out, "  ingress-ring-full %.2f%%", 100.0 * *r.ingressRingFull / r.offered);
       if (r.egressDrops) fprintf(out, "  egress-drops %llu", static_cast<unsigned long long>(*r.egressDrops));
-      fprintf(out, "  cpu s: datapath %.2f generator %.2f sink %.2f", r.cpu.datapath, r.cpu.generator, r.cpu.sink);
+      fprintf(out, "  cpu s/%.1fs: datapath %.2f generator %.2f sink %.2f", r.cpuSeconds, r.cpu.datapath,
+              r.cpu.generator, r.cpu.sink);
       if (r.cpu.vdevdProcess) {
         double own = *r.cpu.vdevdProcess - r.cpu.pollInDutProcess.value_or(0);
         fprintf(out, " (vdevd %.2f + NAPI %.2f)", own, r.cpu.datapath - own);
@@ -90,8 +106,8 @@ void printTable(const Report& rep, FILE* out) {
       fprintf(out, "  totals %llu/%llu", static_cast<unsigned long long>(r.forwardedTotal),
               static_cast<unsigned long long>(r.offeredTotal));
       if (r.sinkKernelTotal)
-        fprintf(out, " sink==kernel %llu/%llu", static_cast<unsigned long long>(*r.sinkCountTotal),
-                static_cast<unsigned long long>(*r.sinkKernelTotal));
+        fprintf(out, " sink==kernel(%s) %llu/%llu", r.sinkKernelCounter.c_str(),
+                static_cast<unsigned long long>(*r.sinkCountTotal), static_cast<unsigned long long>(*r.sinkKernelTotal));
       fprintf(out, " %s%s\n", r.countsOk ? "ok" : "MISMATCH", r.noisy ? "  NOISY (other load)" : "");
       if (!r.stopProblem.empty()) fprintf(out, "      stop: %s\n", r.stopProblem.c_str());
     }
@@ -103,7 +119,10 @@ void printTable(const Report& rep, FILE* out) {
   if (method == "tasks+softirq")
     fprintf(out, "\nCPU s/Mfr: CPU seconds of the datapath per million forwarded frames: vdevd's threads\n"
                  "plus the NAPI work of its two ports (threaded-NAPI kthread run time, softirq polls timed\n"
-                 "by tracepoints); generator and sink excluded. See docs/performance.md.\n");
+                 "by tracepoints); generator and sink excluded. %s See docs/performance.md.\n",
+            o.napiTiming == NapiTiming::kSplit
+                ? "Measured in a CPU window after the rate window\n(the tracepoints are not attached while rates are measured)."
+                : "The tracepoints were attached during the\nrate window and slowed it down (--napi-timing on).");
   else if (method == "tasks")
     fprintf(out, "\nCPU s/Mfr: CPU seconds of vdevd's threads and the ingress port's NAPI kthread per\n"
                  "million forwarded frames (NAPI timing unavailable).\n");
@@ -141,6 +160,7 @@ void runJson(JsonWriter& j, const RunResult& r) {
   j.field("forwarded", r.forwarded);
   j.field("forwarded_bytes", r.forwardedBytes);
   j.field("other_frames", r.otherFrames);
+  j.field("sink_path", r.sinkPath);
   j.key("offered_mpps").value(r.offeredMpps(), 4);
   j.key("forwarded_mpps").value(r.forwardedMpps(), 4);
   j.key("loss_pct").value(r.lossPct(), 3);
@@ -155,8 +175,10 @@ void runJson(JsonWriter& j, const RunResult& r) {
   j.field("forwarded", r.forwardedTotal);
   j.key("sink_all_frames");
   if (r.sinkCountTotal) j.value(*r.sinkCountTotal); else j.null();
-  j.key("sink_kernel_xdp_drops");
+  j.key("sink_kernel_count");
   if (r.sinkKernelTotal) j.value(*r.sinkKernelTotal); else j.null();
+  j.key("sink_kernel_counter");
+  if (r.sinkKernelTotal) j.value(r.sinkKernelCounter); else j.null();
   j.field("ok", r.countsOk);
   j.endObject();
   auto opt = [&](const char* k, const std::optional<double>& v) {
@@ -185,6 +207,12 @@ void runJson(JsonWriter& j, const RunResult& r) {
   j.key("steal").value(r.cpu.steal, 3);
   j.endObject();
   j.key("cpu_s_per_mframe").value(r.cpuPerMframe(), 4);
+  j.key("cpu_window").beginObject();
+  j.key("seconds").value(r.cpuSeconds, 4);
+  j.field("offered", r.cpuOffered);
+  j.field("forwarded", r.cpuForwarded);
+  j.endObject();
+  j.key("rate_window_other_load_s").value(r.rateWindowOther, 3);
   j.field("noisy", r.noisy);
   j.key("offered_flow");
   flowJson(j, r.offeredFlow);
@@ -236,6 +264,10 @@ std::string toJson(const Report& rep) {
   j.field("datapath_cpu", o.dutCpu);
   j.field("sink_cpu", o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu);
   j.field("napi", napiText(o));
+  j.field("sink", sinkText(o));
+  j.field("napi_timing", napiTimingName(o.napiTiming));
+  j.field("bridge_nf_call_iptables", rep.bridgeNfCallIptables);
+  j.key("cpu_window_s").value(o.napiTiming == NapiTiming::kSplit ? o.cpuWindow : o.duration, 3);
   j.field("repeat_per_call", static_cast<uint64_t>(o.repeat));
   j.field("batch", static_cast<uint64_t>(o.batch));
   j.field("sport_count", static_cast<uint64_t>(o.sportCount));

@@ -24,6 +24,7 @@ struct Report {
   const Options* opt = nullptr;
   std::string prefix;
   std::string vdevdPath;
+  std::string bridgeNfCallIptables;  // in the DUT namespace: "0", "1", "absent"
   std::vector<DatapathResult> results;
   std::vector<Skipped> skipped;
   std::vector<std::string> leftovers;

@@ -38,7 +38,7 @@ struct CpuUse {
   std::optional<double> dutNapiThread;  // ingress port's threaded-NAPI kthread
   // NAPI polls in NET_RX softirq (napi_time.bpf.c), when it is attached:
   std::optional<double> pollDut;           // of the DUT's ports, any context
-  std::optional<double> pollSink;          // of the sink veth, any context
+  std::optional<double> pollSink;          // of the sink veth (or the backlog, tc sink), any context
   std::optional<double> pollInDutProcess;  // anything, on top of vdevd
   std::optional<double> pollInBench;       // anything, on top of vdev-bench
   std::optional<double> netRxOther;        // NET_RX time outside our polls
@@ -67,7 +67,7 @@ struct CpuUse {
 struct RunResult {
   std::string datapath;
   int run = 0;
-  double seconds = 0;           // measured window, wall clock
+  double seconds = 0;           // measured (rate) window, wall clock
   uint64_t offered = 0;         // frames the generator emitted in the window
   uint64_t forwarded = 0;       // vdev-bench frames the sink got in the window
   uint64_t forwardedBytes = 0;
@@ -82,12 +82,25 @@ struct RunResult {
   std::optional<uint64_t> egressDrops;
   uint64_t offeredTotal = 0;    // whole run (warm-up + window + drain)
   uint64_t forwardedTotal = 0;
-  // The sink's count (all frames) against the kernel's count of frames the
-  // sink program saw, over the whole run (veth sink only).
+  // How frames reached the sink (Sink::receivePath()).
+  std::string sinkPath;
+  // The sink's count (all frames) against the kernel's count of frames that
+  // reached the sink (sinkKernelCounter names it), over the whole run (veth
+  // sink only).
   std::optional<uint64_t> sinkCountTotal, sinkKernelTotal;
+  std::string sinkKernelCounter;
   bool countsOk = false;        // forwardedTotal <= offeredTotal, sink == kernel
   bool noisy = false;           // other load: CpuUse::unexplained or steal > 15% of a CPU
+  // The window the CPU figures (cpu) cover: the rate window itself, or with
+  // --napi-timing split the CPU window right after it, with the NAPI timing
+  // attached; its length and the frames offered/forwarded in it.
+  double cpuSeconds = 0;
+  uint64_t cpuOffered = 0, cpuForwarded = 0;
   CpuUse cpu;
+  // Busy CPU seconds (/proc/stat, all CPUs) during the rate window that no
+  // task of the benchmark (vdevd, generator, sink, NAPI kthreads, ksoftirqd)
+  // accounts for: other load. Coarse (tick-sampled) but needs no tracing.
+  double rateWindowOther = 0;
   FlowStats offeredFlow, forwardedFlow;
   // Per 10 ms interval of the window (--timeline): start time (s from the
   // window start), offered and forwarded Mpps.
@@ -101,7 +114,7 @@ struct RunResult {
   double offeredMpps() const { return seconds > 0 ? offered / seconds / 1e6 : 0; }
   double forwardedMpps() const { return seconds > 0 ? forwarded / seconds / 1e6 : 0; }
   double lossPct() const { return offered ? 100.0 * (1.0 - double(forwarded) / double(offered)) : 0; }
-  double cpuPerMframe() const { return forwarded ? cpu.datapath / (forwarded / 1e6) : 0; }
+  double cpuPerMframe() const { return cpuForwarded ? cpu.datapath / (cpuForwarded / 1e6) : 0; }
 };
 
 class Runner {
@@ -122,16 +135,18 @@ class Runner {
     double t = 0;
     Counters gen, sink;
     CpuBusy busy;
-    double genCpu = 0, sinkCpu = 0;
+    double genCpu = 0, sinkCpu = 0, ksoftirqdCpu = 0;
     std::optional<double> vdevdCpu, napiCpu;
     std::map<std::string, uint64_t> ingress;
     std::optional<uint64_t> egressDrops;
     std::optional<uint64_t> sinkKernel;
     std::optional<PollTimes> polls;
   };
-  void computeCpu(const Snapshot& a, const Snapshot& b, RunResult* r) const;
+  void computeCpu(const Snapshot& a, const Snapshot& b, bool usePolls, RunResult* r) const;
+  double otherLoad(const Snapshot& a, const Snapshot& b) const;
   Status sampleFor(double seconds, std::vector<Sample>* out);
   Result<Snapshot> snapshot(const Datapath& dp);
+  Status prepareSink(const Datapath& dp);
   Status prepareNapi();
 
   Topology& topo_;
@@ -139,6 +154,7 @@ class Runner {
   const Options& opt_;
   NapiTimer* timer_;
   std::vector<pid_t> dutNapiThreads_;
+  std::vector<pid_t> ksoftirqd_;
   std::optional<EthtoolStats> genStats_, egressEthtool_;
   std::optional<LinkStats> egressLink_;
   bool statsTried_ = false;

@@ -53,32 +53,67 @@ double sumTaskCpu(const std::vector<pid_t>& tids) {
 }
 }  // namespace
 
-// ---- XdpSink ----------------------------------------------------------------
+// ---- VethSink ---------------------------------------------------------------
 
-Result<std::unique_ptr<XdpSink>> XdpSink::create(const Netns& ns, const std::string& ifname) {
-  std::unique_ptr<XdpSink> s(new XdpSink(ns, ifname));
+const char* sinkModeName(SinkMode m) { return m == SinkMode::kTc ? "tc" : "xdp"; }
+
+Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname, SinkMode mode) {
+  std::unique_ptr<VethSink> s(new VethSink(ns, ifname, mode));
   auto skel = loadSink();
   if (!skel) return skel.status();
   s->skel_ = std::move(skel.value());
   s->countersFd_ = sinkCountersFd(s->skel_.get());
-  auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
-  if (!link) return link.status();
-  s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
-  auto st = EthtoolStats::open(ns, ifname);
-  if (st) s->stats_.emplace(std::move(st.value()));
-  else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.status().message().c_str());
+  if (mode == SinkMode::kXdp) {
+    auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
+    if (!link) return link.status();
+    s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
+    auto st = EthtoolStats::open(ns, ifname);
+    if (st) s->stats_.emplace(std::move(st.value()));
+    else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.status().message().c_str());
+    return s;
+  }
+  // tc: a veth starts with GRO off (veth turns it off at creation); make
+  // sure, so that skbs take the per-CPU backlog as at a container's veth.
+  VB_TRY(setGro(ns, ifname, false));
+  s->gro_ = false;
+  auto tc = TcIngress::attach(ns, ifname, sinkTcProgram(s->skel_.get()));
+  if (!tc) return tc.status();
+  s->tc_ = std::move(tc.value());
+  auto ls = LinkStats::open(ns, ifname);
+  if (ls) s->linkStats_.emplace(std::move(ls.value()));
+  else logWarn("no link statistics for %s: %s", ifname.c_str(), ls.status().message().c_str());
   return s;
 }
 
-std::optional<uint64_t> XdpSink::kernelCount() const {
-  if (!stats_) return std::nullopt;
-  auto m = stats_->read();
-  if (!m) return std::nullopt;
-  // veth counts XDP verdicts per receive queue; the sink drops every frame.
-  return EthtoolStats::sumQueues(m.value(), "rx_queue_", "_xdp_drops");
+std::string VethSink::describe() const {
+  if (mode_ == SinkMode::kXdp) return "XDP_DROP counter on " + ifname_;
+  return "tc ingress (clsact) TC_ACT_SHOT counter on " + ifname_;
 }
 
-Status XdpSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
+std::string VethSink::receivePath() const {
+  if (mode_ == SinkMode::kXdp) return "xdp: native XDP on the sink veth";
+  return gro_ ? "tc: skb from the sink veth's NAPI (GRO on)" : "tc: skb via netif_rx backlog (GRO off)";
+}
+
+std::optional<uint64_t> VethSink::kernelCount() const {
+  if (mode_ == SinkMode::kXdp) {
+    if (!stats_) return std::nullopt;
+    auto m = stats_->read();
+    if (!m) return std::nullopt;
+    // veth counts XDP verdicts per receive queue; the sink drops every frame.
+    return EthtoolStats::sumQueues(m.value(), "rx_queue_", "_xdp_drops");
+  }
+  if (!linkStats_) return std::nullopt;
+  auto l = linkStats_->read();
+  if (!l) return std::nullopt;
+  return l->rxPackets;
+}
+
+std::string VethSink::kernelCounter() const {
+  return mode_ == SinkMode::kXdp ? "rx_queue_N_xdp_drops" : "rx_packets";
+}
+
+Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
   return inNetns(ns_, [&]() -> Status {
     int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);  // protocol 0: send only
     if (fd < 0) return Status::fromErrno("socket(AF_PACKET)");
@@ -96,15 +131,27 @@ Status XdpSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
   });
 }
 
-double XdpSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
+double VethSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
 
-Status XdpSink::pin(int cpu, int prio, bool threadedNapi) {
+Status VethSink::prepare(const SinkRun& run) {
   napiThreads_.clear();
+  if (mode_ == SinkMode::kTc) {
+    // NAPI only where the datapath needs it: ndo_xdp_xmit into a veth
+    // without NAPI fails. (Threaded NAPI is refused for the tc sink by the
+    // option parser: skbs would still take the backlog, see --help.)
+    bool want = run.xdpFrames;
+    if (want != gro_) {
+      VB_TRY(setGro(ns_, ifname_, want));
+      gro_ = want;
+      logInfo("GRO %s on %s", want ? "on" : "off", ifname_.c_str());
+    }
+    return {};
+  }
   // softirq mode: the sink's NAPI runs in softirq on the CPU that
   // transmitted into the sink veth (the datapath's), nothing to pin.
-  if (!threadedNapi) return {};
+  if (!run.threadedNapi) return {};
   VB_TRY(sysfsNetWrite(ns_, ifname_, "threaded", "1"));
-  auto tids = pinNapiThreads(ifname_, cpu, prio);
+  auto tids = pinNapiThreads(ifname_, run.cpu, run.prio);
   if (!tids) return tids.status();
   napiThreads_ = std::move(tids.value());
   return {};
@@ -198,12 +245,12 @@ double TapSink::cpuSeconds() const {
   return c ? c.value() : 0;
 }
 
-Status TapSink::pin(int cpu, int prio, bool) {
+Status TapSink::prepare(const SinkRun& run) {
   pid_t t = 0;
   for (int i = 0; i < 1000 && (t = tid_.load(std::memory_order_relaxed)) == 0; ++i) usleep(1000);
   if (t == 0) return Status::fail(ESRCH, "tap reader not started");
-  VB_TRY(pinTask(t, cpu));
-  return setRealtime(t, prio);
+  VB_TRY(pinTask(t, run.cpu));
+  return setRealtime(t, run.prio);
 }
 
 }  // namespace vdev::bench

@@ -17,6 +17,23 @@
 
 namespace vdev::bench {
 
+// How the veth-veth sink receives (--sink).
+enum class SinkMode {
+  kTc,   // BPF on the sink veth's clsact ingress: frames arrive as skbs, as at a container's veth
+  kXdp,  // native XDP on the sink veth
+};
+const char* sinkModeName(SinkMode m);
+
+// What the sink must provide for one run.
+struct SinkRun {
+  int cpu = 0;                // the sink CPU (shared with the generator)
+  int prio = 0;               // SCHED_FIFO priority of the sink's own task, 0 = normal
+  bool threadedNapi = false;  // the sink veth's NAPI in a kthread pinned to cpu
+  // The datapath transmits xdp_frames into the egress veth (ndo_xdp_xmit, a
+  // devmap redirect): the sink veth must have NAPI to take them.
+  bool xdpFrames = false;
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -29,39 +46,65 @@ class Sink {
   // CPU seconds spent receiving, where it can be told apart (a reader thread,
   // a threaded-NAPI kthread); 0 when it runs in softirq on whichever CPU.
   virtual double cpuSeconds() const = 0;
-  // Called before each measurement: move the receive work to cpu (the sink
-  // CPU, shared with the generator) at SCHED_FIFO priority prio (0: normal).
-  // With priority the sink runs whenever it has frames and the generator
-  // gets what is left, so the sink is never the bottleneck and drops nothing
-  // while the generator still offers as much as that CPU allows.
-  virtual Status pin(int cpu, int prio, bool threadedNapi) = 0;
+  // Called before each run's datapath starts: set the receive path up for
+  // it, and move the receive work to run.cpu at SCHED_FIFO priority run.prio
+  // where it has a task of its own. With priority the sink runs whenever it
+  // has frames and the generator gets what is left, so the sink is never the
+  // bottleneck and drops nothing while the generator still offers as much as
+  // that CPU allows.
+  virtual Status prepare(const SinkRun& run) = 0;
   virtual std::string describe() const = 0;
-  // The kernel's own count of frames that reached the sink (the sink veth's
-  // XDP_DROP verdicts), to check counters() against; nullopt when there is
-  // no such count (a tap).
+  // How frames reach the sink in the current run (after prepare()).
+  virtual std::string receivePath() const = 0;
+  // The sink's receive work runs in polls of the per-CPU backlog (netif_rx)
+  // in the current run, rather than in the sink veth's own NAPI.
+  virtual bool receivesViaBacklog() const { return false; }
+  // The kernel's own count of frames that reached the sink, to check
+  // counters() (all frames, ours and others) against; nullopt when there is
+  // no such count (a tap). kernelCounter() names it.
   virtual std::optional<uint64_t> kernelCount() const { return std::nullopt; }
+  virtual std::string kernelCounter() const { return ""; }
 };
 
-// The XDP sink on the veth inside the sink namespace (see bpf/sink.bpf.c).
-class XdpSink : public Sink {
+// The sink on the veth inside the sink namespace (see bpf/sink.bpf.c).
+//
+//  tc:  vb_sink_tc on the veth's clsact ingress, TC_ACT_SHOT. GRO stays off,
+//       as on any new veth (and a container's): without NAPI the veth hands
+//       skbs to netif_rx(), i.e. the per-CPU backlog of the CPU that
+//       transmitted. For a datapath that transmits xdp_frames (xdp-redirect)
+//       GRO is turned on for that run: since Linux 5.13 a veth with GRO has
+//       NAPI without an XDP program, which is what ndo_xdp_xmit needs; it
+//       then builds an skb per frame. Kernel count: the veth's rx_packets
+//       (IFLA_STATS64), which counts every skb queued to the backlog and
+//       every frame its NAPI polled.
+//  xdp: vb_sink attached as native XDP, XDP_DROP. Kernel count: the veth's
+//       rx_queue_N_xdp_drops (ethtool -S).
+class VethSink : public Sink {
  public:
-  static Result<std::unique_ptr<XdpSink>> create(const Netns& ns, const std::string& ifname);
+  static Result<std::unique_ptr<VethSink>> create(const Netns& ns, const std::string& ifname, SinkMode mode);
   Result<Counters> counters() const override { return readCounters(countersFd_); }
   Status sendLearningFrames(const std::vector<uint8_t>& frame, int n) override;
   double cpuSeconds() const override;
-  Status pin(int cpu, int prio, bool threadedNapi) override;
-  std::string describe() const override { return "XDP_DROP counter on " + ifname_; }
+  Status prepare(const SinkRun& run) override;
+  std::string describe() const override;
+  std::string receivePath() const override;
+  bool receivesViaBacklog() const override { return mode_ == SinkMode::kTc && !gro_; }
   std::optional<uint64_t> kernelCount() const override;
+  std::string kernelCounter() const override;
 
  private:
-  XdpSink(const Netns& ns, std::string ifname) : ns_(ns), ifname_(std::move(ifname)) {}
+  VethSink(const Netns& ns, std::string ifname, SinkMode mode) : ns_(ns), ifname_(std::move(ifname)), mode_(mode) {}
   const Netns& ns_;
   std::string ifname_;
+  SinkMode mode_;
   SinkSkel skel_;
-  std::unique_ptr<XdpLink> link_;
+  std::unique_ptr<XdpLink> link_;      // xdp
+  std::unique_ptr<TcIngress> tc_;      // tc
+  bool gro_ = false;                   // tc: GRO (hence NAPI) on the sink veth now
   int countersFd_ = -1;
   std::vector<pid_t> napiThreads_;
-  std::optional<EthtoolStats> stats_;
+  std::optional<EthtoolStats> stats_;  // xdp
+  std::optional<LinkStats> linkStats_;  // tc
 };
 
 // A tap reader standing in for a VM: it owns the tap (opened with
@@ -75,8 +118,9 @@ class TapSink : public Sink {
   Result<Counters> counters() const override;
   Status sendLearningFrames(const std::vector<uint8_t>& frame, int n) override;
   double cpuSeconds() const override;
-  Status pin(int cpu, int prio, bool threadedNapi) override;
+  Status prepare(const SinkRun& run) override;
   std::string describe() const override { return "read() loop on tap " + ifname_; }
+  std::string receivePath() const override { return "tap, read() per frame"; }
 
  private:
   TapSink(std::string ifname, Fd fd) : ifname_(std::move(ifname)), fd_(std::move(fd)) {}

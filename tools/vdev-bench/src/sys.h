@@ -84,6 +84,8 @@ auto inNetns(const Netns& ns, F&& f) -> decltype(f()) {
 Result<int> ifindexIn(const Netns& ns, const std::string& ifname);
 // Writes value to a /proc/sys path inside ns (net.* sysctls are per netns).
 Status sysctlIn(const Netns& ns, const std::string& path, const std::string& value);
+// Reads a /proc/sys path inside ns (trailing newline removed).
+Result<std::string> sysctlReadIn(const Netns& ns, const std::string& path);
 // Writes value to /sys/class/net/IFNAME/ATTR of a device inside ns. sysfs
 // shows the namespace it was mounted in, so this goes through
 // `ip netns exec`, which mounts a private sysfs for the namespace.

@@ -2,6 +2,9 @@
 #include "topology.h"
 
 #include <dirent.h>
+#include <net/if.h>
+
+#include "ethtool_stats.h"
 
 namespace vdev::bench {
 
@@ -9,9 +12,12 @@ const char* scenarioName(Scenario s) {
   return s == Scenario::kVethVeth ? "veth-veth" : "veth-tap";
 }
 
-Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, const std::string& prefix) {
+Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+                                                  int bridgeNfCall) {
   std::unique_ptr<Topology> t(new Topology());
   t->scenario_ = sc;
+  t->sinkMode_ = sinkMode;
+  t->bridgeNfCall_ = bridgeNfCall;
   t->prefix_ = prefix;
   t->genIf_ = prefix + "g";
   t->portA_ = prefix + "a";
@@ -45,6 +51,16 @@ Status Topology::build() {
   VB_TRY(mk(gen_, prefix_ + "-gen"));
   VB_TRY(mk(dut_, prefix_ + "-dut"));
   const std::string& dut = dut_->name();
+  // br_netfilter (built in, or loaded by Docker & co.) sends every bridged
+  // IPv4/IPv6/ARP frame through the netfilter hooks while these are 1 (its
+  // default): a large part of the bridge's cost.
+  if (bridgeNfCall_ >= 0) {
+    for (const char* k : {"iptables", "ip6tables", "arptables"}) {
+      Status s = sysctlIn(*dut_, std::string("net/bridge/bridge-nf-call-") + k, bridgeNfCall_ ? "1" : "0");
+      if (!s.ok()) return Status::failText(s.err(), s.message() + " (--bridge-nf-call needs br_netfilter)");
+    }
+  }
+  if (auto v = sysctlReadIn(*dut_, "net/bridge/bridge-nf-call-iptables")) bridgeNf_ = v.value();
 
   // Generator side: <P>g in gen, its peer <P>a in dut.
   VB_TRY(runCommand({"ip", "-n", dut, "link", "add", portA_, "type", "veth", "peer", "name", genIf_,
@@ -58,7 +74,7 @@ Status Topology::build() {
                        "netns", sinkNs_->name()}));
     VB_TRY(runCommand({"ip", "-n", sinkNs_->name(), "link", "set", sinkIf_, "address", formatMac(sinkMac_), "up"}));
     VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portB_, "up"}));
-    auto sink = XdpSink::create(*sinkNs_, sinkIf_);
+    auto sink = VethSink::create(*sinkNs_, sinkIf_, sinkMode_);
     if (!sink) return sink.status();
     sink_ = std::move(sink.value());
   } else {
@@ -67,6 +83,37 @@ Status Topology::build() {
     sink_ = std::move(sink.value());
     VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portB_, "up"}));
   }
+  return waitRunning();
+}
+
+// A device that was just set up is IFF_RUNNING (operstate up) only once the
+// kernel's linkwatch work has run, up to a second later. vdevd attaches a
+// port's socket only while it is IFF_UP and IFF_RUNNING (and checks that
+// periodically), so without this wait the first vdevd run of an invocation
+// dropped everything for ~1 s after "vdevd: ready" (no socket on port A).
+Status Topology::waitRunning() {
+  struct Dev {
+    const Netns* ns;
+    std::string name;
+  };
+  std::vector<Dev> devs{{&*gen_, genIf_}, {&*dut_, portA_}, {&*dut_, portB_}};
+  if (scenario_ == Scenario::kVethVeth) devs.push_back({&*sinkNs_, sinkIf_});
+  double deadline = monotonicSeconds() + 5;
+  for (const Dev& d : devs) {
+    auto ls = LinkStats::open(*d.ns, d.name);
+    if (!ls) return ls.status();
+    for (;;) {
+      auto c = ls->read();
+      if (!c) return c.status();
+      if ((c->flags & IFF_UP) && (c->flags & IFF_RUNNING)) break;
+      if (monotonicSeconds() > deadline) {
+        logWarn("%s is not running (flags 0x%x) 5 s after set-up; going on", d.name.c_str(), c->flags);
+        break;
+      }
+      if (!sleepUnlessStopped(0.02)) return Status::fail(EINTR, "setup");
+    }
+  }
+  logInfo("all links running");
   return {};
 }
 

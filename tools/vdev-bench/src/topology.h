@@ -2,7 +2,8 @@
 //
 //   netns <P>-gen          netns <P>-dut                         netns <P>-sink
 //   <P>g (veth) ========== <P>a (veth)   [datapath]   <P>b (veth) ======== <P>s (veth)
-//   generator: vb_gen       ingress port                egress port         sink: vb_sink
+//   generator: vb_gen       ingress port                egress port         sink: vb_sink_tc
+//                                                                            (tc ingress) or vb_sink (XDP)
 //   via BPF_PROG_RUN                                    -- or, veth-tap: --
 //                                                       <P>b (tap) -> read() by TapSink
 //
@@ -30,7 +31,14 @@ const char* scenarioName(Scenario s);
 
 class Topology {
  public:
-  static Result<std::unique_ptr<Topology>> create(Scenario sc, const std::string& prefix);
+  // sinkMode: how the veth-veth sink receives (ignored for veth-tap).
+  // bridgeNfCall: net.bridge.bridge-nf-call-{iptables,ip6tables,arptables}
+  // in the DUT namespace: -1 leave as the kernel sets them, 0 or 1.
+  static Result<std::unique_ptr<Topology>> create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+                                                  int bridgeNfCall = -1);
+  // net.bridge.bridge-nf-call-iptables in the DUT namespace: "0", "1", or
+  // "absent" (no br_netfilter).
+  const std::string& bridgeNfCallIptables() const { return bridgeNf_; }
   ~Topology();
 
   Scenario scenario() const { return scenario_; }
@@ -52,8 +60,12 @@ class Topology {
  private:
   Topology() = default;
   Status build();
+  Status waitRunning();
 
   Scenario scenario_ = Scenario::kVethVeth;
+  SinkMode sinkMode_ = SinkMode::kTc;
+  int bridgeNfCall_ = -1;
+  std::string bridgeNf_ = "absent";
   std::string prefix_;
   std::optional<Netns> gen_, dut_, sinkNs_;
   std::string genIf_, portA_, portB_, sinkIf_, bridge_;
