@@ -216,6 +216,12 @@ Status Datapath::fdbDel(const uint8_t mac[6]) {
   return st;
 }
 
+void Datapath::checkLinks() {
+  runOnDatapath([&] {
+    for (Port* p : active_) checkLink(*p);
+  });
+}
+
 bool Datapath::hasPort(const std::string& name) {
   bool found = false;
   runOnDatapath([&] { found = findPort(name) != nullptr; });

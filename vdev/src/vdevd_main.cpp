@@ -21,6 +21,7 @@
 #include "vdev/state_file.h"
 #include "vdev/stats_format.h"
 #include "vdev/version.h"
+#include "vdevnl/rtnl_monitor.h"
 #include "vdevnl/server.h"
 
 namespace {
@@ -365,6 +366,16 @@ int main(int argc, char** argv) {
     server = std::move(srv.value());
   }
 
+  // Link events (RTM_NEWLINK/RTM_DELLINK) make the datapath look at its
+  // ports at once; its 100 ms housekeeping check remains the fallback.
+  std::optional<vdevnl::rtnl::LinkMonitor> links;
+  if (auto lm = vdevnl::rtnl::LinkMonitor::open(); lm) {
+    links.emplace(std::move(lm.value()));
+  } else {
+    std::fprintf(stderr, "vdevd: link monitor: %s; checking links every 100 ms only\n",
+                 lm.error().message().c_str());
+  }
+
   d.start();
   std::printf("vdevd: ready (%zu ports, %s mode)\n", d.numPorts(),
               cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect");
@@ -377,11 +388,18 @@ int main(int argc, char** argv) {
   const int poll_ms = wd.count() > 0 ? int(std::max<int64_t>(1, wd.count() / 2000)) : -1;
 
   for (bool run = true; run;) {
-    struct pollfd fds[2] = {{sigfd.get(), POLLIN, 0}, {server ? server->fd() : -1, POLLIN, 0}};
-    int n = ::poll(fds, server ? 2 : 1, poll_ms);
+    struct pollfd fds[3] = {{sigfd.get(), POLLIN, 0},
+                            {server ? server->fd() : -1, POLLIN, 0},
+                            {links ? links->fd() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 3, poll_ms);  // negative fds are ignored by poll()
     if (wd.count() > 0) (void)vdev::sd::notifyWatchdog();
     if (n < 0) continue;  // EINTR
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
+    if (links && (fds[2].revents & POLLIN)) {
+      bool any = false;
+      auto r = links->processEvents([&](const vdevnl::rtnl::LinkEvent&) { any = true; });
+      if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+    }
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (::read(sigfd.get(), &si, sizeof si) == sizeof si) {

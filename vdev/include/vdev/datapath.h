@@ -99,6 +99,9 @@ class Datapath {
   Status removePort(const std::string& ifname);
   size_t numPorts() const { return active_.size(); }
   bool hasPort(const std::string& name);
+  // Checks every port's device and link now (as housekeeping does every
+  // 100 ms): the control thread calls it on rtnetlink link events.
+  void checkLinks();
   Result<std::vector<Fdb::Entry>> fdbDump();
   Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
   Status fdbDel(const uint8_t mac[6]);
