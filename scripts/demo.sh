@@ -58,7 +58,7 @@ for _ in $(seq 50); do grep -q ready "$work/vm.out" 2>/dev/null && break; sleep 
 grep -q ready "$work/vm.out" || { cat "$work/vm.err" >&2; exit 1; }
 
 step "vdevd --port $h1 --port $h2 --port $tap"
-"$vdevd" --port "$h1" --port "$h2" --port "$tap" --stats-json "$work/stats.json" >"$work/vdevd.out" 2>"$work/vdevd.err" &
+"$vdevd" --no-socket --no-state --port "$h1" --port "$h2" --port "$tap" --stats-json "$work/stats.json" >"$work/vdevd.out" 2>"$work/vdevd.err" &
 vdevd_pid=$!
 for _ in $(seq 100); do grep -q ready "$work/vdevd.out" 2>/dev/null && break; sleep 0.1; done
 grep -q ready "$work/vdevd.out" || { cat "$work/vdevd.err" >&2; exit 1; }

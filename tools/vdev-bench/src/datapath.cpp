@@ -63,7 +63,9 @@ class VdevdDatapath : public Datapath {
     if (ip.empty()) return Status::fail(ENOENT, "ip (iproute2) not found in PATH");
     std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_,
                                   "--port", topo_.portA(), "--port", topo_.portB(),
-                                  "--mode", mode_, "--stats-json", statsPath_};
+                                  "--mode", mode_, "--stats-json", statsPath_,
+                                  // the host's control socket and saved ports are not ours
+                                  "--no-socket", "--no-state"};
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;

@@ -79,17 +79,18 @@ OPTIONS
                           its runs: that gives Ps NAPI without an XDP program, and Ps then
                           builds an skb per frame. Checked against Ps's rx_packets.
                           xdp: native XDP on Ps counts and returns XDP_DROP. veth must copy
-                          every skb that has no page-sized head with XDP headroom (vdevd's
-                          copy-mode AF_XDP skbs) into a page before the program runs, a cost
-                          a container does not pay. Checked against rx_queue_N_xdp_drops.
+                          every skb whose head is not a page fragment with 256 bytes of
+                          headroom (vdevd's copy-mode AF_XDP skbs) into a page before the
+                          program runs, a cost a container does not pay. Checked against
+                          rx_queue_N_xdp_drops.
         --vdevd PATH      the vdevd binary (default: ../../vdev/vdevd relative to
                           vdev-bench in the build tree, then PATH).
         --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--batch=128.
         --gen-cpu N       CPU of the generator threads (default 0).
         --dp-cpu N        CPU of the datapath: vdevd, and with --napi threaded the ingress
                           port's NAPI kthread (default 1).
-        --sink-cpu N      CPU of the sink's receive work: the tap reader thread, and with
-                          a threaded sink veth NAPI kthread (default: the generator CPU).
+        --sink-cpu N      CPU of the sink's receive work: the tap reader thread, or the
+                          sink veth's threaded NAPI kthread (default: the generator CPU).
                           In softirq mode the sink veth's receive work (its NAPI, or the
                           backlog for the tc sink) runs on the CPU that transmitted into it.
         --sink-prio N     SCHED_FIFO priority of that work, 0 for normal (default 50): the
@@ -142,8 +143,9 @@ OUTPUT
     Per datapath (medians over the runs): forwarded Mpps (sink count / window), offered
     Mpps (generator count / window), loss % (1 - forwarded/offered), CPU s/Mfr: CPU seconds
     the datapath spent per million forwarded frames (vdevd's threads plus the NAPI work of
-    the two ports, from scheduler run times and NAPI polls timed in softirq by tracepoints;
-    the generator's and the sink's work excluded), and the gaps in the offered load. Per
+    the two ports, from scheduler run times and NAPI polls timed in softirq by tracepoints,
+    in the CPU window that follows the measured one; the generator's and the sink's work
+    excluded), and the gaps in the offered load. Per
     run: where the loss happened (ingress ring full = the DUT did not take frames in time;
     egress drops = the sink's queue overflowed), CPU split, and the check that the sink
     count is <= the generator count and equals the kernel's count. With --json every run
