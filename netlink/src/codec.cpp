@@ -70,6 +70,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrSwitchMode: return {"SWITCH_MODE", Kind::kU8};
     case kAttrUptime: return {"UPTIME", Kind::kU64};
     case kAttrNumPorts: return {"NUM_PORTS", Kind::kU32};
+    case kAttrQueuesBound: return {"QUEUES_BOUND", Kind::kU32};
     default: return {};
   }
 }
@@ -462,6 +463,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   w.u8(kAttrPortType, static_cast<uint8_t>(p.type));
   w.u32(kAttrIfindex, p.ifindex);
   w.u32(kAttrQueues, p.queues);
+  w.u32(kAttrQueuesBound, p.queues_bound);
   w.u8(kAttrXdpMode, static_cast<uint8_t>(p.xdp_mode));
   w.u8(kAttrBindMode, static_cast<uint8_t>(p.bind_mode));
   w.u32(kAttrMtu, p.mtu);
@@ -735,6 +737,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrPortType]) p.type = static_cast<PortType>(getU8(tb[kAttrPortType]));
   if (tb[kAttrIfindex]) p.ifindex = getU32(tb[kAttrIfindex]);
   if (tb[kAttrQueues]) p.queues = getU32(tb[kAttrQueues]);
+  if (tb[kAttrQueuesBound]) p.queues_bound = getU32(tb[kAttrQueuesBound]);
   if (tb[kAttrXdpMode]) p.xdp_mode = static_cast<XdpMode>(getU8(tb[kAttrXdpMode]));
   if (tb[kAttrBindMode]) p.bind_mode = static_cast<BindMode>(getU8(tb[kAttrBindMode]));
   if (tb[kAttrMtu]) p.mtu = getU32(tb[kAttrMtu]);

@@ -247,6 +247,7 @@ const char* attrName(uint16_t attr) {
     case kAttrSwitchMode: return "SWITCH_MODE";
     case kAttrUptime: return "UPTIME";
     case kAttrNumPorts: return "NUM_PORTS";
+    case kAttrQueuesBound: return "QUEUES_BOUND";
     default: return "UNKNOWN";
   }
 }

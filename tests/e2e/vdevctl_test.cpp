@@ -20,6 +20,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,8 +135,8 @@ std::string describe(const std::vector<std::string>& args, const CmdResult& r) {
 // before the child drops root: what is tested is the tap's owner check at
 // TUNSETIFF, not the mode of /dev/net/tun (0600 in many containers; libvirt
 // also opens it for QEMU and passes the fd). Returns the fd (non-blocking,
-// close-on-exec) or -errno.
-int attachTapAs(const std::string& ifname, Creds creds) {
+// close-on-exec) or -errno. multiQueue: IFF_MULTI_QUEUE, one more queue per call.
+int attachTapAs(const std::string& ifname, Creds creds, bool multiQueue = false) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -errno;
   const pid_t pid = ::fork();
@@ -149,7 +150,7 @@ int attachTapAs(const std::string& ifname, Creds creds) {
       result = errno;
     } else {
       ifreq ifr{};
-      ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+      ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (multiQueue ? IFF_MULTI_QUEUE : 0);
       std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
       if (::ioctl(fd, TUNSETIFF, &ifr) < 0) result = errno;
     }
@@ -194,34 +195,51 @@ int attachTapAs(const std::string& ifname, Creds creds) {
 }
 
 // The VM stand-in on a tap vdevd created: attached as an unprivileged user
-// (see attachTapAs); the station MAC is the guest NIC's.
+// (see attachTapAs); the station MAC is the guest NIC's. With queues > 1 it
+// opens that many queues of a multi-queue tap, as QEMU does for
+// "-netdev tap,queues=N"; it sends on the queue chosen with useQueue() and
+// reads every queue.
 class VmOnTap : public Endpoint {
  public:
-  VmOnTap(const std::string& ifname, Creds creds, const Mac& mac) : Endpoint("VM", mac) {
-    fd_ = attachTapAs(ifname, creds);
-    if (fd_ < 0)
-      throw HarnessError("attach to tap " + ifname + " as uid " + std::to_string(creds.uid) + ": " +
-                         std::strerror(-fd_));
+  VmOnTap(const std::string& ifname, Creds creds, const Mac& mac, int queues = 1)
+      : Endpoint("VM", mac) {
+    for (int q = 0; q < queues; q++) {
+      const int fd = attachTapAs(ifname, creds, queues > 1);
+      if (fd < 0) {
+        closeAll();
+        throw HarnessError("attach to tap " + ifname + " queue " + std::to_string(q) + " as uid " +
+                           std::to_string(creds.uid) + ": " + std::strerror(-fd));
+      }
+      fds_.push_back(fd);
+    }
   }
-  ~VmOnTap() override {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int fd() const override { return fd_; }
+  ~VmOnTap() override { closeAll(); }
+  int fd() const override { return fds_[0]; }
+  // Frames written from now on enter the host through this queue.
+  void useQueue(size_t q) { txq_ = q; }
 
  protected:
   ssize_t readRaw(std::span<uint8_t> buf) override {
-    const ssize_t n = ::read(fd_, buf.data(), buf.size());
-    if (n < 0) return errno == EAGAIN || errno == EINTR || errno == EBADFD ? 0 : -errno;
-    return n;
+    for (size_t i = 0; i < fds_.size(); i++) {
+      const ssize_t n = ::read(fds_[i], buf.data(), buf.size());
+      if (n > 0) return n;
+      if (n < 0 && errno != EAGAIN && errno != EINTR && errno != EBADFD) return -errno;
+    }
+    return 0;
   }
   int writeRaw(std::span<const uint8_t> frame) override {
-    const ssize_t n = ::write(fd_, frame.data(), frame.size());
+    const ssize_t n = ::write(fds_[txq_], frame.data(), frame.size());
     if (n < 0) return -errno;
     return n == ssize_t(frame.size()) ? 0 : -EMSGSIZE;
   }
 
  private:
-  int fd_ = -1;
+  void closeAll() {
+    for (int fd : fds_) ::close(fd);
+    fds_.clear();
+  }
+  std::vector<int> fds_;
+  size_t txq_ = 0;
 };
 
 // Deletes, at the end of a test, the devices vdevd was asked to create, in
@@ -561,6 +579,109 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   ok({"port", "del", vc});
   ok({"port", "del", vt});
   EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// A multi-queue tap for a VM with two queues: the tap exists before the VM
+// and then has one queue and no carrier. The port is added anyway, reports
+// down at once, and binds each queue as the VM opens it; frames the VM sends
+// on its second queue reach the container.
+TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
+  Netns ns;
+  const std::string vc = uniqueName('c'), vt = uniqueName('t');
+  DeviceGuard guard({vc, vt});
+  auto d = startVdevd();
+  const Mac ctrMac = uniqueMac();
+  ok({"port", "add", vc, "type", "veth", "create", "netns", ns.name(), "peer", "eth0", "peer-mac",
+      macString(ctrMac)});
+  ok({"port", "add", vt, "type", "tap", "queues", "2", "create", "owner", "nobody",
+      "multi-queue"});
+  {
+    // No VM, no carrier: down from the first look, not after a housekeeping tick.
+    const Json ports = json({"port", "show"});
+    const Json* p = findPort(ports, vt);
+    ASSERT_TRUE(p) << ports.dump();
+    EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
+    EXPECT_EQ((*p)["queues"].asU64(), 2u) << ports.dump();
+  }
+  PacketSocket ctr("eth0", &ns, ctrMac);
+  ctr.setLabel("container");
+  VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac(), 2);
+  waitLive({vc, vt});
+  const auto bound = [&] {
+    const Json* p = nullptr;
+    const Json ports = json({"port", "show"});
+    p = findPort(ports, vt);
+    return p ? (*p)["queues_bound"].asU64() : 0;
+  };
+  ASSERT_TRUE(waitUntil([&] { return bound() == 2; }, 3s, 20ms))
+      << "queue 1 never bound: " << ok({"port", "show"}) << d->logs();
+  EXPECT_NE(ok({"port", "show"}).find(vt), std::string::npos);
+
+  exchange(ctr, vm, 1, 20);  // VM sends on queue 0
+  vm.useQueue(1);
+  exchange(ctr, vm, 3, 20);  // and on queue 1
+  expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
+
+  ok({"port", "del", vc});
+  ok({"port", "del", vt});
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// vdevd as systemd runs it (Type=notify, WatchdogSec=): the test plays
+// systemd's side of NOTIFY_SOCKET. READY=1 with a STATUS once the configured
+// port is attached, WATCHDOG=1 at least every half watchdog interval,
+// STOPPING=1 on SIGTERM -- in that order.
+TEST_F(VdevctlTest, SystemdNotifyReadyWatchdogStopping) {
+  Netns ns;
+  VethPair veth(ns);
+  const std::string path = dir_.file("notify.sock");
+  const int s = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(s, 0) << std::strerror(errno);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << std::strerror(errno);
+  std::unique_ptr<Vdevd> d;
+  {
+    // The child inherits the environment at fork; ours is restored at once.
+    ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+    ::setenv("WATCHDOG_USEC", "200000", 1);  // 200 ms: a ping every <= 100 ms
+    try {
+      d = startVdevd({"--port", veth.hostName()});
+    } catch (...) {
+      ::unsetenv("NOTIFY_SOCKET");
+      ::unsetenv("WATCHDOG_USEC");
+      ::close(s);
+      throw;
+    }
+    ::unsetenv("NOTIFY_SOCKET");
+    ::unsetenv("WATCHDOG_USEC");
+  }
+  std::vector<std::string> msgs;
+  const auto drain = [&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(s, buf, sizeof buf, 0)) > 0) msgs.emplace_back(buf, size_t(n));
+  };
+  const auto count = [&](const std::string& prefix) {
+    size_t k = 0;
+    for (const auto& m : msgs)
+      if (m.rfind(prefix, 0) == 0) k++;
+    return k;
+  };
+  waitUntil([&] { drain(); return count("WATCHDOG=1") >= 5; }, 3s, 10ms);
+  ASSERT_FALSE(msgs.empty()) << "nothing on NOTIFY_SOCKET\n" << d->logs();
+  EXPECT_EQ(msgs[0].rfind("READY=1\nSTATUS=1 ports, switch mode", 0), 0u) << msgs[0];
+  EXPECT_EQ(count("READY=1"), 1u);
+  EXPECT_GE(count("WATCHDOG=1"), 5u) << "watchdog pings in 3 s at a 200 ms watchdog";
+  // The port was up when READY=1 went out.
+  EXPECT_TRUE(portsLive({veth.hostName()})) << ok({"port", "show"});
+  EXPECT_EQ(count("STOPPING=1"), 0u);
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+  drain();
+  ::close(s);
+  ASSERT_GE(count("STOPPING=1"), 1u);
+  EXPECT_EQ(msgs.back(), "STOPPING=1") << "STOPPING=1 must be the last word";
 }
 
 TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {

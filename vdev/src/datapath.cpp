@@ -129,7 +129,14 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   auto port = Port::open(ifname, uint16_t(slot), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_slot_);
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
-  for (auto& q : ports_[slot]->queues()) refill(*q);
+  Port& np = *ports_[slot];
+  for (auto& q : np.queues()) refill(*q);
+  if (np.unboundQueues())
+    std::fprintf(stderr, "vdevd: port %s: the device has %zu of the port's %zu queues; the others are bound as they appear\n",
+                 ifname.c_str(), np.queues().size() - np.unboundQueues(), np.queues().size());
+  // Link state now, not at the next housekeeping: a tap without a reader
+  // (no carrier) is reported down from the first `port show`.
+  checkLink(np);
   return {};
 }
 
@@ -500,6 +507,20 @@ void Datapath::checkLink(Port& p) {
     p.setLive(true);
     std::fprintf(stderr, "vdevd: port %s: link up; attached again\n", p.name().c_str());
   }
+  if (p.live() && p.unboundQueues()) {
+    // A multi-queue tap grows queues as the VM opens them.
+    auto n = p.bindNewQueues(*pool_, anyLiveSocket(), next_slot_);
+    if (!n) {
+      if (!p.reattachWarned())
+        std::fprintf(stderr, "vdevd: port %s: new queue, but: %s\n", p.name().c_str(),
+                     n.error().message().c_str());
+      p.setReattachWarned(true);
+    } else if (*n) {
+      for (auto& q : p.queues()) refill(*q);
+      std::fprintf(stderr, "vdevd: port %s: %u more queue(s) bound, %u of %zu still absent\n",
+                   p.name().c_str(), *n, p.unboundQueues(), p.queues().size());
+    }
+  }
 }
 
 void Datapath::housekeeping(uint64_t now_ns) {
@@ -621,6 +642,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.name = p.name();
     ps.ifindex = p.ifindex();
     ps.queues = uint32_t(p.queues().size());
+    ps.queues_bound = ps.queues - p.unboundQueues();
     ps.live = p.live();
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     ps.tx_outstanding = p.txOutstanding();

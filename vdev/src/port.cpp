@@ -84,8 +84,6 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
   uint32_t mtu = 0;
   uint8_t mac[6];
   if (auto st = deviceInfo(name_, mtu, mac); !st) return st;
-  if (deviceQueues(name_) < queues_.size())
-    return Error{EINVAL, name_ + " has fewer queues than the port had"};
   ifindex_ = ifindex;
   setMtu(mtu);
   std::memcpy(mac_, mac, 6);
@@ -116,8 +114,13 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
   return {};
 }
 
+// A device may have fewer RX queues than the port: a persistent multi-queue
+// tap has one until the VM opens the others (AF_XDP can only bind a queue
+// that exists). Those that exist are bound now, the rest by bindNewQueues()
+// when they appear. Queue 0 always exists.
 Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
-  for (uint32_t q = 0; q < queues_.size(); q++) {
+  const uint32_t have = std::min<uint32_t>(deviceQueues(name_), uint32_t(queues_.size()));
+  for (uint32_t q = 0; q < have; q++) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
     if (next_slot >= kMaxSocketSlots) return Error{ENOSPC, "too many AF_XDP sockets"};
@@ -129,8 +132,23 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
     if (share_fd < 0) share_fd = qu.xsk->fd();
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
+    bound_ = std::max(bound_, q + 1);
   }
   return {};
+}
+
+uint32_t Port::unboundQueues() const {
+  uint32_t n = 0;
+  for (auto& q : queues_)
+    if (!q->xsk) n++;
+  return n;
+}
+
+Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  const uint32_t before = unboundQueues();
+  if (before == 0 || deviceQueues(name_) <= bound_) return 0u;
+  if (auto st = openSockets(pool, share_fd, next_slot); !st) return st.error();
+  return before - unboundQueues();
 }
 
 void addXdpStats(struct xdp_statistics& a, const struct xdp_statistics& x) {
@@ -166,8 +184,9 @@ int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
     return -EINVAL;
   if (!live() || queues_.empty()) [[unlikely]]
     return -ENXIO;
-  // Queue by calling thread, as tun_xdp_xmit picks tfiles[cpu % numqueues].
-  Queue& q = *queues_[threadIndex() % queues_.size()];
+  // Queue by calling thread, as tun_xdp_xmit picks tfiles[cpu % numqueues],
+  // among the queues bound to a socket (live: at least queue 0).
+  Queue& q = *queues_[threadIndex() % (bound_ ? bound_ : 1)];
   const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
   if (n < frames.size()) [[unlikely]] {
     Counter& drops = counters().drops[kDropRingFull];
@@ -358,6 +377,7 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     q.fill_given = q.rx_got = 0;
     q.tx_submitted = q.tx_completed = 0;
   }
+  bound_ = 0;
   return returned;
 }
 

@@ -36,6 +36,7 @@ std::string statsJson(const DatapathStats& s) {
     ks(o, "name", p.name);
     kv(o, "ifindex", uint64_t(p.ifindex));
     kv(o, "queues", p.queues);
+    kv(o, "queues_bound", p.queues_bound);
     ks(o, "xdp_mode", p.xdp_mode);
     ks(o, "bind_mode", p.bind_mode);
     kv(o, "mtu", p.mtu);
@@ -86,10 +87,10 @@ std::string statsTable(const DatapathStats& s) {
   char buf[512];
   for (const PortStats& p : s.ports) {
     std::snprintf(buf, sizeof buf,
-                  "%s: ifindex %d, %u queue(s), xdp %s, %s%s, mtu %u\n"
+                  "%s: ifindex %d, %u/%u queue(s) bound, xdp %s, %s%s, mtu %u\n"
                   "    rx %" PRIu64 " packets %" PRIu64 " bytes   tx %" PRIu64 " packets %" PRIu64
                   " bytes   outstanding %" PRIu64 "\n    drops:",
-                  p.name.c_str(), p.ifindex, p.queues, p.xdp_mode, p.bind_mode, p.live ? "" : " (down)",
+                  p.name.c_str(), p.ifindex, p.queues_bound, p.queues, p.xdp_mode, p.bind_mode, p.live ? "" : " (down)",
                   p.mtu, p.c.rx_packets, p.c.rx_bytes, p.c.tx_packets, p.c.tx_bytes, p.tx_outstanding);
     o += buf;
     for (uint32_t r = 0; r < kNumDropReasons; r++) {

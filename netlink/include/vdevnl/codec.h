@@ -135,6 +135,7 @@ struct PortInfo {
   uint32_t mtu = 0;
   bool live = false;
   std::optional<Mac> mac;
+  uint32_t queues_bound = 0;  // queues with a socket now (<= queues)
   bool operator==(const PortInfo&) const = default;
 };
 

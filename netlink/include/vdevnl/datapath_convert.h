@@ -49,6 +49,7 @@ inline PortInfo toPortInfo(const vdev::PortStats& s, PortType type = PortType::k
   p.type = type;
   p.ifindex = s.ifindex > 0 ? static_cast<uint32_t>(s.ifindex) : 0;
   p.queues = s.queues;
+  p.queues_bound = s.queues_bound;
   p.xdp_mode = xdpModeFromName(s.xdp_mode ? s.xdp_mode : "");
   p.bind_mode = bindModeFromName(s.bind_mode ? s.bind_mode : "");
   p.mtu = s.mtu;

@@ -100,7 +100,8 @@ enum Attr : uint16_t {
   kAttrSwitchMode = 18,  // u8 SwitchMode
   kAttrUptime = 19,      // u64, seconds since vdevd started
   kAttrNumPorts = 20,    // u32
-  kAttrMax = kAttrNumPorts
+  kAttrQueuesBound = 21, // u32: queues with a socket now (port replies; < QUEUES while a VM has not opened them all)
+  kAttrMax = kAttrQueuesBound
 };
 
 // Inside kAttrCreate (PORT_ADD).

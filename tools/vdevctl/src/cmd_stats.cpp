@@ -14,6 +14,13 @@ using vdevnl::StatsReply;
 
 const char* stateName(const PortInfo& p) { return p.live ? "up" : "down"; }
 
+std::string queuesText(const PortInfo& p) {
+  // "1/4": a multi-queue tap whose VM has opened one of its four queues.
+  if (p.live && p.queues_bound != p.queues)
+    return std::to_string(p.queues_bound) + "/" + std::to_string(p.queues);
+  return std::to_string(p.queues);
+}
+
 uint64_t lostFrames(const PortStatsMsg& s) {
   return s.totalDrops() + s.xdp.rx_dropped + s.xdp.rx_ring_full + s.dev_tx_dropped;
 }
@@ -23,6 +30,7 @@ void writePortInfo(JsonWriter& w, const PortInfo& p) {
   w.field("type", vdevnl::portTypeName(p.type));
   w.field("ifindex", p.ifindex);
   w.field("queues", p.queues);
+  w.field("queues_bound", p.queues_bound);
   w.field("xdp_mode", vdevnl::xdpModeName(p.xdp_mode));
   w.field("bind_mode", vdevnl::bindModeName(p.bind_mode));
   w.field("mtu", p.mtu);
@@ -82,7 +90,7 @@ std::string statsText(const StatsReply& r) {
   for (const PortStatsMsg& s : r.ports) {
     const PortInfo& p = s.port;
     o += p.name + ": " + vdevnl::portTypeName(p.type) + ", ifindex " + u(p.ifindex) + ", " +
-         u(p.queues) + (p.queues == 1 ? " queue" : " queues") + ", xdp " +
+         queuesText(p) + (p.queues == 1 ? " queue" : " queues") + ", xdp " +
          vdevnl::xdpModeName(p.xdp_mode) + ", bind " + vdevnl::bindModeName(p.bind_mode) +
          ", mtu " + u(p.mtu) + ", " + stateName(p) + "\n";
     o += "    rx        " + u(s.rx_packets) + " packets  " + u(s.rx_bytes) + " bytes\n";
@@ -191,6 +199,8 @@ constexpr PortMetric kPortMetrics[] = {
      [](const PortStatsMsg& s) { return uint64_t(s.port.live); }},
     {"vdev_port_queues", "gauge", "AF_XDP sockets (queues) of the port.",
      [](const PortStatsMsg& s) { return uint64_t(s.port.queues); }},
+    {"vdev_port_queues_bound", "gauge", "Queues of the port with an AF_XDP socket now (a VM may not have opened them all).",
+     [](const PortStatsMsg& s) { return uint64_t(s.port.queues_bound); }},
     {"vdev_port_mtu_bytes", "gauge", "MTU of the port's device.",
      [](const PortStatsMsg& s) { return uint64_t(s.port.mtu); }},
 };

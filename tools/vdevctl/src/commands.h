@@ -22,6 +22,8 @@ int cmdInfo(Context& ctx, Args& args);
 
 // "up" (sockets open, link up) or "down".
 const char* stateName(const vdevnl::PortInfo& p);
+// The QUEUES column: "N", or "B/N" while only B of a live port's N queues are bound.
+std::string queuesText(const vdevnl::PortInfo& p);
 // The fields of a port (PORT_GET) as JSON object members: name, type,
 // ifindex, queues, xdp_mode, bind_mode, mtu, live, mac (when known).
 void writePortInfo(JsonWriter& w, const vdevnl::PortInfo& p);

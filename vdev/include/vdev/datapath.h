@@ -61,6 +61,7 @@ struct PortStats {
   std::string name;
   int ifindex = 0;
   uint32_t queues = 0;
+  uint32_t queues_bound = 0;  // with a socket now
   const char* xdp_mode = "none";
   const char* bind_mode = "none";
   uint32_t mtu = 0;

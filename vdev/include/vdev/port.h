@@ -125,9 +125,16 @@ class Port {
                                               const PortConfig& cfg,
                                               const std::vector<std::array<uint8_t, 6>>& host_macs);
 
-  // Owner thread: opens one socket per queue and registers it with the XDP
-  // program (after a link came back up). Does not set the port live.
+  // Owner thread: opens one socket per queue the device has (up to the
+  // port's queue count) and registers it with the XDP program (after a link
+  // came back up). Does not set the port live.
   Status openSockets(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // Queues of the port without a socket: the device has fewer RX queues
+  // than the port (a multi-queue tap before the VM opened them all).
+  uint32_t unboundQueues() const;
+  // Owner thread, live port: binds queues that appeared on the device since.
+  // Returns how many were bound.
+  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot);
   // Owner thread: takes the port down (link down, device gone, removal): no
   // new frames are accepted, frames in the delivery rings and frames on the
   // TX rings that the kernel never took are dropped (port_down), the sockets
@@ -166,6 +173,7 @@ class Port {
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
+  uint32_t bound_ = 0;  // queues [0, bound_) may have a socket; TX picks among them
   struct xdp_statistics xdp_closed_ {};  // XDP_STATISTICS of sockets closed before
   std::unique_ptr<PortCounters[]> counters_;
   std::vector<Frame*> scratch_;  // drain burst (owner thread)
