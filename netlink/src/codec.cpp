@@ -114,7 +114,11 @@ constexpr const char* kStatsNames[] = {nullptr,
                                        "PROG_PASS",
                                        "PROG_REDIRECT",
                                        "PROG_NO_SOCKET",
-                                       "DEV_TX_DROPPED"};
+                                       "DEV_TX_DROPPED",
+                                       "DROP_BAD_TYPE",
+                                       "DROP_MAC_LIMIT",
+                                       "DROP_MAC_LOCKED",
+                                       "DROP_INFLIGHT"};
 static_assert(std::size(kStatsNames) == kStatsMax + 1);
 
 constexpr AttrSpec statsSpec(uint16_t t) {
@@ -479,7 +483,7 @@ void putPortStats(Writer& w, const PortStatsMsg& s) {
   w.u64(kStatsTxPackets, s.tx_packets);
   w.u64(kStatsTxBytes, s.tx_bytes);
   w.u64(kStatsTxOutstanding, s.tx_outstanding);
-  for (uint32_t i = 0; i < kNumDropReasons; ++i) w.u64(kStatsDropRingFull + i, s.drops[i]);
+  for (uint32_t i = 0; i < kNumDropReasons; ++i) w.u64(dropAttr(i), s.drops[i]);
   w.u64(kStatsXdpRxDropped, s.xdp.rx_dropped);
   w.u64(kStatsXdpRxInvalidDescs, s.xdp.rx_invalid_descs);
   w.u64(kStatsXdpTxInvalidDescs, s.xdp.tx_invalid_descs);
@@ -762,7 +766,7 @@ Result<PortStatsMsg> readPortStats(const Attrs& tb) {
     s.tx_bytes = v(kStatsTxBytes);
     s.tx_outstanding = v(kStatsTxOutstanding);
     for (uint32_t i = 0; i < kNumDropReasons; ++i)
-      s.drops[i] = v(static_cast<uint16_t>(kStatsDropRingFull + i));
+      s.drops[i] = v(dropAttr(i));
     s.xdp.rx_dropped = v(kStatsXdpRxDropped);
     s.xdp.rx_invalid_descs = v(kStatsXdpRxInvalidDescs);
     s.xdp.tx_invalid_descs = v(kStatsXdpTxInvalidDescs);

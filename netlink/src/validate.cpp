@@ -288,7 +288,8 @@ const char* switchModeName(SwitchMode m) {
 const char* dropName(uint32_t i) {
   static constexpr const char* kNames[] = {"ring_full",  "tx_ring_full", "no_route",
                                            "port_down",  "oversize",     "runt",
-                                           "pool_empty", "invalid_src"};
+                                           "pool_empty", "invalid_src",  "bad_type",
+                                           "mac_limit",  "mac_locked",   "inflight_limit"};
   static_assert(std::size(kNames) == kNumDropReasons);
   return i < kNumDropReasons ? kNames[i] : "unknown";
 }

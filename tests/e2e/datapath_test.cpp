@@ -331,21 +331,38 @@ TEST_F(DatapathTest, FloodsUnknownUnicastUntilTheReplyIsLearned) {
   expectCountersMatch(d, t.stations());
 }
 
-TEST_F(DatapathTest, AStationThatMovesIsRelearned) {
+// A station may move to another port once it has been silent on its own
+// for the hold time (--fdb-hold-ms); before that, its MAC from elsewhere is a
+// spoof: dropped, counted (mac_locked), and the MAC stays where it was.
+TEST_F(DatapathTest, AStationThatMovesIsRelearnedAfterTheHoldTime) {
   Topology t;
-  Vdevd d(t.portArgs());
+  Vdevd d(concat(t.portArgs(), {"--fdb-hold-ms", "1000"}));
   const Endpoints all = t.all();
   learnAll(all, 1);
   Endpoint& a = t.a.sock;
   Endpoint& b = t.b.sock;
   Endpoint& vm = t.vm;
-  // A's MAC shows up behind the VM's port (a VM migrated, a container moved).
+  // Within the hold time (A just spoke): the VM claiming A's MAC is refused.
+  a.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 7, 0, 60});
+  expectFlow(all, 7, {{&b, 1}, {&vm, 1}});
+  vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 9, 0, 60});
+  vm.send({b.mac(), a.mac(), Kind::kExperimental, 9, 1, 60});
+  const Stats locked = d.statsUntil(
+      [&](const Stats& s) { return s.port(t.vm.name()).drop("mac_locked") >= 2; }, 3s);
+  EXPECT_EQ(locked.port(t.vm.name()).drop("mac_locked"), 2u) << locked.dump();
+  expectFlow(all, 9, {});
+  sendMixed(b, a.mac(), 8, 5);
+  expectFlow(all, 8, {{&a, 5}});
+  // A silent for longer than the hold time: its MAC shows up behind the VM's
+  // port (a VM migrated, a container moved).
+  std::this_thread::sleep_for(1100ms);
   vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 10, 0, 60});
   expectFlow(all, 10, {{&a, 1}, {&b, 1}});
   // Frames for that MAC now go to the VM's port, not to A's.
   sendMixed(b, a.mac(), 11, 10);
   expectFlow(all, 11, {{&vm, 10}});
-  // And back.
+  // And back, after the hold time.
+  std::this_thread::sleep_for(1100ms);
   a.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 12, 0, 60});
   expectFlow(all, 12, {{&b, 1}, {&vm, 1}});
   sendMixed(b, a.mac(), 13, 10);
@@ -820,6 +837,62 @@ TEST_F(DatapathTest, MulticastOrZeroSourceMacIsDroppedAsInvalidSrc) {
   expectFlow(all, 13, {{&a, 5}});
 }
 
+// A hostile container: frames whose type/length field is garbage, a MAC
+// flood past the per-port limit, and frames spoofing another station's MAC.
+// Each is dropped and counted at the container's port by reason, none is
+// forwarded, and the other stations keep their MACs and their traffic.
+TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
+  Topology t;
+  Vdevd d(concat(t.portArgs(), {"--fdb-port-limit", "8"}));
+  const Endpoints all = t.all();
+  learnAll(all, 1);  // A holds one learned MAC: 7 more allowed
+  const Stats s0 = d.stats();
+  Endpoint& a = t.a.sock;
+  Endpoint& b = t.b.sock;
+  Endpoint& vm = t.vm;
+  const auto withType = [](std::vector<uint8_t> f, uint16_t type) {
+    f[12] = uint8_t(type >> 8);
+    f[13] = uint8_t(type);
+    return f;
+  };
+  for (uint32_t i = 0; i < 5; ++i) {
+    // Neither a length nor a type; an 802.3 length beyond the frame.
+    ASSERT_EQ(a.sendRaw(withType(buildFrame({tf::kBroadcast, a.mac(), Kind::kExperimental, 20, i, 100}), 0x05ff)), 0);
+    ASSERT_EQ(a.sendRaw(withType(buildFrame({b.mac(), a.mac(), Kind::kExperimental, 20, i, 100}), 1000)), 0);
+    // Spoofing B (learned behind its own port a moment ago).
+    ASSERT_EQ(a.sendRaw(buildFrame({tf::kBroadcast, b.mac(), Kind::kExperimental, 21, i, 100})), 0);
+    ASSERT_EQ(a.sendRaw(buildFrame({vm.mac(), b.mac(), Kind::kExperimental, 21, i + 5, 100})), 0);
+  }
+  // A MAC flood: 20 new source MACs.
+  for (uint32_t i = 0; i < 20; ++i) {
+    Mac src = uniqueMac();
+    ASSERT_EQ(a.sendRaw(buildFrame({tf::kBroadcast, src, Kind::kExperimental, 22, i, 100})), 0);
+  }
+  expectFlow(all, 20, {});
+  expectFlow(all, 21, {});
+  // The first 7 new MACs are learned and their broadcasts flooded.
+  expectFlow(all, 22, {{&b, 7}, {&vm, 7}});
+  const auto delta = [&](const Stats& s, const char* reason) {
+    return s.port(t.a.port()).drop(reason) - s0.port(t.a.port()).drop(reason);
+  };
+  const Stats s1 = d.statsUntil([&](const Stats& s) {
+    return delta(s, "bad_type") >= 10 && delta(s, "mac_locked") >= 10 && delta(s, "mac_limit") >= 13;
+  }, 2s);
+  EXPECT_EQ(delta(s1, "bad_type"), 10u) << s1.dump();
+  EXPECT_EQ(delta(s1, "mac_locked"), 10u) << s1.dump();
+  EXPECT_EQ(delta(s1, "mac_limit"), 13u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rxPackets - s0.port(t.a.port()).rxPackets, 40u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).dropsTotal() - s0.port(t.a.port()).dropsTotal(), 33u) << s1.dump();
+  // B and the VM were not moved or disturbed: unicast to them reaches them only.
+  sendMixed(vm, b.mac(), 23, 5);
+  expectFlow(all, 23, {{&b, 5}});
+  sendMixed(b, vm.mac(), 24, 5);
+  expectFlow(all, 24, {{&vm, 5}});
+  sendMixed(b, a.mac(), 25, 5);
+  expectFlow(all, 25, {{&a, 5}});
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
 // Frames shorter than an Ethernet header never reach vdevd through a veth or
 // a tap: the kernel refuses to send them (EINVAL; see the harness test
 // KernelRefusesRunts), so the `runt` counter stays 0. A bare 14-byte header
@@ -920,7 +993,7 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
                           "xdp_stats", "dev"})
       EXPECT_TRUE(p.has(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
-                          "pool_empty", "invalid_src"})
+                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit"})
       EXPECT_TRUE(p["drops"].has(k)) << k;
     for (const char* k : {"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "vdev/datapath.h"
@@ -18,12 +19,14 @@ constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
 constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 struct SwitchTest : ::testing::Test {
-  void build(SwitchMode mode, uint32_t nports, uint32_t frames = 1024) {
+  void build(SwitchMode mode, uint32_t nports, uint32_t frames = 1024,
+             const std::function<void(DatapathConfig&)>& tweak = {}) {
     DatapathConfig cfg;
     cfg.mode = mode;
     cfg.frames = frames;
     cfg.port.ring_capacity = 64;
     cfg.port.batch = 16;
+    if (tweak) tweak(cfg);
     auto d = Datapath::create(cfg);
     ASSERT_TRUE(d.ok()) << d.error().message();
     dp = std::move(d.value());
@@ -223,7 +226,7 @@ TEST(Fdb, StaticEntriesDoNotMoveOrAge) {
 TEST(Fdb, FullTableRefusesThenReusesAgedSlots) {
   Fdb fdb(16, 1000);
   uint32_t learned = 0;
-  for (uint64_t m = 1; m <= 64; m++) learned += fdb.learn(m << 8 | 0x02, 0, 5);
+  for (uint64_t m = 1; m <= 64; m++) learned += fdb.learn(m << 8 | 0x02, 0, 5) == Fdb::Learn::kOk;
   EXPECT_LE(learned, 16u);
   EXPECT_GE(learned, 8u);
   for (uint64_t m = 1; m <= 64; m++)
@@ -231,7 +234,7 @@ TEST(Fdb, FullTableRefusesThenReusesAgedSlots) {
       EXPECT_EQ(fdb.lookup(m << 8 | 0x02, 5), 0);
     }
   // Everything ages out; new addresses take the slots.
-  EXPECT_TRUE(fdb.learn(uint64_t(999) << 8 | 0x02, 1, 5000));
+  EXPECT_EQ(fdb.learn(uint64_t(999) << 8 | 0x02, 1, 5000), Fdb::Learn::kOk);
   EXPECT_EQ(fdb.lookup(uint64_t(999) << 8 | 0x02, 5000), 1);
   EXPECT_EQ(fdb.dump(5000).size(), 1u);
 }
@@ -243,6 +246,128 @@ TEST(Fdb, FlushPortForgetsItsEntriesOnly) {
   fdb.flushPort(0);
   EXPECT_EQ(fdb.lookup(macKey(kMacA), 2), Fdb::kNone);
   EXPECT_EQ(fdb.lookup(macKey(kMacB), 2), 1);
+}
+
+TEST(Fdb, PerPortLimitRefusesNewMacsUntilOldOnesAge) {
+  Fdb fdb(256, 1000, /*max_per_port=*/4, /*hold_ns=*/0);
+  for (uint64_t m = 1; m <= 4; m++) EXPECT_EQ(fdb.learn(m << 8 | 0x02, 0, 10), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learn(uint64_t(5) << 8 | 0x02, 0, 10), Fdb::Learn::kPortLimit);
+  EXPECT_EQ(fdb.learn(uint64_t(1) << 8 | 0x02, 0, 10), Fdb::Learn::kOk) << "a known MAC refreshes";
+  EXPECT_EQ(fdb.learn(uint64_t(6) << 8 | 0x02, 1, 10), Fdb::Learn::kOk) << "other ports unaffected";
+  EXPECT_EQ(fdb.learnedOn(0), 4u);
+  EXPECT_EQ(fdb.learnedOn(1), 1u);
+  // Static entries do not count against the limit.
+  EXPECT_TRUE(fdb.addStatic(uint64_t(7) << 8 | 0x02, 0));
+  EXPECT_EQ(fdb.learnedOn(0), 4u);
+  // Aged out and expired: the port may learn again.
+  fdb.expire(5000);
+  EXPECT_EQ(fdb.learnedOn(0), 0u);
+  EXPECT_EQ(fdb.learnedOn(1), 0u);
+  EXPECT_EQ(fdb.learn(uint64_t(5) << 8 | 0x02, 0, 5000), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.lookup(uint64_t(7) << 8 | 0x02, 5000), 0) << "static entries never expire";
+  // Removal and flush give the count back.
+  fdb.flushPort(0);
+  EXPECT_EQ(fdb.learnedOn(0), 0u);
+}
+
+TEST(Fdb, LearnedMacMovesOnlyAfterTheHoldTime) {
+  Fdb fdb(64, 1'000'000, 0, /*hold_ns=*/100);
+  ASSERT_EQ(fdb.learn(macKey(kMacA), 0, 1000), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1050), Fdb::Learn::kLocked);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1050), 0);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 0, 1060), Fdb::Learn::kOk) << "the owner keeps it alive";
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1159), Fdb::Learn::kLocked);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1160), Fdb::Learn::kOk) << "silent for the hold time";
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1160), 1);
+  EXPECT_EQ(fdb.learnedOn(0), 0u);
+  EXPECT_EQ(fdb.learnedOn(1), 1u);
+  // A static entry never moves.
+  ASSERT_TRUE(fdb.addStatic(macKey(kMacB), 2));
+  EXPECT_EQ(fdb.learn(macKey(kMacB), 1, 1'000'000'000), Fdb::Learn::kLocked);
+  EXPECT_EQ(fdb.learn(macKey(kMacB), 2, 1'000'000'000), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.lookup(macKey(kMacB), 1'000'000'000), 2);
+}
+
+TEST_F(SwitchTest, MacFloodFromOnePortIsCappedAndCounted) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.fdb_max_per_port = 4; });
+  std::vector<Frame*> flood;
+  uint8_t src[6] = {0x02, 0xf1, 0, 0, 0, 0};
+  for (int i = 1; i <= 10; i++) {
+    src[5] = uint8_t(i);
+    flood.push_back(frame(kBcast, src, 64));
+  }
+  send(0, flood);
+  EXPECT_EQ(drops(0, kDropMacLimit), 6u);
+  EXPECT_EQ(drain(1).size(), 4u);
+  EXPECT_EQ(drain(2).size(), 4u);
+  // The other guests still learn and reach each other without flooding.
+  send(1, {frame(kBcast, kMacB, 64)});
+  drain(0), drain(2);
+  send(2, {frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_TRUE(drain(0).empty());
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, SpoofedSourceOfAnotherPortIsDroppedAsMacLocked) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.fdb_hold_ns = 1'000'000'000; });
+  send(1, {frame(kBcast, kMacB, 64)});  // B lives behind port 1
+  drain(0), drain(2);
+  send(0, {frame(kBcast, kMacB, 64), frame(kMacC, kMacB, 64)});  // port 0 claims B
+  EXPECT_EQ(drops(0, kDropMacLocked), 2u);
+  EXPECT_TRUE(drain(1).empty() && drain(2).empty()) << "spoofed frames are not forwarded";
+  send(2, {frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drain(1).size(), 1u) << "frames for B still reach B";
+  EXPECT_TRUE(drain(0).empty());
+  // After the hold time of silence, B may move (a VM migrated).
+  now += 1'000'000'000;
+  send(0, {frame(kBcast, kMacB, 64)});
+  drain(1), drain(2);
+  send(2, {frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drain(0).size(), 1u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, FramesWithABadTypeOrLengthFieldAreDropped) {
+  build(SwitchMode::kSwitch, 2);
+  auto typed = [&](uint16_t type, uint32_t len) {
+    Frame* f = frame(kBcast, kMacA, len);
+    dp->pool().data(f)[12] = uint8_t(type >> 8);
+    dp->pool().data(f)[13] = uint8_t(type);
+    return f;
+  };
+  send(0, {typed(0x05dc + 1, 64),  // neither a length nor a type
+           typed(0x05ff, 64),
+           typed(100, 64),         // 802.3 length beyond the frame
+           typed(46, 60),          // 802.3 length, padded: fine
+           typed(1500, 1514),      // the longest 802.3 length: fine
+           typed(0x0600, 64)});    // the lowest type: fine
+  EXPECT_EQ(drops(0, kDropBadType), 3u);
+  EXPECT_EQ(drain(1).size(), 3u);
+  expectPoolFull();
+}
+
+TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.max_inflight = 32; });
+  // Port 0 floods while nobody drains: the original and one copy per frame
+  // are charged to it, so 16 frames fill its share.
+  std::vector<Frame*> flood;
+  for (int i = 0; i < 40; i++) flood.push_back(frame(kBcast, kMacA, 64));
+  for (size_t i = 0; i < flood.size(); i += 16)
+    dp->forward(dp->port(0), flood.data() + i, uint32_t(std::min<size_t>(16, flood.size() - i)), now);
+  EXPECT_EQ(dp->pool().inflight(0), 32u);
+  EXPECT_EQ(drops(0, kDropInflight), 24u);
+  // Port 1's frames still go through.
+  send(1, {frame(kMacA, kMacB, 64), frame(kMacA, kMacB, 64)});
+  EXPECT_EQ(dp->pool().inflight(1), 2u);
+  EXPECT_EQ(drain(0).size(), 2u);
+  EXPECT_EQ(drain(1).size(), 16u);
+  EXPECT_EQ(drain(2).size(), 16u);
+  EXPECT_EQ(dp->pool().inflight(0), 0u) << "every frame back in the pool uncharges its port";
+  EXPECT_EQ(dp->pool().inflight(1), 0u);
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 1u);
+  expectPoolFull();
 }
 
 }  // namespace

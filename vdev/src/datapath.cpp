@@ -60,6 +60,9 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
   if (cfg.port.batch == 0 || cfg.port.batch > 256) return Error{EINVAL, "batch size must be 1..256"};
   auto pool = FramePool::create(cfg.frames, cfg.frame_size);
   if (!pool) return pool.error();
+  if (cfg.max_inflight && cfg.max_inflight < cfg.port.batch)
+    return Error{EINVAL, "max in-flight frames per port (" + std::to_string(cfg.max_inflight) +
+                             ") must be at least the batch size (" + std::to_string(cfg.port.batch) + ")"};
   std::unique_ptr<Datapath> dp(new Datapath(cfg, std::move(pool.value())));
   dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!dp->wake_fd_.valid()) return errnoError("eventfd");
@@ -72,8 +75,10 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
 Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
     : cfg_(cfg),
       pool_(std::move(pool)),
-      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns),
-      burst_(cfg.port.batch) {}
+      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns),
+      burst_(cfg.port.batch) {
+  if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
+}
 
 Datapath::~Datapath() {
   stop();
@@ -363,6 +368,14 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
   const uint16_t in_idx = in.index();
   for (uint32_t i = 0; i < n; i++) {
     Frame* f = frames[i];
+    // Fair share: a port whose frames are still in flight up to its bound
+    // (a flood towards slow destinations) gets no more of the pool.
+    if (pool_->inflight(in_idx) >= cfg_.max_inflight) [[unlikely]] {
+      ic.drops[kDropInflight].add(1);
+      pool_->free(f);
+      continue;
+    }
+    pool_->charge(f, in_idx);
     const uint8_t* d = pool_->data(f);
     if (f->len < kEthHlen) [[unlikely]] {
       ic.drops[kDropRunt].add(1);
@@ -380,6 +393,13 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       pool_->free(f);
       continue;
     }
+    // Type/length: a length (802.3) no longer than the frame, or a type.
+    const uint32_t type = uint32_t(d[12]) << 8 | d[13];
+    if (type < 0x0600 && (type > 1500 || type > f->len - kEthHlen)) [[unlikely]] {
+      ic.drops[kDropBadType].add(1);
+      pool_->free(f);
+      continue;
+    }
     if (cfg_.mode == SwitchMode::kXconnect) {
       // Two ports: the other one, whatever the MAC.
       Port* out = nullptr;
@@ -392,7 +412,19 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       enqueue(*out, f);
       continue;
     }
-    fdb_.learn(macKey(src), in_idx, now_ns);
+    switch (fdb_.learn(macKey(src), in_idx, now_ns)) {
+      case Fdb::Learn::kOk:
+      case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
+        break;
+      case Fdb::Learn::kPortLimit:
+        ic.drops[kDropMacLimit].add(1);
+        pool_->free(f);
+        continue;
+      case Fdb::Learn::kLocked:
+        ic.drops[kDropMacLocked].add(1);
+        pool_->free(f);
+        continue;
+    }
     if (!macIsMulticast(d)) {
       int p = fdb_.lookup(macKey(d), now_ns);
       if (p >= 0) {
@@ -423,7 +455,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       }
       std::memcpy(pool_->data(copy), d, f->len);
       copy->len = f->len;
-      copy->in_port = in_idx;
+      pool_->charge(copy, in_idx);
       enqueue(out, copy);
     }
     if (first) {
@@ -526,7 +558,10 @@ void Datapath::checkLink(Port& p) {
 void Datapath::housekeeping(uint64_t now_ns) {
   last_hk_ns_ = now_ns;
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
-  if (mtu_time) last_mtu_ns_ = now_ns;
+  if (mtu_time) {
+    last_mtu_ns_ = now_ns;
+    fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
+  }
   for (Port* pp : active_) {
     Port& p = *pp;
     checkLink(p);

@@ -8,10 +8,13 @@ namespace vdev {
 // marked not live on removal or reused when it has aged out. A lookup can
 // therefore stop at the first never-used slot.
 
-Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns)
+Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port, uint64_t hold_ns)
     : slots_(std::bit_ceil(capacity < 16 ? 16u : capacity)),
       mask_(uint32_t(slots_.size() - 1)),
-      ageing_ns_(ageing_ns) {}
+      ageing_ns_(ageing_ns),
+      max_per_port_(max_per_port),
+      hold_ns_(hold_ns),
+      per_port_(size_t(UINT16_MAX) + 1, 0) {}
 
 int Fdb::lookup(uint64_t mac, uint64_t now_ns) const noexcept {
   uint32_t i = home(mac);
@@ -23,16 +26,27 @@ int Fdb::lookup(uint64_t mac, uint64_t now_ns) const noexcept {
   return kNone;
 }
 
-bool Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
+Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
+  const bool full = max_per_port_ && per_port_[port] >= max_per_port_;
   uint32_t i = home(mac);
   Entry* reuse = nullptr;
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
     Entry& e = slots_[i];
     if (e.used && e.live && e.mac == mac) {
-      if (e.is_static) return true;
+      if (e.port == port) {
+        if (!e.is_static) e.seen_ns = now_ns;
+        return Learn::kOk;
+      }
+      if (e.is_static) return Learn::kLocked;
+      // Held by another port: it moves only once silent there for hold_ns
+      // (an aged-out entry is free to take).
+      if (!expired(e, now_ns) && now_ns - e.seen_ns < hold_ns_) return Learn::kLocked;
+      if (full) return Learn::kPortLimit;
+      per_port_[e.port]--;
+      per_port_[port]++;
       e.port = port;
       e.seen_ns = now_ns;
-      return true;
+      return Learn::kOk;
     }
     if (!e.used) {
       if (!reuse) reuse = &e;
@@ -40,9 +54,12 @@ bool Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
     }
     if (!reuse && reusable(e, now_ns)) reuse = &e;
   }
-  if (!reuse) return false;
+  if (full) return Learn::kPortLimit;
+  if (!reuse) return Learn::kTableFull;
+  kill(*reuse);  // an aged-out entry gives its slot and its port's count back
   *reuse = Entry{mac, now_ns, port, true, true, false};
-  return true;
+  per_port_[port]++;
+  return Learn::kOk;
 }
 
 bool Fdb::addStatic(uint64_t mac, uint16_t port) {
@@ -64,8 +81,7 @@ bool Fdb::remove(uint64_t mac) {
     Entry& e = slots_[i];
     if (!e.used) return false;
     if (e.live && e.mac == mac) {
-      e.live = false;
-      e.is_static = false;
+      kill(e);
       return true;
     }
   }
@@ -74,10 +90,12 @@ bool Fdb::remove(uint64_t mac) {
 
 void Fdb::flushPort(uint16_t port) {
   for (auto& e : slots_)
-    if (e.live && e.port == port) {
-      e.live = false;
-      e.is_static = false;
-    }
+    if (e.live && e.port == port) kill(e);
+}
+
+void Fdb::expire(uint64_t now_ns) {
+  for (auto& e : slots_)
+    if (e.live && expired(e, now_ns)) kill(e);
 }
 
 std::vector<Fdb::Entry> Fdb::dump(uint64_t now_ns) const {

@@ -27,7 +27,8 @@ FramePool::FramePool(char* area, uint32_t nframes, uint32_t frame_size)
       frame_size_(frame_size),
       shift_(uint32_t(std::countr_zero(frame_size))),
       frames_(nframes),
-      free_(nframes) {
+      free_(nframes),
+      inflight_(size_t(UINT16_MAX) + 1, 0) {
   // Fill the stack so that low chunk indices are handed out first.
   for (uint32_t i = 0; i < nframes; i++) {
     frames_[i].addr = uint64_t(i) << shift_;
@@ -60,6 +61,10 @@ void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
       std::abort();
     }
     f->owner = kOwnerPool;
+    if (f->charged) {
+      inflight_[f->in_port]--;
+      f->charged = false;
+    }
     free_[top_++] = uint32_t(f - frames_.data());
   }
 }

@@ -49,6 +49,7 @@ Port::Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig&
       counters_(new PortCounters[kMaxThreads]),
       scratch_(cfg.batch ? cfg.batch : 64) {
   for (uint32_t i = 0; i < nqueues; i++) queues_.push_back(std::make_unique<Queue>(cfg.ring_capacity));
+  bound_ = nqueues;  // until sockets are opened: every queue takes frames (ports without a device)
 }
 
 Port::~Port() = default;
@@ -132,8 +133,9 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
     if (share_fd < 0) share_fd = qu.xsk->fd();
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
-    bound_ = std::max(bound_, q + 1);
   }
+  bound_ = 0;
+  while (bound_ < queues_.size() && queues_[bound_]->xsk) bound_++;
   return {};
 }
 
@@ -377,7 +379,6 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     q.fill_given = q.rx_got = 0;
     q.tx_submitted = q.tx_completed = 0;
   }
-  bound_ = 0;
   return returned;
 }
 

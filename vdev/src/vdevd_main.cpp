@@ -65,6 +65,21 @@ Sizes and tuning:
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
+Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
+      --fdb-port-limit N   MACs one port may have learned at a time (default 256,
+                           0 = no limit); frames from further new source MACs
+                           are dropped (mac_limit), so a MAC flood from one
+                           guest cannot fill the table
+      --fdb-hold-ms MS     a MAC learned on one port moves to another only after
+                           MS milliseconds of silence on the first (default 1000;
+                           0 = at once); until then frames from it elsewhere are
+                           dropped (mac_locked). A static entry never moves.
+      --max-inflight N     frames received on one port that may be in flight at
+                           once (in delivery rings, TX rings, the kernel) before
+                           its further frames are dropped (inflight_limit), so
+                           one port cannot take the frame pool from the others
+                           (default: a quarter of --frames; at least --batch)
+
 Control and state:
   -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
                            its directory is created 0755, the socket is 0660)
@@ -156,7 +171,8 @@ int main(int argc, char** argv) {
   std::string group_name;
   enum {
     kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
-    kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState
+    kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState, kFdbPortLimit,
+    kFdbHold, kMaxInflight
   };
   static const struct option opts[] = {
       {"port", required_argument, nullptr, 'p'},
@@ -174,6 +190,9 @@ int main(int argc, char** argv) {
       {"idle-spin-us", required_argument, nullptr, kIdleSpin},
       {"fdb-aging", required_argument, nullptr, kFdbAging},
       {"fdb-size", required_argument, nullptr, kFdbSize},
+      {"fdb-port-limit", required_argument, nullptr, kFdbPortLimit},
+      {"fdb-hold-ms", required_argument, nullptr, kFdbHold},
+      {"max-inflight", required_argument, nullptr, kMaxInflight},
       {"stats-json", required_argument, nullptr, kStatsJson},
       {"socket", required_argument, nullptr, 's'},
       {"no-socket", no_argument, nullptr, kNoSocket},
@@ -252,6 +271,17 @@ int main(int argc, char** argv) {
         break;
       case kFdbSize:
         if (!parseU32(optarg, 16, 1u << 20, cfg.fdb_size)) usageError("--fdb-size must be 16..1048576");
+        break;
+      case kFdbPortLimit:
+        if (!parseU32(optarg, 0, 1u << 20, cfg.fdb_max_per_port))
+          usageError("--fdb-port-limit must be 0..1048576 (0: no limit)");
+        break;
+      case kFdbHold:
+        if (!parseU32(optarg, 0, 3600000, v)) usageError("--fdb-hold-ms must be 0..3600000");
+        cfg.fdb_hold_ns = uint64_t(v) * 1000000ull;
+        break;
+      case kMaxInflight:
+        if (!parseU32(optarg, 1, 1u << 24, cfg.max_inflight)) usageError("--max-inflight must be 1..16777216");
         break;
       case kStatsJson: json_path = optarg; break;
       case 's': socket_path = optarg; break;

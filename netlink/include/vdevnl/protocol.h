@@ -149,9 +149,18 @@ enum StatsAttr : uint16_t {
   kStatsProgRedirect = 21,
   kStatsProgNoSocket = 22,
   kStatsDevTxDropped = 23,  // the netdev's tx_dropped
-  kStatsMax = kStatsDevTxDropped
+  kStatsDropBadType = 24,   // drop reasons added later (hostile guests); optional, so 0 from an older vdevd
+  kStatsDropMacLimit = 25,
+  kStatsDropMacLocked = 26,
+  kStatsDropInflight = 27,
+  kStatsMax = kStatsDropInflight
 };
-inline constexpr uint32_t kNumDropReasons = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
+inline constexpr uint32_t kNumDropReasonsV1 = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
+inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropInflight - kStatsDropBadType + 1);
+// The STATS attribute of drop reason i (vdev::DropReason order).
+constexpr uint16_t dropAttr(uint32_t i) {
+  return uint16_t(i < kNumDropReasonsV1 ? kStatsDropRingFull + i : kStatsDropBadType + (i - kNumDropReasonsV1));
+}
 
 // Inside kAttrPool: where every UMEM frame is, all u64 (frames).
 // total == free + fill_ring + ... + comp_ring.

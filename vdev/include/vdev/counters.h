@@ -23,6 +23,11 @@ enum DropReason : uint32_t {
   kDropRunt,           // shorter than an Ethernet header (ingress)
   kDropPoolEmpty,      // no frame for a flood copy (destination)
   kDropInvalidSrc,     // multicast or all-zero source MAC (ingress)
+  kDropBadType,        // type/length field neither a length (<= 1500) nor a type (>= 0x0600),
+                       // or an 802.3 length longer than the frame (ingress)
+  kDropMacLimit,       // new source MAC, but the port holds its limit of learned MACs (ingress)
+  kDropMacLocked,      // source MAC static on another port, or held by another (ingress)
+  kDropInflight,       // the ingress port's frames in flight reached its bound (ingress)
   kNumDropReasons
 };
 

@@ -43,6 +43,13 @@ struct DatapathConfig {
   uint32_t frame_size = 2048;
   uint32_t fdb_size = 4096;
   uint64_t fdb_ageing_ns = 300ull * 1000 * 1000 * 1000;
+  // Hostile guests. A port learns at most fdb_max_per_port MACs (0: no
+  // limit); a learned MAC moves to another port only after fdb_hold_ns of
+  // silence on its own; a port's frames in flight (received, not yet back
+  // in the pool) are bounded by max_inflight (0: frames / 4).
+  uint32_t fdb_max_per_port = 256;
+  uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
+  uint32_t max_inflight = 0;
   uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
   std::vector<std::array<uint8_t, 6>> host_macs;
 };

@@ -5,6 +5,12 @@
 // age and are never moved by learning. Time is passed in by the caller (the
 // datapath reads a coarse clock once per burst).
 //
+// Against hostile guests: a port may hold at most `max_per_port` learned
+// entries (a MAC flood from one guest cannot fill the table), a static entry
+// never moves, and a learned entry moves to another port only once it has
+// been silent on its own port for `hold_ns` (a guest cannot take over
+// another's MAC while that one is talking).
+//
 // Thread safety: owned by one datapath thread.
 #pragma once
 
@@ -31,6 +37,13 @@ class Fdb {
  public:
   static constexpr int kNone = -1;
 
+  enum class Learn : uint8_t {
+    kOk,         // learned, refreshed or moved
+    kTableFull,  // no free slot in the MAC's probe window: not learned
+    kPortLimit,  // the port already holds max_per_port learned entries
+    kLocked,     // static on another port, or held by another port (hold time)
+  };
+
   struct Entry {
     uint64_t mac = 0;
     uint64_t seen_ns = 0;
@@ -40,21 +53,30 @@ class Fdb {
     bool is_static = false;
   };
 
-  // capacity: rounded up to a power of two (at least 16).
-  Fdb(uint32_t capacity, uint64_t ageing_ns);
+  // capacity: rounded up to a power of two (at least 16). max_per_port 0:
+  // no per-port limit. hold_ns 0: a learned MAC moves at once.
+  Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port = 0, uint64_t hold_ns = 0);
 
   // The port of mac, or kNone if unknown or aged out.
   int lookup(uint64_t mac, uint64_t now_ns) const noexcept;
   // Learns (or refreshes, or moves) mac -> port. Static entries are not
-  // changed. Returns false if the table has no room (nothing learned).
-  bool learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept;
+  // changed.
+  Learn learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept;
   bool addStatic(uint64_t mac, uint16_t port);
   bool remove(uint64_t mac);
   // Forgets every entry pointing at port (port removed).
   void flushPort(uint16_t port);
+  // Forgets entries that aged out, so they no longer count against their
+  // port's limit (housekeeping; not a hot-path call).
+  void expire(uint64_t now_ns);
+  // Learned (not static) entries held for port, aged-out ones included until
+  // expire() or reuse.
+  uint32_t learnedOn(uint16_t port) const { return per_port_[port]; }
 
   uint32_t capacity() const { return uint32_t(slots_.size()); }
   uint64_t ageingNs() const { return ageing_ns_; }
+  uint32_t maxPerPort() const { return max_per_port_; }
+  uint64_t holdNs() const { return hold_ns_; }
   std::vector<Entry> dump(uint64_t now_ns) const;  // live entries
 
  private:
@@ -66,10 +88,19 @@ class Fdb {
     return !e.is_static && now - e.seen_ns > ageing_ns_;
   }
   bool reusable(const Entry& e, uint64_t now) const noexcept { return !e.live || expired(e, now); }
+  // Takes e out of the table (keeps it "used": probe chains have no holes).
+  void kill(Entry& e) noexcept {
+    if (e.live && !e.is_static) per_port_[e.port]--;
+    e.live = false;
+    e.is_static = false;
+  }
 
   std::vector<Entry> slots_;
   uint32_t mask_;
   uint64_t ageing_ns_;
+  uint32_t max_per_port_;
+  uint64_t hold_ns_;
+  std::vector<uint32_t> per_port_;  // learned entries by port number
 };
 
 }  // namespace vdev

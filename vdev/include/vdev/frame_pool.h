@@ -41,6 +41,7 @@ struct Frame {
   uint32_t len = 0;          // data length in bytes
   uint16_t in_port = 0;      // ingress port index (switching)
   uint16_t owner = kOwnerPool;
+  bool charged = false;       // counted in the pool's in-flight count of in_port
   FramePool* pool = nullptr;  // the pool the chunk returns to
 };
 
@@ -80,6 +81,16 @@ class FramePool {
   void freeBulk(std::span<Frame* const> frames) noexcept;
   void free(Frame* f) noexcept { freeBulk(std::span<Frame* const>(&f, 1)); }
 
+  // In-flight accounting by ingress port: a frame charged to a port counts
+  // against it until it returns to the pool (fair share: one port's frames
+  // cannot take the whole pool).
+  void charge(Frame* f, uint16_t port) noexcept {
+    f->in_port = port;
+    f->charged = true;
+    inflight_[port]++;
+  }
+  uint32_t inflight(uint16_t port) const noexcept { return inflight_[port]; }
+
   // Counts frames by owner tag (not a hot-path call): for accounting checks.
   uint32_t countOwned(uint16_t owner) const;
   // Calls fn(frame) for every frame tagged with owner.
@@ -99,6 +110,7 @@ class FramePool {
   std::vector<Frame> frames_;
   std::vector<uint32_t> free_;  // stack of free chunk indices
   uint32_t top_ = 0;           // number of entries in free_
+  std::vector<uint32_t> inflight_;  // charged frames by port number
 };
 
 }  // namespace vdev

@@ -173,7 +173,7 @@ class Port {
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
-  uint32_t bound_ = 0;  // queues [0, bound_) may have a socket; TX picks among them
+  uint32_t bound_ = 0;  // TX picks among queues [0, bound_): those with a socket, once opened
   struct xdp_statistics xdp_closed_ {};  // XDP_STATISTICS of sockets closed before
   std::unique_ptr<PortCounters[]> counters_;
   std::vector<Frame*> scratch_;  // drain burst (owner thread)
