@@ -25,15 +25,28 @@ test: build
 
 # ThreadSanitizer build of the concurrency tests (ctest label tsan); only
 # their targets are built. Any report fails the run (halt_on_error).
-TSAN_TARGETS ?= ringbuf_mpsc_test
+TSAN_TARGETS ?= ringbuf_mpsc_test datapath_concurrency_test
 tsan:
 	cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVDEV_SANITIZE=thread -DVDEV_BUILD_BENCH=OFF
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 	cd $(BUILD)-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L tsan
 
+# AddressSanitizer + UndefinedBehaviorSanitizer build of the unit and e2e
+# suites (vdevd itself included: the e2e tests run the vdevd of this build,
+# and LeakSanitizer makes a leak at exit a failed stop). Any report fails
+# the run (halt_on_error, no recovery).
+asan:
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVDEV_SANITIZE=address -DVDEV_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && \
+	  ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0" \
+	  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+	  ctest --output-on-failure -j 1 -L 'unit|e2e'
+
 check: deps
 	$(MAKE) test
 	$(MAKE) tsan
+	$(MAKE) asan
 
 bench: build
 	./scripts/bench-ring.sh $(BUILD)
