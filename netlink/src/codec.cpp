@@ -118,7 +118,8 @@ constexpr const char* kStatsNames[] = {nullptr,
                                        "DROP_BAD_TYPE",
                                        "DROP_MAC_LIMIT",
                                        "DROP_MAC_LOCKED",
-                                       "DROP_INFLIGHT"};
+                                       "DROP_INFLIGHT",
+                                       "DROP_FAST_XMIT"};
 static_assert(std::size(kStatsNames) == kStatsMax + 1);
 
 constexpr AttrSpec statsSpec(uint16_t t) {

@@ -289,7 +289,8 @@ const char* dropName(uint32_t i) {
   static constexpr const char* kNames[] = {"ring_full",  "tx_ring_full", "no_route",
                                            "port_down",  "oversize",     "runt",
                                            "pool_empty", "invalid_src",  "bad_type",
-                                           "mac_limit",  "mac_locked",   "inflight_limit"};
+                                           "mac_limit",  "mac_locked",   "inflight_limit",
+                                           "fast_xmit"};
   static_assert(std::size(kNames) == kNumDropReasons);
   return i < kNumDropReasons ? kNames[i] : "unknown";
 }

@@ -232,6 +232,7 @@ struct Config {
   const char* name;
   std::vector<std::string> args;
   const char* xdpMode;
+  bool fastPath = false;  // --fast-path, GRO on in the containers: learned unicast in the kernel
 };
 
 void PrintTo(const Config& c, std::ostream* os) { *os << c.name; }
@@ -243,6 +244,8 @@ class SwitchConfigTest : public DatapathTest, public ::testing::WithParamInterfa
 // byte for byte, at its destination only, and vdevd's counters agree.
 TEST_P(SwitchConfigTest, UnicastBetweenEveryPairArrivesByteForByte) {
   Topology t;
+  if (GetParam().fastPath)
+    for (Container* c : {&t.a, &t.b}) c->ns.exec("ethtool -K " + c->veth.peerName() + " gro on");
   Vdevd d(concat(t.portArgs(), GetParam().args));
   const Endpoints all = t.all();
   learnAll(all, 1);
@@ -266,6 +269,16 @@ TEST_P(SwitchConfigTest, UnicastBetweenEveryPairArrivesByteForByte) {
   expectCountersMatch(d, t.stations());
   const Stats s = d.stats();
   for (const PortStats& p : s.ports) EXPECT_EQ(p.xdpMode, GetParam().xdpMode) << p.name;
+  // With the fast path, every port's unicast to learned stations went through
+  // the kernel (and the counters above still matched exactly).
+  for (const PortStats& p : s.ports) {
+    const auto it = p.xdpProg.find("fast");
+    ASSERT_NE(it, p.xdpProg.end()) << s.dump();
+    if (GetParam().fastPath)
+      EXPECT_EQ(it->second, 2u * kN) << p.name << s.dump();  // to each of the two others
+    else
+      EXPECT_EQ(it->second, 0u) << p.name;
+  }
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
   EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
@@ -277,7 +290,8 @@ INSTANTIATE_TEST_SUITE_P(
         Config{"defaults", {}, "native"},
         Config{"batch1_lazy", {"--batch", "1", "--completion", "lazy:16"}, "native"},
         Config{"small", {"--ring-size", "64", "--frames", "1024", "--batch", "8", "--port-ring", "16"}, "native"},
-        Config{"generic", {"--xdp-mode", "generic"}, "generic"}),
+        Config{"generic", {"--xdp-mode", "generic"}, "generic"},
+        Config{"fast_path", {"--fast-path"}, "native", true}),
     [](const ::testing::TestParamInfo<Config>& i) { return std::string(i.param.name); });
 
 TEST_F(DatapathTest, BroadcastAndMulticastReachEveryOtherPortOnce) {
@@ -993,7 +1007,7 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
                           "xdp_stats", "dev"})
       EXPECT_TRUE(p.has(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
-                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit"})
+                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit"})
       EXPECT_TRUE(p["drops"].has(k)) << k;
     for (const char* k : {"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})

@@ -805,6 +805,8 @@ Stats Stats::parse(const std::string& text) {
     for (const auto& [k, v] : p["drops"].asObject()) ps.drops[k] = v.asU64();
     if (p.has("xdp_stats"))
       for (const auto& [k, v] : p["xdp_stats"].asObject()) ps.xdpStats[k] = v.asU64();
+    if (p.has("xdp_prog"))
+      for (const auto& [k, v] : p["xdp_prog"].asObject()) ps.xdpProg[k] = v.asU64();
     if (p.has("dev")) ps.devTxDropped = u64At(p["dev"], "tx_dropped");
     s.ports.push_back(std::move(ps));
   }

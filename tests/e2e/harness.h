@@ -428,6 +428,7 @@ struct PortStats {
   uint64_t rxPackets = 0, rxBytes = 0, txPackets = 0, txBytes = 0, txOutstanding = 0;
   std::map<std::string, uint64_t> drops;     // by reason
   std::map<std::string, uint64_t> xdpStats;  // XDP_STATISTICS, summed
+  std::map<std::string, uint64_t> xdpProg;   // the XDP program's counters (pass, redirect, fast, ...)
   uint64_t devTxDropped = 0;
 
   uint64_t drop(std::string_view reason) const;  // throws if vdevd did not report it

@@ -915,10 +915,10 @@ TEST(CtlNames, MacsAndEnums) {
   EXPECT_FALSE(parseXdpMode("none"));
   EXPECT_STREQ(dropName(0), "ring_full");
   EXPECT_STREQ(dropName(kNumDropReasonsV1 - 1), "invalid_src");
-  EXPECT_STREQ(dropName(kNumDropReasons - 1), "inflight_limit");
+  EXPECT_STREQ(dropName(kNumDropReasons - 1), "fast_xmit");
   EXPECT_EQ(dropAttr(kNumDropReasonsV1 - 1), kStatsDropInvalidSrc);
   EXPECT_EQ(dropAttr(kNumDropReasonsV1), kStatsDropBadType);
-  EXPECT_EQ(dropAttr(kNumDropReasons - 1), kStatsDropInflight);
+  EXPECT_EQ(dropAttr(kNumDropReasons - 1), kStatsDropFastXmit);
   EXPECT_STREQ(dropName(kNumDropReasons), "unknown");
   EXPECT_STREQ(cmdName(kCmdFdbDel), "FDB_DEL");
   EXPECT_STREQ(attrName(kAttrNumPorts), "NUM_PORTS");

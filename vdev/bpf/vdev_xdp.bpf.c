@@ -9,11 +9,26 @@
  *
  * Frames shorter than an Ethernet header are redirected too: vdevd counts
  * them as runts, so every drop is visible in one place.
+ *
+ * The kernel fast path (when vdevd enables it, fast_enabled): unicast whose
+ * source MAC vdevd learned on this very port and whose destination MAC it
+ * learned on another port that the fast path may use is redirected through
+ * the fast_ports devmap -- the kernel's bulk ndo_xdp_xmit -- instead of
+ * through vdevd. Everything else (unknown, broadcast, multicast, a source
+ * not learned here: new stations, moves, spoofs, 802.3 frames) goes to
+ * vdevd, which learns, checks and counts. Fast-path frames are counted in
+ * fast_stats (rx at this port, tx at the destination) and the kernel's
+ * drops by vdev_fast.bpf.c, so vdevd's counters stay exact.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 #include "vdev_xdp_shared.h"
+#include "vdev_fast_maps.h"
+
+/* Set by vdevd before loading. */
+const volatile __u32 port_slot = 0;
+const volatile __u32 fast_enabled = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -51,7 +66,39 @@ int vdev_xdp(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 q = ctx->rx_queue_index;
 
-	if (data + 6 <= data_end) {
+	if (data + 14 <= data_end) {
+		__u64 key = 0, src = 0;
+		struct vdev_fast_entry *s, *d;
+		__u8 *eth = data;
+
+		__builtin_memcpy(&key, data, 6);
+		if (bpf_map_lookup_elem(&host_macs, &key)) {
+			count(VDEV_XDP_PASS);
+			return XDP_PASS;
+		}
+		if (!fast_enabled || (key & 1) || eth[12] < 0x06)
+			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
+		__builtin_memcpy(&src, eth + 6, 6);
+		s = bpf_map_lookup_elem(&fast_fdb, &src);
+		if (!s || s->port != port_slot)
+			goto slow;
+		d = bpf_map_lookup_elem(&fast_fdb, &key);
+		if (!d || d->port == port_slot || d->port >= VDEV_FAST_MAX_PORTS)
+			goto slow;
+		__u32 out = d->port;
+		if (!bpf_map_lookup_elem(&fast_ports, &out))
+			goto slow;
+		__u64 now = bpf_ktime_get_coarse_ns();
+		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
+			s->seen_ns = now;
+		__u64 len = (__u64)(data_end - data);
+		fast_add(port_slot, VDEV_FAST_RX_PKTS, 1);
+		fast_add(port_slot, VDEV_FAST_RX_BYTES, len);
+		fast_add(out, VDEV_FAST_TX_PKTS, 1);
+		fast_add(out, VDEV_FAST_TX_BYTES, len);
+		count(VDEV_XDP_FAST);
+		return bpf_redirect_map(&fast_ports, out, 0);
+	} else if (data + 6 <= data_end) {
 		__u64 key = 0;
 
 		__builtin_memcpy(&key, data, 6);
@@ -60,6 +107,7 @@ int vdev_xdp(struct xdp_md *ctx)
 			return XDP_PASS;
 		}
 	}
+slow:
 	if (bpf_map_lookup_elem(&xsks_map, &q)) {
 		count(VDEV_XDP_REDIRECT);
 		return bpf_redirect_map(&xsks_map, q, XDP_DROP);

@@ -1,4 +1,5 @@
-/* Shared between the XDP program (vdev_xdp.bpf.c) and vdevd. Plain C. */
+/* Shared between the XDP program (vdev_xdp.bpf.c), the fast-path object
+ * (vdev_fast.bpf.c) and vdevd. Plain C. */
 #ifndef VDEV_XDP_SHARED_H
 #define VDEV_XDP_SHARED_H
 
@@ -10,9 +11,39 @@ enum vdev_xdp_counter {
 	VDEV_XDP_PASS = 0,     /* frames for the host (XDP_PASS) */
 	VDEV_XDP_REDIRECT = 1, /* frames redirected into an AF_XDP socket */
 	VDEV_XDP_NO_SOCKET = 2,/* dropped: no socket bound to the RX queue */
-	VDEV_XDP_NCOUNTERS = 3,
+	VDEV_XDP_FAST = 3,     /* redirected by the kernel fast path (devmap) */
+	VDEV_XDP_NCOUNTERS = 4,
 };
 
-/* Key of the host_macs map: a MAC address in the low 6 bytes of a u64
- * (byte 0 of the address in the lowest byte), upper 2 bytes zero. */
+/* Key of the host_macs and fast_fdb maps: a MAC address in the low 6 bytes
+ * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero. */
+
+/* The kernel fast path (vdev_fast.bpf.c owns the maps, every port's program
+ * shares them): learned unicast between two ports whose source and
+ * destination MACs vdevd has learned is redirected through a devmap by the
+ * kernel's bulk ndo_xdp_xmit, bypassing AF_XDP. */
+#define VDEV_FAST_MAX_PORTS 1024
+
+/* fast_fdb value: the port (slot) a MAC was learned on, and when the XDP
+ * program last saw it as a source (CLOCK_MONOTONIC ns, refreshed at most
+ * every VDEV_FAST_SEEN_NS) so vdevd can age and hold entries. */
+struct vdev_fast_entry {
+	__u32 port;
+	__u32 pad;
+	__u64 seen_ns;
+};
+#define VDEV_FAST_SEEN_NS 100000000ULL
+
+/* fast_stats: per-CPU counters, index port * VDEV_FAST_NSTATS + counter. */
+enum vdev_fast_stat {
+	VDEV_FAST_RX_PKTS = 0,  /* received on this port, sent by the fast path */
+	VDEV_FAST_RX_BYTES = 1,
+	VDEV_FAST_TX_PKTS = 2,  /* redirected to this port (before the xmit) */
+	VDEV_FAST_TX_BYTES = 3,
+	VDEV_FAST_XMIT_DROPS = 4, /* of those, dropped by the device's ndo_xdp_xmit */
+	VDEV_FAST_XMIT_REFUSED = 5, /* of the drops, -ENXIO/-EOPNOTSUPP: the device takes no
+				     * XDP frames (a veth peer without NAPI) */
+	VDEV_FAST_NSTATS = 6,
+};
+
 #endif

@@ -64,6 +64,13 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
     return Error{EINVAL, "max in-flight frames per port (" + std::to_string(cfg.max_inflight) +
                              ") must be at least the batch size (" + std::to_string(cfg.port.batch) + ")"};
   std::unique_ptr<Datapath> dp(new Datapath(cfg, std::move(pool.value())));
+  if (cfg.fast_path) {
+    auto fp = FastPath::create(dp->fdb_.capacity());
+    if (!fp) return fp.error();
+    dp->fast_ = std::move(fp.value());
+    dp->cfg_.port.fast = dp->fast_.get();
+    dp->fdb_.enableJournal(4096);
+  }
   dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!dp->wake_fd_.valid()) return errnoError("eventfd");
   dp->wake_fd_raw_ = dp->wake_fd_.get();
@@ -120,6 +127,15 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   size_t slot = 0;
   while (slot < ports_.size() && ports_[slot]) slot++;
   if (slot >= 0xfff0) return Error{ENOSPC, "too many ports"};
+  if (fast_) {
+    if (slot >= fast_state_.size()) {
+      fast_state_.resize(slot + 1, 0);
+      fast_refused_.resize(slot + 1, 0);
+    }
+    fast_state_[slot] = 0;
+    fast_refused_[slot] = 0;
+    fast_->reset(uint16_t(slot));  // the slot's fast-path counters start at 0 for its new port
+  }
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
@@ -153,8 +169,9 @@ Status Datapath::removePortNow(const std::string& ifname) {
   // requests run between bursts); its rings and sockets give everything back.
   p->detachXdp();
   p->shutdown(*pool_);
+  syncFastPort(*p);
   fdb_.flushPort(slot);
-  removed_.push_back(p->snapshot());  // its counters stay in the totals
+  removed_.push_back(portSnapshot(*p));  // its counters stay in the totals
   ports_[slot].reset();
   rebuildActive();
   return {};
@@ -475,6 +492,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
 void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
   std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
   p.shutdown(*pool_);
+  syncFastPort(p);
   // A link that is only down keeps its learned MACs: frames for them are
   // counted as port_down rather than flooded to every other port (another
   // guest's traffic is not theirs to see). A deleted device forgets them.
@@ -495,6 +513,12 @@ int Datapath::anyLiveSocket() const {
 // parked on its TX ring and delivered stale later -- and opened again when
 // the link comes back. A deleted device stays down.
 void Datapath::checkLink(Port& p) {
+  if (p.ifindex() == 0 && !p.gone()) return;  // a port without a device (unit tests)
+  checkLinkNow(p);
+  syncFastPort(p);
+}
+
+void Datapath::checkLinkNow(Port& p) {
   if (p.gone()) {
     // A configured port whose device comes back (same name) is attached again.
     if (!::if_nametoindex(p.name().c_str())) return;
@@ -560,6 +584,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
+    if (fast_) fastHousekeeping(now_ns);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }
   for (Port* pp : active_) {
@@ -620,6 +645,8 @@ void Datapath::run() {
     }
     for (Port* pp : active_)
       if (pp->live()) work += pp->drainTx(*pool_);
+    if (fast_ && fdb_.journalPending()) [[unlikely]]
+      syncFastFdb(now);
     for (Port* pp : active_)
       if (pp->live())
         for (auto& q : pp->queues()) refill(*q);
@@ -641,6 +668,105 @@ void Datapath::run() {
     idle_since = 0;
   }
   if (ctl_req_.load(std::memory_order_acquire)) serveControl();
+}
+
+// ---------------------------------------------------------------------------
+// The kernel fast path (fast_path.h).
+
+void Datapath::syncFastPort(Port& p) {
+  if (!fast_) return;
+  const uint16_t slot = p.index();
+  if (slot >= fast_state_.size()) {
+    fast_state_.resize(slot + 1, 0);
+    fast_refused_.resize(slot + 1, 0);
+  }
+  uint8_t& st = fast_state_[slot];
+  bool want = p.live() && st != 2;
+  if (want && st == 0) {
+    // Only a device that takes redirected frames now: a tap, a veth whose
+    // container end has NAPI. Checked again every second (GRO may change).
+    auto takes = deviceTakesXdpFrames(p.ifindex());
+    if (!takes || !*takes) {
+      if (!p.fastWarned())
+        std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
+                     takes ? "the device takes no redirected XDP frames (a veth: turn GRO on in the "
+                             "container, e.g. 'ethtool -K eth0 gro on')"
+                           : takes.error().message().c_str());
+      p.setFastWarned(true);
+      return;
+    }
+    p.setFastWarned(false);
+    if (auto r = fast_->enablePort(slot, p.ifindex()); r) {
+      st = 1;
+    } else {
+      std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
+                   r.error().message().c_str());
+      st = 2;
+    }
+  } else if (!want && st == 1) {
+    fast_->disablePort(slot, p.ifindex());
+    st = 0;
+  }
+}
+
+// MAC table changes since the last sync go to the kernel's copy. A station
+// moved, aged out or removed stops being fast-pathed at once.
+void Datapath::syncFastFdb(uint64_t now_ns) {
+  if (fdb_.journalOverflowed()) {
+    fast_->clear();
+    for (const Fdb::Entry& e : fdb_.dump(now_ns)) (void)fast_->set(e.mac, e.port, now_ns);
+  } else {
+    for (uint64_t mac : fdb_.journal()) {
+      const int port = fdb_.lookup(mac, now_ns);
+      if (port >= 0)
+        (void)fast_->set(mac, uint16_t(port), now_ns);
+      else
+        fast_->erase(mac);
+    }
+  }
+  fdb_.clearJournal();
+}
+
+void Datapath::fastHousekeeping(uint64_t now_ns) {
+  // Stations that talk only through the kernel are seen there: keep their
+  // entries from ageing (and held against moves).
+  fast_->forEach([&](uint64_t mac, uint16_t slot, uint64_t seen) { fdb_.touch(mac, slot, seen); });
+  (void)now_ns;
+  // A device that stopped taking redirected frames (a container turned GRO
+  // off) leaves the fast path; frames it refused meanwhile were counted as
+  // fast_xmit drops. One that can take them (GRO turned on) joins.
+  for (Port* pp : active_) {
+    const uint16_t slot = pp->index();
+    if (slot >= fast_state_.size() || !pp->live()) continue;
+    uint64_t& seen = fast_refused_[slot];
+    const uint64_t refused = fast_->read(slot).refused;
+    auto takes = deviceTakesXdpFrames(pp->ifindex());
+    const bool ok = takes && *takes && refused == seen;
+    seen = refused;
+    if (fast_state_[slot] == 1 && !ok) {
+      fast_->disablePort(slot, pp->ifindex());
+      fast_state_[slot] = 0;
+      std::fprintf(stderr, "vdevd: port %s: the device refuses redirected XDP frames now; off the kernel fast path\n",
+                   pp->name().c_str());
+    } else if (fast_state_[slot] == 0) {
+      syncFastPort(*pp);
+    }
+  }
+}
+
+PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
+  PortCounterSnapshot s = p.snapshot();
+  if (!fast_) return s;
+  const FastPortStats f = fast_->read(p.index());
+  s.rx_packets += f.rx_packets;
+  s.rx_bytes += f.rx_bytes;
+  // Redirected to the port, less what its device refused: delivered. (The
+  // kernel reports only the number of refused frames, so tx_bytes of the
+  // fast path includes the bytes of refused ones.)
+  s.tx_packets += f.tx_packets - std::min(f.drops, f.tx_packets);
+  s.tx_bytes += f.tx_bytes;
+  s.drops[kDropFastXmit] += f.drops;
+  return s;
 }
 
 // ---------------------------------------------------------------------------
@@ -697,7 +823,7 @@ DatapathStats Datapath::stats() {
       Port& p = *ports_[ps.slot];
       ps.mtu = p.mtu();
       ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
-      ps.c = p.snapshot();
+      ps.c = portSnapshot(p);
       if (p.xdp()) ps.prog = p.xdp()->counters();
       ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
     }

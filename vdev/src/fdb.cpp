@@ -46,6 +46,7 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
       per_port_[port]++;
       e.port = port;
       e.seen_ns = now_ns;
+      note(mac);
       return Learn::kOk;
     }
     if (!e.used) {
@@ -59,7 +60,26 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
   kill(*reuse);  // an aged-out entry gives its slot and its port's count back
   *reuse = Entry{mac, now_ns, port, true, true, false};
   per_port_[port]++;
+  note(mac);
   return Learn::kOk;
+}
+
+void Fdb::touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept {
+  uint32_t i = home(mac);
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (!e.used) return;
+    if (e.live && e.mac == mac) {
+      if (e.port == port && !e.is_static && seen_ns > e.seen_ns) e.seen_ns = seen_ns;
+      return;
+    }
+  }
+}
+
+void Fdb::enableJournal(uint32_t capacity) {
+  journal_on_ = true;
+  journal_.clear();
+  journal_.reserve(capacity);
 }
 
 bool Fdb::addStatic(uint64_t mac, uint16_t port) {
@@ -69,6 +89,7 @@ bool Fdb::addStatic(uint64_t mac, uint16_t port) {
     Entry& e = slots_[i];
     if (!e.used || !e.live) {
       e = Entry{mac, 0, port, true, true, true};
+      note(mac);
       return true;
     }
   }

@@ -58,7 +58,8 @@ std::string statsJson(const DatapathStats& s) {
     o += "}, \"xdp_prog\": {";
     kv(o, "pass", p.prog.pass);
     kv(o, "redirect", p.prog.redirect);
-    kv(o, "no_socket", p.prog.no_socket, false);
+    kv(o, "no_socket", p.prog.no_socket);
+    kv(o, "fast", p.prog.fast, false);
     o += "}, \"dev\": {";
     kv(o, "tx_dropped", p.dev_tx_dropped, false);
     o += "}}";
@@ -100,9 +101,9 @@ std::string statsTable(const DatapathStats& s) {
     std::snprintf(buf, sizeof buf,
                   "\n    kernel: rx_dropped %" PRIu64 " rx_ring_full %" PRIu64 " fill_empty %" PRIu64
                   " tx_invalid %" PRIu64 " dev_tx_dropped %" PRIu64 " xdp_pass %" PRIu64
-                  " xdp_no_socket %" PRIu64 "\n",
+                  " xdp_no_socket %" PRIu64 " xdp_fast %" PRIu64 "\n",
                   uint64_t(p.xdp.rx_dropped), uint64_t(p.xdp.rx_ring_full),
-                  uint64_t(p.xdp.rx_fill_ring_empty_descs), uint64_t(p.xdp.tx_invalid_descs), p.dev_tx_dropped, p.prog.pass, p.prog.no_socket);
+                  uint64_t(p.xdp.rx_fill_ring_empty_descs), uint64_t(p.xdp.tx_invalid_descs), p.dev_tx_dropped, p.prog.pass, p.prog.no_socket, p.prog.fast);
     o += buf;
   }
   const PoolStats& q = s.pool;

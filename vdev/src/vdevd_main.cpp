@@ -62,6 +62,15 @@ Sizes and tuning:
                            or a sender waiting for buffers stalls
       --idle-spin-us N     keep polling N microseconds after the last frame
                            before sleeping in poll() (default 50)
+      --fast-path          kernel fast path: unicast between stations vdevd has
+                           learned (source on the ingress port, destination on
+                           another) is redirected by each port's XDP program
+                           through a devmap -- the kernel's bulk ndo_xdp_xmit --
+                           without a trip through vdevd; everything else still
+                           goes through vdevd. Counters stay exact (fast_xmit
+                           counts what a device refused). A veth destination
+                           needs NAPI on its container end (GRO on, or an XDP
+                           program); one without is detected and taken off it.
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
@@ -172,7 +181,7 @@ int main(int argc, char** argv) {
   enum {
     kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
     kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState, kFdbPortLimit,
-    kFdbHold, kMaxInflight
+    kFdbHold, kMaxInflight, kFastPath
   };
   static const struct option opts[] = {
       {"port", required_argument, nullptr, 'p'},
@@ -193,6 +202,7 @@ int main(int argc, char** argv) {
       {"fdb-port-limit", required_argument, nullptr, kFdbPortLimit},
       {"fdb-hold-ms", required_argument, nullptr, kFdbHold},
       {"max-inflight", required_argument, nullptr, kMaxInflight},
+      {"fast-path", no_argument, nullptr, kFastPath},
       {"stats-json", required_argument, nullptr, kStatsJson},
       {"socket", required_argument, nullptr, 's'},
       {"no-socket", no_argument, nullptr, kNoSocket},
@@ -280,6 +290,7 @@ int main(int argc, char** argv) {
         if (!parseU32(optarg, 0, 3600000, v)) usageError("--fdb-hold-ms must be 0..3600000");
         cfg.fdb_hold_ns = uint64_t(v) * 1000000ull;
         break;
+      case kFastPath: cfg.fast_path = true; break;
       case kMaxInflight:
         if (!parseU32(optarg, 1, 1u << 24, cfg.max_inflight)) usageError("--max-inflight must be 1..16777216");
         break;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "vdev/fast_path.h"
 #include "vdev_xdp.skel.h"
 #include "vdev_xdp_shared.h"
 
@@ -124,7 +125,8 @@ void setupBpfLogging(bool verbose) {
 
 Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::string& ifname,
                                                        XdpMode mode, bool force,
-                                                       const std::function<Status(XdpProgram&)>& prepare) {
+                                                       const std::function<Status(XdpProgram&)>& prepare,
+                                                       const XdpFastConfig& fast) {
   Existing ex = existingPrograms(ifindex);
   if (ex.any) {
     if (!force && !ex.ours)
@@ -139,8 +141,28 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   p->ifname_ = ifname;
   // Loaded first, attached last: the maps (host MACs, sockets) are filled
   // before the program sees its first frame.
-  p->skel_ = vdev_xdp__open_and_load();
-  if (!p->skel_) return errnoError("load XDP program for " + ifname);
+  p->skel_ = vdev_xdp__open();
+  if (!p->skel_) return errnoError("open XDP program for " + ifname);
+  p->skel_->rodata->port_slot = fast.slot;
+  p->skel_->rodata->fast_enabled = fast.fast ? 1 : 0;
+  if (fast.fast) {
+    // One set of fast-path maps for every port's program.
+    const std::pair<struct bpf_map*, int> shared[] = {
+        {p->skel_->maps.fast_fdb, fast.fast->fdbFd()},
+        {p->skel_->maps.fast_ports, fast.fast->portsFd()},
+        {p->skel_->maps.fast_stats, fast.fast->statsFd()},
+        {p->skel_->maps.fast_ifindex, fast.fast->ifindexFd()}};
+    for (const auto& [map, fd] : shared)
+      if (int err = bpf_map__reuse_fd(map, fd); err)
+        return Error{-err, "XDP program for " + ifname + ": share fast-path map " + bpf_map__name(map)};
+  } else {
+    // Unused without the fast path: keep them minimal.
+    (void)bpf_map__set_max_entries(p->skel_->maps.fast_fdb, 1);
+    (void)bpf_map__set_max_entries(p->skel_->maps.fast_ports, 1);
+    (void)bpf_map__set_max_entries(p->skel_->maps.fast_stats, 1);
+    (void)bpf_map__set_max_entries(p->skel_->maps.fast_ifindex, 1);
+  }
+  if (vdev_xdp__load(p->skel_)) return errnoError("load XDP program for " + ifname);
   if (prepare)
     if (auto st = prepare(*p); !st) return st.error();
   p->prog_ = xdp_program__from_fd(bpf_program__fd(p->skel_->progs.vdev_xdp));
@@ -223,7 +245,7 @@ XdpProgCounters XdpProgram::counters() const {
   if (ncpu <= 0) return c;
   std::vector<uint64_t> v(static_cast<size_t>(ncpu));
   int fd = bpf_map__fd(skel_->maps.vdev_xdp_stats);
-  uint64_t* out[] = {&c.pass, &c.redirect, &c.no_socket};
+  uint64_t* out[] = {&c.pass, &c.redirect, &c.no_socket, &c.fast};
   for (uint32_t k = 0; k < VDEV_XDP_NCOUNTERS; k++) {
     if (bpf_map_lookup_elem(fd, &k, v.data())) continue;
     for (uint64_t x : v) *out[k] += x;

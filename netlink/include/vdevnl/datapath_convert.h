@@ -18,7 +18,8 @@ static_assert(vdev::kNumDropReasons == kNumDropReasons,
 static_assert(vdev::kDropRingFull == 0 && vdev::kDropTxRingFull == 1 && vdev::kDropNoRoute == 2 &&
               vdev::kDropPortDown == 3 && vdev::kDropOversize == 4 && vdev::kDropRunt == 5 &&
               vdev::kDropPoolEmpty == 6 && vdev::kDropInvalidSrc == 7 && vdev::kDropBadType == 8 &&
-              vdev::kDropMacLimit == 9 && vdev::kDropMacLocked == 10 && vdev::kDropInflight == 11);
+              vdev::kDropMacLimit == 9 && vdev::kDropMacLocked == 10 && vdev::kDropInflight == 11 &&
+              vdev::kDropFastXmit == 12);
 
 // PortStats carries the modes as names.
 inline XdpMode xdpModeFromName(std::string_view s) {

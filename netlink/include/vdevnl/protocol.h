@@ -153,10 +153,11 @@ enum StatsAttr : uint16_t {
   kStatsDropMacLimit = 25,
   kStatsDropMacLocked = 26,
   kStatsDropInflight = 27,
-  kStatsMax = kStatsDropInflight
+  kStatsDropFastXmit = 28,  // kernel fast path: frames the destination device refused
+  kStatsMax = kStatsDropFastXmit
 };
 inline constexpr uint32_t kNumDropReasonsV1 = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
-inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropInflight - kStatsDropBadType + 1);
+inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropFastXmit - kStatsDropBadType + 1);
 // The STATS attribute of drop reason i (vdev::DropReason order).
 constexpr uint16_t dropAttr(uint32_t i) {
   return uint16_t(i < kNumDropReasonsV1 ? kStatsDropRingFull + i : kStatsDropBadType + (i - kNumDropReasonsV1));

@@ -162,7 +162,7 @@ DESCRIPTION
                  put on its TX rings; outstanding: sent, not yet completed
     drops        frames vdevd dropped, by reason: ring_full, tx_ring_full,
                  no_route, port_down, oversize, runt, pool_empty, invalid_src,
-                 bad_type, mac_limit, mac_locked, inflight_limit
+                 bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)

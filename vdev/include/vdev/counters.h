@@ -28,6 +28,7 @@ enum DropReason : uint32_t {
   kDropMacLimit,       // new source MAC, but the port holds its limit of learned MACs (ingress)
   kDropMacLocked,      // source MAC static on another port, or held by another (ingress)
   kDropInflight,       // the ingress port's frames in flight reached its bound (ingress)
+  kDropFastXmit,       // kernel fast path: the destination device refused the frame (destination)
   kNumDropReasons
 };
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "vdev/fd.h"
+#include "vdev/fast_path.h"
 #include "vdev/fdb.h"
 #include "vdev/frame_pool.h"
 #include "vdev/port.h"
@@ -50,6 +51,8 @@ struct DatapathConfig {
   uint32_t fdb_max_per_port = 256;
   uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
   uint32_t max_inflight = 0;
+  // The kernel fast path for learned unicast (fast_path.h).
+  bool fast_path = false;
   uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
   std::vector<std::array<uint8_t, 6>> host_macs;
 };
@@ -124,6 +127,10 @@ class Datapath {
   uint32_t teardown();
   DatapathStats stats();
 
+  // Runs fn on the datapath thread between two bursts (here, if the thread
+  // is not running) and returns once it has run. Control path only.
+  void runOnDatapath(const std::function<void()>& fn);
+
   // Exposed for unit tests of the switching logic.
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
   FramePool& pool() { return *pool_; }
@@ -142,7 +149,6 @@ class Datapath {
   void housekeeping(uint64_t now_ns);
   void sleepUntilWork();
   void collectOwned(DatapathStats& out) const;
-  void runOnDatapath(const std::function<void()>& fn);
   void serveControl();
   void rebuildActive();
   Port* findPort(const std::string& name) const;
@@ -151,9 +157,19 @@ class Datapath {
   PoolStats poolStats() const;
   void killPort(Port& p, const char* why, bool forget_macs);
   void checkLink(Port& p);
+  void checkLinkNow(Port& p);
   int anyLiveSocket() const;
+  // Kernel fast path: the port's devmap entry follows its state; the MAC
+  // map follows the FDB; counters merge into the port's.
+  void syncFastPort(Port& p);
+  void syncFastFdb(uint64_t now_ns);
+  void fastHousekeeping(uint64_t now_ns);
+  PortCounterSnapshot portSnapshot(const Port& p) const;
 
   DatapathConfig cfg_;
+  std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
+  std::vector<uint8_t> fast_state_;     // by slot: 0 off, 1 on, 2 cannot be (no devmap slot)
+  std::vector<uint64_t> fast_refused_;  // by slot: refused frames seen at the last check
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
   std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot

@@ -72,6 +72,21 @@ class Fdb {
   // Learned (not static) entries held for port, aged-out ones included until
   // expire() or reuse.
   uint32_t learnedOn(uint16_t port) const { return per_port_[port]; }
+  // A learned entry of mac on port was seen at seen_ns elsewhere (the kernel
+  // fast path): keeps it from ageing and holds it for the hold time.
+  void touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept;
+
+  // Journal of changed MACs (added, moved, removed), for mirroring the table
+  // (the kernel fast path). Off by default. Bounded: past its capacity it
+  // only says "overflowed" and the mirror must be rebuilt from dump().
+  void enableJournal(uint32_t capacity);
+  const std::vector<uint64_t>& journal() const { return journal_; }
+  bool journalOverflowed() const { return journal_overflow_; }
+  bool journalPending() const { return !journal_.empty() || journal_overflow_; }
+  void clearJournal() {
+    journal_.clear();
+    journal_overflow_ = false;
+  }
 
   uint32_t capacity() const { return uint32_t(slots_.size()); }
   uint64_t ageingNs() const { return ageing_ns_; }
@@ -91,8 +106,16 @@ class Fdb {
   // Takes e out of the table (keeps it "used": probe chains have no holes).
   void kill(Entry& e) noexcept {
     if (e.live && !e.is_static) per_port_[e.port]--;
+    if (e.live) note(e.mac);
     e.live = false;
     e.is_static = false;
+  }
+  void note(uint64_t mac) noexcept {
+    if (!journal_on_) return;
+    if (journal_.size() < journal_.capacity())
+      journal_.push_back(mac);
+    else
+      journal_overflow_ = true;
   }
 
   std::vector<Entry> slots_;
@@ -101,6 +124,9 @@ class Fdb {
   uint32_t max_per_port_;
   uint64_t hold_ns_;
   std::vector<uint32_t> per_port_;  // learned entries by port number
+  bool journal_on_ = false;
+  bool journal_overflow_ = false;
+  std::vector<uint64_t> journal_;  // capacity reserved once: no allocation when noting
 };
 
 }  // namespace vdev

@@ -49,6 +49,7 @@ struct PortConfig {
   XdpMode xdp_mode = XdpMode::kAuto;
   bool force = false;
   XskConfig xsk;
+  const FastPath* fast = nullptr;  // the kernel fast path, if on (owned by the Datapath)
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -149,6 +150,8 @@ class Port {
   bool gone() const { return gone_; }
   void setGone() { gone_ = true; }
   bool reattachWarned() const { return reattach_warned_; }
+  bool fastWarned() const { return fast_warned_; }
+  void setFastWarned(bool v) { fast_warned_ = v; }
   void setReattachWarned(bool v) { reattach_warned_ = v; }
   // Detaches the XDP program (device kept).
   void detachXdp();
@@ -170,6 +173,7 @@ class Port {
   std::atomic<bool> live_{false};
   bool gone_ = false;
   bool reattach_warned_ = false;
+  bool fast_warned_ = false;
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;

@@ -26,7 +26,15 @@ enum class XdpMode { kAuto, kNative, kGeneric };
 const char* xdpModeName(XdpMode m);
 
 struct XdpProgCounters {
-  uint64_t pass = 0, redirect = 0, no_socket = 0;
+  uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;  // fast: kernel fast path
+};
+
+class FastPath;
+
+// The kernel fast path as one port's program sees it (see fast_path.h).
+struct XdpFastConfig {
+  const FastPath* fast = nullptr;  // null: off
+  uint32_t slot = 0;               // the port's number
 };
 
 class XdpProgram {
@@ -38,7 +46,8 @@ class XdpProgram {
   // attached: fill its maps there (host MACs, sockets).
   static Result<std::unique_ptr<XdpProgram>> attach(int ifindex, const std::string& ifname,
                                                     XdpMode mode, bool force,
-                                                    const std::function<Status(XdpProgram&)>& prepare = {});
+                                                    const std::function<Status(XdpProgram&)>& prepare = {},
+                                                    const XdpFastConfig& fast = {});
   ~XdpProgram();
   XdpProgram(const XdpProgram&) = delete;
   XdpProgram& operator=(const XdpProgram&) = delete;
