@@ -7,68 +7,57 @@
  * sent = delivered + counted drops for fast-path frames too.
  */
 #include <linux/bpf.h>
+#include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
 
-/* The fields of tracepoint xdp:xdp_devmap_xmit (see its format file in
- * tracefs), unchanged since Linux 5.10. */
-struct devmap_xmit_ctx {
-	__u64 pad;
-	int from_ifindex;
-	__u32 act;
-	int to_ifindex;
-	int drops;
-	int sent;
-	int err;
-};
+/* Raw tracepoints (no tracefs needed: vdevd may run where it is not
+ * mounted). Their arguments are the kernel's TP_PROTO; the one field read
+ * from a kernel struct, net_device.ifindex, is relocated by libbpf (CO-RE)
+ * from the running kernel's BTF. */
+struct net_device {
+	int ifindex;
+} __attribute__((preserve_access_index));
 
-SEC("tracepoint/xdp/xdp_devmap_xmit")
-int vdev_fast_xmit(struct devmap_xmit_ctx *ctx)
+/* xdp_devmap_xmit(from_dev, to_dev, sent, drops, err): one per bulk flush. */
+SEC("raw_tp/xdp_devmap_xmit")
+int BPF_PROG(vdev_fast_xmit, const struct net_device *from_dev, const struct net_device *to_dev,
+	     int sent, int drops, int err)
 {
-	__u32 ifindex = (__u32)ctx->to_ifindex;
+	__u32 ifindex;
 	__u32 *slot;
 
-	if (ctx->drops <= 0)
+	if (drops <= 0)
 		return 0;
+	ifindex = (__u32)BPF_CORE_READ(to_dev, ifindex);
 	slot = bpf_map_lookup_elem(&fast_ifindex, &ifindex);
 	if (!slot)
 		return 0;  /* not one of ours */
-	fast_add(*slot, VDEV_FAST_XMIT_DROPS, (__u64)ctx->drops);
-	if (ctx->err == -6 /* ENXIO */ || ctx->err == -95 /* EOPNOTSUPP */)
-		fast_add(*slot, VDEV_FAST_XMIT_REFUSED, (__u64)ctx->drops);
+	fast_add(*slot, VDEV_FAST_XMIT_DROPS, (__u64)drops);
+	if (err == -6 /* ENXIO */ || err == -95 /* EOPNOTSUPP */)
+		fast_add(*slot, VDEV_FAST_XMIT_REFUSED, (__u64)drops);
 	return 0;
 }
-
-/* Redirects that fail before the xmit (destination down, frame longer than
- * its MTU, entry gone): tracepoint xdp:xdp_redirect_err, fields as in its
- * format file. Only redirects through our fast_ports map count. */
-struct redirect_err_ctx {
-	__u64 pad;
-	int prog_id;
-	__u32 act;
-	int ifindex;
-	int err;
-	int to_ifindex;
-	__u32 map_id;
-	int map_index;
-};
 
 /* The id of fast_ports, set by vdevd after loading. */
 volatile __u32 fast_ports_id;
 
-SEC("tracepoint/xdp/xdp_redirect_err")
-int vdev_fast_redirect_err(struct redirect_err_ctx *ctx)
+/* xdp_redirect_err(dev, xdp, tgt, err, map_type, map_id, index): a redirect
+ * that failed before the xmit (destination down, frame over its MTU, no
+ * NDO_XMIT). Only redirects through our fast_ports map count. */
+SEC("raw_tp/xdp_redirect_err")
+int BPF_PROG(vdev_fast_redirect_err, const struct net_device *dev, const void *xdp, const void *tgt,
+	     int err, int map_type, __u32 map_id, __u32 index)
 {
-	if (!fast_ports_id || ctx->map_id != fast_ports_id)
+	if (!fast_ports_id || map_id != fast_ports_id || index >= VDEV_FAST_MAX_PORTS)
 		return 0;
-	if (ctx->map_index < 0 || ctx->map_index >= VDEV_FAST_MAX_PORTS)
-		return 0;
-	fast_add((__u32)ctx->map_index, VDEV_FAST_XMIT_DROPS, 1);
-	/* A veth whose peer has no NAPI stops advertising NDO_XMIT. */
-	if (ctx->err == -6 /* ENXIO */ || ctx->err == -95 /* EOPNOTSUPP */)
-		fast_add((__u32)ctx->map_index, VDEV_FAST_XMIT_REFUSED, 1);
+	fast_add(index, VDEV_FAST_XMIT_DROPS, 1);
+	if (err == -6 /* ENXIO */ || err == -95 /* EOPNOTSUPP */)
+		fast_add(index, VDEV_FAST_XMIT_REFUSED, 1);
 	return 0;
 }
 
