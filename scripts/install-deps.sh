@@ -12,6 +12,8 @@ clang llvm lld libclang-rt-14-dev
 libbpf-dev libxdp-dev xdp-tools bpftool
 libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
 libboost-dev
+nlohmann-json3-dev
+containernetworking-plugins
 libgtest-dev libgmock-dev libbenchmark-dev
 libsystemd-dev systemd
 iproute2 ethtool iputils-ping

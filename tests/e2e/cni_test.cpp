@@ -1,0 +1,512 @@
+// vdev-cni end to end (docs/containers.md): the plugin is run exactly as a
+// container runtime runs it -- a process with the CNI_* environment, the
+// network configuration on stdin, its stdout read as the result or error
+// JSON -- against a vdevd started by the test with its own control socket and
+// state file, with Debian's host-local as the IPAM plugin (its state in the
+// test's temp dir).
+//
+// Two groups:
+//  - CniSpecTest: what the specification fixes without any container
+//    (VERSION, error codes and the error JSON for bad environments and
+//    configurations, vdevd not running). No root needed.
+//  - CniTest / CniVersionTest: root. Containers (network namespaces) get
+//    addresses, reach each other through vdev, pass CHECK, and are torn down
+//    by DEL without leftovers (no port, no veth, no IPAM allocation), for
+//    each of the versions 0.4.0, 1.0.0 and 1.1.0; failures roll back; DEL is
+//    idempotent; GC and STATUS (1.1.0).
+//
+// Cleanup: every container end lives in a namespace the test made, and
+// deleting a namespace deletes its veth pairs; a guard also deletes the host
+// ends the plugin reported, pass or fail.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <set>
+
+#include "cni_plugin.h"
+#include "harness.h"
+#include "vdevnl/client.h"
+
+namespace vdev::e2e {
+namespace {
+
+using namespace cni;
+
+constexpr const char* kSubnet = "198.18.200.0/24";
+
+bool haveHostLocal() { return ::access("/usr/lib/cni/host-local", X_OK) == 0; }
+
+// The error JSON of the spec: exactly cniVersion, code, msg and maybe details.
+void expectError(const Outcome& o, unsigned code, const std::string& version,
+                 const std::string& msgPart = "") {
+  EXPECT_EQ(o.status, 1) << o.describe();
+  OJson j;
+  try {
+    j = o.json();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+    return;
+  }
+  ASSERT_TRUE(j.is_object()) << o.describe();
+  for (const auto& [k, v] : j.items())
+    EXPECT_TRUE(k == "cniVersion" || k == "code" || k == "msg" || k == "details")
+        << "unexpected field " << k << " in " << o.out;
+  EXPECT_EQ(j.value("cniVersion", ""), version) << o.out;
+  ASSERT_TRUE(j.contains("code") && j["code"].is_number_unsigned()) << o.out;
+  EXPECT_EQ(j["code"].get<unsigned>(), code) << o.describe();
+  ASSERT_TRUE(j.contains("msg") && j["msg"].is_string()) << o.out;
+  const std::string all = j["msg"].get<std::string>() + " " + j.value("details", "");
+  if (!msgPart.empty()) {
+    EXPECT_NE(all.find(msgPart), std::string::npos) << "'" << msgPart << "' not in " << o.out;
+  }
+}
+
+// The links named in ADD results, deleted at the end of a test if still there.
+class LinkGuard {
+ public:
+  ~LinkGuard() {
+    for (const auto& n : names_)
+      if (linkExists(n)) tryRun("ip link del dev " + shellQuote(n));
+  }
+  void add(const std::string& n) { names_.insert(n); }
+
+ private:
+  std::set<std::string> names_;
+};
+
+// ---------------------------------------------------------------------------
+// The specification's behaviour without containers: no root, no vdevd.
+
+class CniSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (pluginBinary().empty()) GTEST_SKIP() << "vdev-cni not built and $VDEV_CNI not set";
+  }
+  Invocation add() const { return {"ADD", "ctr1", "/run/netns/nosuch", "eth0", "", "", {}}; }
+  std::string conf(const std::string& version = "1.0.0") const {
+    OJson c = netConf(version, "vcspec", sock_, kSubnet, dir_.path());
+    return c.dump();
+  }
+  TempDir dir_;
+  const std::string sock_ = dir_.file("vdevd.sock");  // nobody listens here
+};
+
+TEST_F(CniSpecTest, VersionAnswersTheSupportedVersions) {
+  const std::vector<std::string> want = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+  for (const std::string v : {"0.4.0", "1.0.0", "1.1.0"}) {
+    const Outcome o = runPlugin({"VERSION", "", "", "", "", "", {}}, R"({"cniVersion":")" + v + "\"}");
+    ASSERT_EQ(o.status, 0) << o.describe();
+    const OJson j = o.json();
+    EXPECT_EQ(j["cniVersion"], v) << o.out;
+    EXPECT_EQ(j["supportedVersions"].get<std::vector<std::string>>(), want) << o.out;
+    EXPECT_EQ(j.size(), 2u) << o.out;
+  }
+  // No input at all: the latest version.
+  const Outcome o = runPlugin({"VERSION", "", "", "", "", "", {}}, "");
+  ASSERT_EQ(o.status, 0) << o.describe();
+  EXPECT_EQ(o.json()["cniVersion"], "1.1.0") << o.out;
+}
+
+TEST_F(CniSpecTest, BadEnvironmentIsCode4) {
+  Invocation i = add();
+  i.command = "FROB";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "unknown CNI_COMMAND: FROB");
+
+  i = add();
+  i.netns = "";
+  i.ifname = "";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "required env variables [CNI_NETNS,CNI_IFNAME] missing");
+
+  i = add();
+  i.containerId = "bad/id";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "containerID");
+
+  i = add();
+  i.ifname = "sixteen-chars-xx";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_IFNAME");
+
+  i = add();
+  i.netns = "run/netns/x";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_NETNS");
+
+  i = add();
+  i.args = "IgnoreUnknown=1;novalue";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_ARGS");
+
+  // DEL needs no CNI_NETNS (the namespace may be gone), but the container.
+  i = add();
+  i.command = "DEL";
+  i.containerId = "";
+  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_CONTAINERID");
+}
+
+TEST_F(CniSpecTest, BadConfigurationIsCode1Or6Or7) {
+  const Invocation i = add();
+  expectError(runPlugin(i, "{not json"), 6, "1.1.0", "decoding");
+  expectError(runPlugin(i, R"(["cniVersion"])"), 6, "1.1.0");
+
+  // Unsupported versions: code 1, and the details list what is supported.
+  for (const std::string v : {"0.2.0", "9.9.9"}) {
+    OJson c = OJson::parse(conf());
+    c["cniVersion"] = v;
+    expectError(runPlugin(i, c.dump()), 1, "1.1.0", "incompatible CNI versions");
+    expectError(runPlugin(i, c.dump()), 1, "1.1.0", "plugin supports [\"0.3.0\"");
+  }
+  const auto with = [&](const char* key, const OJson& value) {
+    OJson c = OJson::parse(conf());
+    if (value.is_null())
+      c.erase(key);
+    else
+      c[key] = value;
+    return runPlugin(i, c.dump());
+  };
+  expectError(with("name", nullptr), 7, "1.0.0", "missing network name");
+  expectError(with("name", "bad name"), 7, "1.0.0", "network name");
+  expectError(with("name", 5), 6, "1.0.0", "name");
+  expectError(with("mtu", 10), 7, "1.0.0", "mtu");
+  expectError(with("mtu", "1500"), 7, "1.0.0", "mtu");
+  expectError(with("xdpMode", "fast"), 7, "1.0.0", "xdpMode");
+  expectError(with("mac", "01:00:5e:00:00:01"), 7, "1.0.0", "mac");
+  expectError(with("mac", "zz"), 7, "1.0.0", "mac");
+  expectError(with("socket", "relative.sock"), 7, "1.0.0", "socket");
+  expectError(with("ipam", OJson{{"subnet", kSubnet}}), 7, "1.0.0", "ipam");
+  expectError(with("runtimeConfig", OJson{{"mac", "ff:ff:ff:ff:ff:ff"}}), 7, "1.0.0",
+              "runtimeConfig.mac");
+}
+
+TEST_F(CniSpecTest, CommandsOnlyFromTheVersionThatHasThem) {
+  Invocation i = add();
+  i.command = "CHECK";
+  expectError(runPlugin(i, conf("0.3.1")), 1, "0.3.1", "does not allow CHECK");
+  i = {"GC", "", "", "", "", "", {}};
+  expectError(runPlugin(i, conf("1.0.0")), 1, "1.0.0", "does not allow GC");
+  i.command = "STATUS";
+  expectError(runPlugin(i, conf("1.0.0")), 1, "1.0.0", "does not allow STATUS");
+}
+
+TEST_F(CniSpecTest, VdevdNotRunningIsTryAgainLaterNamingTheSocket) {
+  Invocation i = add();
+  i.command = "DEL";
+  expectError(runPlugin(i, conf()), 11, "1.0.0", sock_);
+  i = {"GC", "", "", "", "", "", {}};
+  OJson c = OJson::parse(conf("1.1.0"));
+  c["cni.dev/valid-attachments"] = OJson::array();
+  expectError(runPlugin(i, c.dump()), 11, "1.1.0", sock_);
+  // STATUS says "not available" (50), the code the spec gives it.
+  i.command = "STATUS";
+  expectError(runPlugin(i, conf("1.1.0")), 50, "1.1.0", sock_);
+}
+
+// ---------------------------------------------------------------------------
+// Containers on a live vdevd.
+
+class CniTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (pluginBinary().empty()) GTEST_SKIP() << "vdev-cni not built and $VDEV_CNI not set";
+    requireRoot();
+    if (IsSkipped()) return;
+    VDEV_E2E_REQUIRE_VDEVD();
+    if (!haveHostLocal())
+      GTEST_SKIP() << "no /usr/lib/cni/host-local (Debian package containernetworking-plugins)";
+    vdevd_ = std::make_unique<Vdevd>(std::vector<std::string>{"--socket", sock_, "--state", state_});
+  }
+
+  OJson conf(const std::string& version, const std::string& network = "vcnet",
+             const std::string& subnet = kSubnet) const {
+    return netConf(version, network, sock_, subnet, ipamDir_);
+  }
+  static Invocation inv(const char* cmd, const std::string& cid, const Netns* ns,
+                        const std::string& ifname = "eth0", const std::string& args = "") {
+    return {cmd, cid, ns ? "/run/netns/" + ns->name() : "", ifname, args, "", {}};
+  }
+
+  // ADD that must succeed; returns the result and guards the host end.
+  OJson add(const Invocation& i, const OJson& c) {
+    const Outcome o = runPlugin(i, c.dump());
+    if (o.status != 0) throw HarnessError("ADD failed: " + o.describe());
+    OJson r = o.json();
+    if (r.contains("interfaces") && !r["interfaces"].empty())
+      links_.add(r["interfaces"][0].value("name", ""));
+    return r;
+  }
+  void expectOk(const Outcome& o, const char* what) {
+    EXPECT_EQ(o.status, 0) << what << ": " << o.describe();
+    EXPECT_EQ(o.out, "") << what << " must print nothing on success";
+  }
+
+  vdevnl::ControlClient client() {
+    auto c = vdevnl::ControlClient::connect(sock_);
+    if (!c) throw HarnessError("connect to vdevd: " + c.error().message());
+    return std::move(*c);
+  }
+  std::vector<std::string> portNames() {
+    auto l = client().portList();
+    if (!l) throw HarnessError("port list: " + l.error().message());
+    std::vector<std::string> names;
+    for (const auto& p : *l) names.push_back(p.name);
+    return names;
+  }
+  vdevnl::PortStatsMsg portStats(const std::string& name) {
+    auto s = client().stats(name);
+    if (!s || s->ports.size() != 1) throw HarnessError("stats " + name);
+    return s->ports[0];
+  }
+  // Addresses host-local holds for network `network` (its files named by IP).
+  std::vector<std::string> allocations(const std::string& network = "vcnet") const {
+    std::vector<std::string> ips;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(ipamDir_ + "/" + network, ec)) {
+      const std::string f = e.path().filename();
+      if (f.find('.') != std::string::npos && f.rfind("last_reserved_ip", 0) != 0) ips.push_back(f);
+    }
+    return ips;
+  }
+  static std::string addressOf(const OJson& result) {
+    const std::string cidr = result["ips"][0]["address"];
+    return cidr.substr(0, cidr.find('/'));
+  }
+  static CmdResult ping(const Netns& from, const std::string& to, int count = 3) {
+    return tryRun("ip netns exec " + from.name() + " ping -q -n -c " + std::to_string(count) +
+                  " -i 0.2 -W 2 " + to);
+  }
+
+  TempDir dir_;
+  const std::string sock_ = dir_.file("vdevd.sock");
+  const std::string state_ = dir_.file("vdevd.state");
+  const std::string ipamDir_ = dir_.file("ipam");
+  LinkGuard links_;  // after dir_, before vdevd_: destroyed after vdevd is killed
+  std::unique_ptr<Vdevd> vdevd_;
+};
+
+class CniVersionTest : public CniTest, public ::testing::WithParamInterface<std::string> {};
+
+// Two containers get addresses from host-local, reach each other through
+// vdev, pass CHECK, and DEL removes everything; the result is in the
+// version's own format.
+TEST_P(CniVersionTest, TwoContainersReachEachOtherThroughVdevAndLeaveNothing) {
+  const std::string version = GetParam();
+  Netns a, b;
+  const Mac macA = uniqueMac(), macB = uniqueMac();
+  const OJson c = conf(version);
+  // A runtime's CNI_ARGS: unknown keys are ignored, MAC is used.
+  const OJson ra = add(inv("ADD", "ctr-a-" + a.name(), &a, "eth0",
+                           "IgnoreUnknown=1;K8S_POD_NAME=a;MAC=" + macString(macA)), c);
+  const OJson rb =
+      add(inv("ADD", "ctr-b-" + b.name(), &b, "eth0", "IgnoreUnknown=1;MAC=" + macString(macB)), c);
+
+  for (const auto& [r, ns, mac] : {std::tuple{&ra, &a, macA}, std::tuple{&rb, &b, macB}}) {
+    SCOPED_TRACE(r->dump());
+    EXPECT_EQ((*r)["cniVersion"], version);
+    ASSERT_EQ((*r)["interfaces"].size(), 2u);
+    const OJson& host = (*r)["interfaces"][0];
+    const OJson& ctr = (*r)["interfaces"][1];
+    const std::string port = host["name"];
+    EXPECT_TRUE(std::regex_match(port, std::regex("vc[a-z2-7]{13}"))) << port;
+    EXPECT_FALSE(host.contains("sandbox"));
+    EXPECT_EQ(host["mac"], macString(linkInfo(port).address));
+    EXPECT_EQ(ctr["name"], "eth0");
+    EXPECT_EQ(ctr["sandbox"], "/run/netns/" + ns->name());
+    EXPECT_EQ(ctr["mac"], macString(mac));
+    EXPECT_EQ(host.contains("mtu"), version == "1.1.0");
+    ASSERT_EQ((*r)["ips"].size(), 1u);
+    const OJson& ip = (*r)["ips"][0];
+    EXPECT_EQ(ip["interface"], 1);
+    EXPECT_EQ(ip.contains("version"), version == "0.4.0");
+    if (version == "0.4.0") {
+      EXPECT_EQ(ip["version"], "4");
+    }
+    EXPECT_EQ(std::string(ip["address"]).rfind("198.18.200.", 0), 0u);
+    EXPECT_EQ(std::string(ip["address"]).substr(std::string(ip["address"]).size() - 3), "/24");
+    EXPECT_TRUE((*r)["dns"].is_object());
+
+    // The container has the interface, the MAC, the MTU and the address.
+    const LinkInfo li = linkInfo("eth0", ns);
+    EXPECT_EQ(li.address, mac);
+    EXPECT_EQ(li.mtu, 1500);
+    EXPECT_TRUE(li.up);
+    EXPECT_NE(ns->ip("-4 addr show dev eth0").find(std::string(ip["address"])), std::string::npos);
+    // vdevd has the port; its device is the veth the plugin reported.
+    auto info = client().portGet(port);
+    ASSERT_TRUE(info) << info.error().message();
+    EXPECT_EQ(info->type, vdevnl::PortType::kVeth);
+    EXPECT_EQ(int(info->ifindex), linkInfo(port).ifindex);
+  }
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"];
+  ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live; },
+                        5s, 20ms));
+
+  // a <-> b through vdev: the only path between the two namespaces.
+  const CmdResult p1 = ping(a, addressOf(rb), 5);
+  EXPECT_TRUE(p1.ok()) << p1.out << p1.err;
+  EXPECT_NE(p1.out.find(" 0% packet loss"), std::string::npos) << p1.out;
+  const CmdResult p2 = ping(b, addressOf(ra), 3);
+  EXPECT_TRUE(p2.ok()) << p2.out << p2.err;
+  // At least the 8 requests and 8 replies (plus ARP) went through vdevd.
+  EXPECT_GE(portStats(pa).rx_packets, 8u);
+  EXPECT_GE(portStats(pa).tx_packets, 8u);
+  EXPECT_GE(portStats(pb).rx_packets, 8u);
+  EXPECT_GE(portStats(pb).tx_packets, 8u);
+
+  // CHECK with the ADD result as prevResult.
+  const Invocation checkA = inv("CHECK", "ctr-a-" + a.name(), &a);
+  expectOk(runPlugin(checkA, withPrev(c, ra).dump()), "CHECK");
+  expectOk(runPlugin(inv("CHECK", "ctr-b-" + b.name(), &b), withPrev(c, rb).dump()), "CHECK");
+  // ... and it notices a container whose address was taken away.
+  a.ip("addr del " + std::string(ra["ips"][0]["address"]) + " dev eth0");
+  expectError(runPlugin(checkA, withPrev(c, ra).dump()), 103, version, "missing");
+  // ... or whose port vdevd no longer has.
+  ASSERT_TRUE(client().portDel(pb));
+  expectError(runPlugin(inv("CHECK", "ctr-b-" + b.name(), &b), withPrev(c, rb).dump()), 103,
+              version, "not attached");
+
+  // DEL (with prevResult, as a runtime sends it), twice: the second finds
+  // nothing and succeeds.
+  for (int round = 0; round < 2; ++round) {
+    expectOk(runPlugin(inv("DEL", "ctr-a-" + a.name(), &a), withPrev(c, ra).dump()), "DEL a");
+    expectOk(runPlugin(inv("DEL", "ctr-b-" + b.name(), &b), withPrev(c, rb).dump()), "DEL b");
+  }
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_FALSE(linkExists(pa));
+  EXPECT_FALSE(linkExists(pb));
+  EXPECT_FALSE(linkExists("eth0", &a));
+  EXPECT_FALSE(linkExists("eth0", &b));
+  EXPECT_TRUE(allocations().empty()) << "host-local still holds " << allocations().size();
+  EXPECT_EQ(readFile(state_).find(pa), std::string::npos) << readFile(state_);
+  EXPECT_EQ(vdevd_->stop(), 0) << vdevd_->logs();
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, CniVersionTest, ::testing::Values("0.4.0", "1.0.0", "1.1.0"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string s = "v" + p.param;
+                           for (char& ch : s)
+                             if (ch == '.') ch = '_';
+                           return s;
+                         });
+
+// A failed ADD leaves nothing behind: no port, no veth, no address held.
+TEST_F(CniTest, FailedAddLeavesNothing) {
+  Netns a, b;
+  // A namespace that does not exist: refused before anything is made.
+  Invocation i = inv("ADD", "ctr-x", nullptr);
+  i.netns = "/run/netns/" + a.name() + "-gone";
+  expectError(runPlugin(i, conf("1.0.0").dump()), 102, "1.0.0", i.netns);
+
+  // An IPAM plugin that is not in CNI_PATH.
+  OJson c = conf("1.0.0");
+  c["ipam"]["type"] = "no-such-ipam";
+  expectError(runPlugin(inv("ADD", "ctr-x", &a), c.dump()), 101, "1.0.0", "no-such-ipam");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_FALSE(linkExists("eth0", &a));
+
+  // A /30 has one address for a container (the other is the gateway): the
+  // second ADD fails in IPAM after vdevd made its port -- which goes again.
+  const OJson small = conf("1.0.0", "vcsmall", "198.18.201.0/30");
+  const OJson ra = add(inv("ADD", "ctr-a", &a), small);
+  const Outcome o = runPlugin(inv("ADD", "ctr-b", &b), small.dump());
+  EXPECT_EQ(o.status, 1) << o.describe();
+  EXPECT_NE(o.json().value("msg", "").find("host-local"), std::string::npos) << o.out;
+  EXPECT_EQ(portNames(), std::vector<std::string>{ra["interfaces"][0]["name"]});
+  EXPECT_FALSE(linkExists("eth0", &b));
+  EXPECT_EQ(allocations("vcsmall").size(), 1u);
+
+  // The same attachment again: the interface exists; the first one is unharmed.
+  expectError(runPlugin(inv("ADD", "ctr-a", &a), small.dump()), 102, "1.0.0", "already exists");
+  expectOk(runPlugin(inv("CHECK", "ctr-a", &a), withPrev(small, ra).dump()), "CHECK");
+  // The same container and ifname into another namespace: vdevd refuses the
+  // port name, which is the attachment's.
+  expectError(runPlugin(inv("ADD", "ctr-a", &b), small.dump()), 100, "1.0.0", "already added");
+  EXPECT_EQ(allocations("vcsmall").size(), 1u);
+
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), small.dump()), "DEL");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_TRUE(allocations("vcsmall").empty());
+}
+
+// DEL succeeds when the container's namespace is already gone, without
+// CNI_NETNS, and for an attachment that never existed.
+TEST_F(CniTest, DelSucceedsWhenThingsAreAlreadyGone) {
+  const std::string nsName = uniqueName('n');
+  ASSERT_TRUE(tryRun("ip netns add " + nsName).ok());
+  struct NsGuard {
+    std::string n;
+    ~NsGuard() { tryRun("ip netns del " + n + " 2>/dev/null"); }
+  } guard{nsName};
+  const OJson c = conf("1.0.0");
+  Invocation i = {"ADD", "ctr-gone", "/run/netns/" + nsName, "eth0", "", "", {}};
+  const OJson r = add(i, c);
+  const std::string port = r["interfaces"][0]["name"];
+  EXPECT_EQ(allocations().size(), 1u);
+
+  // The runtime removed the namespace first: the veth pair went with it.
+  ASSERT_TRUE(tryRun("ip netns del " + nsName).ok());
+  ASSERT_TRUE(waitUntil([&] { return !linkExists(port); }, 2s));
+  i.command = "DEL";
+  expectOk(runPlugin(i, withPrev(c, r).dump()), "DEL after the namespace went");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_TRUE(allocations().empty());
+  i.netns = "";
+  expectOk(runPlugin(i, c.dump()), "DEL without CNI_NETNS");
+  i.containerId = "never-added";
+  expectOk(runPlugin(i, c.dump()), "DEL of an attachment that never was");
+}
+
+// vdevd stopped: ADD makes nothing and says "try again later" naming the
+// socket; DEL too (the address stays reserved until the port is gone).
+TEST_F(CniTest, VdevdDownIsTryAgainLater) {
+  Netns a;
+  const OJson c = conf("1.0.0");
+  const OJson r = add(inv("ADD", "ctr-a", &a), c);
+  ASSERT_EQ(vdevd_->stop(), 0) << vdevd_->logs();
+
+  expectError(runPlugin(inv("ADD", "ctr-b", &a, "net1"), c.dump()), 11, "1.0.0", sock_);
+  EXPECT_FALSE(linkExists("net1", &a));
+  EXPECT_EQ(allocations().size(), 1u);
+  expectError(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), 11, "1.0.0", sock_);
+  EXPECT_EQ(allocations().size(), 1u) << "the address was released while the port is still there";
+
+  // vdevd back (from its state file): DEL goes through.
+  vdevd_ = std::make_unique<Vdevd>(std::vector<std::string>{"--socket", sock_, "--state", state_});
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_TRUE(allocations().empty());
+  EXPECT_FALSE(linkExists(r["interfaces"][0]["name"]));
+}
+
+// GC (1.1.0) removes this network's ports that have no valid attachment and
+// nothing else; STATUS reports whether vdevd can take ADDs.
+TEST_F(CniTest, GcRemovesStaleAttachmentsAndStatusReportsVdevd) {
+  Netns a, b, o;
+  const OJson c = conf("1.1.0");
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), c);
+  const OJson other = conf("1.1.0", "vcother", "198.18.202.0/24");
+  const OJson ro = add(inv("ADD", "ctr-o", &o), other);
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"],
+                    po = ro["interfaces"][0]["name"];
+
+  OJson gc = c;
+  gc["cni.dev/valid-attachments"] = OJson::array({{{"containerID", "ctr-a"}, {"ifname", "eth0"}}});
+  expectOk(runPlugin({"GC", "", "", "", "", "", {}}, gc.dump()), "GC");
+  const auto names = portNames();
+  const std::set<std::string> left(names.begin(), names.end());
+  EXPECT_EQ(left, (std::set<std::string>{pa, po}));
+  EXPECT_FALSE(linkExists(pb));
+  EXPECT_FALSE(linkExists("eth0", &b));
+  expectOk(runPlugin(inv("CHECK", "ctr-a", &a), withPrev(c, ra).dump()), "CHECK after GC");
+
+  expectOk(runPlugin({"STATUS", "", "", "", "", "", {}}, c.dump()), "STATUS");
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-o", &o), other.dump()), "DEL");
+  EXPECT_TRUE(portNames().empty());
+  ASSERT_EQ(vdevd_->stop(), 0) << vdevd_->logs();
+  expectError(runPlugin({"STATUS", "", "", "", "", "", {}}, c.dump()), 50, "1.1.0", sock_);
+}
+
+}  // namespace
+}  // namespace vdev::e2e

@@ -1,0 +1,425 @@
+// vdev-cni: the commands. See plugin.h and docs/containers.md.
+#include "plugin.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <vector>
+
+#include "delegate.h"
+#include "netns_route.h"
+#include "vdevnl/client.h"
+#include "vdevnl/rtnl.h"
+
+#ifndef VDEV_CNI_VERSION
+#define VDEV_CNI_VERSION "unknown"
+#endif
+
+namespace vdevcni {
+
+namespace {
+
+// ----------------------------------------------------------------- naming
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string base32(uint64_t v, size_t chars) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+  std::string s;
+  for (size_t i = 0; i < chars; ++i) {
+    s += kAlphabet[v >> 59];  // the top 5 bits first
+    v <<= 5;
+  }
+  return s;
+}
+
+// --------------------------------------------------------------- vdevd
+
+// A failed call to vdevd as a CNI error. What may clear up by itself (vdevd
+// restarting, too many clients, a timeout) is "try again later" (11);
+// anything vdevd refused carries its own message (100).
+[[noreturn]] void vdevdFailed(const vdev::Error& e, const std::string& socket) {
+  switch (e.err) {
+    case ETIMEDOUT:
+    case ECONNRESET:
+    case EPIPE:
+    case ENOTCONN:
+    case EBUSY:
+      throw CniError(kErrTryAgainLater, "vdevd at " + socket + " did not answer: " + e.message());
+    default:
+      throw CniError(kErrVdevd, "vdevd: " + e.message());
+  }
+}
+
+// Connects to vdevd. Not running (no socket, nobody listening): `absent`
+// (11, try again later; STATUS: 50). Anything else: 5 (I/O failure), with
+// the socket's path in the message.
+vdevnl::ControlClient connectVdevd(const NetConf& c, unsigned absent = kErrTryAgainLater) {
+  auto cl = vdevnl::ControlClient::connect(c.socket);
+  if (cl) return std::move(*cl);
+  const int e = cl.error().err;
+  if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
+    throw CniError(absent, "vdevd is not running: no vdevd listens on " + c.socket,
+                   cl.error().message());
+  throw CniError(kErrIo, "cannot connect to vdevd at " + c.socket + ": " + std::strerror(e),
+                 cl.error().message());
+}
+
+// Undo steps of a half-done ADD, run in reverse order unless dismissed.
+class Rollback {
+ public:
+  ~Rollback() {
+    if (dismissed_) return;
+    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) {
+      try {
+        (*it)();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "vdev-cni: cleanup after a failed ADD: %s\n", e.what());
+      }
+    }
+  }
+  void add(std::function<void()> f) { steps_.push_back(std::move(f)); }
+  void dismiss() { dismissed_ = true; }
+
+ private:
+  std::vector<std::function<void()>> steps_;
+  bool dismissed_ = false;
+};
+
+// Deletes the port; true if it was there. ENOENT (no such port) is success:
+// DEL must succeed when things are already gone.
+bool deletePort(vdevnl::ControlClient& cl, const NetConf& c, const std::string& port) {
+  if (auto st = cl.portDel(port); !st) {
+    if (st.error().err == ENOENT) return false;
+    vdevdFailed(st.error(), c.socket);
+  }
+  return true;
+}
+
+void print(const Json& j) {
+  const std::string s = j.dump(4) + "\n";
+  if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
+    throw CniError(kErrIo, std::string("write the result to stdout: ") + std::strerror(errno));
+}
+
+std::optional<std::string> defaultGateway(const Result& r, bool v6) {
+  for (const auto& ip : r.ips)
+    if (ip.isV6() == v6 && ip.gateway) return ip.gateway;
+  return std::nullopt;
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// The container interface's MAC: runtimeConfig.mac (the "mac" capability)
+// over CNI_ARGS MAC= over the configuration's "mac".
+std::optional<vdevnl::Mac> containerMac(const NetConf& c, const Env& env) {
+  std::optional<std::string> text = c.mac;
+  if (auto it = env.argPairs.find("MAC"); it != env.argPairs.end()) {
+    if (!vdevnl::parseMac(it->second))
+      throw CniError(kErrInvalidEnv, "CNI_ARGS: MAC=" + it->second + " is not a MAC address");
+    text = it->second;
+  }
+  if (c.runtimeMac) text = c.runtimeMac;
+  if (!text) return std::nullopt;
+  const auto mac = vdevnl::parseMac(*text);
+  if (auto st = vdevnl::validateUnicastMac(*mac, "MAC"); !st)
+    throw CniError(kErrInvalidEnv, st.error().what);
+  return mac;
+}
+
+// ---------------------------------------------------------------- commands
+
+void cmdAdd(const Env& env, const NetConf& c) {
+  const std::string port = portName(c.name, env.containerId, env.ifname);
+  // The namespace first: nothing is made for a container that is not there.
+  NetnsRoute ns(env.netns);
+  if (ns.link(env.ifname))
+    throw CniError(kErrContainer, "interface " + env.ifname + " already exists in " + env.netns);
+  const auto mac = containerMac(c, env);
+  std::optional<Delegate> ipam;
+  std::string ipamVersion;
+  if (!c.ipamType.empty()) {  // found and asked before anything is made
+    ipam.emplace(c.ipamType, env);
+    ipamVersion = ipam->negotiate(c.cniVersion);
+  }
+
+  auto cl = connectVdevd(c);
+  vdevnl::PortAddRequest req;
+  req.name = port;
+  req.type = vdevnl::PortType::kVeth;
+  req.xdp_mode = vdevnl::parseXdpMode(c.xdpMode).value_or(vdevnl::XdpMode::kAuto);
+  vdevnl::CreateOptions create;
+  create.peer_netns_path = env.netns;
+  create.peer_ifname = env.ifname;
+  create.peer_mac = mac;
+  create.mtu = c.mtu;
+  req.create = create;
+  if (auto st = cl.portAdd(req); !st) {
+    if (st.error().err == EEXIST)
+      throw CniError(kErrVdevd, "vdevd: " + st.error().message(),
+                     "port " + port + " (network " + c.name + ", container " + env.containerId +
+                         ", interface " + env.ifname +
+                         ") already exists: this attachment is already added; DEL it first");
+    vdevdFailed(st.error(), c.socket);
+  }
+  Rollback undo;
+  undo.add([&] {
+    // A fresh connection: the first may be the thing that failed.
+    auto again = vdevnl::ControlClient::connect(c.socket);
+    if (again) (void)again->portDel(port);
+  });
+
+  Result r;
+  {
+    auto host = vdevnl::rtnl::getLink(port);
+    if (!host)
+      throw CniError(kErrContainer, "host end of the veth: " + host.error().message());
+    auto peer = ns.link(env.ifname);
+    if (!peer)
+      throw CniError(kErrContainer, "vdevd made port " + port + " but " + env.ifname +
+                                        " is not in " + env.netns);
+    r.interfaces.push_back({port, vdevnl::formatMac(host->mac), uint32_t(host->mtu), ""});
+    r.interfaces.push_back({env.ifname, peer->mac, peer->mtu, env.netns});
+  }
+  const int sandboxIdx = 1;
+
+  if (ipam) {
+    Result ir = ipam->add(c.raw, ipamVersion);
+    undo.add([&, v = ipamVersion] { ipam->run(Command::kDel, c.raw, v); });
+    const int ifindex = ns.link(env.ifname)->ifindex;
+    for (auto& ip : ir.ips) {
+      ip.interface = sandboxIdx;
+      ns.addAddress(ifindex, ip.address);
+    }
+    for (const auto& rt : ir.routes) {
+      const bool v6 = rt.dst.find(':') != std::string::npos;
+      ns.addRoute(ifindex, rt, rt.gw ? rt.gw : defaultGateway(ir, v6));
+    }
+    r.ips = std::move(ir.ips);
+    r.routes = std::move(ir.routes);
+    r.dns = std::move(ir.dns);
+  }
+  if (c.dns) r.dns = *c.dns;  // the configuration's DNS wins, as with the bridge plugin
+  print(encodeResult(r, c.cniVersion));
+  undo.dismiss();
+}
+
+void cmdDel(const Env& env, const NetConf& c) {
+  const std::string port = portName(c.name, env.containerId, env.ifname);
+  // The port first: while vdevd cannot be reached (11, the runtime retries)
+  // the container keeps its address, so IPAM must not hand it out again.
+  auto cl = connectVdevd(c);
+  if (!deletePort(cl, c, port) && vdevnl::rtnl::linkIsManaged(port)) {
+    // vdevd does not know the port (its state was lost) but the veth vdev
+    // made is still there: remove it, so a later ADD can use the name.
+    if (auto st = vdevnl::rtnl::deleteManagedLink(port); !st && st.error().err != ENODEV)
+      throw CniError(kErrContainer, "delete leftover veth " + port + ": " + st.error().message());
+  }
+  if (!c.ipamType.empty()) {
+    Delegate ipam(c.ipamType, env);
+    ipam.run(Command::kDel, c.raw, ipam.negotiate(c.cniVersion));
+  }
+}
+
+void cmdCheck(const Env& env, const NetConf& c) {
+  if (!versionAtLeast(c.cniVersion, "0.4.0"))
+    throw CniError(kErrIncompatibleVersion, "config version does not allow CHECK",
+                   "cniVersion " + c.cniVersion + "; CHECK exists from 0.4.0");
+  if (!c.prevResult) throw CniError(kErrInvalidConfig, "CHECK needs prevResult");
+  const Result& prev = *c.prevResult;
+  const std::string port = portName(c.name, env.containerId, env.ifname);
+
+  if (!c.ipamType.empty()) {
+    Delegate ipam(c.ipamType, env);
+    ipam.run(Command::kCheck, c.raw, ipam.negotiate(c.cniVersion));
+  }
+
+  auto cl = connectVdevd(c);
+  auto info = cl.portGet(port);
+  if (!info) {
+    if (info.error().err == ENOENT)
+      throw CniError(kErrCheckFailed, "port " + port + " is not attached to vdevd",
+                     info.error().message());
+    vdevdFailed(info.error(), c.socket);
+  }
+  if (info->type != vdevnl::PortType::kVeth)
+    throw CniError(kErrCheckFailed, std::string("port ") + port + " is a " +
+                                        vdevnl::portTypeName(info->type) + ", not a veth");
+  if (!info->live) throw CniError(kErrCheckFailed, "port " + port + " is down in vdevd");
+
+  int hostIdx = -1, sandboxIdx = -1;
+  for (size_t i = 0; i < prev.interfaces.size(); ++i) {
+    const auto& itf = prev.interfaces[i];
+    if (itf.sandbox.empty() && itf.name == port) hostIdx = int(i);
+    if (itf.name == env.ifname && itf.sandbox == env.netns) sandboxIdx = int(i);
+  }
+  if (hostIdx < 0)
+    throw CniError(kErrCheckFailed, "prevResult has no host interface " + port);
+  if (sandboxIdx < 0)
+    throw CniError(kErrCheckFailed,
+                   "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
+
+  NetnsRoute ns(env.netns);
+  const auto link = ns.link(env.ifname);
+  if (!link) throw CniError(kErrCheckFailed, "no interface " + env.ifname + " in " + env.netns);
+  const auto& want = prev.interfaces[size_t(sandboxIdx)];
+  if (!want.mac.empty() && lower(want.mac) != link->mac)
+    throw CniError(kErrCheckFailed, "interface " + env.ifname + " has MAC " + link->mac +
+                                        ", prevResult says " + want.mac);
+  if (c.mtu && link->mtu != *c.mtu)
+    throw CniError(kErrCheckFailed, "interface " + env.ifname + " has MTU " +
+                                        std::to_string(link->mtu) + ", the configuration says " +
+                                        std::to_string(*c.mtu));
+  if (!link->up) throw CniError(kErrCheckFailed, "interface " + env.ifname + " is down");
+  for (const auto& ip : prev.ips) {
+    if (ip.interface && *ip.interface != sandboxIdx) continue;
+    if (!ns.hasAddress(link->ifindex, ip.address))
+      throw CniError(kErrCheckFailed,
+                     "address " + ip.address + " is missing on " + env.ifname + " in " + env.netns);
+  }
+  for (const auto& rt : prev.routes) {
+    const bool v6 = rt.dst.find(':') != std::string::npos;
+    const auto gw = rt.gw ? rt.gw : defaultGateway(prev, v6);
+    if (!ns.hasRoute(link->ifindex, rt, gw))
+      throw CniError(kErrCheckFailed, "route " + rt.dst + (gw ? " via " + *gw : "") +
+                                          " is missing on " + env.ifname + " in " + env.netns);
+  }
+}
+
+void cmdGc(const Env& env, const NetConf& c) {
+  if (!versionAtLeast(c.cniVersion, "1.1.0"))
+    throw CniError(kErrIncompatibleVersion, "config version does not allow GC",
+                   "cniVersion " + c.cniVersion + "; GC exists from 1.1.0");
+  if (!c.validAttachments)
+    throw CniError(kErrInvalidConfig, "GC needs cni.dev/valid-attachments");
+  std::set<std::string> keep;
+  for (const auto& a : *c.validAttachments) keep.insert(portName(c.name, a.containerId, a.ifname));
+  const std::string prefix = portPrefix(c.name);
+
+  auto cl = connectVdevd(c);
+  auto ports = cl.portList();
+  if (!ports) vdevdFailed(ports.error(), c.socket);
+  for (const auto& p : *ports) {
+    // Only this network's veths: never a tap, an uplink, or another network's port.
+    if (p.type != vdevnl::PortType::kVeth || p.name.size() != 15 || p.name.rfind(prefix, 0) != 0 ||
+        keep.count(p.name))
+      continue;
+    std::fprintf(stderr, "vdev-cni: GC: deleting port %s (no valid attachment)\n", p.name.c_str());
+    deletePort(cl, c, p.name);
+  }
+  if (!c.ipamType.empty()) {
+    Delegate ipam(c.ipamType, env);
+    if (ipam.speaks(c.cniVersion)) ipam.run(Command::kGc, c.raw, c.cniVersion);
+  }
+}
+
+void cmdStatus(const Env& env, const NetConf& c) {
+  if (!versionAtLeast(c.cniVersion, "1.1.0"))
+    throw CniError(kErrIncompatibleVersion, "config version does not allow STATUS",
+                   "cniVersion " + c.cniVersion + "; STATUS exists from 1.1.0");
+  auto cl = connectVdevd(c, kErrPluginNotAvailable);
+  if (auto info = cl.info(); !info)
+    throw CniError(kErrPluginNotAvailable, "vdevd at " + c.socket + " does not answer",
+                   info.error().message());
+  if (!c.ipamType.empty()) {
+    Delegate ipam(c.ipamType, env);
+    if (ipam.speaks(c.cniVersion)) ipam.run(Command::kStatus, c.raw, c.cniVersion);
+  }
+}
+
+std::string readStdin() {
+  std::string s;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw CniError(kErrIo, std::string("reading the network configuration from stdin: ") +
+                                 std::strerror(errno));
+    if (n == 0) return s;
+    s.append(buf, size_t(n));
+  }
+}
+
+}  // namespace
+
+std::string portPrefix(const std::string& network) {
+  return kPortPrefix + base32(fnv1a(network), 3);
+}
+
+std::string portName(const std::string& network, const std::string& containerId,
+                     const std::string& ifname) {
+  std::string key = network;
+  key += '\0';
+  key += containerId;
+  key += '\0';
+  key += ifname;
+  return portPrefix(network) + base32(fnv1a(key), 10);
+}
+
+int run() {
+  std::string version;  // the configuration's, for the error reply
+  try {
+    const char* cmd = std::getenv("CNI_COMMAND");
+    if (!cmd || !*cmd) {
+      // Run by hand: say what this is (as libcni's plugins do), exit 0.
+      std::string v;
+      for (const auto& s : supportedVersions()) v += (v.empty() ? "" : ", ") + s;
+      std::fprintf(stderr,
+                   "vdev-cni %s: the CNI plugin of vdev (docs/containers.md)\n"
+                   "CNI protocol versions supported: %s\n",
+                   VDEV_CNI_VERSION, v.c_str());
+      return 0;
+    }
+    // stdin before the environment is checked, so that even an error about
+    // the environment answers in the configuration's cniVersion. VERSION may
+    // come with no stdin at all (a person at a terminal).
+    const std::string input =
+        std::string_view(cmd) == "VERSION" && ::isatty(0) ? std::string() : readStdin();
+    version = peekVersion(input);
+    const Env env = readEnv([](const char* k) { return std::getenv(k); });
+    if (env.command == Command::kVersion) {
+      print(encodeVersionInfo(version));
+      return 0;
+    }
+    const NetConf c = parseNetConf(input);
+    switch (env.command) {
+      case Command::kAdd: cmdAdd(env, c); break;
+      case Command::kDel: cmdDel(env, c); break;
+      case Command::kCheck: cmdCheck(env, c); break;
+      case Command::kGc: cmdGc(env, c); break;
+      case Command::kStatus: cmdStatus(env, c); break;
+      case Command::kVersion: break;
+    }
+    return 0;
+  } catch (const CniError& e) {
+    const std::string s = encodeError(e, isSupported(version) ? version : kLatestVersion).dump(4);
+    std::printf("%s\n", s.c_str());
+    std::fprintf(stderr, "vdev-cni: %s%s%s\n", e.msg.c_str(), e.details.empty() ? "" : ": ",
+                 e.details.c_str());
+  } catch (const std::exception& e) {
+    // Not expected (e.g. out of memory): still an error the runtime can read.
+    const CniError ce(kErrIo, std::string("vdev-cni: ") + e.what());
+    std::printf("%s\n", encodeError(ce, isSupported(version) ? version : kLatestVersion).dump(4).c_str());
+  }
+  std::fflush(stdout);
+  return 1;
+}
+
+}  // namespace vdevcni
