@@ -119,7 +119,8 @@ constexpr const char* kStatsNames[] = {nullptr,
                                        "DROP_MAC_LIMIT",
                                        "DROP_MAC_LOCKED",
                                        "DROP_INFLIGHT",
-                                       "DROP_FAST_XMIT"};
+                                       "DROP_FAST_XMIT",
+                                       "PROG_FAST"};
 static_assert(std::size(kStatsNames) == kStatsMax + 1);
 
 constexpr AttrSpec statsSpec(uint16_t t) {
@@ -494,6 +495,7 @@ void putPortStats(Writer& w, const PortStatsMsg& s) {
   w.u64(kStatsProgPass, s.prog.pass);
   w.u64(kStatsProgRedirect, s.prog.redirect);
   w.u64(kStatsProgNoSocket, s.prog.no_socket);
+  w.u64(kStatsProgFast, s.prog.fast);
   w.u64(kStatsDevTxDropped, s.dev_tx_dropped);
   w.nestEnd(n);
 }
@@ -777,6 +779,7 @@ Result<PortStatsMsg> readPortStats(const Attrs& tb) {
     s.prog.pass = v(kStatsProgPass);
     s.prog.redirect = v(kStatsProgRedirect);
     s.prog.no_socket = v(kStatsProgNoSocket);
+    s.prog.fast = v(kStatsProgFast);
     s.dev_tx_dropped = v(kStatsDevTxDropped);
   }
   return s;

@@ -1,6 +1,8 @@
 // veth pairs, persistent taps, deletion of what vdev made, link queries.
 #include <fcntl.h>
+#include <linux/ethtool.h>
 #include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <linux/nsfs.h>
 #include <net/if.h>
 #include <netlink/route/link.h>
@@ -14,6 +16,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #include "rtnl_socket.h"
 #include "vdev/fd.h"
@@ -239,6 +243,40 @@ Status markConfigureUp(RtnlSocket& sk, int ifindex, const std::string& name,
 // ---------------------------------------------------------------------------
 // veth
 
+namespace {
+
+// ETHTOOL_SGRO on ifname, inside the namespace nsfd (-1: this one), from a
+// throw-away thread that enters it (ioctls act on the socket's namespace).
+Status setGro(int nsfd, const std::string& ifname, const std::string& nsDesc) {
+  auto doIt = [&]() -> Status {
+    vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s.valid()) return errnoError("socket for ethtool");
+    struct ethtool_value v = {ETHTOOL_SGRO, 1};
+    struct ifreq ifr = {};
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(&v);
+    if (::ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return errnoError("turn GRO on for " + ifname + " in " + nsDesc);
+    return {};
+  };
+  if (nsfd < 0) return doIt();
+  std::optional<Status> out;
+  try {
+    std::thread t([&] {
+      if (::setns(nsfd, CLONE_NEWNET) != 0) {
+        out.emplace(errnoError("enter " + nsDesc));
+        return;
+      }
+      out.emplace(doIt());
+    });
+    t.join();
+  } catch (const std::system_error& e) {
+    return Error{e.code().value() ? e.code().value() : EAGAIN, "start a thread to enter " + nsDesc};
+  }
+  return std::move(*out);
+}
+
+}  // namespace
+
 Result<VethInfo> createVeth(const VethSpec& spec) {
   std::string what = "create veth " + spec.name + " <-> " + spec.peerName;
   if (!spec.peerNetns.isCurrent()) what += " in " + spec.peerNetns.describe();
@@ -317,6 +355,9 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
     rtnl_link_set_flags(up.get(), IFF_UP);
     if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
       return undo(st.error());
+    if (spec.peerGro)
+      if (Status st = setGro(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe()); !st)
+        return undo(st.error());
   }
 
   VethInfo info;

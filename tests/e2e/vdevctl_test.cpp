@@ -684,6 +684,38 @@ TEST_F(VdevctlTest, SystemdNotifyReadyWatchdogStopping) {
   EXPECT_EQ(msgs.back(), "STOPPING=1") << "STOPPING=1 must be the last word";
 }
 
+// vdevd --fast-path: a veth it creates gets GRO on its container end, so
+// unicast between two such containers goes through the kernel (the XDP
+// programs' fast-path count) and the counters still match exactly.
+TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
+  Netns ns1, ns2;
+  const std::string c1 = uniqueName('c'), c2 = uniqueName('c');
+  DeviceGuard guard({c1, c2});
+  auto d = startVdevd({"--fast-path"});
+  const Mac m1 = uniqueMac(), m2 = uniqueMac();
+  ok({"port", "add", c1, "type", "veth", "create", "netns", ns1.name(), "peer", "eth0", "peer-mac",
+      macString(m1)});
+  ok({"port", "add", c2, "type", "veth", "create", "netns", ns2.name(), "peer", "eth0", "peer-mac",
+      macString(m2)});
+  EXPECT_NE(ns1.exec("ethtool -k eth0").find("generic-receive-offload: on"), std::string::npos);
+  PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
+  a.setLabel("c1");
+  b.setLabel("c2");
+  waitLive({c1, c2});
+  // Both learned first (through vdevd), then every frame each way.
+  exchange(a, b, 1, 1);
+  exchange(a, b, 3, 40);
+  expectCounters([&] { return stats(); }, c1, c2, a, b);
+  const Json s = json({"stats"});
+  uint64_t fast = 0;
+  for (const Json& p : s["ports"].asArray()) fast += p["xdp_prog"]["fast"].asU64();
+  EXPECT_GE(fast, 80u) << "unicast between learned containers did not take the kernel path:\n"
+                       << s.dump() << d->logs();
+  ok({"port", "del", c1});
+  ok({"port", "del", c2});
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
 TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   Netns ns;
   VethPair own(ns);  // made by the test: vdev must leave it alone

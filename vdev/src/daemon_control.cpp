@@ -64,6 +64,7 @@ vdevnl::Reply DaemonControl::portAdd(const vdevnl::PortAddRequest& r) {
       else if (c.peer_netns_pid) v.peerNetns = rt::NetnsRef::byPid(pid_t(*c.peer_netns_pid));
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
+      v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
       auto res = rt::createVeth(v);
       if (!res) return fail(res.error());
     } else if (r.type == vdevnl::PortType::kTap) {

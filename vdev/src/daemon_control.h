@@ -23,6 +23,7 @@ struct ControlContext {
   DaemonState* state = nullptr;
   std::string state_path;  // empty: no persistence
   SwitchMode mode = SwitchMode::kSwitch;
+  bool fast_path = false;  // --fast-path: veths vdevd creates get GRO on their container end
   std::chrono::steady_clock::time_point started;
 };
 

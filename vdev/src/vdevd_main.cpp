@@ -390,6 +390,7 @@ int main(int argc, char** argv) {
   ctx.state = &state;
   ctx.state_path = state_path;
   ctx.mode = cfg.mode;
+  ctx.fast_path = cfg.fast_path;
   ctx.started = std::chrono::steady_clock::now();
   vdev::DaemonControl control(ctx);
   std::unique_ptr<vdevnl::ControlServer> server;

@@ -145,7 +145,7 @@ struct XskStatsMsg {  // XDP_STATISTICS, summed over the port's sockets
   bool operator==(const XskStatsMsg&) const = default;
 };
 struct ProgStatsMsg {  // the XDP program's counters
-  uint64_t pass = 0, redirect = 0, no_socket = 0;
+  uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;
   bool operator==(const ProgStatsMsg&) const = default;
 };
 

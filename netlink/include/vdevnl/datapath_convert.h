@@ -77,6 +77,7 @@ inline PortStatsMsg toPortStatsMsg(const vdev::PortStats& s, PortType type = Por
   m.prog.pass = s.prog.pass;
   m.prog.redirect = s.prog.redirect;
   m.prog.no_socket = s.prog.no_socket;
+  m.prog.fast = s.prog.fast;
   m.dev_tx_dropped = s.dev_tx_dropped;
   return m;
 }

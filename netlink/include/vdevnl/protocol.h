@@ -154,7 +154,8 @@ enum StatsAttr : uint16_t {
   kStatsDropMacLocked = 26,
   kStatsDropInflight = 27,
   kStatsDropFastXmit = 28,  // kernel fast path: frames the destination device refused
-  kStatsMax = kStatsDropFastXmit
+  kStatsProgFast = 29,      // the XDP program's fast-path redirects
+  kStatsMax = kStatsProgFast
 };
 inline constexpr uint32_t kNumDropReasonsV1 = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
 inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropFastXmit - kStatsDropBadType + 1);

@@ -110,6 +110,10 @@ struct VethSpec {
   std::optional<MacAddr> mac;      // host end; default: the kernel's random MAC
   std::optional<MacAddr> peerMac;  // default: randomMac() (so VethInfo knows it)
   int mtu = 0;                     // both ends; 0 keeps the kernel default (1500)
+  // GRO on the peer: gives it NAPI, so that XDP frames redirected into the
+  // host end (vdevd --fast-path) are delivered; the container then receives
+  // through NAPI and GRO instead of the backlog.
+  bool peerGro = false;
 };
 
 struct VethInfo {

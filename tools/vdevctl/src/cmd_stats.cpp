@@ -61,6 +61,7 @@ void writePortCounters(JsonWriter& w, const PortStatsMsg& s) {
   w.field("pass", s.prog.pass);
   w.field("redirect", s.prog.redirect);
   w.field("no_socket", s.prog.no_socket);
+  w.field("fast", s.prog.fast);
   w.endObject();
   w.key("dev").beginObject();
   w.field("tx_dropped", s.dev_tx_dropped);
@@ -108,7 +109,7 @@ std::string statsText(const StatsReply& r) {
          u(s.xdp.rx_fill_ring_empty_descs) + " tx_ring_empty_descs " +
          u(s.xdp.tx_ring_empty_descs) + "\n";
     o += "    xdp_prog  pass " + u(s.prog.pass) + " redirect " + u(s.prog.redirect) +
-         " no_socket " + u(s.prog.no_socket) + "\n";
+         " no_socket " + u(s.prog.no_socket) + " fast " + u(s.prog.fast) + "\n";
     o += "    dev       tx_dropped " + u(s.dev_tx_dropped) + "\n";
   }
   if (r.pool) {
@@ -193,6 +194,9 @@ constexpr PortMetric kPortMetrics[] = {
     {"vdev_port_xdp_prog_no_socket_total", "counter",
      "Frames the port's XDP program dropped: no socket bound to the queue.",
      [](const PortStatsMsg& s) { return s.prog.no_socket; }},
+    {"vdev_port_xdp_prog_fast_total", "counter",
+     "Frames the port's XDP program sent on the kernel fast path (--fast-path).",
+     [](const PortStatsMsg& s) { return s.prog.fast; }},
     {"vdev_port_dev_tx_dropped_total", "counter", "The port device's own tx_dropped.",
      [](const PortStatsMsg& s) { return s.dev_tx_dropped; }},
     {"vdev_port_up", "gauge", "1 if the port has open sockets and its link is up.",
