@@ -1,6 +1,7 @@
 #include "vdev/xdp_prog.h"
 
 #include <bpf/bpf.h>
+#include <linux/if_link.h>
 #include <bpf/libbpf.h>
 #include <net/if.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -62,8 +64,38 @@ struct Existing {
   std::string names;
 };
 
+constexpr const char* kDispatcherName = "xdp_dispatcher";
+
+// What is attached, read with libbpf (bpf_xdp_query + program info): libxdp
+// 1.3's xdp_multiprog__get_from_ifindex() leaks a program fd (and with it
+// the detached program and its maps) on every call when a single program is
+// attached, which is the normal case here. libxdp is asked only when its
+// dispatcher is attached.
 Existing existingPrograms(int ifindex) {
   Existing e;
+  LIBBPF_OPTS(bpf_xdp_query_opts, q);
+  bool dispatcher = false;
+  if (bpf_xdp_query(ifindex, 0, &q) == 0) {
+    for (uint32_t id : {q.drv_prog_id, q.skb_prog_id, q.hw_prog_id}) {
+      if (!id) continue;
+      if (!e.any) e.ours = true;
+      e.any = true;
+      std::string n = "?";
+      int fd = bpf_prog_get_fd_by_id(id);
+      if (fd >= 0) {
+        struct bpf_prog_info info = {};
+        uint32_t len = sizeof info;
+        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) n = info.name;
+        ::close(fd);
+      }
+      if (!e.names.empty()) e.names += ", ";
+      e.names += n + " (id " + std::to_string(id) + ")";
+      if (n != kProgName) e.ours = false;
+      if (n == kDispatcherName) dispatcher = true;
+    }
+    if (!dispatcher) return e;
+    e = Existing{};
+  }
   struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
   if (!mp || libxdp_get_error(mp)) return e;
   struct xdp_program* main = xdp_multiprog__main_prog(mp);
@@ -97,7 +129,15 @@ Existing existingPrograms(int ifindex) {
   return e;
 }
 
-Status removeExisting(int ifindex, const std::string& ifname) {
+Status removeExisting(int ifindex, const std::string& ifname, bool dispatcher) {
+  LIBBPF_OPTS(bpf_xdp_query_opts, q);
+  if (!dispatcher && bpf_xdp_query(ifindex, 0, &q) == 0) {
+    if (q.drv_prog_id && bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, nullptr))
+      return errnoError("detach existing XDP program from " + ifname);
+    if (q.skb_prog_id && bpf_xdp_detach(ifindex, XDP_FLAGS_SKB_MODE, nullptr))
+      return errnoError("detach existing XDP program from " + ifname);
+    return {};
+  }
   struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
   if (!mp || libxdp_get_error(mp)) return {};
   int err = xdp_multiprog__detach(mp);
@@ -133,7 +173,8 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
       return Error{EEXIST, ifname + " already has an XDP program: " + ex.names +
                                "; vdevd does not replace it unless told to (--force)"};
     // A stale program of ours (vdevd was killed) or --force: remove it.
-    if (auto st = removeExisting(ifindex, ifname); !st) return st.error();
+    if (auto st = removeExisting(ifindex, ifname, ex.names.find(kDispatcherName) != std::string::npos); !st)
+      return st.error();
   }
 
   std::unique_ptr<XdpProgram> p(new XdpProgram());
@@ -209,8 +250,22 @@ void XdpProgram::detach() {
   // The device may be gone (deleted with its program); nothing to do then.
   char name[IF_NAMESIZE];
   if (!if_indextoname(ifindex_, name)) return;
-  int err = xdp_program__detach(prog_, ifindex_,
-                                mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  // Attached alone (the usual case): detach exactly our program with libbpf
+  // (see existingPrograms on libxdp's fd leak); behind libxdp's dispatcher,
+  // through libxdp.
+  const int fd = bpf_program__fd(skel_->progs.vdev_xdp);
+  struct bpf_prog_info info = {};
+  uint32_t len = sizeof info;
+  LIBBPF_OPTS(bpf_xdp_query_opts, q);
+  const uint32_t mode_flag = mode_ == XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+  int err;
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && bpf_xdp_query(ifindex_, 0, &q) == 0 &&
+      (mode_flag == XDP_FLAGS_DRV_MODE ? q.drv_prog_id : q.skb_prog_id) == info.id) {
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
+    err = bpf_xdp_detach(ifindex_, mode_flag | XDP_FLAGS_REPLACE, &opts);
+  } else {
+    err = xdp_program__detach(prog_, ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  }
   if (err && err != -ENOENT && err != -ENODEV)
     std::fprintf(stderr, "vdevd: detach XDP program from %s: %s\n", ifname_.c_str(),
                  xdpStrerror(err).c_str());
@@ -224,6 +279,18 @@ Status XdpProgram::addHostMac(const uint8_t mac[6]) {
   uint32_t one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.host_macs), &key, &one, BPF_ANY))
     return errnoError("add host MAC on " + ifname_);
+  return {};
+}
+
+Status XdpProgram::setHostIpv4(const std::vector<uint32_t>& addrs) {
+  if (addrs == host_ipv4_) return {};
+  const int fd = bpf_map__fd(skel_->maps.host_ipv4);
+  for (uint32_t a : host_ipv4_)
+    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) (void)bpf_map_delete_elem(fd, &a);
+  uint32_t one = 1;
+  for (uint32_t a : addrs)
+    if (bpf_map_update_elem(fd, &a, &one, BPF_ANY)) return errnoError("add host address on " + ifname_);
+  host_ipv4_ = addrs;
   return {};
 }
 

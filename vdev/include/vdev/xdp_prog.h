@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "vdev/result.h"
 
@@ -56,6 +57,9 @@ class XdpProgram {
   int xsksMapFd() const;
   // Frames to mac (6 bytes) go to the host stack.
   Status addHostMac(const uint8_t mac[6]);
+  // ARP requests for these IPv4 addresses (network order) go to the host
+  // stack: the set replaces the previous one.
+  Status setHostIpv4(const std::vector<uint32_t>& addrs);
   // Registers an AF_XDP socket for RX queue q (-errno on failure).
   Status setSocket(uint32_t queue, int xsk_fd);
   Status clearSocket(uint32_t queue);
@@ -74,6 +78,7 @@ class XdpProgram {
   struct ::vdev_xdp* skel_ = nullptr;
   struct ::xdp_program* prog_ = nullptr;
   bool attached_ = false;
+  std::vector<uint32_t> host_ipv4_;
 };
 
 // Quiets libbpf/libxdp to warnings (called once at start).
