@@ -365,10 +365,31 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     // Frames still on the TX ring were never taken by the kernel: lost here,
     // counted. (Nothing kicks this socket any more, so the count is exact.)
     uint32_t unsent = q.xsk->txRingCount();
+    if (unsent) {
+      // Counted as transmitted when drainTx put them there: one outcome each.
+      uint64_t bytes = 0;
+      const uint32_t cons = *q.xsk->tx.consumer;
+      for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&q.xsk->tx, cons + i)->len;
+      counters().tx_packets.add(uint64_t(0) - unsent);
+      counters().tx_bytes.add(uint64_t(0) - bytes);
+    }
     down.add(unsent);
     uint16_t slot = q.xsk->slot();
     addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
+    // Frames the kernel put on the RX ring that vdevd never took: received
+    // at this port and dropped with it (port_down), so every frame the XDP
+    // program redirected here has an outcome. (The program no longer
+    // redirects to this socket; one already in flight on another CPU may
+    // still land after this read and go uncounted.)
+    if (uint32_t pending = q.xsk->rxRingCount(); pending) {
+      uint64_t bytes = 0;
+      const uint32_t cons = *q.xsk->rx.consumer;
+      for (uint32_t i = 0; i < pending; i++) bytes += xsk_ring_cons__rx_desc(&q.xsk->rx, cons + i)->len;
+      counters().rx_packets.add(pending);
+      counters().rx_bytes.add(bytes);
+      down.add(pending);
+    }
     // Once the socket is closed the kernel no longer touches its rings; every
     // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.
     q.xsk.reset();
