@@ -44,6 +44,17 @@ struct {
 	__type(value, __u32);
 } host_macs SEC(".maps");
 
+/* IPv4 addresses the host has on this port's device (network order): an
+ * ARP request for one of them goes to the host's stack, so that a
+ * neighbour on an uplink port can resolve the host while vdevd switches the
+ * port. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_XDP_MAX_HOST_IPS);
+	__type(key, __u32);
+	__type(value, __u32);
+} host_ipv4 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, VDEV_XDP_NCOUNTERS);
@@ -75,6 +86,17 @@ int vdev_xdp(struct xdp_md *ctx)
 		if (bpf_map_lookup_elem(&host_macs, &key)) {
 			count(VDEV_XDP_PASS);
 			return XDP_PASS;
+		}
+		/* An ARP request (broadcast) for one of the host's addresses. */
+		if (key == 0xffffffffffffULL && eth[12] == 0x08 && eth[13] == 0x06 &&
+		    data + 14 + 28 <= data_end && eth[14 + 6] == 0 && eth[14 + 7] == 1) {
+			__u32 tpa;
+
+			__builtin_memcpy(&tpa, eth + 14 + 24, 4);
+			if (bpf_map_lookup_elem(&host_ipv4, &tpa)) {
+				count(VDEV_XDP_PASS);
+				return XDP_PASS;
+			}
 		}
 		if (!fast_enabled || (key & 1) || eth[12] < 0x06)
 			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */

@@ -5,6 +5,7 @@
 
 #define VDEV_XDP_MAX_QUEUES 64
 #define VDEV_XDP_MAX_HOST_MACS 64
+#define VDEV_XDP_MAX_HOST_IPS 64
 
 /* Per-CPU counters of the XDP program, index into vdev_xdp_stats. */
 enum vdev_xdp_counter {

@@ -1,12 +1,17 @@
 #include "vdev/datapath.h"
 
+#include "vdev_xdp_shared.h"
+
+#include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -158,6 +163,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // Link state now, not at the next housekeeping: a tap without a reader
   // (no carrier) is reported down from the first `port show`.
   checkLink(np);
+  refreshHostAddrs();
   return {};
 }
 
@@ -584,6 +590,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
+    refreshHostAddrs();
     if (fast_) fastHousekeeping(now_ns);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }
@@ -673,6 +680,22 @@ void Datapath::run() {
     spins = 0;  // the clock is read again first thing
   }
   if (ctl_req_.load(std::memory_order_acquire)) serveControl();
+}
+
+void Datapath::refreshHostAddrs() {
+  struct ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return;  // kept as they were; tried again in a second
+  for (Port* pp : active_) {
+    if (!pp->xdp()) continue;
+    std::vector<uint32_t> addrs;
+    for (struct ifaddrs* a = list; a; a = a->ifa_next)
+      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && a->ifa_name && pp->name() == a->ifa_name)
+        addrs.push_back(reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+    std::sort(addrs.begin(), addrs.end());
+    if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
+    (void)pp->xdp()->setHostIpv4(addrs);
+  }
+  ::freeifaddrs(list);
 }
 
 // ---------------------------------------------------------------------------

@@ -161,6 +161,9 @@ class Datapath {
   int anyLiveSocket() const;
   // Kernel fast path: the port's devmap entry follows its state; the MAC
   // map follows the FDB; counters merge into the port's.
+  // The host's IPv4 addresses on each port's device, for the XDP programs
+  // (ARP requests for them go to the host stack). Every second and on add.
+  void refreshHostAddrs();
   void syncFastPort(Port& p);
   void syncFastFdb(uint64_t now_ns);
   void fastHousekeeping(uint64_t now_ns);
