@@ -1,0 +1,1717 @@
+// Fault injection, end to end (issue 6): vdevd under the faults a host
+// produces while it runs -- ports added and removed at run time, a
+// container's veth deleted and made again, a VM that stops reading, a VM
+// that exits, a container whose network namespace is deleted, vdevd itself
+// killed with SIGKILL, a completion ring that stops returning frames -- and
+// host traffic on an uplink port.
+//
+// What every test checks is the same contract (docs/vdevd.md): every frame a
+// station sent is delivered or found in a counter, vdevd's thread keeps
+// forwarding for everyone else, and every UMEM frame comes back to the pool.
+// Per flow, three equations, each with its own counters (a "flow ledger"):
+//
+//   sent      = rx(src port) + drops on the way in (container tx_dropped,
+//               xdp_stats rx_dropped + rx_ring_full, xdp_prog no_socket)
+//   rx(src)   = tx(dst port) + drops charged to dst + ingress drops at src
+//   tx(dst)   = delivered + drops on the way out (dev.tx_dropped, socket drops)
+//
+// For those to be exact per flow, a port carries at most one flow in and one
+// flow out while the ledger is open, and the MAC table is known (static
+// entries or learned before): a frame to an unknown MAC floods, and one frame
+// becomes several, which no per-frame ledger can follow. Where a fault makes
+// vdevd forget a MAC (a deleted device), the test says how the frames for it
+// are accounted.
+//
+// Traffic only in 198.18.0.0/15 (test frames), locally administered MACs,
+// everything in test namespaces or on test-made devices, removed at the end
+// pass or fail.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace vdev::e2e {
+namespace {
+
+namespace tf = testframe;
+using Clock = std::chrono::steady_clock;
+
+std::string vdevctlBinary() {
+  if (const char* env = std::getenv("VDEVCTL"); env && *env) return env;
+#ifdef VDEV_E2E_VDEVCTL
+  return VDEV_E2E_VDEVCTL;
+#else
+  return "";
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// vdevctl against a test's own vdevd
+
+class Ctl {
+ public:
+  explicit Ctl(std::string sock) : sock_(std::move(sock)) {}
+  const std::string& socket() const { return sock_; }
+
+  CmdResult run(const std::vector<std::string>& args) const {
+    std::string cmd = shellQuote(vdevctlBinary()) + " -S " + shellQuote(sock_);
+    for (const auto& a : args) cmd += " " + shellQuote(a);
+    return tryRun(cmd);
+  }
+  // Runs and expects success; returns stdout. Throws with the output if not.
+  std::string ok(const std::vector<std::string>& args) const {
+    const CmdResult r = run(args);
+    if (!r.ok()) {
+      std::string line = "vdevctl";
+      for (const auto& a : args) line += " " + a;
+      throw HarnessError(line + ": exit " + std::to_string(r.status) + "\n" + r.out + r.err);
+    }
+    return r.out;
+  }
+  Json json(std::vector<std::string> args) const {
+    args.insert(args.begin(), "-j");
+    return Json::parse(ok(args));
+  }
+
+ private:
+  std::string sock_;
+};
+
+// ---------------------------------------------------------------------------
+// Reading vdevd's statistics
+
+const Json& rawPort(const Stats& s, std::string_view name) {
+  for (const Json& p : s.raw["ports"].asArray())
+    if (p["name"].asString() == name) return p;
+  throw HarnessError("vdevd stats: no port " + std::string(name) + " in " + s.dump());
+}
+
+bool isLive(const Stats& s, std::string_view name) {
+  if (!s.findPort(name)) return false;
+  const Json& p = rawPort(s, name);
+  return p.has("live") && p["live"].asBool();
+}
+
+// The port's XDP program counter `key` (pass, redirect, no_socket); 0 if vdevd
+// does not report it (a port without a program).
+uint64_t progCounter(const Stats& s, std::string_view port, std::string_view key) {
+  const Json& p = rawPort(s, port);
+  return p.has("xdp_prog") && p["xdp_prog"].has(key) ? p["xdp_prog"][key].asU64() : 0;
+}
+
+uint64_t poolField(const Stats& s, std::string_view key) {
+  return s.raw["pool"].has(key) ? s.raw["pool"][key].asU64() : 0;
+}
+
+bool poolIdle(const Stats& s) {
+  return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;
+}
+
+// Stats once every frame is back (or `timeout` passed). Not the first look
+// after traffic stops: a veth completes a frame when the receiver frees it,
+// which may be after vdevd reaped and went to sleep; it reaps those at its
+// next wake-up (at most 100 ms later), and a stats request is served before.
+Stats idleStats(Vdevd& d, Millis timeout = 2s) { return d.statsUntil(poolIdle, timeout); }
+
+// Drop reasons charged to the ingress port (docs/vdevd.md); every other
+// reason is charged to the destination. `oversize` is charged to the ingress
+// only for frames longer than a UMEM frame, which these tests never send.
+bool isIngressReason(std::string_view r) {
+  static const std::set<std::string, std::less<>> kIngress = {
+      "no_route", "runt", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit"};
+  return kIngress.count(r) != 0;
+}
+
+Stats waitLive(Vdevd& d, const std::vector<std::string>& ports, bool live = true, Millis timeout = 5s) {
+  const Stats s = d.statsUntil([&](const Stats& st) {
+    for (const auto& p : ports)
+      if (isLive(st, p) != live) return false;
+    return true;
+  }, timeout);
+  for (const auto& p : ports)
+    EXPECT_EQ(isLive(s, p), live) << "port " << p << (live ? " not live" : " still live") << ": " << s.dump();
+  return s;
+}
+
+// vdevd's own process: resident memory, open fds, memory mappings.
+struct ProcFootprint {
+  uint64_t rssKb = 0;
+  size_t fds = 0;
+  size_t maps = 0;
+  std::map<std::string, int> fdKinds;  // readlink of each fd, "[123]" ids cut off
+};
+
+// What `to` has more of than `from`, by fd kind (for failure messages).
+std::string fdGrowth(const ProcFootprint& from, const ProcFootprint& to) {
+  std::ostringstream os;
+  for (const auto& [k, n] : to.fdKinds) {
+    const int before = from.fdKinds.count(k) ? from.fdKinds.at(k) : 0;
+    if (n != before) os << " " << k << ": " << before << " -> " << n << ";";
+  }
+  for (const auto& [k, n] : from.fdKinds)
+    if (!to.fdKinds.count(k)) os << " " << k << ": " << n << " -> 0;";
+  return os.str();
+}
+
+ProcFootprint footprint(pid_t pid) {
+  ProcFootprint f;
+  const std::string base = "/proc/" + std::to_string(pid);
+  std::ifstream status(base + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) f.rssKb = std::stoull(line.substr(6));
+  if (DIR* d = ::opendir((base + "/fd").c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      ++f.fds;
+      char target[256] = {};
+      const std::string link = base + "/fd/" + e->d_name;
+      const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      std::string kind = n > 0 ? std::string(target, size_t(n)) : "?";
+      if (const size_t b = kind.find(":["); b != std::string::npos) kind.resize(b);
+      ++f.fdKinds[kind];
+    }
+    ::closedir(d);
+  }
+  std::ifstream maps(base + "/maps");
+  for (std::string line; std::getline(maps, line);) ++f.maps;
+  return f;
+}
+
+// The footprint once it holds still: vdevd closes a vdevctl connection when
+// it next polls, a moment after the client got its answer.
+ProcFootprint settledFootprint(pid_t pid) {
+  ProcFootprint last = footprint(pid);
+  for (int i = 0; i < 20; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const ProcFootprint now = footprint(pid);
+    if (now.fds == last.fds && now.maps == last.maps) return now;
+    last = now;
+  }
+  return last;
+}
+
+// ---------------------------------------------------------------------------
+// XDP programs on a device, as the kernel reports them
+
+struct XdpAttachment {
+  uint64_t id = 0;
+  std::string mode;  // bpftool: driver, generic, offload
+  std::string name;  // the program's name
+};
+
+// Every XDP program attached to `ifname` in the root namespace, in every mode
+// (`bpftool net show dev`), with the program's name (`bpftool prog show`).
+std::vector<XdpAttachment> xdpPrograms(const std::string& ifname) {
+  std::vector<XdpAttachment> out;
+  const Json net = Json::parse(run("bpftool -j net show dev " + shellQuote(ifname)));
+  for (const Json& block : net.asArray()) {
+    if (!block.has("xdp")) continue;
+    for (const Json& x : block["xdp"].asArray()) {
+      XdpAttachment a;
+      a.id = x["id"].asU64();
+      a.mode = x["mode"].asString();
+      a.name = Json::parse(run("bpftool -j prog show id " + std::to_string(a.id)))["name"].asString();
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+bool bpfProgExists(uint64_t id) { return tryRun("bpftool -j prog show id " + std::to_string(id)).ok(); }
+
+// The per-CPU counter `index` of vdev_xdp's statistics map (vdev_xdp_shared.h:
+// 0 pass, 1 redirect, 2 no_socket), read from the kernel: this works for a
+// program whose vdevd is gone.
+uint64_t xdpProgCounter(uint64_t progId, uint32_t index) {
+  const Json prog = Json::parse(run("bpftool -j prog show id " + std::to_string(progId)));
+  for (const Json& m : prog["map_ids"].asArray()) {
+    const std::string id = std::to_string(m.asU64());
+    const Json info = Json::parse(run("bpftool -j map show id " + id));
+    if (info["name"].asString() != "vdev_xdp_stats") continue;
+    const Json v = Json::parse(run("bpftool -j map lookup id " + id + " key " + std::to_string(index) +
+                                   " 0 0 0"));
+    uint64_t sum = 0;
+    for (const Json& c : v["formatted"]["values"].asArray()) sum += c["value"].asU64();
+    return sum;
+  }
+  throw HarnessError("XDP program " + std::to_string(progId) + " has no vdev_xdp_stats map");
+}
+
+// ---------------------------------------------------------------------------
+// Stations
+
+// A container: its namespace, veth pair (host end = vdevd's port) and a packet
+// socket on its interface. Held by pointers so that a test can take the
+// container away piece by piece (its processes exit: the socket closes; its
+// namespace is deleted).
+struct Container {
+  explicit Container(const std::string& label)
+      : ns(std::make_unique<Netns>()),
+        veth(std::make_unique<VethPair>(*ns)),
+        sock(std::make_unique<PacketSocket>(veth->peerName(), ns.get())) {
+    sock->setLabel(label);
+  }
+  const std::string& port() const { return veth->hostName(); }
+  const Mac& mac() const { return veth->peerMac(); }
+
+  // Declared in this order so that the socket goes first, then the pair,
+  // then the namespace.
+  std::unique_ptr<Netns> ns;
+  std::unique_ptr<VethPair> veth;
+  std::unique_ptr<PacketSocket> sock;
+};
+
+// A container's veth pair with fixed names and MACs that can be deleted and
+// made again, as a container runtime does when it restarts a container: the
+// host end comes back under the same name, which vdevd's configured port
+// waits for.
+class FixedVeth {
+ public:
+  explicit FixedVeth(const Netns& ns) : ns_(ns), hostMac_(uniqueMac()), peerMac_(uniqueMac()) {
+    const std::string base = uniqueName('v');
+    host_ = base + "h";
+    peer_ = base + "p";
+    create();
+  }
+  ~FixedVeth() {
+    if (linkExists(host_)) tryRun("ip link del dev " + host_);
+  }
+  FixedVeth(const FixedVeth&) = delete;
+  FixedVeth& operator=(const FixedVeth&) = delete;
+
+  // The MACs are given at creation: vdevd may attach the host end the
+  // moment it appears, and reads its MAC then.
+  void create() {
+    run("ip link add name " + host_ + " address " + macString(hostMac_) + " type veth peer name " + peer_ +
+        " address " + macString(peerMac_) + " netns " + ns_.name());
+    try {
+      disableIpv6(host_, nullptr);
+      disableIpv6(peer_, &ns_);
+      ns_.ip("link set dev " + peer_ + " up");
+      run("ip link set dev " + host_ + " up");
+    } catch (...) {
+      tryRun("ip link del dev " + host_);
+      throw;
+    }
+  }
+  void remove() { run("ip link del dev " + host_); }
+
+  const std::string& host() const { return host_; }
+  const std::string& peer() const { return peer_; }
+  const Mac& peerMac() const { return peerMac_; }
+
+ private:
+  const Netns& ns_;
+  std::string host_, peer_;
+  Mac hostMac_, peerMac_;
+};
+
+// A persistent tap (`ip tuntap add`) and the VM that uses it: attach() opens
+// it as QEMU does, detach() closes the fd -- the VM exited -- and the device
+// stays, without carrier, until a VM attaches again.
+class PersistentTap : public Endpoint {
+ public:
+  PersistentTap() : Endpoint("VM", uniqueMac()), name_(uniqueName('t')), hostMac_(uniqueMac()) {
+    run("ip tuntap add dev " + name_ + " mode tap");
+    try {
+      disableIpv6(name_, nullptr);
+      run("ip link set dev " + name_ + " address " + macString(hostMac_) + " up");
+      attach();
+    } catch (...) {
+      detach();
+      tryRun("ip link del dev " + name_);
+      throw;
+    }
+  }
+  ~PersistentTap() override {
+    detach();
+    tryRun("ip link del dev " + name_);
+  }
+
+  const std::string& name() const { return name_; }
+  int fd() const override { return fd_; }
+  bool attached() const { return fd_ >= 0; }
+
+  void attach() {
+    if (fd_ >= 0) return;
+    fd_ = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0) throw HarnessError("open /dev/net/tun: " + std::string(std::strerror(errno)));
+    ifreq ifr{};
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(ifr.ifr_name, name_.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(fd_, TUNSETIFF, &ifr) < 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      throw HarnessError("TUNSETIFF " + name_ + ": " + std::strerror(err));
+    }
+  }
+  void detach() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ protected:
+  ssize_t readRaw(std::span<uint8_t> buf) override {
+    if (fd_ < 0) return 0;
+    const ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n < 0) return errno == EAGAIN || errno == EINTR || errno == EBADFD ? 0 : -errno;
+    return n;
+  }
+  int writeRaw(std::span<const uint8_t> frame) override {
+    if (fd_ < 0) return -EBADF;
+    const ssize_t n = ::write(fd_, frame.data(), frame.size());
+    if (n < 0) return -errno;
+    return n == ssize_t(frame.size()) ? 0 : -EMSGSIZE;
+  }
+
+ private:
+  std::string name_;
+  Mac hostMac_{};
+  int fd_ = -1;
+};
+
+// Deletes, at the end of a test, devices vdevd was asked to create, in case
+// the test failed before `port del`.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(std::vector<std::string> names) : names_(std::move(names)) {}
+  ~DeviceGuard() {
+    for (const auto& n : names_)
+      if (linkExists(n)) tryRun("ip link del dev " + shellQuote(n));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// ---------------------------------------------------------------------------
+// Frames
+
+size_t mixedSize(uint32_t i) {
+  static const size_t kSizes[] = {60, 1514, 64, 1000, 128, 1513, 61, 576, 1500, 256, 999, 90};
+  return kSizes[i % std::size(kSizes)];
+}
+
+Spec mixedSpec(const Endpoint& from, const Mac& dst, uint32_t flow, uint32_t seq) {
+  return {dst, from.mac(), seq % 2 ? Kind::kIpv4Udp : Kind::kExperimental, flow, seq, mixedSize(seq)};
+}
+
+void sendMixed(Endpoint& from, const Mac& dst, uint32_t flow, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) from.send(mixedSpec(from, dst, flow, i));
+}
+
+std::string countsOf(const Endpoints& all) {
+  std::ostringstream os;
+  for (const Endpoint* e : all) os << "\n  " << e->label() << ": " << e->rx().describe();
+  return os.str();
+}
+
+// Waits until each endpoint of `expect` has its number of frames of `flow`,
+// reads `settle` longer, then checks: exact counts, nothing of `flow`
+// anywhere else, nothing corrupt, duplicated or foreign.
+void expectOnly(const Endpoints& all, uint32_t flow, const std::map<const Endpoint*, uint64_t>& expect,
+                Millis timeout = 3s, Millis settle = 150ms) {
+  const auto want = [&](const Endpoint* e) {
+    const auto it = expect.find(e);
+    return it == expect.end() ? 0 : it->second;
+  };
+  pumpUntil(all, [&] {
+    for (const Endpoint* e : all)
+      if (e->rx().count(flow) < want(e)) return false;
+    return true;
+  }, timeout);
+  pumpFor(all, settle);
+  for (const Endpoint* e : all) {
+    EXPECT_EQ(e->rx().count(flow), want(e)) << "flow " << flow << " at " << e->label() << countsOf(all);
+    EXPECT_EQ(e->rx().duplicates(flow), 0u) << "flow " << flow << " at " << e->label();
+    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
+    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
+  }
+}
+
+// Every station sends one broadcast; it reaches every other station once.
+// Afterwards vdevd has learned every station's MAC.
+void learnAll(const Endpoints& all, uint32_t flowBase) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    const uint32_t flow = flowBase + uint32_t(i);
+    all[i]->send({tf::kBroadcast, all[i]->mac(), Kind::kExperimental, flow, 0, 60});
+    std::map<const Endpoint*, uint64_t> expect;
+    for (const Endpoint* e : all)
+      if (e != all[i]) expect[e] = 1;
+    SCOPED_TRACE("broadcast from " + all[i]->label());
+    expectOnly(all, flow, expect);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Traffic from a thread while the test injects faults
+
+// Sends every flow that is on, one frame per flow every `period`, and reads
+// every reader, from its own thread. Endpoints are not thread safe: whoever
+// touches a flow, a reader, or an endpoint's counters while the thread runs
+// holds hold().
+class Traffic {
+ public:
+  struct Flow {
+    uint32_t id = 0;
+    Endpoint* from = nullptr;
+    Mac dst{};
+    bool on = false;
+    uint32_t perTick = 1;  // frames per period while on
+    uint32_t sent = 0;     // frames sent (seq 0 .. sent-1)
+  };
+
+  explicit Traffic(Millis period = 1ms) : period_(period) {}
+  ~Traffic() { stop(); }
+  Traffic(const Traffic&) = delete;
+  Traffic& operator=(const Traffic&) = delete;
+
+  void start() {
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  std::unique_lock<std::mutex> hold() { return std::unique_lock<std::mutex>(mu_); }
+
+  // The rest: with hold() held (or before start / after stop).
+  Flow& addFlow(uint32_t id, Endpoint* from, const Mac& dst) {
+    Flow& f = flows_[id];
+    f.id = id;
+    f.from = from;
+    f.dst = dst;
+    return f;
+  }
+  Flow& flow(uint32_t id) { return flows_.at(id); }
+  void set(std::initializer_list<uint32_t> ids, bool on) {
+    for (uint32_t id : ids) flows_.at(id).on = on;
+  }
+  void removeFlow(uint32_t id) { flows_.erase(id); }
+  void addReader(Endpoint* e) { readers_.push_back(e); }
+  void removeReader(Endpoint* e) { std::erase(readers_, e); }
+  // Reads every reader now (e.g. once more before taking one away).
+  void pollReaders() {
+    for (Endpoint* e : readers_) e->poll();
+  }
+  const std::string& error() const { return error_; }
+
+  // Waits until pred() -- called with hold() held -- is true, up to
+  // `timeout`; returns its last value. Progress is waited for by count, not
+  // by time: the machine may be busy.
+  bool waitFor(const std::function<bool()>& pred, Millis timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (pred()) return true;
+      }
+      if (Clock::now() >= deadline) {
+        std::lock_guard<std::mutex> lk(mu_);
+        return pred();
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+ private:
+  void loop() {
+    while (!stop_.load()) {  // seq_cst, as the store in stop(): nothing else is ordered by it
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (auto& [id, f] : flows_) {
+          for (uint32_t i = 0; f.on && i < f.perTick; ++i) {
+            const int rc = f.from->sendRaw(buildFrame(mixedSpec(*f.from, f.dst, f.id, f.sent)));
+            if (rc < 0) {
+              f.on = false;
+              error_ += f.from->label() + ": flow " + std::to_string(id) + ": send: " + std::strerror(-rc) + "\n";
+              break;
+            }
+            ++f.sent;
+          }
+        }
+        try {
+          for (Endpoint* e : readers_) e->poll();
+        } catch (const std::exception& e) {
+          error_ += std::string("read: ") + e.what() + "\n";
+        }
+      }
+      std::this_thread::sleep_for(period_);
+    }
+  }
+
+  Millis period_;
+  std::mutex mu_;
+  std::map<uint32_t, Flow> flows_;
+  std::vector<Endpoint*> readers_;
+  std::string error_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+// Flow ledgers
+
+// How one end of a flow is seen: the vdevd port, the station and, for a
+// container, its packet socket and interface (kernel drops on the way).
+struct PortView {
+  std::string port;
+  Endpoint* ep = nullptr;
+  PacketSocket* sock = nullptr;     // receive-buffer drops; null for a VM
+  std::string peerIf;               // the container's interface; "" for a VM
+  const Netns* peerNs = nullptr;
+};
+
+PortView viewOf(Container& c) { return {c.port(), c.sock.get(), c.sock.get(), c.veth->peerName(), c.ns.get()}; }
+PortView viewOf(Tap& t) { return {t.name(), &t, nullptr, "", nullptr}; }
+PortView viewOf(PersistentTap& t) { return {t.name(), &t, nullptr, "", nullptr}; }
+
+// The counters of one port at one moment.
+struct PortSample {
+  uint64_t rx = 0, tx = 0;
+  uint64_t ingress = 0;    // vdevd drops charged to it as an ingress
+  uint64_t dest = 0;       // vdevd drops charged to it as a destination
+  uint64_t inKernel = 0;   // lost on the way in: container tx_dropped, xdp rx drops, no_socket
+  uint64_t outKernel = 0;  // lost on the way out: dev.tx_dropped, socket receive-buffer drops
+  std::map<std::string, uint64_t> drops;
+};
+
+PortSample sample(const Stats& s, const PortView& v) {
+  PortSample r;
+  const PortStats& p = s.port(v.port);
+  r.rx = p.rxPackets;
+  r.tx = p.txPackets;
+  for (const auto& [k, n] : p.drops) (isIngressReason(k) ? r.ingress : r.dest) += n;
+  r.drops = p.drops;
+  r.inKernel = p.xdpRxDrops() + progCounter(s, v.port, "no_socket");
+  if (!v.peerIf.empty() && v.peerNs && linkExists(v.peerIf, v.peerNs))
+    r.inKernel += linkInfo(v.peerIf, v.peerNs).txDropped;
+  r.outKernel = p.devTxDropped;
+  if (v.sock) r.outKernel += v.sock->kernelDrops();
+  return r;
+}
+
+// One flow between two moments at which it was not sending and had settled.
+struct FlowLedger {
+  std::string name;
+  uint64_t sent = 0, delivered = 0, duplicates = 0;
+  uint64_t inKernel = 0, rxSrc = 0, ingress = 0;  // the sender's port
+  uint64_t txDst = 0, dest = 0, outKernel = 0;    // the destination's port
+  std::map<std::string, uint64_t> destByReason;
+
+  uint64_t drops() const { return inKernel + ingress + dest + outKernel; }
+  bool closes() const {
+    return sent == rxSrc + inKernel && rxSrc == txDst + dest + ingress && txDst == delivered + outKernel;
+  }
+  std::string describe() const {
+    std::ostringstream os;
+    os << name << ": sent " << sent << ", delivered " << delivered << " (" << duplicates
+       << " duplicates); in: kernel " << inKernel << ", vdevd rx " << rxSrc << ", ingress drops " << ingress
+       << "; out: vdevd tx " << txDst << ", drops charged to the destination " << dest << " {";
+    for (const auto& [k, v] : destByReason)
+      if (v) os << " " << k << "=" << v;
+    os << " }, device/socket drops " << outKernel;
+    return os.str();
+  }
+};
+
+uint64_t dropOf(const PortSample& s, const std::string& reason) {
+  const auto it = s.drops.find(reason);
+  return it == s.drops.end() ? 0 : it->second;
+}
+
+// The ledger of `flow` (`sent` frames) from the samples of its sender's port
+// (s0, s1) and its destination's (d0, d1); delivered is what `dst` read.
+FlowLedger ledger(const std::string& name, uint64_t sent, uint32_t flow, const PortView& dst,
+                  const PortSample& s0, const PortSample& s1, const PortSample& d0, const PortSample& d1) {
+  FlowLedger l;
+  l.name = name;
+  l.sent = sent;
+  l.delivered = dst.ep->rx().count(flow);
+  l.duplicates = dst.ep->rx().duplicates(flow);
+  l.inKernel = s1.inKernel - s0.inKernel;
+  l.rxSrc = s1.rx - s0.rx;
+  l.ingress = s1.ingress - s0.ingress;
+  l.txDst = d1.tx - d0.tx;
+  l.dest = d1.dest - d0.dest;
+  l.outKernel = d1.outKernel - d0.outKernel;
+  for (const auto& [k, v] : d1.drops)
+    if (!isIngressReason(k)) l.destByReason[k] = v - (d0.drops.count(k) ? d0.drops.at(k) : 0);
+  return l;
+}
+
+void expectLedger(const FlowLedger& l) {
+  SCOPED_TRACE(l.describe());
+  EXPECT_EQ(l.sent, l.rxSrc + l.inKernel) << "a frame the station sent neither reached vdevd nor a counter";
+  EXPECT_EQ(l.rxSrc, l.txDst + l.dest + l.ingress)
+      << "vdevd: rx(src) must be tx(dst) + drops charged to dst + ingress drops";
+  EXPECT_EQ(l.txDst, l.delivered + l.outKernel)
+      << "a frame vdevd transmitted neither arrived nor was counted by the device or the socket";
+  EXPECT_EQ(l.sent, l.delivered + l.drops());
+  EXPECT_EQ(l.duplicates, 0u);
+}
+
+// A flow of a Traffic and its two ends, with the samples taken when its
+// ledger was opened.
+struct TrackedFlow {
+  std::string name;
+  uint32_t id;
+  PortView src, dst;
+  PortSample s0, d0;
+};
+
+// Waits (up to `timeout`) until every flow's ledger closes -- the flows are
+// off, frames still in flight arrive or are counted -- with `traffic` reading
+// the stations, and returns the ledgers and the stats they were computed
+// from. Takes hold() itself.
+std::vector<FlowLedger> settleLedgers(Vdevd& d, Traffic& traffic, std::vector<TrackedFlow>& flows,
+                                      Stats* last = nullptr, Millis timeout = 5s) {
+  const auto deadline = Clock::now() + timeout;
+  std::vector<FlowLedger> out;
+  for (;;) {
+    std::this_thread::sleep_for(50ms);
+    const Stats s = d.stats();
+    out.clear();
+    {
+      auto lk = traffic.hold();
+      traffic.pollReaders();
+      for (TrackedFlow& f : flows)
+        out.push_back(ledger(f.name, traffic.flow(f.id).sent, f.id, f.dst, f.s0, sample(s, f.src), f.d0,
+                             sample(s, f.dst)));
+    }
+    bool done = true;
+    for (const FlowLedger& l : out) done = done && l.closes();
+    if (last) *last = s;
+    if (done || Clock::now() >= deadline) return out;
+  }
+}
+
+struct Totals {
+  uint64_t sent = 0, delivered = 0, drops = 0;
+  std::map<std::string, uint64_t> byKind;
+  void add(const FlowLedger& l) {
+    sent += l.sent;
+    delivered += l.delivered;
+    drops += l.drops();
+    byKind["kernel in"] += l.inKernel;
+    byKind["ingress"] += l.ingress;
+    byKind["device/socket out"] += l.outKernel;
+    for (const auto& [k, v] : l.destByReason) byKind[k] += v;
+  }
+  std::string describe() const {
+    std::ostringstream os;
+    os << "sent " << sent << ", delivered " << delivered << ", counted drops " << drops << " {";
+    for (const auto& [k, v] : byKind)
+      if (v) os << " " << k << "=" << v;
+    os << " }";
+    return os.str();
+  }
+};
+
+class FaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireRoot();
+    if (IsSkipped()) return;
+    VDEV_E2E_REQUIRE_VDEVD();
+  }
+  void requireVdevctl() {
+    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
+  }
+  void requireBpftool() {
+    if (!tryRun("bpftool version").ok()) GTEST_SKIP() << "bpftool not installed: cannot inspect XDP programs";
+  }
+};
+
+// ---------------------------------------------------------------------------
+// 1. Soak
+
+// About 45 s of traffic across two containers (C1, C2) and a VM (a tap this
+// process reads) -- C1 -> C2 -> VM -> C1 -- while, over and over:
+//  - a port is added at run time with vdevctl (vdevd creating its veth into
+//    container D's namespace), carries traffic (C3 <-> D), and is removed
+//    again (vdevd deleting the veth);
+//  - container C3's veth is deleted and made again under the same name (the
+//    configured port waits for it and attaches again);
+//  - the VM stops reading its tap (while C2 sends it 400 frames, more than
+//    its queue holds), twice per round.
+// Every flow's ledger closes exactly (see the top of the file); the pool adds
+// up at every look and is full at exit; vdevd's fds and mappings are the same
+// after the rounds as after the first one, and its resident memory did not
+// grow by more than 2 MiB.
+//
+// The soak keeps a station's traffic off while its port or device goes away
+// (C3 <-> D stop, settle, then `port del` / `ip link del`): vdevd forgets the
+// MACs of a removed port, so frames for it would flood to every other port
+// (one frame, several copies) and no per-flow ledger could follow them.
+// Frames in flight to a port that disappears are the subject of the
+// TapReaderGone and ContainerNetnsDeleted tests below, where the flood has a
+// single destination.
+TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame) {
+  requireVdevctl();
+  if (IsSkipped()) return;
+  // Rounds start until then; the whole test takes about 45 s. VDEV_E2E_SOAK_S
+  // changes it (a longer soak by hand, a shorter one while debugging).
+  const char* soakEnv = std::getenv("VDEV_E2E_SOAK_S");
+  const auto kSoak = std::chrono::seconds(soakEnv && *soakEnv ? std::atoi(soakEnv) : 42);
+  const auto t0 = Clock::now();
+
+  TempDir dir;
+  Ctl ctl(dir.file("vdevd.sock"));
+  Container c1("C1"), c2("C2");
+  Tap vm;
+  vm.setLabel("VM");
+  // A short tap queue (the default, 1000, holds about a second of this
+  // traffic): a VM that stops reading for a few hundred frames loses some,
+  // counted by the tap (tx_dropped).
+  run("ip link set dev " + vm.name() + " txqueuelen 128");
+  Netns ns3;
+  FixedVeth v3(ns3);
+  auto s3 = std::make_unique<PacketSocket>(v3.peer(), &ns3, v3.peerMac());
+  s3->setLabel("C3");
+  Netns nsD;
+  const std::string dPort = uniqueName('d');
+  const Mac dMac = uniqueMac();
+  DeviceGuard guard({dPort});
+
+  Vdevd d({"--port", c1.port(), "--port", c2.port(), "--port", vm.name(), "--socket", ctl.socket(), "--state",
+           dir.file("vdevd.state")});
+  ctl.ok({"port", "add", v3.host(), "type", "veth"});
+  waitLive(d, {c1.port(), c2.port(), vm.name(), v3.host()});
+  // A static MAC table: no frame ever floods (see above).
+  const auto pin = [&](const Mac& mac, const std::string& port) {
+    ctl.ok({"fdb", "add", macString(mac), "port", port});
+  };
+  pin(c1.mac(), c1.port());
+  pin(c2.mac(), c2.port());
+  pin(vm.mac(), vm.name());
+  pin(v3.peerMac(), v3.host());
+
+  Traffic traffic;
+  const PortView pC1 = viewOf(c1), pC2 = viewOf(c2), pVm = viewOf(vm);
+  std::vector<TrackedFlow> triangle = {{"C1 -> C2", 1, pC1, pC2, {}, {}},
+                                       {"C2 -> VM", 2, pC2, pVm, {}, {}},
+                                       {"VM -> C1", 3, pVm, pC1, {}, {}}};
+  traffic.addFlow(1, c1.sock.get(), c2.mac());
+  traffic.addFlow(2, c2.sock.get(), vm.mac());
+  traffic.addFlow(3, &vm, c1.mac());
+  for (Endpoint* e : {static_cast<Endpoint*>(c1.sock.get()), static_cast<Endpoint*>(c2.sock.get()),
+                      static_cast<Endpoint*>(&vm), static_cast<Endpoint*>(s3.get())})
+    traffic.addReader(e);
+  {
+    const Stats s = d.stats();
+    for (TrackedFlow& f : triangle) {
+      f.s0 = sample(s, f.src);
+      f.d0 = sample(s, f.dst);
+    }
+  }
+  traffic.set({1, 2, 3}, true);
+  traffic.start();
+
+  struct Faults {
+    int portAdds = 0, portDels = 0, vethDeletes = 0, vethCreates = 0, vmPauses = 0;
+  } faults;
+  Totals totals;
+  // The VM stops reading while C2 sends it 400 frames: more than its tap
+  // queue holds (128), so the pause costs frames.
+  const auto pauseVm = [&] {
+    uint32_t from = 0;
+    {
+      auto lk = traffic.hold();
+      vm.pause();
+      from = traffic.flow(2).sent;
+    }
+    EXPECT_TRUE(traffic.waitFor([&] { return traffic.flow(2).sent >= from + 400; }, 10s));
+    {
+      auto lk = traffic.hold();
+      vm.resume();
+    }
+    ++faults.vmPauses;
+  };
+
+  int rounds = 0;
+  std::optional<ProcFootprint> warm;
+  uint32_t nextFlow = 10;
+  while (rounds < 4 || Clock::now() - t0 < kSoak) {
+    SCOPED_TRACE("round " + std::to_string(rounds));
+    // D: vdevctl adds a port, making its veth into D's namespace.
+    ctl.ok({"port", "add", dPort, "type", "veth", "create", "netns", nsD.name(), "peer", "eth0", "peer-mac",
+            macString(dMac)});
+    ++faults.portAdds;
+    waitLive(d, {dPort});
+    pin(dMac, dPort);
+    auto sD = std::make_unique<PacketSocket>("eth0", &nsD, dMac);
+    sD->setLabel("D");
+
+    // C3 <-> D while the VM stops reading for a while.
+    const uint32_t f3d = nextFlow++, fd3 = nextFlow++;
+    std::vector<TrackedFlow> session = {{"C3 -> D", f3d, {}, {}, {}, {}}, {"D -> C3", fd3, {}, {}, {}, {}}};
+    {
+      const PortView p3{v3.host(), s3.get(), s3.get(), v3.peer(), &ns3};
+      const PortView pD{dPort, sD.get(), sD.get(), "eth0", &nsD};
+      session[0].src = p3, session[0].dst = pD;
+      session[1].src = pD, session[1].dst = p3;
+      const Stats s = d.stats();
+      auto lk = traffic.hold();
+      traffic.addReader(sD.get());
+      traffic.addFlow(f3d, s3.get(), dMac);
+      traffic.addFlow(fd3, sD.get(), v3.peerMac());
+      for (TrackedFlow& f : session) {
+        f.s0 = sample(s, f.src);
+        f.d0 = sample(s, f.dst);
+      }
+      traffic.set({f3d, fd3}, true);
+    }
+    std::this_thread::sleep_for(400ms);
+    pauseVm();
+    std::this_thread::sleep_for(300ms);
+    {
+      auto lk = traffic.hold();
+      traffic.set({f3d, fd3}, false);
+    }
+    Stats s;
+    for (const FlowLedger& l : settleLedgers(d, traffic, session, &s)) {
+      expectLedger(l);
+      EXPECT_GT(l.delivered, 0u) << l.describe();
+      totals.add(l);
+    }
+    EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
+
+    // D goes: its port is removed (and its veth deleted) under the others' traffic.
+    {
+      auto lk = traffic.hold();
+      traffic.pollReaders();
+      traffic.removeReader(sD.get());
+      traffic.removeFlow(f3d);
+      traffic.removeFlow(fd3);
+    }
+    sD.reset();
+    ctl.ok({"port", "del", dPort});
+    ++faults.portDels;
+    EXPECT_FALSE(linkExists(dPort)) << "vdevd made D's veth; port del deletes it";
+
+    // C3's veth is deleted and made again, under traffic, while the VM
+    // does not read.
+    {
+      auto lk = traffic.hold();
+      traffic.removeReader(s3.get());
+      vm.pause();
+    }
+    s3.reset();
+    v3.remove();
+    ++faults.vethDeletes;
+    waitLive(d, {v3.host()}, false);
+    v3.create();
+    ++faults.vethCreates;
+    waitLive(d, {v3.host()});
+    pin(v3.peerMac(), v3.host());  // forgotten with the device
+    s3 = std::make_unique<PacketSocket>(v3.peer(), &ns3, v3.peerMac());
+    s3->setLabel("C3");
+    {
+      auto lk = traffic.hold();
+      traffic.addReader(s3.get());
+      vm.resume();
+    }
+    ++faults.vmPauses;
+    ++rounds;
+    // Warmed up: every path (attach, detach, device gone and back, vdevctl)
+    // has run once; the allocator and libbpf have what they keep.
+    if (rounds == 1) warm = settledFootprint(d.pid());
+    if (HasFatalFailure()) break;
+  }
+  const ProcFootprint end = settledFootprint(d.pid());
+
+  // The triangle stops; its ledgers span the whole soak.
+  {
+    auto lk = traffic.hold();
+    traffic.set({1, 2, 3}, false);
+  }
+  Stats last;
+  for (const FlowLedger& l : settleLedgers(d, traffic, triangle, &last)) {
+    expectLedger(l);
+    EXPECT_GT(l.delivered, 1000u) << l.describe();
+    totals.add(l);
+    std::cout << "  " << l.describe() << "\n";
+  }
+  traffic.stop();
+  EXPECT_EQ(traffic.error(), "");
+  EXPECT_EQ(last.pool.sum, last.pool.total) << last.dump();
+  last = idleStats(d);
+  EXPECT_TRUE(poolIdle(last)) << "frames still out of the pool with no traffic: " << last.dump();
+  for (const Endpoint* e : {static_cast<const Endpoint*>(c1.sock.get()), static_cast<const Endpoint*>(c2.sock.get()),
+                            static_cast<const Endpoint*>(&vm)}) {
+    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
+    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
+  }
+  // The VM's pauses must have cost frames: the test stalled it for real.
+  EXPECT_GT(totals.drops, 0u) << totals.describe();
+
+  // Memory: the same configuration (D removed, C3 attached) as after round 1.
+  // fds and mappings must match exactly: a socket, ring mmap or BPF object
+  // leaked per round shows up there. Resident memory may move a little for
+  // reasons that are not leaks -- malloc keeps freed pages of its arenas,
+  // page-granular accounting, the stats text it formats -- so it may grow by
+  // less than 2 MiB; a per-round leak of an XDP program's libbpf object
+  // (hundreds of KiB with its BTF) or of a socket's rings (~60 KiB each, two
+  // sockets per round) over a dozen rounds does not fit in that.
+  ASSERT_TRUE(warm.has_value());
+  EXPECT_EQ(end.fds, warm->fds) << "vdevd's open fds after round 1 and at the end:" << fdGrowth(*warm, end);
+  EXPECT_EQ(end.maps, warm->maps) << "vdevd's memory mappings after round 1 and at the end";
+  EXPECT_LT(int64_t(end.rssKb) - int64_t(warm->rssKb), 2048) << "VmRSS " << warm->rssKb << " kB -> " << end.rssKb
+                                                             << " kB";
+
+  const auto took = std::chrono::duration_cast<Millis>(Clock::now() - t0);
+  std::cout << "  soak: " << rounds << " rounds in " << took.count() << " ms; faults: " << faults.portAdds
+            << " port adds, " << faults.portDels << " port dels, " << faults.vethDeletes << " veth deletions, "
+            << faults.vethCreates << " veth re-creations, " << faults.vmPauses << " VM pauses\n"
+            << "  frames: " << totals.describe() << "\n"
+            << "  vdevd: VmRSS " << warm->rssKb << " -> " << end.rssKb << " kB, fds " << warm->fds << " -> "
+            << end.fds << ", mappings " << warm->maps << " -> " << end.maps << "\n";
+
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+  const Stats fin = d.finalStats();
+  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+// ---------------------------------------------------------------------------
+// 2. vdevd killed with SIGKILL and started again
+
+// vdevd is killed (SIGKILL: no teardown) while C1 -> C2 -> VM -> C1 flows;
+// two of its three ports were added at run time. Its XDP programs stay on
+// the ports, without sockets: frames sent meanwhile are dropped and counted
+// by the orphaned programs (no_socket), never passed to the host stack or
+// anywhere else. Started again with the same --socket and --state, vdevd
+// restores the run-time ports from the state file, replaces each orphaned
+// program (exactly one program per port afterwards, a new one, and the old
+// ones are gone from the kernel), and traffic flows with exact counts.
+TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts) {
+  requireVdevctl();
+  if (IsSkipped()) return;
+  requireBpftool();
+  if (IsSkipped()) return;
+  TempDir dir;
+  Ctl ctl(dir.file("vdevd.sock"));
+  Container c1("C1"), c2("C2");
+  Tap vm;
+  vm.setLabel("VM");
+  const std::vector<std::string> args = {"--port", c1.port(), "--socket", ctl.socket(), "--state",
+                                         dir.file("vdevd.state")};
+  const std::vector<std::string> ports = {c1.port(), c2.port(), vm.name()};
+  const Endpoints all = {c1.sock.get(), c2.sock.get(), &vm};
+
+  auto d = std::make_unique<Vdevd>(args);
+  ctl.ok({"port", "add", c2.port()});
+  ctl.ok({"port", "add", vm.name(), "type", "tap"});
+  waitLive(*d, ports);
+  std::map<std::string, uint64_t> before;
+  for (const auto& p : ports) {
+    const auto progs = xdpPrograms(p);
+    ASSERT_EQ(progs.size(), 1u) << p;
+    EXPECT_EQ(progs[0].name, "vdev_xdp") << p;
+    before[p] = progs[0].id;
+  }
+  learnAll(all, 1);
+
+  // Killed under traffic.
+  {
+    Traffic traffic;
+    traffic.addFlow(10, c1.sock.get(), c2.mac());
+    traffic.addFlow(11, c2.sock.get(), vm.mac());
+    traffic.addFlow(12, &vm, c1.mac());
+    for (Endpoint* e : all) traffic.addReader(e);
+    traffic.set({10, 11, 12}, true);
+    traffic.start();
+    EXPECT_TRUE(traffic.waitFor([&] { return traffic.flow(12).sent >= 300; }, 10s));
+    d->child().signal(SIGKILL);
+    const auto status = d->child().wait(5s);
+    ASSERT_TRUE(status.has_value());
+    EXPECT_EQ(*status, 128 + SIGKILL);
+    std::this_thread::sleep_for(100ms);
+    traffic.stop();
+    ASSERT_EQ(traffic.error(), "");
+    for (uint32_t f : {10u, 11u, 12u}) {
+      EXPECT_GE(traffic.flow(f).sent, 300u);
+      const Endpoint* to = f == 10 ? all[1] : f == 11 ? all[2] : all[0];
+      EXPECT_LE(to->rx().count(f), traffic.flow(f).sent) << "flow " << f;
+      EXPECT_EQ(to->rx().duplicates(f), 0u) << "flow " << f;
+    }
+  }
+  pumpFor(all, 200ms);
+
+  // Orphaned: the same programs, still attached, without sockets.
+  for (const auto& p : ports) {
+    const auto progs = xdpPrograms(p);
+    ASSERT_EQ(progs.size(), 1u) << p;
+    EXPECT_EQ(progs[0].id, before[p]) << p << ": SIGKILL cannot detach anything";
+  }
+  // They drop and count what arrives meanwhile: nothing reaches a station
+  // or the host stack.
+  const uint64_t c1Prog = before[c1.port()], vmProg = before[vm.name()];
+  const uint64_t noSock0 = xdpProgCounter(c1Prog, 2) + xdpProgCounter(vmProg, 2);
+  const uint64_t pass0 = xdpProgCounter(c1Prog, 0) + xdpProgCounter(vmProg, 0);
+  const LinkInfo c1Host0 = c1.veth->hostInfo();
+  sendMixed(*c1.sock, c2.mac(), 20, 50);
+  sendMixed(vm, c1.mac(), 21, 50);
+  expectOnly(all, 20, {}, 300ms);
+  expectOnly(all, 21, {}, 300ms);
+  EXPECT_EQ(xdpProgCounter(c1Prog, 2) + xdpProgCounter(vmProg, 2) - noSock0, 100u)
+      << "frames sent while vdevd was dead must be counted by its orphaned programs (no_socket)";
+  EXPECT_EQ(xdpProgCounter(c1Prog, 0) + xdpProgCounter(vmProg, 0) - pass0, 0u) << "passed to the host stack";
+  EXPECT_EQ(c1.veth->hostInfo().rxPackets - c1Host0.rxPackets, 50u)
+      << "the host end received them (and its program dropped them)";
+
+  // Started again: same socket, same state file, same command line.
+  d = std::make_unique<Vdevd>(args);
+  const Json listed = ctl.json({"port", "show"});
+  ASSERT_EQ(listed.size(), 3u) << listed.dump();
+  waitLive(*d, ports);
+  for (const auto& p : ports) {
+    const auto progs = xdpPrograms(p);
+    ASSERT_EQ(progs.size(), 1u) << p << ": exactly one XDP program, not the old one and a new one";
+    EXPECT_EQ(progs[0].name, "vdev_xdp") << p;
+    EXPECT_NE(progs[0].id, before[p]) << p << ": the orphaned program is still the one attached";
+    EXPECT_EQ(progs[0].mode, "driver") << p;
+    const LinkInfo li = linkInfo(p);
+    ASSERT_TRUE(li.hasXdp) << p;
+    EXPECT_FALSE(li.raw[0]["xdp"].has("attached") && li.raw[0]["xdp"]["attached"].size() != 1)
+        << p << ": " << li.raw.dump();
+  }
+  // Replaced means gone: a program that stays loaded after it was detached
+  // (an fd still open on it) keeps its maps in the kernel for as long as
+  // vdevd runs.
+  const ProcFootprint fp = footprint(d->pid());
+  const int progFds = fp.fdKinds.count("anon_inode:bpf-prog") ? fp.fdKinds.at("anon_inode:bpf-prog") : 0;
+  for (const auto& [p, id] : before)
+    EXPECT_FALSE(bpfProgExists(id)) << p << ": the orphaned program " << id
+                                    << " was detached but is still loaded; vdevd holds " << progFds
+                                    << " fds on BPF programs for its " << ports.size() << " ports";
+
+  // Exact traffic again; counters start from zero.
+  for (Endpoint* e : all) e->rx().clear();
+  std::map<const Endpoint*, uint64_t> sent0;
+  for (Endpoint* e : all) sent0[e] = e->sentFrames();
+  learnAll(all, 30);
+  uint32_t flow = 40;
+  for (Endpoint* from : all)
+    for (Endpoint* to : all) {
+      if (from == to) continue;
+      sendMixed(*from, to->mac(), flow, 60);
+      expectOnly(all, flow++, {{to, 60}});
+    }
+  const auto counted = [&](const Stats& s) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      const PortStats* p = s.findPort(ports[i]);
+      if (!p || p->rxPackets != all[i]->sentFrames() - sent0[all[i]] || p->txPackets != all[i]->rx().frames())
+        return false;
+    }
+    return true;
+  };
+  const Stats s = d->statsUntil(counted, 3s);
+  EXPECT_TRUE(counted(s)) << s.dump();
+  for (const PortStats& p : s.ports) {
+    EXPECT_EQ(p.dropsTotal(), 0u) << s.dump();
+    EXPECT_EQ(p.xdpRxDrops(), 0u) << s.dump();
+  }
+  EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
+  const Stats idle = idleStats(*d);
+  EXPECT_TRUE(poolIdle(idle)) << idle.dump();
+
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+  for (const auto& p : ports) EXPECT_TRUE(xdpPrograms(p).empty()) << p << ": left attached at a clean stop";
+  for (const auto& [p, id] : before)
+    EXPECT_FALSE(bpfProgExists(id)) << p << ": the orphaned program " << id << " outlived vdevd";
+  const Stats fin = d->finalStats();
+  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+// ---------------------------------------------------------------------------
+// 3. A station disappears while the others talk
+
+// The VM stand-in on a persistent tap (as `vdevctl port add ... type tap
+// create` makes for QEMU) exits: it closes its fd while B keeps sending to it
+// (B -> VM), A -> B flows and the VM had been sending to A. The tap stays,
+// without carrier: vdevd takes the port down, keeps the VM's MAC (no flood),
+// and counts what B sends to it (port_down, or the tap's tx_dropped for the
+// frames the kernel refused before vdevd noticed). The datapath thread keeps
+// forwarding A -> B without a loss, every frame comes back to the pool, and
+// when a VM attaches again the port comes back up -- and nothing sent while
+// it was away arrives then.
+//
+// The existing VmExitWhileContainersTalkKeepsForwarding test covers a tap
+// that disappears with its fd; this one covers the tap that stays, and
+// accounts for the frames sent to the VM.
+TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
+  Container a("A"), b("B");
+  PersistentTap vm;
+  Vdevd d({"--port", a.port(), "--port", b.port(), "--port", vm.name()});
+  const Endpoints all = {a.sock.get(), b.sock.get(), &vm};
+  learnAll(all, 1);
+  const PortView pA = viewOf(a), pB = viewOf(b), pVm = viewOf(vm);
+  std::vector<TrackedFlow> flows = {{"A -> B", 10, pA, pB, {}, {}}, {"VM -> A", 12, pVm, pA, {}, {}}};
+  TrackedFlow toVm{"B -> VM", 11, pB, pVm, {}, {}};
+
+  Traffic traffic;
+  traffic.addFlow(10, a.sock.get(), b.mac());
+  traffic.addFlow(11, b.sock.get(), vm.mac());
+  traffic.addFlow(12, &vm, a.mac());
+  for (Endpoint* e : all) traffic.addReader(e);
+  const Stats s0 = d.stats();
+  for (TrackedFlow* f : {&flows[0], &flows[1], &toVm}) {
+    f->s0 = sample(s0, f->src);
+    f->d0 = sample(s0, f->dst);
+  }
+  const LinkInfo tap0 = linkInfo(vm.name());
+  traffic.set({10, 11, 12}, true);
+  traffic.start();
+  EXPECT_TRUE(traffic.waitFor([&] { return vm.rx().count(11) >= 300; }, 10s));
+
+  // The VM exits: its last read, then its fd goes.
+  uint64_t aBefore = 0, toVmBefore = 0;
+  {
+    auto lk = traffic.hold();
+    traffic.set({12}, false);
+    traffic.pollReaders();
+    traffic.removeReader(&vm);
+    vm.detach();
+    aBefore = b.sock->rx().count(10);
+    toVmBefore = traffic.flow(11).sent;
+  }
+  const Stats down = waitLive(d, {vm.name()}, false, 3s);
+  EXPECT_TRUE(isLive(down, a.port()) && isLive(down, b.port())) << down.dump();
+  // A -> B goes on, and B keeps sending to the VM that left.
+  EXPECT_TRUE(traffic.waitFor(
+      [&] { return b.sock->rx().count(10) >= aBefore + 500 && traffic.flow(11).sent >= toVmBefore + 500; }, 10s))
+      << "A -> B stalled after the VM exited";
+  uint64_t toVmAfter = 0;
+  {
+    auto lk = traffic.hold();
+    traffic.set({10, 11}, false);
+    toVmAfter = traffic.flow(11).sent - toVmBefore;
+  }
+  Stats s1;
+  const auto ledgers = settleLedgers(d, traffic, flows, &s1);
+  for (const FlowLedger& l : ledgers) {
+    expectLedger(l);
+    EXPECT_EQ(l.delivered, l.sent) << "nothing may be lost between the stations that stayed: " << l.describe();
+  }
+  traffic.stop();
+  ASSERT_EQ(traffic.error(), "");
+
+  // B -> VM. Frames the VM had not read when it closed its fd are freed by
+  // the kernel with the tap's queue (tun_detach) and counted nowhere:
+  // vdevd put them on the tap (tx) and the tap neither delivered nor dropped
+  // them. The VM read up to a moment before closing, so there are a few at
+  // most. Everything else is delivered or counted.
+  const FlowLedger l = ledger(toVm.name, traffic.flow(11).sent, 11, pVm, toVm.s0, sample(s1, pB), toVm.d0,
+                              sample(s1, pVm));
+  const LinkInfo tap1 = linkInfo(vm.name());
+  const int64_t purged = int64_t(l.txDst) - int64_t(l.delivered) - int64_t(l.outKernel);
+  SCOPED_TRACE(l.describe() + "; purged with the tap's queue: " + std::to_string(purged));
+  EXPECT_EQ(l.sent, l.rxSrc + l.inKernel);
+  EXPECT_EQ(l.rxSrc, l.txDst + l.dest + l.ingress)
+      << "vdevd: rx(B) = tx(VM) + drops charged to the VM (a frame counted twice, or not at all)";
+  EXPECT_EQ(tap1.txPackets - tap0.txPackets, l.delivered) << "the tap counts what the VM read";
+  EXPECT_GE(purged, 0);
+  EXPECT_LE(purged, 32);
+  EXPECT_GE(l.dest + l.outKernel, toVmAfter) << "every frame sent to the VM after it left must be counted";
+  EXPECT_EQ(l.duplicates, 0u);
+  std::cout << "  " << l.describe() << "; purged with the tap's queue: " << purged << "\n";
+  EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
+  const Stats idle = idleStats(d);
+  EXPECT_TRUE(poolIdle(idle)) << "frames held for the VM that left: " << idle.dump();
+  EXPECT_EQ(idle.port(vm.name()).txOutstanding, 0u) << idle.dump();
+
+  // A VM attaches again: the port comes back with its MAC; nothing stale.
+  const uint64_t stale = vm.rx().count(11);
+  vm.attach();
+  waitLive(d, {vm.name()});
+  sendMixed(*b.sock, vm.mac(), 20, 50);
+  expectOnly(all, 20, {{&vm, 50}});
+  sendMixed(vm, a.mac(), 21, 50);
+  expectOnly(all, 21, {{a.sock.get(), 50}});
+  EXPECT_EQ(vm.rx().count(11), stale) << "frames sent while the VM was away arrived when it came back";
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+  const Stats fin = d.finalStats();
+  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+// Container B's processes exit (its packet socket closes) and its network
+// namespace is deleted while A sends to it and A <-> VM talk: the kernel
+// destroys B's veth pair with the namespace, asynchronously. vdevd sees the
+// device go, keeps forwarding VM -> A without a loss, and accounts for A's
+// frames to B: delivered before B's socket closed, transmitted to B's
+// interface after (nobody read them: they went with the namespace), counted
+// as port_down when the device disappeared under them, or -- once vdevd
+// forgot B's MAC with the device -- flooded, like a bridge does, to the one
+// other port (the VM), where they arrive. With three ports the flood has one
+// destination, so every frame of A's is still followed exactly. Every frame
+// comes back to the pool.
+//
+// ContainerDeletedWhileOthersTalkKeepsForwarding (datapath_test) deletes the
+// veth; this test deletes the namespace and follows the frames sent to it.
+TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAccounted) {
+  Container a("A"), b("B");
+  Tap vm;
+  vm.setLabel("VM");
+  Vdevd d({"--port", a.port(), "--port", b.port(), "--port", vm.name()});
+  const Endpoints all = {a.sock.get(), b.sock.get(), &vm};
+  learnAll(all, 1);
+  const PortView pA = viewOf(a), pB = viewOf(b), pVm = viewOf(vm);
+  const std::string bPort = b.port();
+  const Mac bMac = b.mac();
+
+  Traffic traffic;
+  traffic.addFlow(10, a.sock.get(), bMac);  // A -> B: to the container that goes
+  traffic.addFlow(11, b.sock.get(), vm.mac());  // B -> VM: until B's processes exit
+  traffic.addFlow(12, &vm, a.mac());  // VM -> A: must not notice
+  for (Endpoint* e : all) traffic.addReader(e);
+  const Stats s0 = d.stats();
+  std::map<std::string, PortSample> at0;
+  for (const PortView* v : {&pA, &pB, &pVm}) at0[v->port] = sample(s0, *v);
+  const uint64_t bDrops0 = b.sock->kernelDrops();
+  traffic.set({10, 11, 12}, true);
+  traffic.start();
+  EXPECT_TRUE(traffic.waitFor([&] { return b.sock->rx().count(10) >= 300; }, 10s));
+
+  // B's processes exit, then its namespace is deleted.
+  uint64_t bGot = 0, bDrops = 0;
+  {
+    auto lk = traffic.hold();
+    traffic.set({11}, false);
+    traffic.pollReaders();
+    traffic.removeReader(b.sock.get());
+    bGot = b.sock->rx().count(10);
+    bDrops = b.sock->kernelDrops();
+    b.sock.reset();
+  }
+  b.ns.reset();  // ip netns del: the last reference to it is gone
+  const auto deleted = Clock::now();
+  ASSERT_TRUE(waitUntil([&] { return !linkExists(bPort); }, 10s, 10ms))
+      << "the kernel did not destroy B's veth with its namespace";
+  const auto gone = std::chrono::duration_cast<Millis>(Clock::now() - deleted);
+  waitLive(d, {bPort}, false, 3s);
+  // A keeps sending to B; once vdevd has forgotten B's MAC, those frames
+  // flood to the VM.
+  EXPECT_TRUE(traffic.waitFor([&] { return vm.rx().count(10) >= 300 && a.sock->rx().count(12) >= 1000; }, 10s))
+      << "A's frames for B did not reach the VM, or VM -> A stalled";
+  {
+    auto lk = traffic.hold();
+    traffic.set({10, 12}, false);
+  }
+  // Settled: VM -> A closes, and every frame vdevd received has an outcome.
+  Stats s1;
+  const PortView pBGone{bPort, nullptr, nullptr, "", nullptr};
+  std::vector<TrackedFlow> vmToA = {{"VM -> A", 12, pVm, pA, at0[pVm.port], at0[pA.port]}};
+  const auto settled = [&](const Stats& s) {
+    uint64_t in = 0, out = 0;
+    for (const PortStats& p : s.ports) {
+      in += p.rxPackets;
+      out += p.txPackets + p.dropsTotal();
+    }
+    uint64_t in0 = 0, out0 = 0;
+    for (const PortStats& p : s0.ports) {
+      in0 += p.rxPackets;
+      out0 += p.txPackets + p.dropsTotal();
+    }
+    return in - in0 == out - out0 && poolIdle(s);
+  };
+  for (const FlowLedger& l : settleLedgers(d, traffic, vmToA, &s1)) {
+    expectLedger(l);
+    EXPECT_EQ(l.delivered, l.sent) << l.describe();
+  }
+  s1 = d.statsUntil(settled, 3s);
+  uint64_t vmGot1 = 0, vmGot11 = 0;
+  {
+    auto lk = traffic.hold();
+    traffic.pollReaders();
+    vmGot1 = vm.rx().count(10);
+    vmGot11 = vm.rx().count(11);
+  }
+  traffic.stop();
+  ASSERT_EQ(traffic.error(), "");
+
+  const PortSample a1 = sample(s1, pA), b1 = sample(s1, pBGone), v1 = sample(s1, pVm);
+  const PortSample &a0 = at0[pA.port], &b0 = at0[pB.port], &v0 = at0[pVm.port];
+  const uint64_t sentAB = traffic.flow(10).sent, sentBV = traffic.flow(11).sent;
+  const uint64_t txB = b1.tx - b0.tx, portDownB = dropOf(b1, "port_down") - dropOf(b0, "port_down");
+  const uint64_t destB = b1.dest - b0.dest, destVm = v1.dest - v0.dest;
+  bDrops -= bDrops0;
+  const int64_t unread = int64_t(txB) - int64_t(bGot) - int64_t(bDrops);
+  std::ostringstream why;
+  why << "A -> B: sent " << sentAB << "; B read " << bGot << " (socket drops " << bDrops << "); vdevd tx to B "
+      << txB << " (so " << unread << " reached B's interface after its socket closed), drops charged to B " << destB
+      << " (port_down " << portDownB << "); flooded to the VM and read there " << vmGot1
+      << "; drops charged to the VM " << destVm << ". B -> VM: sent " << sentBV << ", read " << vmGot11
+      << ". B's veth went " << gone.count() << " ms after ip netns del\n"
+      << s1.dump();
+  SCOPED_TRACE(why.str());
+  // In: every frame A and B sent reached vdevd.
+  EXPECT_EQ(a1.rx - a0.rx + (a1.inKernel - a0.inKernel), sentAB);
+  EXPECT_EQ(b1.rx - b0.rx, sentBV) << "B stopped sending before its namespace went";
+  // vdevd: every frame received has one outcome (no flood copies here).
+  EXPECT_EQ((a1.rx - a0.rx) + (b1.rx - b0.rx) + (v1.rx - v0.rx) - (a1.ingress - a0.ingress) -
+                (b1.ingress - b0.ingress) - (v1.ingress - v0.ingress),
+            (a1.tx - a0.tx) + txB + (v1.tx - v0.tx) + (a1.dest - a0.dest) + destB + destVm)
+      << "vdevd: a frame with no outcome, or with two";
+  // Out: what went to the VM (B's frames, then A's flooded ones) arrived.
+  EXPECT_EQ(v1.tx - v0.tx, vmGot1 + vmGot11 + (v1.outKernel - v0.outKernel));
+  EXPECT_EQ(vmGot11, sentBV);
+  // A -> B, end to end.
+  EXPECT_GE(unread, 0);
+  EXPECT_EQ(sentAB, bGot + bDrops + uint64_t(std::max<int64_t>(unread, 0)) + destB + vmGot1 + destVm);
+  EXPECT_GT(vmGot1, 0u) << "after B's MAC was forgotten, its frames flood (here: to the VM)";
+  EXPECT_EQ(vm.rx().duplicates(10) + a.sock->rx().duplicates(12), 0u);
+  std::cout << "  " << why.str().substr(0, why.str().find('\n')) << "\n";
+  EXPECT_NE(d.logs().find("port " + bPort + ": device gone"), std::string::npos) << d.logs();
+  EXPECT_EQ(s1.pool.sum, s1.pool.total);
+  EXPECT_TRUE(poolIdle(s1));
+
+  // Still forwarding, both ways.
+  const Endpoints left = {a.sock.get(), &vm};
+  sendMixed(*a.sock, vm.mac(), 20, 50);
+  expectOnly(left, 20, {{&vm, 50}});
+  sendMixed(vm, a.mac(), 21, 50);
+  expectOnly(left, 21, {{a.sock.get(), 50}});
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+  const Stats fin = d.finalStats();
+  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+
+// ---------------------------------------------------------------------------
+// 4. Host traffic on an uplink port
+
+// The uplink: a veth whose host end is vdevd's port and carries the host's
+// address in the root namespace; its peer, in a namespace of its own, is the
+// neighbour (a router, another host) with the other address of a /30. The
+// /30 is 198.19.<pid>.252: no test frame uses a fourth octet above 250.
+struct Uplink {
+  Uplink() : veth(net) {
+    const std::string n = "198.19." + std::to_string(::getpid() % 256) + ".";
+    hostAddr = n + "253";
+    peerAddr = n + "254";
+    run("ip addr add " + hostAddr + "/30 dev " + veth.hostName());
+    net.ip("addr add " + peerAddr + "/30 dev " + veth.peerName());
+  }
+  // Echo replies the neighbour got for `count` pings to the host's address.
+  int ping(int count) const {
+    const CmdResult r = tryRun("ip netns exec " + net.name() + " ping -n -q -c " + std::to_string(count) +
+                               " -i 0.2 -W 1 " + hostAddr);
+    const size_t at = r.out.find(" received");
+    if (at == std::string::npos) return -1;
+    size_t b = r.out.rfind(' ', at - 1);
+    return std::atoi(r.out.substr(b + 1, at - b - 1).c_str());
+  }
+  void forgetHost() const { net.ip("neigh flush dev " + veth.peerName()); }
+
+  Netns net;
+  VethPair veth;
+  std::string hostAddr, peerAddr;
+};
+
+// Frames for the host's own MAC on an uplink port go to the host stack while
+// vdevd runs (its XDP program passes the port's own MAC) and after it stops
+// (no program): the neighbour pings the host's address throughout, and the
+// same port switches the neighbour's other frames to a container meanwhile.
+// The neighbour resolved the host's address before vdevd started (its ARP
+// entry, refreshed by unicast probes, stays valid); resolving it afresh while
+// vdevd runs is UplinkNeighbourResolvesTheHostAddressWhileVdevdRuns below.
+TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
+  if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
+  Uplink up;
+  Container c("C");
+  ASSERT_EQ(up.ping(3), 3) << "the neighbour cannot reach the host's address even without vdevd";
+
+  auto d = std::make_unique<Vdevd>(std::vector<std::string>{"--port", up.veth.hostName(), "--port", c.port()});
+  const std::string port = up.veth.hostName();
+  const Stats s0 = d->stats();
+  EXPECT_EQ(up.ping(5), 5) << "host traffic on the uplink stopped when vdevd attached";
+  const Stats s1 = d->stats();
+  EXPECT_GE(progCounter(s1, port, "pass") - progCounter(s0, port, "pass"), 5u)
+      << "the echo requests went to the host stack through vdevd's program (XDP_PASS)";
+  EXPECT_EQ(s1.port(port).rxPackets - s0.port(port).rxPackets, 0u) << "host traffic reached vdevd: " << s1.dump();
+  c.sock->poll();
+  EXPECT_EQ(c.sock->rx().frames(), 0u) << "host traffic was switched to a container: " << c.sock->rx().describe();
+
+  // The same port switches the neighbour's other frames.
+  {
+    PacketSocket peer(up.veth.peerName(), &up.net);
+    peer.setLabel("neighbour");
+    const Endpoints eps = {&peer, c.sock.get()};
+    learnAll(eps, 1);
+    peer.sendFlow({c.mac(), peer.mac(), Kind::kExperimental, 10, 0, 200}, 50);
+    expectOnly(eps, 10, {{c.sock.get(), 50}});
+    c.sock->sendFlow({peer.mac(), c.mac(), Kind::kExperimental, 11, 0, 1000}, 50);
+    expectOnly(eps, 11, {{&peer, 50}});
+  }
+  EXPECT_EQ(up.ping(3), 3) << "host traffic on the uplink stopped while it switched";
+
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+  EXPECT_FALSE(linkInfo(port).hasXdp) << "vdevd left its program on the uplink";
+  d.reset();
+  EXPECT_EQ(up.ping(3), 3) << "host traffic on the uplink after vdevd stopped";
+  up.forgetHost();
+  EXPECT_EQ(up.ping(3), 3) << "the neighbour cannot resolve the host's address after vdevd stopped";
+}
+
+// A neighbour that has to resolve the host's address while vdevd runs (its
+// ARP entry expired, or it is new): its ARP request is a broadcast, and
+// vdevd's program passes only frames for the host's own MACs -- every
+// broadcast is switched, to the containers, and never reaches the host
+// stack, so the host stops answering ARP on its uplink. (IPv6 neighbour
+// discovery, on multicast, would fail the same way.) This test expects the
+// host to stay reachable, as it is on a bridge.
+TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostAddressWhileVdevdRuns) {
+  if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
+  Uplink up;
+  Container c("C");
+  Vdevd d({"--port", up.veth.hostName(), "--port", c.port()});
+  up.forgetHost();
+  const int got = up.ping(3);
+  c.sock->poll();
+  EXPECT_EQ(got, 3) << "the neighbour could not resolve the host's address through the uplink while vdevd runs; "
+                    << c.sock->rx().frames() << " frames (its ARP requests) were switched to the container instead: "
+                    << tryRun("ip -n " + up.net.name() + " neigh show").out;
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
+// ---------------------------------------------------------------------------
+// 5. A completion ring that stops returning frames
+
+// Makes the kernel hold frames sent to a container and never complete them:
+// an ingress redirect on the container's interface to an ifb device whose
+// token bucket (8 bit/s, primed with a frame it will not send for half an
+// hour) lets nothing out. A veth does not orphan the skbs it forwards, so
+// each keeps its AF_XDP destructor: the sending socket's completion ring
+// stops returning those frames, as it would for a NIC whose TX completions
+// stop. (A tap cannot do this: tun_net_xmit orphans every skb, completing it
+// at once; a stalled VM only fills the tap's queue.) A packet socket on the
+// interface still sees each frame once, before the ingress hook.
+//
+// release() frees the held skbs; the destructor calls it, pass or fail: until
+// then the kernel cannot free the veth (the AF_XDP pool holds it) and
+// deleting it would hang.
+class CompletionStall {
+ public:
+  CompletionStall(const Netns& ns, std::string ifname) : ns_(ns), if_(std::move(ifname)), ifb_(uniqueName('i')) {
+    ns_.ip("link add " + ifb_ + " type ifb");
+    try {
+      ns_.ip("link set dev " + ifb_ + " up");
+      hold();
+    } catch (...) {
+      release();
+      tryRun("ip -n " + ns_.name() + " link del dev " + ifb_);
+      throw;
+    }
+  }
+  ~CompletionStall() {
+    release();
+    tryRun("ip -n " + ns_.name() + " link del dev " + ifb_);
+  }
+  CompletionStall(const CompletionStall&) = delete;
+  CompletionStall& operator=(const CompletionStall&) = delete;
+
+  void hold() {
+    tc("qdisc add dev " + ifb_ + " root tbf rate 8bit burst 1600 limit 10000000");
+    // The first frame takes the initial tokens; the second waits for 1514
+    // more (25 minutes at 8 bit/s), and everything queues behind it.
+    {
+      PacketSocket junk(ifb_, &ns_, uniqueMac());
+      for (int i = 0; i < 2; ++i)
+        if (const int rc = junk.sendRaw(rawFrame(tf::kBroadcast, junk.mac(), 0x88b5, 1514)); rc < 0)
+          throw HarnessError("prime " + ifb_ + ": " + std::strerror(-rc));
+    }
+    if (!waitUntil([&] { return queue().qlen == 1; }, 2s))
+      throw HarnessError("the token bucket on " + ifb_ + " did not hold its primer: " + tcShow());
+    tc("qdisc add dev " + if_ + " ingress");
+    tc("filter add dev " + if_ + " parent ffff: protocol all u32 match u32 0 0 action mirred egress redirect dev " +
+       ifb_);
+  }
+  // Removes the redirect, then frees every held skb: their completions come
+  // now, to whichever socket sent them.
+  void release() {
+    tryRun("tc -n " + ns_.name() + " qdisc del dev " + if_ + " ingress");
+    tryRun("tc -n " + ns_.name() + " qdisc del dev " + ifb_ + " root");
+  }
+
+  struct Queue {
+    uint64_t qlen = 0;     // held, the primer included
+    uint64_t packets = 0;  // let out (the first primer)
+    uint64_t drops = 0;
+  };
+  Queue queue() const {
+    Queue q;
+    const Json all = Json::parse(tcShow());
+    for (const Json& j : all.asArray())
+      if (j["kind"].asString() == "tbf") {
+        q.qlen = j["qlen"].asU64();
+        q.packets = j["packets"].asU64();
+        q.drops = j["drops"].asU64();
+      }
+    return q;
+  }
+
+ private:
+  void tc(const std::string& args) const { run("tc -n " + ns_.name() + " " + args); }
+  std::string tcShow() const { return run("tc -n " + ns_.name() + " -s -j qdisc show dev " + ifb_); }
+
+  const Netns& ns_;
+  std::string if_, ifb_;
+};
+
+class StalledCompletionTest : public FaultsTest, public ::testing::WithParamInterface<const char*> {};
+
+// The kernel stops completing frames vdevd sent to container S (see
+// CompletionStall) while A sends to S and B to A. vdevd neither waits for
+// the completions nor loses track of the frames: the pool adds up with them
+// in "kernel_tx" (exactly the frames the kernel holds), S's TX ring fills and
+// the rest is dropped and counted (tx_ring_full), and B -> A keeps flowing
+// without a loss. When S's link goes down, vdevd takes every frame back --
+// the ones the kernel still holds included -- without a completion; when the
+// stall ends and the link comes back, frames flow again; and vdevd stopped
+// during a stall exits at once with every frame back. Every frame of A's is
+// delivered or counted, once.
+TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHangsNorLeaks) {
+  Container a("A"), b("B"), s("S");
+  Vdevd d({"--port", a.port(), "--port", b.port(), "--port", s.port(), "--completion", GetParam()});
+  const Endpoints all = {a.sock.get(), b.sock.get(), s.sock.get()};
+  learnAll(all, 1);
+  std::unique_ptr<CompletionStall> stall;
+  try {
+    stall = std::make_unique<CompletionStall>(*s.ns, s.veth->peerName());
+  } catch (const HarnessError& e) {
+    GTEST_SKIP() << "cannot stall TX completions here (needs ifb, tbf, u32, mirred): " << e.what();
+  }
+  const PortView pA = viewOf(a), pB = viewOf(b), pS = viewOf(s);
+  const Stats s0 = d.stats();
+  std::vector<TrackedFlow> bToA = {{"B -> A", 12, pB, pA, sample(s0, pB), sample(s0, pA)}};
+  const PortSample a0 = sample(s0, pA), sS0 = sample(s0, pS);
+
+  Traffic traffic;
+  traffic.addFlow(11, a.sock.get(), s.mac()).perTick = 3;
+  traffic.addFlow(12, b.sock.get(), a.mac());
+  for (Endpoint* e : all) traffic.addReader(e);
+  traffic.set({11, 12}, true);
+  traffic.start();
+  // More than S's TX ring (1024) and what the kernel takes before it stops.
+  EXPECT_TRUE(traffic.waitFor([&] { return traffic.flow(11).sent >= 2500; }, 20s));
+  uint64_t bToAMid = 0;
+  {
+    auto lk = traffic.hold();
+    traffic.set({11}, false);
+    bToAMid = a.sock->rx().count(12);
+  }
+  EXPECT_TRUE(traffic.waitFor([&] { return a.sock->rx().count(12) >= bToAMid + 300; }, 10s))
+      << "B -> A stalled while S's completions did";
+  {
+    auto lk = traffic.hold();
+    traffic.set({12}, false);
+  }
+  for (const FlowLedger& l : settleLedgers(d, traffic, bToA)) {
+    expectLedger(l);
+    EXPECT_EQ(l.delivered, l.sent) << l.describe();
+  }
+  traffic.stop();
+  ASSERT_EQ(traffic.error(), "");
+  const uint64_t sent = traffic.flow(11).sent;
+
+  // The stall, as vdevd and the kernel see it.
+  pumpFor(all, 200ms);
+  const Stats s1 = d.stats();
+  const CompletionStall::Queue q1 = stall->queue();
+  const uint64_t got = s.sock->rx().count(11);
+  const PortSample a1 = sample(s1, pA), sS1 = sample(s1, pS);
+  const uint64_t kernelTx = poolField(s1, "kernel_tx"), txRing = poolField(s1, "tx_ring");
+  {
+    SCOPED_TRACE(s1.dump());
+    EXPECT_EQ(q1.packets, 1u) << "the token bucket let test frames out";
+    EXPECT_GT(kernelTx, 0u) << "no frame is waiting for its completion: the stall did not happen";
+    EXPECT_EQ(kernelTx, q1.qlen - 1) << "frames out of the pool in the kernel must be the skbs it holds";
+    EXPECT_EQ(got, kernelTx) << "S's interface saw every frame the kernel took from the TX ring";
+    EXPECT_EQ(s.sock->rx().duplicates(11), 0u);
+    EXPECT_EQ(s1.port(s.port()).txOutstanding, kernelTx + txRing + poolField(s1, "comp_ring"));
+    EXPECT_GT(sS1.dest - sS0.dest, 0u) << "S's TX ring never filled: the stall was too short to test drops";
+    EXPECT_EQ(sent, (a1.rx - a0.rx) + (a1.inKernel - a0.inKernel));
+    EXPECT_EQ(a1.rx - a0.rx, (sS1.tx - sS0.tx) + (sS1.dest - sS0.dest) + (a1.ingress - a0.ingress));
+    EXPECT_EQ(sS1.tx - sS0.tx, got + txRing) << "transmitted = seen by S + still on S's TX ring";
+    EXPECT_EQ(s1.pool.sum, s1.pool.total);
+  }
+  std::cout << "  [" << GetParam() << "] A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
+            << ", on the TX ring " << txRing << ", dropped " << (sS1.dest - sS0.dest) << " "
+            << "(tx_ring_full " << dropOf(sS1, "tx_ring_full") - dropOf(sS0, "tx_ring_full") << ")\n";
+
+  // It persists, and vdevd does not wait for it: a second later nothing has
+  // changed for S, and B -> A is exact.
+  sendMixed(*b.sock, a.mac(), 20, 100);
+  expectOnly(all, 20, {{a.sock.get(), 100}});
+  const Stats s2 = d.stats();
+  EXPECT_EQ(poolField(s2, "kernel_tx"), kernelTx) << s2.dump();
+  EXPECT_EQ(s2.port(s.port()).txOutstanding, s1.port(s.port()).txOutstanding) << s2.dump();
+
+  // S's link goes down: vdevd takes the frames back without a completion.
+  s.ns->ip("link set dev " + s.veth->peerName() + " down");
+  const Stats s3 = waitLive(d, {s.port()}, false, 3s);
+  const PortSample a3 = sample(s3, pA), sS3 = sample(s3, pS);
+  {
+    SCOPED_TRACE(s3.dump());
+    EXPECT_TRUE(poolIdle(s3)) << "frames the kernel holds must come back when the port goes down";
+    EXPECT_EQ(poolField(s3, "kernel_tx") + poolField(s3, "tx_ring"), 0u);
+    EXPECT_EQ(s3.port(s.port()).txOutstanding, 0u);
+    EXPECT_EQ(dropOf(sS3, "port_down") - dropOf(sS1, "port_down"), txRing)
+        << "the frames left on S's TX ring are counted as port_down";
+    // Every frame of A's: delivered (seen by S), or dropped and counted, once.
+    EXPECT_EQ(sent, got + (sS3.dest - sS0.dest) + (a3.inKernel - a0.inKernel) + (a3.ingress - a0.ingress));
+    EXPECT_EQ(a3.rx - a0.rx, (sS3.tx - sS0.tx) + (sS3.dest - sS0.dest) + (a3.ingress - a0.ingress))
+        << "vdevd: rx(A) = tx(S) + drops charged to S: a frame left on the TX ring is counted both as "
+           "transmitted (when it was put there) and as port_down";
+  }
+
+  // The stall ends (the kernel frees what it held: late completions for a
+  // socket vdevd has closed) and S's link comes back: frames flow again.
+  stall->release();
+  s.ns->ip("link set dev " + s.veth->peerName() + " up");
+  waitLive(d, {s.port()});
+  sendMixed(*a.sock, s.mac(), 30, 100);
+  expectOnly(all, 30, {{s.sock.get(), 100}});
+  const Stats s4 = idleStats(d);
+  EXPECT_TRUE(poolIdle(s4)) << s4.dump();
+
+  // Stalled again, and vdevd is stopped meanwhile: it exits at once, every
+  // frame back, without the completions.
+  stall->hold();
+  sendMixed(*a.sock, s.mac(), 40, 500);
+  pumpFor(all, 300ms);
+  EXPECT_GT(poolField(d.stats(), "kernel_tx"), 0u);
+  const auto stopAt = Clock::now();
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+  EXPECT_LT(Clock::now() - stopAt, 3s) << "vdevd waited for completions that never come";
+  const Stats fin = d.finalStats();
+  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Completion, StalledCompletionTest, ::testing::Values("eager", "lazy:64"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.param) == "eager" ? std::string("Eager") : std::string("Lazy64");
+                         });
+
+}  // namespace
+}  // namespace vdev::e2e
