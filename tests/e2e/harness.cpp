@@ -1,8 +1,8 @@
-#include <algorithm>
 #include "harness.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <net/ethernet.h>
@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -120,51 +121,90 @@ void requireRoot() {
 // ---------------------------------------------------------------------------
 // Commands
 
-CmdResult tryRun(const std::string& cmd) {
+CmdResult runProcess(const ProcessSpec& spec) {
   CmdResult r;
-  int outPipe[2], errPipe[2];
-  if (::pipe2(outPipe, O_CLOEXEC) < 0) return {-1, "", errnoText("pipe")};
-  if (::pipe2(errPipe, O_CLOEXEC) < 0) {
-    ::close(outPipe[0]);
-    ::close(outPipe[1]);
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) < 0) return {-1, "", errnoText("pipe")};
+  if (::pipe2(out, O_CLOEXEC) < 0) {
+    ::close(in[0]), ::close(in[1]);
     return {-1, "", errnoText("pipe")};
   }
-  const int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const std::vector<std::string> args = {"/bin/sh", "-c", cmd};
-  const auto argv = cArgv(args);
+  if (::pipe2(err, O_CLOEXEC) < 0) {
+    ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
+    return {-1, "", errnoText("pipe")};
+  }
+  const auto argv = cArgv(spec.argv);
+  std::vector<std::string> envCopy = spec.env.value_or(std::vector<std::string>{});
+  const auto envp = cArgv(envCopy);
   const pid_t pid = ::fork();
-  if (pid == 0) execChild(devNull, outPipe[1], errPipe[1], argv.data());
-  ::close(devNull);
-  ::close(outPipe[1]);
-  ::close(errPipe[1]);
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec.
+    if (::dup2(in[0], 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0) ::_exit(126);
+    ::close_range(3, ~0U, 0);  // no test taps or sockets in the child
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (spec.uid && (::setgroups(0, nullptr) < 0 || ::setgid(spec.gid) < 0 || ::setuid(*spec.uid) < 0))
+      ::_exit(125);
+    if (spec.env)
+      ::execve(argv[0], argv.data(), envp.data());
+    else
+      ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
   if (pid < 0) {
-    ::close(outPipe[0]);
-    ::close(errPipe[0]);
+    ::close(in[1]), ::close(out[0]), ::close(err[0]);
     return {-1, "", errnoText("fork")};
   }
-  pollfd pfds[2] = {{outPipe[0], POLLIN, 0}, {errPipe[0], POLLIN, 0}};
+  // Inputs are far below a pipe's capacity: write it all, then read. A
+  // child that exits without reading makes write() fail with EPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  for (size_t off = 0; off < spec.stdinText.size();) {
+    const ssize_t n = ::write(in[1], spec.stdinText.data() + off, spec.stdinText.size() - off);
+    if (n <= 0) break;
+    off += size_t(n);
+  }
+  ::close(in[1]);
+  const auto deadline = Clock::now() + spec.timeout;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
-  int openPipes = 2;
+  int open = 2;
+  bool killed = false;
   char buf[4096];
-  while (openPipes > 0) {
-    if (::poll(pfds, 2, -1) < 0 && errno != EINTR) break;
+  while (open > 0) {
+    const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
+    if (left <= 0 && !killed) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (::poll(fds, 2, left > 0 ? int(std::min<int64_t>(left, INT32_MAX)) : 100) < 0 && errno != EINTR) break;
     for (int i = 0; i < 2; ++i) {
-      if (pfds[i].fd < 0 || !pfds[i].revents) continue;
-      const ssize_t n = ::read(pfds[i].fd, buf, sizeof buf);
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
       if (n > 0) {
         sinks[i]->append(buf, size_t(n));
       } else if (n == 0 || errno != EINTR) {
-        ::close(pfds[i].fd);
-        pfds[i].fd = -1;
-        --openPipes;
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
       }
     }
   }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   r.status = exitStatus(wstatus);
   return r;
+}
+
+CmdResult tryRun(const std::string& cmd) {
+  // No timeout of its own: the test's ctest TIMEOUT bounds it.
+  return runProcess({.argv = {"/bin/sh", "-c", cmd}, .timeout = Millis(24L * 3600 * 1000)});
 }
 
 std::string run(const std::string& cmd) {

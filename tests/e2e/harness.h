@@ -82,6 +82,18 @@ struct CmdResult {
   bool ok() const { return status == 0; }
 };
 
+// A child process: argv[0] is a path (no PATH search).
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::optional<uid_t> uid;  // with gid: run as this user (supplementary groups dropped)
+  gid_t gid = 0;
+  std::optional<std::vector<std::string>> env;  // "K=V" entries replacing the environment
+  std::string stdinText;                        // written to its stdin, which is then closed
+  Millis timeout = Millis(20000);               // then SIGKILL (status 137)
+};
+// Runs it, capturing stdout and stderr. Never throws (status -1: could not start).
+CmdResult runProcess(const ProcessSpec& spec);
+
 // Runs `cmd` with /bin/sh -c; captures stdout and stderr. Never throws.
 CmdResult tryRun(const std::string& cmd);
 

@@ -61,66 +61,9 @@ struct Creds {
 // `timeout`. Never throws.
 CmdResult runArgv(const std::vector<std::string>& argv, std::optional<Creds> creds = {},
                   Millis timeout = 20s) {
-  CmdResult r;
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) < 0) return r;
-  if (::pipe2(err, O_CLOEXEC) < 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    return r;
-  }
-  std::vector<char*> cargv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
-      ::_exit(126);
-    if (creds &&
-        (::setgroups(0, nullptr) < 0 || ::setgid(creds->gid) < 0 || ::setuid(creds->uid) < 0))
-      ::_exit(125);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  if (pid < 0) {
-    ::close(out[0]);
-    ::close(err[0]);
-    return r;
-  }
-  const auto deadline = Clock::now() + timeout;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open = 2;
-  bool killed = false;
-  while (open > 0) {
-    const auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now()).count();
-    if (left <= 0 && !killed) {
-      ::kill(pid, SIGKILL);
-      killed = true;
-    }
-    if (::poll(fds, 2, left > 0 ? int(left) : 100) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        (i ? r.err : r.out).append(buf, size_t(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
-  int ws = 0;
-  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
-  }
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-  return r;
+  ProcessSpec p{.argv = argv, .timeout = timeout};
+  if (creds) p.uid = creds->uid, p.gid = creds->gid;
+  return runProcess(p);
 }
 
 std::string describe(const std::vector<std::string>& args, const CmdResult& r) {
