@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flows.h"
 #include "harness.h"
 
 namespace vdev::e2e {
@@ -79,60 +80,6 @@ class DatapathTest : public ::testing::Test {
     VDEV_E2E_REQUIRE_VDEVD();
   }
 };
-
-// Sizes 60..1514 in a spread that hits both ends; kinds alternate.
-size_t mixedSize(uint32_t i) {
-  static const size_t kSizes[] = {60, 1514, 64, 1000, 128, 1513, 61, 576, 1500, 256, 999, 90};
-  return kSizes[i % std::size(kSizes)];
-}
-
-void sendMixed(Endpoint& from, const Mac& dst, uint32_t flow, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i)
-    from.send({dst, from.mac(), i % 2 ? Kind::kIpv4Udp : Kind::kExperimental, flow, i, mixedSize(i)});
-}
-
-std::string countsOf(const Endpoints& all) {
-  std::ostringstream os;
-  for (const Endpoint* e : all) os << "\n  " << e->label() << ": " << e->rx().describe();
-  return os.str();
-}
-
-// Waits until each endpoint of `expect` has its number of frames of `flow`,
-// lets `settle` pass to catch late extras, then checks: exact counts, no
-// frame of `flow` anywhere else, nothing corrupt, duplicated or foreign.
-void expectFlow(const Endpoints& all, uint32_t flow, const std::map<const Endpoint*, uint64_t>& expect,
-                Millis timeout = 3s, Millis settle = 150ms) {
-  const auto want = [&](const Endpoint* e) {
-    const auto it = expect.find(e);
-    return it == expect.end() ? 0 : it->second;
-  };
-  pumpUntil(all, [&] {
-    for (const Endpoint* e : all)
-      if (e->rx().count(flow) < want(e)) return false;
-    return true;
-  }, timeout);
-  pumpFor(all, settle);
-  for (const Endpoint* e : all) {
-    EXPECT_EQ(e->rx().count(flow), want(e)) << "flow " << flow << " at " << e->label() << countsOf(all);
-    EXPECT_EQ(e->rx().duplicates(flow), 0u) << "flow " << flow << " at " << e->label();
-    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
-    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
-  }
-}
-
-// Every station sends one broadcast; it must reach every other station once
-// and never its sender. Afterwards vdevd has learned every station's MAC.
-void learnAll(const Endpoints& all, uint32_t flowBase) {
-  for (size_t i = 0; i < all.size(); ++i) {
-    const uint32_t flow = flowBase + uint32_t(i);
-    all[i]->send({tf::kBroadcast, all[i]->mac(), Kind::kExperimental, flow, 0, 60});
-    std::map<const Endpoint*, uint64_t> expect;
-    for (const Endpoint* e : all)
-      if (e != all[i]) expect[e] = 1;
-    SCOPED_TRACE("broadcast from " + all[i]->label());
-    expectFlow(all, flow, expect);
-  }
-}
 
 bool poolIdle(const Stats& s) {
   return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;

@@ -44,6 +44,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flows.h"
 #include "harness.h"
 
 namespace vdev::e2e {
@@ -386,81 +387,6 @@ class PersistentTap : public Endpoint {
   Mac hostMac_{};
   int fd_ = -1;
 };
-
-// Deletes, at the end of a test, devices vdevd was asked to create, in case
-// the test failed before `port del`.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(std::vector<std::string> names) : names_(std::move(names)) {}
-  ~DeviceGuard() {
-    for (const auto& n : names_)
-      if (linkExists(n)) tryRun("ip link del dev " + shellQuote(n));
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  std::vector<std::string> names_;
-};
-
-// ---------------------------------------------------------------------------
-// Frames
-
-size_t mixedSize(uint32_t i) {
-  static const size_t kSizes[] = {60, 1514, 64, 1000, 128, 1513, 61, 576, 1500, 256, 999, 90};
-  return kSizes[i % std::size(kSizes)];
-}
-
-Spec mixedSpec(const Endpoint& from, const Mac& dst, uint32_t flow, uint32_t seq) {
-  return {dst, from.mac(), seq % 2 ? Kind::kIpv4Udp : Kind::kExperimental, flow, seq, mixedSize(seq)};
-}
-
-void sendMixed(Endpoint& from, const Mac& dst, uint32_t flow, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) from.send(mixedSpec(from, dst, flow, i));
-}
-
-std::string countsOf(const Endpoints& all) {
-  std::ostringstream os;
-  for (const Endpoint* e : all) os << "\n  " << e->label() << ": " << e->rx().describe();
-  return os.str();
-}
-
-// Waits until each endpoint of `expect` has its number of frames of `flow`,
-// reads `settle` longer, then checks: exact counts, nothing of `flow`
-// anywhere else, nothing corrupt, duplicated or foreign.
-void expectOnly(const Endpoints& all, uint32_t flow, const std::map<const Endpoint*, uint64_t>& expect,
-                Millis timeout = 3s, Millis settle = 150ms) {
-  const auto want = [&](const Endpoint* e) {
-    const auto it = expect.find(e);
-    return it == expect.end() ? 0 : it->second;
-  };
-  pumpUntil(all, [&] {
-    for (const Endpoint* e : all)
-      if (e->rx().count(flow) < want(e)) return false;
-    return true;
-  }, timeout);
-  pumpFor(all, settle);
-  for (const Endpoint* e : all) {
-    EXPECT_EQ(e->rx().count(flow), want(e)) << "flow " << flow << " at " << e->label() << countsOf(all);
-    EXPECT_EQ(e->rx().duplicates(flow), 0u) << "flow " << flow << " at " << e->label();
-    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
-    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
-  }
-}
-
-// Every station sends one broadcast; it reaches every other station once.
-// Afterwards vdevd has learned every station's MAC.
-void learnAll(const Endpoints& all, uint32_t flowBase) {
-  for (size_t i = 0; i < all.size(); ++i) {
-    const uint32_t flow = flowBase + uint32_t(i);
-    all[i]->send({tf::kBroadcast, all[i]->mac(), Kind::kExperimental, flow, 0, 60});
-    std::map<const Endpoint*, uint64_t> expect;
-    for (const Endpoint* e : all)
-      if (e != all[i]) expect[e] = 1;
-    SCOPED_TRACE("broadcast from " + all[i]->label());
-    expectOnly(all, flow, expect);
-  }
-}
 
 // ---------------------------------------------------------------------------
 // Traffic from a thread while the test injects faults
@@ -1071,8 +997,8 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   const LinkInfo c1Host0 = c1.veth->hostInfo();
   sendMixed(*c1.sock, c2.mac(), 20, 50);
   sendMixed(vm, c1.mac(), 21, 50);
-  expectOnly(all, 20, {}, 300ms);
-  expectOnly(all, 21, {}, 300ms);
+  expectFlow(all, 20, {}, 300ms);
+  expectFlow(all, 21, {}, 300ms);
   EXPECT_EQ(xdpProgCounter(c1Prog, 2) + xdpProgCounter(vmProg, 2) - noSock0, 100u)
       << "frames sent while vdevd was dead must be counted by its orphaned programs (no_socket)";
   EXPECT_EQ(xdpProgCounter(c1Prog, 0) + xdpProgCounter(vmProg, 0) - pass0, 0u) << "passed to the host stack";
@@ -1115,7 +1041,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
     for (Endpoint* to : all) {
       if (from == to) continue;
       sendMixed(*from, to->mac(), flow, 60);
-      expectOnly(all, flow++, {{to, 60}});
+      expectFlow(all, flow++, {{to, 60}});
     }
   const auto counted = [&](const Stats& s) {
     for (size_t i = 0; i < all.size(); ++i) {
@@ -1245,9 +1171,9 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   vm.attach();
   waitLive(d, {vm.name()});
   sendMixed(*b.sock, vm.mac(), 20, 50);
-  expectOnly(all, 20, {{&vm, 50}});
+  expectFlow(all, 20, {{&vm, 50}});
   sendMixed(vm, a.mac(), 21, 50);
-  expectOnly(all, 21, {{a.sock.get(), 50}});
+  expectFlow(all, 21, {{a.sock.get(), 50}});
   EXPECT_EQ(vm.rx().count(11), stale) << "frames sent while the VM was away arrived when it came back";
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
@@ -1388,9 +1314,9 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   // Still forwarding, both ways.
   const Endpoints left = {a.sock.get(), &vm};
   sendMixed(*a.sock, vm.mac(), 20, 50);
-  expectOnly(left, 20, {{&vm, 50}});
+  expectFlow(left, 20, {{&vm, 50}});
   sendMixed(vm, a.mac(), 21, 50);
-  expectOnly(left, 21, {{a.sock.get(), 50}});
+  expectFlow(left, 21, {{a.sock.get(), 50}});
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
   EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
@@ -1459,9 +1385,9 @@ TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
     const Endpoints eps = {&peer, c.sock.get()};
     learnAll(eps, 1);
     peer.sendFlow({c.mac(), peer.mac(), Kind::kExperimental, 10, 0, 200}, 50);
-    expectOnly(eps, 10, {{c.sock.get(), 50}});
+    expectFlow(eps, 10, {{c.sock.get(), 50}});
     c.sock->sendFlow({peer.mac(), c.mac(), Kind::kExperimental, 11, 0, 1000}, 50);
-    expectOnly(eps, 11, {{&peer, 50}});
+    expectFlow(eps, 11, {{&peer, 50}});
   }
   EXPECT_EQ(up.ping(3), 3) << "host traffic on the uplink stopped while it switched";
 
@@ -1662,7 +1588,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   // It persists, and vdevd does not wait for it: a second later nothing has
   // changed for S, and B -> A is exact.
   sendMixed(*b.sock, a.mac(), 20, 100);
-  expectOnly(all, 20, {{a.sock.get(), 100}});
+  expectFlow(all, 20, {{a.sock.get(), 100}});
   const Stats s2 = d.stats();
   EXPECT_EQ(poolField(s2, "kernel_tx"), kernelTx) << s2.dump();
   EXPECT_EQ(s2.port(s.port()).txOutstanding, s1.port(s.port()).txOutstanding) << s2.dump();
@@ -1691,7 +1617,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   s.ns->ip("link set dev " + s.veth->peerName() + " up");
   waitLive(d, {s.port()});
   sendMixed(*a.sock, s.mac(), 30, 100);
-  expectOnly(all, 30, {{s.sock.get(), 100}});
+  expectFlow(all, 30, {{s.sock.get(), 100}});
   const Stats s4 = idleStats(d);
   EXPECT_TRUE(poolIdle(s4)) << s4.dump();
 

@@ -30,6 +30,7 @@
 #include <sstream>
 #include <thread>
 
+#include "flows.h"
 #include "harness.h"
 
 namespace vdev::e2e {
@@ -185,21 +186,6 @@ class VmOnTap : public Endpoint {
   size_t txq_ = 0;
 };
 
-// Deletes, at the end of a test, the devices vdevd was asked to create, in
-// case the test failed before `port del` (or vdevd was killed).
-class DeviceGuard {
- public:
-  explicit DeviceGuard(std::vector<std::string> names) : names_(std::move(names)) {}
-  ~DeviceGuard() {
-    for (const auto& n : names_)
-      if (linkExists(n)) tryRun("ip link del dev " + shellQuote(n));
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  std::vector<std::string> names_;
-};
 
 // ---------------------------------------------------------------------------
 // Prometheus text format (0.0.4), parsed strictly enough to catch a broken
