@@ -245,17 +245,22 @@ Status markConfigureUp(RtnlSocket& sk, int ifindex, const std::string& name,
 
 namespace {
 
-// ETHTOOL_SGRO on ifname, inside the namespace nsfd (-1: this one), from a
-// throw-away thread that enters it (ioctls act on the socket's namespace).
-Status setGro(int nsfd, const std::string& ifname, const std::string& nsDesc) {
+// Legacy ethtool feature ioctls on ifname (ETHTOOL_SGRO, ETHTOOL_STXCSUM,
+// ...: {cmd, value} pairs), inside the namespace nsfd (-1: this one), from
+// a throw-away thread that enters it (ioctls act on the socket's namespace).
+Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDesc,
+                   std::initializer_list<std::pair<uint32_t, uint32_t>> features) {
   auto doIt = [&]() -> Status {
     vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) return errnoError("socket for ethtool");
-    struct ethtool_value v = {ETHTOOL_SGRO, 1};
-    struct ifreq ifr = {};
-    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-    ifr.ifr_data = reinterpret_cast<char*>(&v);
-    if (::ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return errnoError("turn GRO on for " + ifname + " in " + nsDesc);
+    for (const auto& [cmd, value] : features) {
+      struct ethtool_value v = {cmd, value};
+      struct ifreq ifr = {};
+      std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+      ifr.ifr_data = reinterpret_cast<char*>(&v);
+      if (::ioctl(s.get(), SIOCETHTOOL, &ifr) != 0)
+        return errnoError("set offload feature (ethtool cmd " + std::to_string(cmd) + ") of " + ifname + " in " + nsDesc);
+    }
     return {};
   };
   if (nsfd < 0) return doIt();
@@ -355,9 +360,17 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
     rtnl_link_set_flags(up.get(), IFF_UP);
     if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
       return undo(st.error());
-    if (spec.peerGro)
-      if (Status st = setGro(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe()); !st)
-        return undo(st.error());
+    // TX checksum offload off: a frame the container's stack leaves for the
+    // "hardware" to checksum (CHECKSUM_PARTIAL) reaches vdevd through XDP
+    // with the checksum unfinished, and AF_XDP carries no offload metadata
+    // to finish it later -- the receiver would drop it (UdpInCsumErrors).
+    // With it off the stack checksums (and segments) every frame itself.
+    // GRO on (--fast-path): NAPI, so redirected XDP frames are delivered.
+    Status st = spec.peerGro ? setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
+                                           {{ETHTOOL_STXCSUM, 0}, {ETHTOOL_SGRO, 1}})
+                             : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
+                                           {{ETHTOOL_STXCSUM, 0}});
+    if (!st) return undo(st.error());
   }
 
   VethInfo info;
