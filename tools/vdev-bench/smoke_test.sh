@@ -1,10 +1,22 @@
 #!/bin/sh
-# vdev_bench_smoke: a very short veth-veth comparison (1 run, 1 s) with the
-# default sink (tc ingress) that checks only that vdev-bench works: every
-# datapath measured, sink count <= offered and == the kernel's count (the sink
-# veth's rx_packets), something forwarded (for xdp-redirect: the sink veth
-# took xdp_frames without an XDP program), and nothing left behind. Never a
-# timed assertion.
+# vdev_bench_smoke: very short vdev-bench invocations that check that every
+# mode works, never how fast anything is:
+#   1. veth-veth (tc sink), throughput + latency: every datapath measured,
+#      sink count <= offered and == the kernel's count (the sink veth's
+#      rx_packets), something forwarded (for xdp-redirect: the sink veth took
+#      xdp_frames without an XDP program), every probe answered, percentiles
+#      ordered;
+#   2. switch (2 containers + 1 VM, learning), 512-byte frames: the same, both
+#      round trips (container-container, container-vm), nothing flooded to
+#      the VM once the switch has learned;
+#   3. veth-tap at 1500 bytes and tap-veth at 64 bytes: throughput and the
+#      container-VM round trip;
+#   4. --rate: the paced generator never offers more than asked;
+#   5. --find-rate: peak, search trials (consistent bisection, counts exact,
+#      pacing never above the target), the loss-free rate = the best passing
+#      trial (or the peak's offered rate when the peak lost nothing and there
+#      was no search), a trial at 90% of vdevd's peak for every datapath;
+# and nothing left behind after any of them. Never a timed assertion.
 # Exit 77 (skipped) when not root.
 set -u
 BENCH=${1:?usage: smoke_test.sh PATH/TO/vdev-bench}
@@ -14,70 +26,210 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 77
 fi
 
-out=$(mktemp /tmp/vdev-bench-smoke.XXXXXX)
-trap 'rm -f "$out"' EXIT INT TERM
+dir=$(mktemp -d /tmp/vdev-bench-smoke.XXXXXX)
+trap 'rm -rf "$dir"' EXIT INT TERM
 
-"$BENCH" --scenario veth-veth --runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --json >"$out"
-rc=$?
-echo "vdev-bench exited $rc"
+short="--runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --lat-samples 50 --lat-pause-samples 2 --lat-pause-ms 50 --json"
+run() {  # name, args...
+    name=$1; shift
+    echo "== $name: vdev-bench $*"
+    "$BENCH" "$@" >"$dir/$name.json"
+    echo "$?" >"$dir/$name.rc"
+}
+run vethveth --scenario veth-veth $short
+run switch --scenario switch --frame-size 512 $short
+run vethtap --scenario veth-tap --frame-size 1500 $short
+run tapveth --scenario tap-veth --frame-size 64 $short
+run rate --datapath xdp-redirect,bridge --rate 200k --latency off --runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --json
+run findrate --find-rate --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-trials 5 --json
 
-python3 - "$out" "$rc" <<'PY'
-import json, os, sys
-path, rc = sys.argv[1], int(sys.argv[2])
-with open(path) as f:
-    text = f.read()
-try:
-    doc = json.loads(text)
-except ValueError as e:
-    print("FAIL: output is not JSON:", e)
-    print(text)
-    sys.exit(1)
+python3 - "$dir" <<'PY'
+import json, math, os, sys
+d = sys.argv[1]
 ok = True
 def fail(msg):
     global ok
     ok = False
     print("FAIL:", msg)
-if doc.get("error"):
-    fail("error: %s" % doc["error"])
-if doc.get("config", {}).get("sink") != "tc":
-    fail("default sink is %r, expected 'tc'" % doc.get("config", {}).get("sink"))
-for s in doc.get("skipped", []):
-    print("note: skipped %s: %s" % (s["datapath"], s["reason"]))
-if not doc.get("results"):
-    fail("no datapath measured")
-for res in doc.get("results", []):
-    name = res["datapath"]
-    if res["errors"]:
-        fail("%s: %s" % (name, res["errors"]))
-    if not res["runs"]:
-        fail("%s: no run" % name)
-    for run in res["runs"]:
-        t = run["totals"]
-        print("%-13s offered %d forwarded %d (window: %d / %d)" %
-              (name, t["offered"], t["forwarded"], run["offered"], run["forwarded"]))
-        if not t["ok"] or t["forwarded"] > t["offered"]:
-            fail("%s: sink count %d > offered %d" % (name, t["forwarded"], t["offered"]))
-        if t["offered"] == 0:
-            fail("%s: generator offered nothing" % name)
-        if t["forwarded"] == 0:
-            fail("%s: nothing forwarded" % name)
-        if t.get("sink_kernel_count") is None:
-            fail("%s: no kernel count to check the sink against" % name)
-        elif t["sink_kernel_count"] != t["sink_all_frames"]:
-            fail("%s: sink counted %d frames, kernel (%s) %d" %
-                 (name, t["sink_all_frames"], t["sink_kernel_counter"], t["sink_kernel_count"]))
-        if run["stop_problem"]:
-            fail("%s: %s" % (name, run["stop_problem"]))
-cleanup = doc.get("cleanup", {})
-if not cleanup.get("ok"):
-    fail("leftovers: %s" % cleanup.get("leftovers"))
-prefix = doc["config"]["prefix"]
-left = [n for n in os.listdir("/run/netns") if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") else []
-left += [n for n in os.listdir("/sys/class/net") if n.startswith(prefix) and not n[len(prefix):][:1].isdigit()]
-if left:
-    fail("leftover devices/namespaces: %s" % left)
-if rc != 0 and ok:
-    fail("vdev-bench exited %d" % rc)
+
+def load(name):
+    rc = int(open(os.path.join(d, name + ".rc")).read())
+    text = open(os.path.join(d, name + ".json")).read()
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        fail("%s: output is not JSON: %s" % (name, e))
+        print(text)
+        return None
+    if doc.get("error"):
+        fail("%s: error: %s" % (name, doc["error"]))
+    for s in doc.get("skipped", []):
+        print("note: %s: skipped %s: %s" % (name, s["datapath"], s["reason"]))
+    if not doc.get("results"):
+        fail("%s: no datapath measured" % name)
+    for res in doc.get("results", []):
+        if res["errors"]:
+            fail("%s: %s: %s" % (name, res["datapath"], res["errors"]))
+    cleanup = doc.get("cleanup", {})
+    if not cleanup.get("ok"):
+        fail("%s: leftovers: %s" % (name, cleanup.get("leftovers")))
+    prefix = doc["config"]["prefix"]
+    left = [n for n in os.listdir("/run/netns") if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") else []
+    left += [n for n in os.listdir("/sys/class/net") if n.startswith(prefix) and not n[len(prefix):][:1].isdigit()]
+    if left:
+        fail("%s: leftover devices/namespaces: %s" % (name, left))
+    if rc != 0 and ok:
+        fail("%s: vdev-bench exited %d" % (name, rc))
+    return doc
+
+def check_throughput(name, doc, veth_sink=True, flood_check=False):
+    for res in doc["results"]:
+        dp = res["datapath"]
+        if not res["runs"]:
+            fail("%s: %s: no throughput run" % (name, dp))
+        for run in res["runs"]:
+            t = run["totals"]
+            print("%-9s %-13s offered %d forwarded %d (window: %d / %d)" %
+                  (name, dp, t["offered"], t["forwarded"], run["offered"], run["forwarded"]))
+            if not t["ok"] or t["forwarded"] > t["offered"]:
+                fail("%s: %s: sink count %d > offered %d" % (name, dp, t["forwarded"], t["offered"]))
+            if t["offered"] == 0:
+                fail("%s: %s: generator offered nothing" % (name, dp))
+            if t["forwarded"] == 0:
+                fail("%s: %s: nothing forwarded" % (name, dp))
+            if veth_sink:
+                if t.get("sink_kernel_count") is None:
+                    fail("%s: %s: no kernel count to check the sink against" % (name, dp))
+                elif t["sink_kernel_count"] != t["sink_all_frames"]:
+                    fail("%s: %s: sink counted %d frames, kernel (%s) %d" %
+                         (name, dp, t["sink_all_frames"], t["sink_kernel_counter"], t["sink_kernel_count"]))
+            if flood_check and run.get("flooded_to_vm") != 0:
+                fail("%s: %s: %s benchmark frames flooded to the VM (no learning?)" % (name, dp, run.get("flooded_to_vm")))
+            if run["stop_problem"]:
+                fail("%s: %s: %s" % (name, dp, run["stop_problem"]))
+
+def check_latency(name, doc, pairs):
+    for res in doc["results"]:
+        dp = res["datapath"]
+        if not res["latency_runs"]:
+            fail("%s: %s: no latency run" % (name, dp))
+        for lr in res["latency_runs"]:
+            got = sorted(p["pair"] for p in lr["pairs"])
+            if got != sorted(pairs):
+                fail("%s: %s: latency pairs %s, expected %s" % (name, dp, got, pairs))
+            for p in lr["pairs"]:
+                for part in ("light", "after_pause"):
+                    s = p[part]
+                    print("%-9s %-13s %-19s %-11s %d/%d answered, p50 %s p99 %s max %s us" %
+                          (name, dp, p["pair"], part, s["answered"], s["sent"], s["p50_us"], s["p99_us"], s["max_us"]))
+                    if s["sent"] == 0 or s["answered"] != s["sent"]:
+                        fail("%s: %s: %s %s: %d of %d probes answered" % (name, dp, p["pair"], part, s["answered"], s["sent"]))
+                        continue
+                    v = [s[k] for k in ("min_us", "p50_us", "p90_us", "p99_us", "max_us")]
+                    if any(x is None or not math.isfinite(x) or x <= 0 for x in v) or v != sorted(v):
+                        fail("%s: %s: %s %s: percentiles not positive and ordered: %s" % (name, dp, p["pair"], part, v))
+                if len(p["after_pause_us"]) != p["after_pause"]["answered"]:
+                    fail("%s: %s: pause samples missing" % (name, dp))
+            if lr["stop_problem"]:
+                fail("%s: %s: %s" % (name, dp, lr["stop_problem"]))
+        med = res["median"].get("latency", {})
+        for pr in pairs:
+            if pr not in med or med[pr]["p50_us"] is None:
+                fail("%s: %s: no median latency for %s" % (name, dp, pr))
+
+doc = load("vethveth")
+if doc:
+    if doc["config"].get("sink") != "tc":
+        fail("vethveth: default sink is %r, expected 'tc'" % doc["config"].get("sink"))
+    check_throughput("vethveth", doc)
+    check_latency("vethveth", doc, ["container-container"])
+
+doc = load("switch")
+if doc:
+    names = [r["datapath"] for r in doc["results"]]
+    skipped = [s["datapath"] for s in doc["skipped"]]
+    if "bridge" not in names or ("vdevd-switch" not in names and "vdevd-switch" not in skipped):
+        fail("switch: datapaths %s, expected vdevd-switch and bridge" % names)
+    if doc["config"]["frame_size"] != 512:
+        fail("switch: frame size %s" % doc["config"]["frame_size"])
+    check_throughput("switch", doc, flood_check=True)
+    check_latency("switch", doc, ["container-container", "container-vm"])
+
+doc = load("vethtap")
+if doc:
+    check_throughput("vethtap", doc, veth_sink=False)
+    check_latency("vethtap", doc, ["container-vm"])
+
+doc = load("tapveth")
+if doc:
+    check_throughput("tapveth", doc)
+    check_latency("tapveth", doc, ["container-vm"])
+
+doc = load("rate")
+if doc:
+    check_throughput("rate", doc)
+    for res in doc["results"]:
+        for run in res["runs"]:
+            if run["target_pps"] != 200000:
+                fail("rate: %s: target %s" % (res["datapath"], run["target_pps"]))
+            # Never above the rate asked for (5% for the window's edges).
+            if run["offered_mpps"] > 0.21:
+                fail("rate: %s: offered %.3f Mpps, asked for 0.2" % (res["datapath"], run["offered_mpps"]))
+            if res["runs"] and run["offered_mpps"] <= 0:
+                fail("rate: %s: offered nothing" % res["datapath"])
+
+doc = load("findrate")
+if doc:
+    lossmax = doc["config"]["find_rate"]["loss_max_pct"]
+    have_vdevd = any(r["datapath"].startswith("vdevd") for r in doc["results"])
+    for res in doc["results"]:
+        dp = res["datapath"]
+        if not res["rate_search_runs"]:
+            fail("findrate: %s: no search" % dp)
+        for rs in res["rate_search_runs"]:
+            peak = rs["peak"]
+            print("findrate  %-13s peak %.3f Mpps fwd; trials %s -> loss-free %.3f Mpps; at 90%%: %s" %
+                  (dp, peak["forwarded_mpps"],
+                   ["%.3f/%.3f%s" % (t["target_pps"] / 1e6, t["offered_mpps"], "+" if t["pass"] else "-") for t in rs["trials"]],
+                   rs["loss_free_mpps"], rs["at_90pct_of_vdevd_peak"] and rs["at_90pct_of_vdevd_peak"]["loss_pct"]))
+            if peak["target_pps"] != 0 or peak["forwarded"] == 0:
+                fail("findrate: %s: bad peak trial %s" % (dp, peak))
+            # Either the unpaced peak lost nothing (the datapath throttles the
+            # generator: no search, the loss-free rate is the peak's offered
+            # rate), or there is a search.
+            no_search = peak["pass"]
+            if no_search:
+                if rs["trials"] or not rs["generator_limited"] or abs(rs["loss_free_mpps"] - peak["offered_mpps"]) > 1e-3:
+                    fail("findrate: %s: peak passed, but trials %d, generator_limited %s, loss-free %.4f vs peak %.4f" %
+                         (dp, len(rs["trials"]), rs["generator_limited"], rs["loss_free_mpps"], peak["offered_mpps"]))
+            elif not rs["trials"]:
+                fail("findrate: %s: no search trial" % dp)
+            lo, hi = 0.0, float("inf")
+            for t in [peak] + rs["trials"] + ([rs["at_90pct_of_vdevd_peak"]] if rs["at_90pct_of_vdevd_peak"] else []):
+                if not t["counts_ok"] or t["forwarded"] > t["offered"]:
+                    fail("findrate: %s: counts wrong in trial %s" % (dp, t))
+                if t["target_pps"] and t["offered_mpps"] > 1.05 * t["target_pps"] / 1e6:
+                    fail("findrate: %s: paced at %.3f Mpps but offered %.3f" % (dp, t["target_pps"] / 1e6, t["offered_mpps"]))
+                if t["pass"] != (t["counts_ok"] and t["offered"] > 0 and t["loss_pct"] <= lossmax):
+                    fail("findrate: %s: pass flag wrong in %s" % (dp, t))
+            for t in rs["trials"]:
+                r = t["target_pps"]
+                if not (lo <= r <= hi):
+                    fail("findrate: %s: trial at %d outside the bounds [%s, %s]" % (dp, r, lo, hi))
+                if t["pass"]:
+                    lo = r
+                else:
+                    hi = r
+            best = max([t["offered_mpps"] for t in rs["trials"] if t["pass"]] or [0])
+            if not no_search and abs(best - rs["loss_free_mpps"]) > 1e-3:
+                fail("findrate: %s: loss-free %.4f is not the best passing trial %.4f" % (dp, rs["loss_free_mpps"], best))
+            if have_vdevd and rs["at_90pct_of_vdevd_peak"] is None:
+                fail("findrate: %s: no trial at 90%% of vdevd's peak" % dp)
+            if rs["stop_problem"]:
+                fail("findrate: %s: %s" % (dp, rs["stop_problem"]))
+    if have_vdevd and not doc["results"][0]["datapath"].startswith("vdevd"):
+        fail("findrate: vdevd was not measured first")
+
 print("PASS" if ok else "FAILED")
 sys.exit(0 if ok else 1)
 PY

@@ -11,6 +11,12 @@
 
 /* Generated frames are IPv4/UDP to this port (discard). */
 #define VB_UDP_DPORT 9
+/* Latency probes (request/response ping-pong) are IPv4/UDP to this port
+ * (echo), with VB_MAGIC too, their answers from it. The sinks let both
+ * through to the stack (tc: TC_ACT_OK, XDP: XDP_PASS) so the UDP socket in
+ * the sink namespace gets them; they are counted as "other" frames, never
+ * as benchmark frames. */
+#define VB_UDP_ECHO_PORT 7
 /* First bytes of the UDP payload of every generated frame. The sink counts a
  * frame as "ours" only when it carries this magic, so stray frames (IPv6
  * neighbour discovery, LLDP, ...) never inflate the forwarded count. */
@@ -18,10 +24,9 @@
 
 /* UDP payload of a generated frame; 16 bytes, so that a 64-byte frame
  * (60 bytes without FCS: 14 + 20 + 8 + 16 = 58) holds all of it. The
- * generator leaves seq and stamp_ns at zero today; they are reserved for the
- * round-trip latency mode (a later issue): the generator will write a
- * sequence number and a CLOCK_MONOTONIC stamp (bpf_ktime_get_ns), and a
- * reflector will send the frame back. */
+ * throughput generator leaves seq and stamp_ns at zero; latency probes carry
+ * a sequence number and the sender's CLOCK_MONOTONIC send time, and the far
+ * end returns them unchanged. */
 struct vb_payload {
 	__be32 magic;
 	__u32 seq;
@@ -46,10 +51,16 @@ struct vb_counters {
  * recorded; no netdev can have it ('/' is not allowed in a name). */
 #define VB_BACKLOG_DEV "/backlog"
 enum vb_poll_ctx {
-	VB_CTX_OTHER = 0,  /* a kernel thread (threaded NAPI) or an unrelated task */
-	VB_CTX_DUT = 1,    /* in softirq on top of the datapath process (vdevd) */
-	VB_CTX_BENCH = 2,  /* in softirq on top of vdev-bench (generator, tap reader) */
+	VB_CTX_OTHER = 0,     /* an unrelated task */
+	VB_CTX_DUT = 1,       /* in softirq on top of the datapath process (vdevd) */
+	VB_CTX_BENCH = 2,     /* in softirq on top of vdev-bench (generator, tap reader) */
+	VB_CTX_NAPI = 3,      /* on top of the ingress port's threaded-NAPI kthread */
+	VB_CTX_KSOFTIRQD = 4, /* in ksoftirqd */
+	VB_CTX_SINK = 5,      /* on top of the sink veth's threaded-NAPI kthread */
 };
+/* napi_time.bpf.c's thread_ctx map: thread id -> enum vb_poll_ctx, for the
+ * kernel threads vdev-bench wants told apart (set before each run). */
+#define VB_MAX_CTX_THREADS 64
 struct vb_poll_key {
 	char dev[VB_IFNAMSIZ];
 	__u32 ctx;         /* enum vb_poll_ctx */

@@ -12,6 +12,17 @@
  * Frames are recycled through the page pool without being re-copied, so any
  * rewrite here persists into later repetitions: a rewrite must therefore
  * write the field every time, never modify it relative to its old value.
+ *
+ * Pacing (period_ns != 0): every frame has a time slot, period_ns after the
+ * previous one; the program spins (bpf_loop on bpf_ktime_get_ns) until its
+ * slot comes. The slot clock is per CPU, so the overlapping BPF_PROG_RUN
+ * threads (all on one CPU) share it and pace as one. The kernel transmits
+ * the frames of a batch (BPF_PROG_RUN's batch_size) when the batch ends, so
+ * they leave in bursts of that size at the paced average rate. A generator
+ * that fell behind (softirq work of the device under test on this CPU, the
+ * thread descheduled) catches up by at most max_lag_ns worth of frames at
+ * once; anything beyond that is skipped, so the offered rate drops rather
+ * than the burst growing: vdev-bench reports the rate actually offered.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -35,6 +46,59 @@ struct {
 	__type(value, struct vb_counters);
 } gen_counters SEC(".maps");
 
+/* Written by vdev-bench at any time through the mmap()ed .bss; a frame reads
+ * each once. 0 = unpaced. */
+__u64 period_ns = 0;
+__u64 max_lag_ns = 0;
+
+struct pace_state {
+	__u64 next_ns; /* this CPU's next slot */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pace_state);
+} gen_pace SEC(".maps");
+
+struct spin_ctx {
+	__u64 until;
+};
+
+static long spin_cb(__u32 i, void *data)
+{
+	struct spin_ctx *s = data;
+
+	return bpf_ktime_get_ns() >= s->until; /* 1 ends the loop */
+}
+
+/* Waits for this frame's slot; see the top of the file. */
+static __always_inline void pace(__u64 period)
+{
+	__u32 key = 0;
+	struct pace_state *p = bpf_map_lookup_elem(&gen_pace, &key);
+	struct spin_ctx s;
+	__u64 now, next;
+
+	if (!p)
+		return;
+	now = bpf_ktime_get_ns();
+	next = p->next_ns;
+	if (next > now + period) {
+		/* Left over from a slower rate: start over. */
+		next = now;
+	} else if (next > now) {
+		s.until = next;
+		/* At most 2^23 rounds of a clock read (a few hundred ms): more
+		 * than any period vdev-bench sets. */
+		bpf_loop(1 << 23, spin_cb, &s, 0);
+	} else if (now - next > max_lag_ns) {
+		next = now;
+	}
+	p->next_ns = next + period;
+}
+
 SEC("xdp")
 int vb_gen(struct xdp_md *ctx)
 {
@@ -42,8 +106,11 @@ int vb_gen(struct xdp_md *ctx)
 	void *data_end = (void *)(long)ctx->data_end;
 	__u32 key = VB_COUNTERS_KEY;
 	struct vb_counters *c;
-	__u64 n;
+	__u64 n, period;
 
+	period = period_ns;
+	if (period)
+		pace(period);
 	c = bpf_map_lookup_elem(&gen_counters, &key);
 	if (!c)
 		return XDP_ABORTED;

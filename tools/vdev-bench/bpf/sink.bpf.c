@@ -31,7 +31,13 @@ struct {
 	__type(value, struct vb_counters);
 } sink_counters SEC(".maps");
 
-static __always_inline int is_bench_frame(void *data, void *data_end)
+enum frame_kind {
+	KIND_OTHER = 0,
+	KIND_BENCH = 1, /* a generated frame: count and drop */
+	KIND_PROBE = 2, /* a latency probe or its answer: pass to the stack */
+};
+
+static __always_inline int classify(void *data, void *data_end)
 {
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
@@ -39,11 +45,16 @@ static __always_inline int is_bench_frame(void *data, void *data_end)
 	struct vb_payload *pl = (void *)(udp + 1);
 
 	if ((void *)(pl + 1) > data_end)
-		return 0;
+		return KIND_OTHER;
 	if (eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5 ||
-	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(VB_UDP_DPORT))
-		return 0;
-	return pl->magic == bpf_htonl(VB_MAGIC);
+	    ip->protocol != IPPROTO_UDP || pl->magic != bpf_htonl(VB_MAGIC))
+		return KIND_OTHER;
+	if (udp->dest == bpf_htons(VB_UDP_DPORT))
+		return KIND_BENCH;
+	/* A probe, or (tap-veth: the requester is behind the sink) an answer. */
+	if (udp->dest == bpf_htons(VB_UDP_ECHO_PORT) || udp->source == bpf_htons(VB_UDP_ECHO_PORT))
+		return KIND_PROBE;
+	return KIND_OTHER;
 }
 
 static __always_inline void count(int ours, __u64 len)
@@ -69,8 +80,10 @@ int vb_sink(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	count(is_bench_frame(data, data_end), data_end - data);
-	return XDP_DROP;
+	int kind = classify(data, data_end);
+
+	count(kind == KIND_BENCH, data_end - data);
+	return kind == KIND_PROBE ? XDP_PASS : XDP_DROP;
 }
 
 #define VB_HDRS_LEN (sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + \
@@ -92,8 +105,10 @@ int vb_sink_tc(struct __sk_buff *skb)
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 	}
-	count(is_bench_frame(data, data_end), skb->len);
-	return TC_ACT_SHOT;
+	int kind = classify(data, data_end);
+
+	count(kind == KIND_BENCH, skb->len);
+	return kind == KIND_PROBE ? TC_ACT_OK : TC_ACT_SHOT;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -123,6 +123,12 @@ bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
 bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
 int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
 int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }
+void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs) {
+  // max_lag first: a frame that sees the new period with the old lag only
+  // catches up by a little more or less once.
+  s->bss->max_lag_ns = maxLagNs;
+  s->bss->period_ns = periodNs;
+}
 
 Result<SinkSkel> loadSink() {
   SinkSkel s(vb_sink__open());
@@ -144,14 +150,15 @@ Result<FwdSkel> loadFwd() {
 }
 bpf_program* fwdPassProgram(vb_fwd* s) { return s->progs.vb_fwd_pass; }
 bpf_program* fwdRedirectProgram(vb_fwd* s) { return s->progs.vb_fwd_redirect; }
+bpf_program* fwdRedirectRevProgram(vb_fwd* s) { return s->progs.vb_fwd_redirect_rev; }
 
-Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname) {
+Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname, uint32_t slot) {
   int fd = bpf_map__fd(s->maps.tx_port);
   return inNetns(ns, [&]() -> Status {
     unsigned idx = if_nametoindex(ifname.c_str());
     if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
     // A devmap resolves the ifindex at update time, in this thread's namespace.
-    __u32 key = 0, val = idx;
+    __u32 key = slot, val = idx;
     if (bpf_map_update_elem(fd, &key, &val, BPF_ANY) < 0)
       return Status::fromErrno("devmap update to " + ifname);
     return {};
@@ -211,6 +218,22 @@ void NapiTimer::setDutTgid(pid_t pid) {
   // A plain store into the mmap()ed .bss; the BPF side reads it per poll
   // and a stale value for a few polls only mislabels those polls' context.
   skel_->bss->dut_tgid = static_cast<__u32>(pid);
+}
+
+Status NapiTimer::setThreadContexts(const std::vector<std::pair<pid_t, int>>& tids) {
+  int fd = bpf_map__fd(skel_->maps.thread_ctx);
+  // Empty the map, then fill it. A poll that runs in between is labelled
+  // by process only, for a few microseconds.
+  __u32 key, next;
+  while (bpf_map_get_next_key(fd, nullptr, &next) == 0) {
+    key = next;
+    if (bpf_map_delete_elem(fd, &key) < 0) return Status::fromErrno("clear thread contexts");
+  }
+  for (const auto& [tid, ctx] : tids) {
+    __u32 k = static_cast<__u32>(tid), v = static_cast<__u32>(ctx);
+    if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) return Status::fromErrno("set thread context");
+  }
+  return {};
 }
 
 Result<PollTimes> NapiTimer::read() const {

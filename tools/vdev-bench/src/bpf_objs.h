@@ -85,6 +85,10 @@ bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
 bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
 int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);
+// Pacing of vb_gen (gen.bpf.c): a frame every periodNs (0: unpaced), at most
+// maxLagNs of catch-up. Plain stores into the mmap()ed .bss; a frame reads
+// each once, so a change applies from the next frame on.
+void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs);
 
 Result<SinkSkel> loadSink();
 bpf_program* sinkProgram(vb_sink* s);    // vb_sink: XDP, counts and XDP_DROP
@@ -93,9 +97,11 @@ int sinkCountersFd(vb_sink* s);
 
 Result<FwdSkel> loadFwd();
 bpf_program* fwdPassProgram(vb_fwd* s);
-bpf_program* fwdRedirectProgram(vb_fwd* s);
-// Points the redirect program's devmap at ifname (resolved inside ns).
-Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname);
+bpf_program* fwdRedirectProgram(vb_fwd* s);     // on the ingress port: tx_port[0]
+bpf_program* fwdRedirectRevProgram(vb_fwd* s);  // on the egress port: tx_port[1]
+// Points the redirect program's devmap slot (0: forward, 1: back) at ifname
+// (resolved inside ns).
+Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname, uint32_t slot = 0);
 
 // Times the NAPI polls of the topology's veths that run in NET_RX softirq
 // (napi_time.bpf.c), per device and per context (on top of vdevd, of
@@ -126,6 +132,9 @@ class NapiTimer {
   bool attached() const { return !links_.empty(); }
   // The datapath process whose softirq polls are told apart (0: none).
   void setDutTgid(pid_t pid);
+  // Kernel threads whose softirq work is told apart (ctx: enum vb_poll_ctx),
+  // replacing the previous set.
+  Status setThreadContexts(const std::vector<std::pair<pid_t, int>>& tids);
   Result<PollTimes> read() const;
 
  private:

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,22 +51,37 @@ std::string selfDir() {
 // vdevd started in the device-under-test namespace through `ip netns exec`
 // (which also mounts that namespace's sysfs for it), pinned to the DUT CPU.
 // `ip netns exec` execs the command in place, so the child pid is vdevd's.
+// kind: "vdevd" (xconnect), "vdevd-switch", or "vdevd-spin" (the
+// scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
+// thread never sleeps while frames come more often than once a second, the
+// nearest vdevd has to busy polling).
 class VdevdDatapath : public Datapath {
  public:
-  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string mode, std::string statsPath)
-      : topo_(t), opt_(o), path_(std::move(path)), mode_(std::move(mode)), statsPath_(std::move(statsPath)) {}
+  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath)
+      : topo_(t), opt_(o), path_(std::move(path)), kind_(std::move(kind)), statsPath_(std::move(statsPath)) {
+    bool threePorts = topo_.ports().size() > 2;
+    mode_ = kind_ == "vdevd-switch" || threePorts ? "switch" : "xconnect";
+  }
   ~VdevdDatapath() override { stop(); }
 
-  std::string name() const override { return mode_ == "xconnect" ? "vdevd" : "vdevd-switch"; }
+  std::string name() const override { return kind_; }
 
   Status start() override {
     std::string ip = searchPath("ip");
     if (ip.empty()) return Status::fail(ENOENT, "ip (iproute2) not found in PATH");
-    std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_,
-                                  "--port", topo_.portA(), "--port", topo_.portB(),
-                                  "--mode", mode_, "--stats-json", statsPath_,
-                                  // the host's control socket and saved ports are not ours
-                                  "--no-socket", "--no-state"};
+    std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_};
+    for (const auto& p : topo_.ports()) {
+      args.push_back("--port");
+      args.push_back(p);
+    }
+    for (const char* a : {"--mode", mode_.c_str(), "--stats-json", statsPath_.c_str(),
+                          // the host's control socket and saved ports are not ours
+                          "--no-socket", "--no-state"})
+      args.emplace_back(a);
+    if (kind_ == "vdevd-spin") {
+      args.emplace_back("--idle-spin-us");
+      args.emplace_back(std::to_string(kSpinUs));
+    }
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
@@ -82,6 +98,7 @@ class VdevdDatapath : public Datapath {
     CPU_ZERO(&cpus);
     CPU_SET(opt_.dutCpu, &cpus);
     pid_t parent = getpid();
+    const int prio = opt_.dpPrio;
 
     pid_t pid = fork();
     if (pid < 0) return Status::fromErrno("fork");
@@ -95,6 +112,11 @@ class VdevdDatapath : public Datapath {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(127);
       sched_setaffinity(0, sizeof cpus, &cpus);
+      if (prio > 0) {
+        sched_param sp = {};
+        sp.sched_priority = prio;
+        sched_setscheduler(0, SCHED_FIFO, &sp);  // inherited through exec
+      }
       int devnull = open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, 0);
       dup2(pfd[1], 1);
@@ -179,8 +201,36 @@ class VdevdDatapath : public Datapath {
 
   std::string statsJson() const override { return stats_; }
   pid_t pid() const override { return pid_ > 0 ? pid_ : 0; }
+  std::string liveStatsJson() override {
+    if (pid_ <= 0) return "";
+    struct stat before = {};
+    bool had = stat(statsPath_.c_str(), &before) == 0;
+    kill(pid_, SIGUSR1);
+    // vdevd writes PATH.tmp and renames it: a new inode (or mtime) means done.
+    for (int i = 0; i < 100; ++i) {
+      struct stat now = {};
+      if (stat(statsPath_.c_str(), &now) == 0 &&
+          (!had || now.st_ino != before.st_ino || now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+           now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
+        std::ifstream f(statsPath_);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return ss.str();
+      }
+      usleep(2000);
+    }
+    return "";
+  }
+  std::string describe() const override {
+    std::string s = "vdevd --mode " + mode_;
+    if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
+    if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
+    for (const auto& a : opt_.vdevdArgs) s += " " + a;
+    return s;
+  }
 
  private:
+  static constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
   static std::string exitText(int st) {
     if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
     if (WIFSIGNALED(st)) return std::string("killed by ") + strsignal(WTERMSIG(st));
@@ -228,7 +278,7 @@ class VdevdDatapath : public Datapath {
 
   Topology& topo_;
   const Options& opt_;
-  std::string path_, mode_, statsPath_;
+  std::string path_, kind_, mode_, statsPath_;
   pid_t pid_ = -1;
   std::thread drain_;
   std::mutex mu_;
@@ -243,6 +293,9 @@ class BridgeDatapath : public Datapath {
   BridgeDatapath(Topology& t, const Options& o) : topo_(t), opt_(o) {}
   ~BridgeDatapath() override { stop(); }
   std::string name() const override { return "bridge"; }
+  std::string describe() const override {
+    return topo_.scenario() == Scenario::kSwitch ? "Linux bridge, learning" : "Linux bridge, static FDB entry for the sink";
+  }
 
   Status start() override {
     const std::string& ns = topo_.dutNs().name();
@@ -251,16 +304,19 @@ class BridgeDatapath : public Datapath {
     VB_TRY(runCommand({"ip", "-n", ns, "link", "add", br, "type", "bridge", "stp_state", "0",
                        "ageing_time", "30000", "mcast_snooping", "0"}));
     created_ = true;
-    VB_TRY(runCommand({"ip", "-n", ns, "link", "set", topo_.portA(), "master", br}));
-    VB_TRY(runCommand({"ip", "-n", ns, "link", "set", topo_.portB(), "master", br}));
+    for (const auto& p : topo_.ports()) VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", br}));
     VB_TRY(runCommand({"ip", "-n", ns, "link", "set", br, "up"}));
     // A static FDB entry for the sink's MAC: forwarding, not flooding, from
     // the first frame (and no dependence on the learning frames arriving).
-    VB_TRY(runCommand({"bridge", "-n", ns, "fdb", "replace", formatMac(topo_.sinkMac()), "dev",
-                       topo_.portB(), "master", "static"}));
-    // Frames reach the ingress veth by veth_xdp_xmit(), which only delivers
+    // The switch scenario is about learning: no static entry there.
+    if (topo_.scenario() != Scenario::kSwitch)
+      VB_TRY(runCommand({"bridge", "-n", ns, "fdb", "replace", formatMac(topo_.sinkMac()), "dev",
+                         topo_.portB(), "master", "static"}));
+    // Frames reach an ingress veth by veth_xdp_xmit(), which only delivers
     // when that veth has NAPI, i.e. an XDP program: XDP_PASS then builds an
-    // skb and the bridge gets it as from any NIC.
+    // skb and the bridge gets it as from any NIC. A tap's frames come from
+    // write(): nothing needed.
+    if (topo_.portAIsTap()) return {};
     auto skel = loadFwd();
     if (!skel) return skel.status();
     skel_ = std::move(skel.value());
@@ -294,20 +350,31 @@ class XdpRedirectDatapath : public Datapath {
   explicit XdpRedirectDatapath(Topology& t) : topo_(t) {}
   ~XdpRedirectDatapath() override { stop(); }
   std::string name() const override { return "xdp-redirect"; }
+  std::string describe() const override { return "XDP devmap redirect A->B, and B->A for the replies"; }
   bool transmitsXdpFrames() const override { return true; }
 
   Status start() override {
+    if (topo_.ports().size() != 2)
+      return Status::failText(EINVAL, "xdp-redirect connects exactly two ports (not a learning switch)");
     auto skel = loadFwd();
     if (!skel) return skel.status();
     skel_ = std::move(skel.value());
-    VB_TRY(fwdSetEgress(skel_.get(), topo_.dutNs(), topo_.portB()));
+    VB_TRY(fwdSetEgress(skel_.get(), topo_.dutNs(), topo_.portB(), 0));
+    VB_TRY(fwdSetEgress(skel_.get(), topo_.dutNs(), topo_.portA(), 1));
     auto link = XdpLink::attach(topo_.dutNs(), topo_.portA(), fwdRedirectProgram(skel_.get()));
     if (!link) return link.status();
     link_ = std::make_unique<XdpLink>(std::move(link.value()));
+    // The way back (latency probes' replies). Nothing else comes back, so
+    // the measured direction is unaffected: an XDP program on B changes
+    // only what B receives.
+    auto rev = XdpLink::attach(topo_.dutNs(), topo_.portB(), fwdRedirectRevProgram(skel_.get()));
+    if (!rev) return rev.status();
+    revLink_ = std::make_unique<XdpLink>(std::move(rev.value()));
     return {};
   }
 
   Status stop() override {
+    revLink_.reset();
     link_.reset();
     skel_.reset();
     return {};
@@ -316,13 +383,33 @@ class XdpRedirectDatapath : public Datapath {
  private:
   Topology& topo_;
   FwdSkel skel_;
-  std::unique_ptr<XdpLink> link_;
+  std::unique_ptr<XdpLink> link_, revLink_;
 };
 
 }  // namespace
 
 bool isKnownDatapath(const std::string& k) {
-  return k == "vdevd" || k == "vdevd-switch" || k == "bridge" || k == "xdp-redirect";
+  return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "bridge" || k == "xdp-redirect";
+}
+
+bool isVdevd(const std::string& kind) { return kind.rfind("vdevd", 0) == 0; }
+
+uint64_t sumJsonKey(const std::string& json, const std::string& key) {
+  std::string needle = "\"" + key + "\":";
+  uint64_t sum = 0;
+  for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
+    size_t i = at + needle.size();
+    while (i < json.size() && json[i] == ' ') ++i;
+    sum += strtoull(json.c_str() + i, nullptr, 10);
+  }
+  return sum;
+}
+
+std::string datapathFitsScenario(const std::string& kind, Scenario sc) {
+  if (sc != Scenario::kSwitch) return "";
+  if (kind == "vdevd") return "vdevd --mode xconnect joins exactly two ports; the switch scenario has three";
+  if (kind == "xdp-redirect") return "xdp-redirect connects exactly two ports (it does not learn)";
+  return "";
 }
 
 std::string findVdevd(const std::string& given) {
@@ -342,9 +429,9 @@ Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology
                                                const std::string& vdevdPath, const std::string& workDir) {
   static int serial = 0;
   std::unique_ptr<Datapath> d;
-  if (kind == "vdevd" || kind == "vdevd-switch") {
+  if (isVdevd(kind)) {
     if (vdevdPath.empty()) return Status::fail(ENOENT, "vdevd not found (use --vdevd PATH)");
-    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind == "vdevd" ? "xconnect" : "switch",
+    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind,
                                         workDir + "/vdevd-stats-" + std::to_string(++serial) + ".json");
   } else if (kind == "bridge") {
     d = std::make_unique<BridgeDatapath>(topo, o);

@@ -34,13 +34,25 @@ class Datapath {
   virtual pid_t pid() const { return 0; }
   // The datapath's own statistics as a JSON value (vdevd --stats-json), or "".
   virtual std::string statsJson() const { return ""; }
+  // While running: asks for fresh statistics (vdevd: SIGUSR1, then waits for
+  // the file to be rewritten) and returns them as JSON, or "".
+  virtual std::string liveStatsJson() { return ""; }
   // It transmits xdp_frames into the egress port (ndo_xdp_xmit) rather than
   // skbs: a veth receiving them must have NAPI.
   virtual bool transmitsXdpFrames() const { return false; }
+  // How it is set up, in a few words, for the report.
+  virtual std::string describe() const { return name(); }
 };
 
-// Kind names: "vdevd" (xconnect), "vdevd-switch", "bridge", "xdp-redirect".
+// Kind names: "vdevd" (xconnect), "vdevd-switch", "vdevd-spin" (never
+// sleeps; switch mode in the switch scenario), "bridge", "xdp-redirect".
 bool isKnownDatapath(const std::string& kind);
+bool isVdevd(const std::string& kind);
+// Sum of every number that follows "key": in a JSON text (vdevd's statistics
+// name each drop counter once per port).
+uint64_t sumJsonKey(const std::string& json, const std::string& key);
+// Why kind cannot run in scenario sc, or "" when it can.
+std::string datapathFitsScenario(const std::string& kind, Scenario sc);
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
                                                const std::string& vdevdPath, const std::string& workDir);
 

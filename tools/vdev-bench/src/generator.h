@@ -1,4 +1,5 @@
-// generator.h - the BPF_PROG_RUN live-frames traffic generator.
+// generator.h - traffic sources: the BPF_PROG_RUN live-frames generator
+// (into a veth) and the tap writer (a VM transmitting through its tap).
 //
 // Each generator thread enters the generator namespace, pins itself to the
 // generator CPU and calls bpf_prog_test_run_opts() on vb_gen in a loop with
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,39 +32,67 @@ struct GeneratorConfig {
   int cpu = 0;                  // every generator thread runs here
   uint32_t repeatPerCall = 2'000'000;
   uint32_t batchSize = 64;      // frames per kernel batch (1..256; 0 = kernel default 64)
+  uint32_t pacedBatchSize = 16;  // the same while paced: the burst size at the paced rate
   GenProgConfig prog;
-  // Pacing (later issue). 0 = as fast as the kernel goes. A paced generator
-  // will keep both threads and split the rate into time slices: each call
-  // gets repeat = rate * slice / threads and a thread sleeps until its next
-  // slice; the per-call page pool setup then has to fit inside the slice,
-  // which is why the threads stay overlapping rather than taking turns.
+  // Offered rate in frames/s, 0 = as fast as the kernel goes; setRate()
+  // changes it between runs. Paced, the program spins until each frame's
+  // slot (gen.bpf.c); both threads stay and share the slot clock, so the
+  // ~25 ms page-pool setup of one call stays hidden behind the other's.
   uint64_t ratePps = 0;
 };
 
-class Generator {
+// What Runner needs of a source of offered load.
+class TrafficSource {
+ public:
+  virtual ~TrafficSource() = default;
+  virtual Status start() = 0;
+  // Returns once no frame is being sent any more.
+  virtual void stop() = 0;
+  virtual bool running() const = 0;
+  // Frames offered (pkts/bytes) since creation.
+  virtual Result<Counters> counters() const = 0;
+  // CPU seconds of the source's threads so far.
+  virtual double cpuSeconds() const = 0;
+  // First error a thread hit (the run is invalid then), or ok.
+  virtual Status error() const = 0;
+  // Frames per second from the next start() on; 0 = unpaced. Takes effect
+  // at once when running.
+  virtual void setRate(uint64_t pps) = 0;
+  virtual uint64_t rate() const = 0;
+  // The source's thread ids while running (for the softirq accounting).
+  virtual std::vector<pid_t> threadIds() const = 0;
+  virtual std::string describe() const = 0;
+};
+
+class Generator : public TrafficSource {
  public:
   // Loads vb_gen and attaches vb_pass to ifname inside ns (see gen.bpf.c).
   static Result<std::unique_ptr<Generator>> create(const Netns& ns, const std::string& ifname,
                                                    GeneratorConfig cfg);
-  ~Generator();  // stops the threads
+  ~Generator() override;  // stops the threads
 
-  Status start();
+  Status start() override;
   // Returns once every thread is out of the kernel and joined. Threads are
   // interrupted mid-call (SIGUSR2 makes the call return EINTR).
-  void stop();
-  bool running() const { return !threads_.empty(); }
+  void stop() override;
+  bool running() const override { return !threads_.empty(); }
 
   // Frames the program has emitted (XDP_TX), since load.
-  Result<Counters> counters() const { return readCounters(countersFd_); }
-  // utime+stime of the generator threads so far (this process's threads).
-  double cpuSeconds() const;
-  // First error a thread hit (the run is invalid then), or ok.
-  Status error() const;
+  Result<Counters> counters() const override { return readCounters(countersFd_); }
+  // Run time of the generator threads so far (schedstat; this process's threads).
+  double cpuSeconds() const override;
+  Status error() const override;
+  // Paced: sets the program's period (its .bss, read per frame) and, from
+  // the next start() on, the batch size and the repeat count per call.
+  void setRate(uint64_t pps) override;
+  uint64_t rate() const override { return cfg_.ratePps; }
+  std::vector<pid_t> threadIds() const override;
+  std::string describe() const override;
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
  private:
   Generator(const Netns& ns, GeneratorConfig cfg) : ns_(ns), cfg_(std::move(cfg)) {}
-  void threadMain(int index);
+  void threadMain(int index, uint32_t repeat, uint32_t batch);
 
   const Netns& ns_;
   GeneratorConfig cfg_;
@@ -81,6 +111,51 @@ class Generator {
   mutable std::mutex mu_;
   Status error_;                      // guarded by mu_
   double exitedCpu_ = 0;              // CPU of joined threads, guarded by mu_
+};
+
+// A VM transmitting through its tap, the way QEMU without vhost does: one
+// write() per frame on the tap's fd (owned by the TapSink), from `threads`
+// threads pinned to `cpu`. The frame enters the host through the tap's
+// receive path (tun_get_user): an XDP program on the tap (vdevd's, the
+// redirect) runs right there, and without one the stack, and so the bridge,
+// runs inside the write() too. Paced by spinning on the clock between
+// writes, same slot rules as the BPF generator (one slot clock for all
+// threads).
+class TapWriter : public TrafficSource {
+ public:
+  TapWriter(int tapFd, std::string ifname, std::vector<uint8_t> frame, int threads, int cpu)
+      : fd_(tapFd), ifname_(std::move(ifname)), frame_(std::move(frame)), nthreads_(threads), cpu_(cpu) {}
+  ~TapWriter() override { stop(); }
+  Status start() override;
+  void stop() override;
+  bool running() const override { return !threads_.empty(); }
+  Result<Counters> counters() const override;
+  double cpuSeconds() const override;
+  Status error() const override;
+  void setRate(uint64_t pps) override { rate_.store(pps, std::memory_order_relaxed); }
+  uint64_t rate() const override { return rate_.load(std::memory_order_relaxed); }
+  std::vector<pid_t> threadIds() const override;
+  std::string describe() const override;
+
+ private:
+  void threadMain(int index);
+  int fd_;  // not owned: the TapSink's
+  std::string ifname_;
+  std::vector<uint8_t> frame_;
+  int nthreads_, cpu_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rate_{0};
+  // Slot clock shared by the writer threads (ns, CLOCK_MONOTONIC): a thread
+  // claims the next slot with a CAS, so the threads pace as one.
+  std::atomic<uint64_t> nextSlot_{0};
+  // Written by the writers (relaxed increments), read by the sampler;
+  // monotonic counters, no ordering with other data.
+  std::atomic<uint64_t> pkts_{0}, bytes_{0}, writeErrors_{0};
+  mutable std::mutex mu_;
+  std::vector<pid_t> tids_;  // guarded by mu_
+  double exitedCpu_ = 0;     // guarded by mu_
+  Status error_;             // guarded by mu_
 };
 
 }  // namespace vdev::bench

@@ -20,32 +20,53 @@ const char* napiTimingName(NapiTiming t) {
   return "?";
 }
 
+const char* latencyModeName(LatencyMode m) {
+  switch (m) {
+    case LatencyMode::kOn: return "on";
+    case LatencyMode::kOff: return "off";
+    case LatencyMode::kOnly: return "only";
+  }
+  return "?";
+}
+
 void printUsage(FILE* f) {
   fputs(
       R"(NAME
     vdev-bench - forwarding benchmark: vdevd against the Linux bridge and kernel XDP redirect
 
 SYNOPSIS
-    vdev-bench [--scenario veth-veth|veth-tap] [--datapath LIST] [--duration S]
-               [--runs N] [--size B] [--json] [--vdevd PATH] [OPTIONS]
+    vdev-bench [--scenario veth-veth|veth-tap|tap-veth|switch] [--datapath LIST]
+               [--duration S] [--runs N] [--frame-size B] [--latency on|off|only]
+               [--find-rate] [--rate PPS] [--json] [--vdevd PATH] [OPTIONS]
 
 DESCRIPTION
     Builds a private topology of network namespaces, offers a continuous stream of
     identical UDP frames to one port of a device under test (DUT) and counts, exactly,
-    what arrives at the other port. Each datapath in LIST forwards between the SAME two
-    ports, one after the other, in the same invocation:
+    what arrives at the other port; then measures round-trip latency between the
+    containers and the VM stand-in with UDP request/response probes. Each datapath in
+    LIST forwards between the SAME ports, one after the other, in the same invocation:
 
       vdevd          vdevd --port A --port B --mode xconnect (the AF_XDP datapath)
       vdevd-switch   the same with --mode switch (L2 learning switch)
-      bridge         a Linux bridge enslaving A and B (STP off, static FDB entry)
-      xdp-redirect   an XDP program on A redirecting into B through a devmap: the
-                     kernel's cheapest forwarding, the upper bound
+      vdevd-spin     vdevd (xconnect; switch in the switch scenario) with
+                     --idle-spin-us 1000000: it never sleeps while frames come more than
+                     once a second; vdevd's nearest to busy polling
+      bridge         a Linux bridge enslaving the ports (STP off; a static FDB entry for
+                     the sink, except in the switch scenario, where it learns)
+      xdp-redirect   an XDP program on A redirecting into B through a devmap (and one on
+                     B back into A, for the latency probes' answers): the kernel's
+                     cheapest forwarding, the upper bound. Two ports only.
 
     Topology (P = vb<pid>; everything lives in namespaces created for the run and is
     removed at exit, also on error and SIGINT/SIGTERM):
 
-      P-gen: Pg (veth) ==== P-dut: Pa (veth) [datapath] Pb (veth) ==== P-sink: Ps (veth)
-                                                        Pb (tap)  -> read() by vdev-bench
+      veth-veth: P-gen: Pg (veth) == P-dut: Pa (veth) [datapath] Pb (veth) == P-sink: Ps (veth)
+      veth-tap:  ... Pb is a tap, read() by a thread of vdev-bench (the VM)
+      tap-veth:  Pa is a tap the VM write()s the frames into (one write() per frame, as
+                 QEMU without vhost); Pb, Ps as veth-veth
+      switch:    veth-veth plus Pc, a tap read by the VM: two containers and a VM on one
+                 learning switch (vdevd-switch, vdevd-spin, bridge); traffic Pg -> Ps;
+                 frames flooded to the VM are counted
 
     The generator runs an XDP program with BPF_PROG_RUN in live-frames mode
     (BPF_F_TEST_XDP_LIVE_FRAMES) from 2 threads pinned to the generator CPU; it returns
@@ -59,16 +80,19 @@ DESCRIPTION
     UDP checksum 0. Needs root (CAP_NET_ADMIN, CAP_BPF, CAP_SYS_ADMIN).
 
 OPTIONS
-    -s, --scenario NAME   veth-veth (default) or veth-tap.
+    -s, --scenario NAME   veth-veth (default), veth-tap, tap-veth or switch.
     -d, --datapath LIST   comma-separated datapaths, in order (default:
-                          vdevd,bridge,xdp-redirect; with the default list a vdevd that
-                          cannot be found is skipped with a note, a listed one is an error).
+                          vdevd,bridge,xdp-redirect; switch: vdevd-switch,bridge; with the
+                          default list a vdevd that cannot be found is skipped with a note,
+                          a listed one is an error).
     -t, --duration S      measured seconds per run (default 5).
     -w, --warmup S        seconds of traffic before each measurement (default 1).
     -n, --runs N          runs per datapath (default 3); the table shows medians. Runs are
                           interleaved: run 1 of every datapath, then run 2, ...
-    -b, --size B          frame size in bytes on the wire with the 4-byte FCS, as in
+    -b, --size, --frame-size B
+                          frame size in bytes on the wire with the 4-byte FCS, as in
                           RFC 2544: 64 (default) .. 1518. The buffer is B - 4 bytes.
+                          Latency probes have the same size.
     -j, --json            print one JSON document on stdout instead of the table.
         --sink MODE       veth-veth sink (ignored for veth-tap):
                           tc (default): a BPF program on Ps's clsact ingress counts and
@@ -89,6 +113,21 @@ OPTIONS
         --gen-cpu N       CPU of the generator threads (default 0).
         --dp-cpu N        CPU of the datapath: vdevd, and with --napi threaded the ingress
                           port's NAPI kthread (default 1).
+        --boost on|off|auto
+                          run vdev-bench's session at autogroup nice -20 (restored at exit):
+                          with CONFIG_SCHED_AUTOGROUP, CFS splits a CPU between sessions
+                          first, so another session's build takes half of any CPU it shares
+                          with the generator or vdevd (a child: same session). auto (default):
+                          on while paced (--rate, --find-rate), which needs its CPU; on: for
+                          every measurement, on a shared machine. Rates are unaffected, but
+                          on Linux 6.18 the run times in /proc/TID/schedstat were wrong for
+                          boosted threads sharing a CPU with an RT task (the tap reader:
+                          0.11 s/s reported where perf sampled 0.33): the CPU split of
+                          veth-tap runs is not to be trusted with --boost on.
+        --dp-prio N       run vdevd at SCHED_FIFO priority N (default 0: SCHED_OTHER, as
+                          installed), as a unit with CPUSchedulingPolicy=fifo would. A
+                          vdevd at normal priority shares its CPU with whatever else runs
+                          there; the kernel paths run in softirq.
         --sink-cpu N      CPU of the sink's receive work: the tap reader thread, or the
                           sink veth's threaded NAPI kthread (default: the generator CPU).
                           In softirq mode the sink veth's receive work (its NAPI, or the
@@ -136,11 +175,56 @@ OPTIONS
                           Kubernetes hosts). While on, every bridged IPv4 frame goes through
                           br_netfilter's hooks, a large part of the bridge's cost. The value
                           in effect is in the table header and the JSON.
+        --rate PPS        offer PPS frames per second (suffix k or M allowed) instead of
+                          as many as possible: the generator paces itself (the BPF
+                          program spins until each frame's time slot; frames leave in
+                          bursts of --pace-batch), so CPU per frame is measured at a fixed
+                          load. The table's offered column shows what was really offered.
+        --pace-batch N    frames per burst while paced, 1..256 (default 16; the kernel
+                          transmits a BPF_PROG_RUN batch at its end).
+        --tap-writers N   the VM's writer threads in tap-veth (default 1).
+
+  Latency (round trip, UDP request/response; see docs/performance.md):
+        --latency MODE    on (default): after the throughput runs of each round, start
+                          each datapath again and probe; off; only: no throughput runs.
+                          Pairs: container1 -> container2 (veth-veth, switch), container ->
+                          VM (veth-tap, tap-veth, switch). The requester is a UDP socket in
+                          a container's namespace; a container answers with a UDP socket,
+                          the VM from its tap reader.
+        --lat-samples N   light load: N probes per pair and run (default 1000) ...
+        --lat-interval-us U
+                          ... one every U microseconds (default 1000), nothing else on the
+                          wire. p50/p90/p99/max of the round trip.
+        --lat-pause-samples N
+                          first frame after a pause: N more probes (default 20) ...
+        --lat-pause-ms M  ... each sent after M ms without any traffic (default 200), so
+                          that vdevd has gone to sleep. Reported apart.
+        --lat-prio N      SCHED_FIFO priority of the requester and the UDP responder
+                          (default 50; 0 = normal).
+        --lat-timeout-ms M
+                          a probe without an answer after M ms is lost (default 200).
+        --lat-udp-checksum
+                          send the probes with UDP checksums, as applications do (a veth
+                          offloads them: CHECKSUM_PARTIAL), instead of checksum 0.
+
+  Loss search (RFC 2544 throughput; see docs/performance.md):
+        --find-rate       instead of the throughput runs: per datapath and run, a peak
+                          trial (unpaced), then a binary search on the paced offered rate
+                          for the highest one with at most --loss-max loss, then a
+                          --duration trial at 90% of vdevd's peak (the first vdevd
+                          datapath's, same run; vdevd datapaths are measured first).
+                          Latency is off unless --latency is given.
+        --loss-max PCT    loss allowed in a passing trial, in % (default 0.01).
+        --trial S         seconds per trial (default 2).
+        --resolution F    stop when the bounds are within F x the upper one (default 0.02).
+        --max-trials N    trials per search at most (default 12).
+
     -v, --verbose         log every command and vdevd's output on stderr.
     -h, --help            this text.
 
 OUTPUT
-    Per datapath (medians over the runs): forwarded Mpps (sink count / window), offered
+    Per datapath (medians over the runs; latency: medians over the runs of each run's
+    percentiles, the pause samples of all runs pooled): forwarded Mpps (sink count / window), offered
     Mpps (generator count / window), loss % (1 - forwarded/offered), CPU s/Mfr: CPU seconds
     the datapath spent per million forwarded frames (vdevd's threads plus the NAPI work of
     the two ports, from scheduler run times and NAPI polls timed in softirq by tracepoints,
@@ -161,6 +245,9 @@ EXAMPLES
     vdev-bench --scenario veth-tap --size 1518 --runs 5 --json > tap.json
     vdev-bench --datapath bridge,xdp-redirect --duration 2 --runs 1
     vdev-bench --sink xdp
+    vdev-bench --scenario switch --frame-size 512
+    vdev-bench --latency only --datapath vdevd,vdevd-spin,bridge
+    vdev-bench --find-rate --runs 3
 
 SEE ALSO
     docs/performance.md (method and results), docs/vdevd.md
@@ -207,7 +294,43 @@ enum LongOnly {
   kNapiTiming,
   kCpuWindow,
   kBridgeNfCall,
+  kRate,
+  kPaceBatch,
+  kTapWriters,
+  kLatency,
+  kLatSamples,
+  kLatInterval,
+  kLatPauseSamples,
+  kLatPause,
+  kLatPrio,
+  kLatTimeout,
+  kFindRate,
+  kLossMax,
+  kTrial,
+  kResolution,
+  kMaxTrials,
+  kDpPrio,
+  kLatUdpChecksum,
+  kBoost,
 };
+
+// A rate with an optional k/M suffix: "1500000", "1.5M", "800k".
+bool parseRate(const char* s, uint64_t* out) {
+  char* end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || v < 0) return false;
+  if (*end == 'k' || *end == 'K') {
+    v *= 1e3;
+    ++end;
+  } else if (*end == 'M' || *end == 'm') {
+    v *= 1e6;
+    ++end;
+  }
+  if (*end || v > 100e6) return false;
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
 
 }  // namespace
 
@@ -220,6 +343,7 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
       {"warmup", required_argument, nullptr, 'w'},
       {"runs", required_argument, nullptr, 'n'},
       {"size", required_argument, nullptr, 'b'},
+      {"frame-size", required_argument, nullptr, 'b'},
       {"json", no_argument, nullptr, 'j'},
       {"verbose", no_argument, nullptr, 'v'},
       {"help", no_argument, nullptr, 'h'},
@@ -241,6 +365,24 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
       {"napi-timing", required_argument, nullptr, kNapiTiming},
       {"cpu-window", required_argument, nullptr, kCpuWindow},
       {"bridge-nf-call", required_argument, nullptr, kBridgeNfCall},
+      {"rate", required_argument, nullptr, kRate},
+      {"pace-batch", required_argument, nullptr, kPaceBatch},
+      {"tap-writers", required_argument, nullptr, kTapWriters},
+      {"latency", required_argument, nullptr, kLatency},
+      {"lat-samples", required_argument, nullptr, kLatSamples},
+      {"lat-interval-us", required_argument, nullptr, kLatInterval},
+      {"lat-pause-samples", required_argument, nullptr, kLatPauseSamples},
+      {"lat-pause-ms", required_argument, nullptr, kLatPause},
+      {"lat-prio", required_argument, nullptr, kLatPrio},
+      {"lat-timeout-ms", required_argument, nullptr, kLatTimeout},
+      {"find-rate", no_argument, nullptr, kFindRate},
+      {"loss-max", required_argument, nullptr, kLossMax},
+      {"trial", required_argument, nullptr, kTrial},
+      {"resolution", required_argument, nullptr, kResolution},
+      {"max-trials", required_argument, nullptr, kMaxTrials},
+      {"dp-prio", required_argument, nullptr, kDpPrio},
+      {"lat-udp-checksum", no_argument, nullptr, kLatUdpChecksum},
+      {"boost", required_argument, nullptr, kBoost},
       {nullptr, 0, nullptr, 0},
   };
   auto usage = [&](const std::string& msg) {
@@ -256,9 +398,8 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
     std::string arg = optarg ? optarg : "";
     switch (c) {
       case 's':
-        if (arg == "veth-veth") o->scenario = Scenario::kVethVeth;
-        else if (arg == "veth-tap") o->scenario = Scenario::kVethTap;
-        else return usage("unknown scenario '" + arg + "' (veth-veth or veth-tap)");
+        if (!parseScenario(arg, &o->scenario))
+          return usage("unknown scenario '" + arg + "' (veth-veth, veth-tap, tap-veth or switch)");
         break;
       case 'd': {
         o->datapaths.clear();
@@ -268,7 +409,7 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
         while (std::getline(ss, item, ',')) {
           if (item.empty()) continue;
           if (!isKnownDatapath(item))
-            return usage("unknown datapath '" + item + "' (vdevd, vdevd-switch, bridge, xdp-redirect)");
+            return usage("unknown datapath '" + item + "' (vdevd, vdevd-switch, vdevd-spin, bridge, xdp-redirect)");
           o->datapaths.push_back(item);
         }
         if (o->datapaths.empty()) return usage("--datapath needs at least one datapath");
@@ -362,6 +503,76 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
         if (!parseDouble(optarg, 0.2, 600, &d)) return usage("--cpu-window: 0.2 .. 600 seconds");
         o->cpuWindow = d;
         break;
+      case kRate:
+        if (!parseRate(optarg, &o->ratePps)) return usage("--rate: frames per second, e.g. 1500000 or 1.5M");
+        break;
+      case kPaceBatch:
+        if (!parseInt(optarg, 1, 256, &l)) return usage("--pace-batch: 1 .. 256");
+        o->paceBatch = static_cast<uint32_t>(l);
+        break;
+      case kTapWriters:
+        if (!parseInt(optarg, 1, 16, &l)) return usage("--tap-writers: 1 .. 16");
+        o->tapWriters = static_cast<int>(l);
+        break;
+      case kLatency:
+        if (arg == "on") o->latency = LatencyMode::kOn;
+        else if (arg == "off") o->latency = LatencyMode::kOff;
+        else if (arg == "only") o->latency = LatencyMode::kOnly;
+        else return usage("--latency: on, off or only");
+        o->latencyGiven = true;
+        break;
+      case kLatSamples:
+        if (!parseInt(optarg, 1, 1'000'000, &l)) return usage("--lat-samples: 1 .. 1000000");
+        o->latSamples = static_cast<int>(l);
+        break;
+      case kLatInterval:
+        if (!parseInt(optarg, 0, 10'000'000, &l)) return usage("--lat-interval-us: 0 .. 10000000");
+        o->latIntervalS = l * 1e-6;
+        break;
+      case kLatPauseSamples:
+        if (!parseInt(optarg, 0, 100'000, &l)) return usage("--lat-pause-samples: 0 .. 100000");
+        o->latPauseSamples = static_cast<int>(l);
+        break;
+      case kLatPause:
+        if (!parseInt(optarg, 1, 600'000, &l)) return usage("--lat-pause-ms: 1 .. 600000");
+        o->latPauseS = l * 1e-3;
+        break;
+      case kLatPrio:
+        if (!parseInt(optarg, 0, 99, &l)) return usage("--lat-prio: 0 .. 99");
+        o->latPrio = static_cast<int>(l);
+        break;
+      case kLatTimeout:
+        if (!parseInt(optarg, 1, 60'000, &l)) return usage("--lat-timeout-ms: 1 .. 60000");
+        o->latTimeoutS = l * 1e-3;
+        break;
+      case kFindRate: o->findRate = true; break;
+      case kLatUdpChecksum: o->latUdpChecksum = true; break;
+      case kBoost:
+        if (arg == "on") o->boost = 1;
+        else if (arg == "off") o->boost = 0;
+        else if (arg == "auto") o->boost = -1;
+        else return usage("--boost: on, off or auto");
+        break;
+      case kDpPrio:
+        if (!parseInt(optarg, 0, 99, &l)) return usage("--dp-prio: 0 .. 99");
+        o->dpPrio = static_cast<int>(l);
+        break;
+      case kLossMax:
+        if (!parseDouble(optarg, 0, 100, &d)) return usage("--loss-max: 0 .. 100 (%)");
+        o->lossMaxPct = d;
+        break;
+      case kTrial:
+        if (!parseDouble(optarg, 0.1, 600, &d)) return usage("--trial: 0.1 .. 600 seconds");
+        o->trialS = d;
+        break;
+      case kResolution:
+        if (!parseDouble(optarg, 0.001, 0.5, &d)) return usage("--resolution: 0.001 .. 0.5");
+        o->resolution = d;
+        break;
+      case kMaxTrials:
+        if (!parseInt(optarg, 1, 100, &l)) return usage("--max-trials: 1 .. 100");
+        o->maxTrials = static_cast<int>(l);
+        break;
       case kSink:
         if (arg == "tc") o->sinkMode = SinkMode::kTc;
         else if (arg == "xdp") o->sinkMode = SinkMode::kXdp;
@@ -372,7 +583,17 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
     }
   }
   if (optind < argc) return usage(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o->scenario == Scenario::kVethVeth && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
+  if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "bridge"};
+  for (const auto& d : o->datapaths) {
+    std::string why = datapathFitsScenario(d, o->scenario);
+    if (!why.empty()) return usage(d + " in scenario " + scenarioName(o->scenario) + ": " + why);
+  }
+  if (o->findRate && !o->latencyGiven) o->latency = LatencyMode::kOff;
+  if (o->findRate && o->latency == LatencyMode::kOnly) return usage("--find-rate and --latency only exclude each other");
+  if (o->findRate && o->ratePps) return usage("--find-rate sets the rate itself; drop --rate");
+  if (o->napiThreaded && o->scenario == Scenario::kTapVeth)
+    return usage("--napi threaded: the ingress port of tap-veth is a tap (no NAPI; the VM's write() does the work)");
+  if (o->scenario != Scenario::kVethTap && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
     return usage("--sink-napi threaded needs --sink xdp (with the tc sink, skbs reach the sink veth through "
                  "the per-CPU backlog of the transmitting CPU, not through its NAPI)");
   return true;

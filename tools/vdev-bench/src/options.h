@@ -18,10 +18,18 @@ enum class NapiTiming {
 };
 const char* napiTimingName(NapiTiming t);
 
+// Whether round-trip latency is measured (--latency).
+enum class LatencyMode {
+  kOn,    // after each throughput run (default)
+  kOff,
+  kOnly,  // latency only, no throughput
+};
+const char* latencyModeName(LatencyMode m);
+
 struct Options {
   Scenario scenario = Scenario::kVethVeth;
   SinkMode sinkMode = SinkMode::kTc;  // veth-veth sink: tc ingress (default) or XDP
-  std::vector<std::string> datapaths{"vdevd", "bridge", "xdp-redirect"};
+  std::vector<std::string> datapaths{"vdevd", "bridge", "xdp-redirect"};  // switch: vdevd-switch, bridge
   bool datapathsGiven = false;  // default list: a missing vdevd is skipped, not an error
   double duration = 5.0;        // measured seconds per run
   double warmup = 1.0;          // seconds of traffic before measuring
@@ -32,13 +40,14 @@ struct Options {
   std::vector<std::string> vdevdArgs;
   int genCpu = 0;
   int dutCpu = 1;
+  int dpPrio = 0;               // --dp-prio: vdevd at SCHED_FIFO this priority, 0 = normal
   int sinkCpu = -1;             // -1: same as genCpu
   int sinkPrio = 50;            // SCHED_FIFO priority of the sink's receive work, 0 = normal
   bool napiThreaded = false;    // --napi softirq (default) or threaded
   int sinkNapiThreaded = -1;    // --sink-napi; -1: as --napi (xdp sink), softirq (tc sink)
   bool sinkThreaded() const {
     if (sinkNapiThreaded >= 0) return sinkNapiThreaded != 0;
-    return sinkMode == SinkMode::kXdp && scenario == Scenario::kVethVeth && napiThreaded;
+    return sinkMode == SinkMode::kXdp && scenario != Scenario::kVethTap && napiThreaded;
   }
   int genThreads = 2;
   uint32_t repeat = 2'000'000;
@@ -49,6 +58,28 @@ struct Options {
   NapiTiming napiTiming = NapiTiming::kSplit;
   double cpuWindow = 2.0;       // --cpu-window: seconds of the CPU window (split timing)
   int bridgeNfCall = -1;        // --bridge-nf-call: -1 leave as is, 0 off, 1 on (DUT netns)
+  // Offered load.
+  uint64_t ratePps = 0;         // --rate: paced throughput runs, 0 = as fast as possible
+  uint32_t paceBatch = 16;      // --pace-batch: frames per burst while paced
+  int tapWriters = 1;           // --tap-writers: the VM's writer threads (tap-veth)
+  // Latency.
+  LatencyMode latency = LatencyMode::kOn;
+  bool latencyGiven = false;
+  int latSamples = 1000;        // light load: probes per pair and run
+  double latIntervalS = 0.001;  // ... this far apart
+  int latPauseSamples = 20;     // first frame after a pause: probes per pair and run
+  double latPauseS = 0.2;       // ... each after this much idle time
+  double latTimeoutS = 0.2;     // a probe without an answer by then is lost
+  bool latUdpChecksum = false;  // --lat-udp-checksum: probes with UDP checksums (offloaded)
+  int latPrio = 50;             // SCHED_FIFO priority of requester and responder, 0 = normal
+  // Loss search (--find-rate).
+  bool findRate = false;
+  double lossMaxPct = 0.01;     // --loss-max: a trial passes with at most this loss
+  double trialS = 2.0;          // --trial: seconds per search trial
+  double resolution = 0.02;     // --resolution: stop when (hi - lo) <= this x hi
+  int maxTrials = 12;           // --max-trials: per search
+  int boost = -1;               // --boost: session (autogroup) nice -20; -1 auto (paced), 0 off, 1 on
+  bool boosted() const { return boost == 1 || (boost == -1 && (findRate || ratePps)); }
   bool verbose = false;
   std::vector<std::string> argv;  // as given, for the report
 };

@@ -11,8 +11,11 @@ namespace vdev::bench {
 
 struct DatapathResult {
   std::string datapath;
-  std::vector<RunResult> runs;
-  std::vector<std::string> errors;  // runs that failed, why
+  std::string describe;                 // how it was set up
+  std::vector<RunResult> runs;          // throughput
+  std::vector<LatencyRun> latencyRuns;  // --latency
+  std::vector<RateSearch> rateRuns;     // --find-rate
+  std::vector<std::string> errors;      // runs that failed, why
 };
 
 struct Skipped {
@@ -25,6 +28,8 @@ struct Report {
   std::string prefix;
   std::string vdevdPath;
   std::string bridgeNfCallIptables;  // in the DUT namespace: "0", "1", "absent"
+  std::string generator;             // how the load was offered
+  std::vector<std::string> latencyPairs;  // "container-container: container1 -> container2"
   std::vector<DatapathResult> results;
   std::vector<Skipped> skipped;
   std::vector<std::string> leftovers;

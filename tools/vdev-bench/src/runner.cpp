@@ -3,8 +3,12 @@
 
 #include <time.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "../bpf/bench_shared.h"
 
 namespace vdev::bench {
 
@@ -79,6 +83,9 @@ Result<Runner::Snapshot> Runner::snapshot(const Datapath& dp) {
   auto k = topo_.sink().counters();
   if (!k) return k.status();
   s.sink = k.value();
+  if (topo_.scenario() == Scenario::kSwitch && topo_.vm()) {
+    if (auto v = topo_.vm()->counters()) s.vmPkts = v->pkts;
+  }
   s.genCpu = gen_.cpuSeconds();
   s.sinkCpu = topo_.sink().cpuSeconds();
   for (pid_t t : ksoftirqd_)
@@ -91,7 +98,16 @@ Result<Runner::Snapshot> Runner::snapshot(const Datapath& dp) {
     s.napiCpu = sum;
   }
   if (genStats_) {
-    if (auto m = genStats_->read()) s.ingress = m.value();
+    if (auto m = genStats_->read()) {
+      s.ingress = m.value();
+      auto it = s.ingress.find("tx_queue_0_xdp_xmit_errors");
+      if (it != s.ingress.end()) s.ingressRefused = it->second;
+    }
+  }
+  if (ingressLink_) {
+    // A tap: frames the VM wrote that its XDP program could not redirect
+    // (tun counts them as rx_dropped), or that the stack dropped.
+    if (auto l = ingressLink_->read()) s.ingressRefused = l->rxDropped;
   }
   if (egressLink_) {
     if (auto l = egressLink_->read()) s.egressDrops = l->txDropped;
@@ -161,20 +177,41 @@ void Runner::computeCpu(const Snapshot& a, const Snapshot& b, bool usePolls, Run
       }
       return sum;
     };
-    const std::string &pa = topo_.portA(), &pb = topo_.portB(), &ps = topo_.sinkIf();
-    c.pollDut = delta([&](const std::string& d, int) { return d == pa || d == pb; });
+    const std::vector<std::string> ports = topo_.ports();
+    const std::string& ps = topo_.sinkIf();
+    auto isPort = [&](const std::string& d) { return std::find(ports.begin(), ports.end(), d) != ports.end(); };
+    c.pollDut = delta([&](const std::string& d, int) { return isPort(d); });
     // The tc sink without NAPI receives in polls of the per-CPU backlog
     // (netif_rx); nothing else of the topology uses it.
     bool backlog = topo_.sink().receivesViaBacklog();
-    c.pollSink = delta([&](const std::string& d, int) { return d == ps || (backlog && d == VB_BACKLOG_DEV); });
-    c.pollInDutProcess = delta([](const std::string&, int ctx) { return ctx == VB_CTX_DUT; });
-    c.pollInBench = delta([](const std::string&, int ctx) { return ctx == VB_CTX_BENCH; });
+    c.pollSink = delta([&](const std::string& d, int) {
+      return (topo_.vethSink() && d == ps) || (backlog && d == VB_BACKLOG_DEV);
+    });
+    auto onCtx = [&](int want) { return delta([want](const std::string&, int ctx) { return ctx == want; }); };
+    c.pollInDutProcess = onCtx(VB_CTX_DUT);
+    c.pollInBench = onCtx(VB_CTX_BENCH);
+    c.pollInNapiThread = onCtx(VB_CTX_NAPI);
+    c.pollInSinkTask = onCtx(VB_CTX_SINK);
+    c.pollInKsoftirqd = onCtx(VB_CTX_KSOFTIRQD);
     c.netRxOther = delta([](const std::string& d, int) { return d.empty(); });
+    for (const auto& [k, v] : *b.polls) {
+      auto it = a.polls->find(k);
+      PollTime d = v;
+      if (it != a.polls->end()) {
+        d.seconds -= it->second.seconds;
+        d.calls -= it->second.calls;
+        d.frames -= it->second.frames;
+      }
+      if (d.calls) c.polls.push_back({k, d});
+    }
     c.method = "tasks+softirq";
+    // Each task's own work: its run time minus the softirq work that ran on
+    // top of it (which the polls attribute to their devices).
     double vdevdOwn = c.vdevdProcess ? std::max(0.0, *c.vdevdProcess - *c.pollInDutProcess) : 0.0;
-    c.datapath = vdevdOwn + napiThread + *c.pollDut;
+    double napiOwn = c.dutNapiThread ? std::max(0.0, napiThread - *c.pollInNapiThread) : 0.0;
+    c.datapath = vdevdOwn + napiOwn + *c.pollDut;
     c.generator = c.genThreads - *c.pollInBench;
-    c.sink = c.sinkTask + *c.pollSink;
+    c.sink = std::max(0.0, c.sinkTask - *c.pollInSinkTask) + *c.pollSink;
   } else if (opt_.napiThreaded && c.dutNapiThread) {
     c.method = "tasks";
     c.datapath = c.vdevdProcess.value_or(0) + napiThread;
@@ -189,45 +226,48 @@ void Runner::computeCpu(const Snapshot& a, const Snapshot& b, bool usePolls, Run
   c.unexplained = c.all - c.datapath - c.generator - c.sink - c.netRxOther.value_or(0);
 }
 
-Result<RunResult> Runner::measure(Datapath& dp, int run) {
-  struct StopGuard {  // dp and the generator are stopped on every way out
-    Datapath& dp;
-    Generator& gen;
-    bool armed = true;
-    ~StopGuard() {
-      gen.stop();
-      if (armed) dp.stop();
-    }
-  } guard{dp, gen_};
-
-  if (!statsTried_) {
-    statsTried_ = true;
-    ksoftirqd_ = findTasksByComm("ksoftirqd/");
+void Runner::openStats() {
+  if (statsTried_) return;
+  statsTried_ = true;
+  ksoftirqd_ = findTasksByComm("ksoftirqd/");
+  if (topo_.hasGenNs()) {
     auto st = EthtoolStats::open(topo_.genNs(), topo_.genIf());
     if (st) genStats_.emplace(std::move(st.value()));
     else logWarn("no ethtool statistics for %s: %s", topo_.genIf().c_str(), st.status().message().c_str());
-    auto ls = LinkStats::open(topo_.dutNs(), topo_.portB());
-    if (ls) egressLink_.emplace(std::move(ls.value()));
-    else logWarn("no link statistics for %s: %s", topo_.portB().c_str(), ls.status().message().c_str());
-    if (topo_.scenario() == Scenario::kVethVeth) {
-      auto es = EthtoolStats::open(topo_.dutNs(), topo_.portB());
-      if (es) egressEthtool_.emplace(std::move(es.value()));
-    }
   }
+  if (topo_.portAIsTap()) {
+    auto ls = LinkStats::open(topo_.dutNs(), topo_.portA());
+    if (ls) ingressLink_.emplace(std::move(ls.value()));
+    else logWarn("no link statistics for %s: %s", topo_.portA().c_str(), ls.status().message().c_str());
+  }
+  auto ls = LinkStats::open(topo_.dutNs(), topo_.portB());
+  if (ls) egressLink_.emplace(std::move(ls.value()));
+  else logWarn("no link statistics for %s: %s", topo_.portB().c_str(), ls.status().message().c_str());
+  if (!topo_.portBIsTap()) {
+    auto es = EthtoolStats::open(topo_.dutNs(), topo_.portB());
+    if (es) egressEthtool_.emplace(std::move(es.value()));
+  }
+}
 
-  RunResult r;
-  r.datapath = dp.name();
-  r.run = run;
+Status Runner::setUp(Datapath& dp) {
+  openStats();
   // The sink first: a devmap redirect needs the sink veth's NAPI (GRO, tc
   // sink) before it can transmit into it.
   VB_TRY(prepareSink(dp));
-  r.sinkPath = topo_.sink().receivePath();
   VB_TRY(dp.start());
   if (timer_) timer_->setDutTgid(dp.pid());
   VB_TRY(prepareNapi());
+  if (timer_) {
+    // Kernel threads whose softirq work is told apart (see computeCpu).
+    std::vector<std::pair<pid_t, int>> ctx;
+    for (pid_t t : dutNapiThreads_) ctx.emplace_back(t, VB_CTX_NAPI);
+    for (pid_t t : ksoftirqd_) ctx.emplace_back(t, VB_CTX_KSOFTIRQD);
+    for (pid_t t : topo_.sink().taskIds()) ctx.emplace_back(t, VB_CTX_SINK);
+    VB_TRY(timer_->setThreadContexts(ctx));
+  }
 
-  // Tell learning switches where the sink is (frames with no magic, so they
-  // are never counted as benchmark frames anywhere).
+  // Tell learning switches where the sink (and the VM) are: frames with no
+  // magic, so they are never counted as benchmark frames anywhere.
   FrameSpec learn;
   learn.src = topo_.sinkMac();
   learn.dst = topo_.genMac();
@@ -237,8 +277,94 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   learn.dstPort = 1024;
   learn.magic = false;
   VB_TRY(topo_.sink().sendLearningFrames(buildFrame(learn), 3));
+  if (topo_.scenario() == Scenario::kSwitch && topo_.vm()) {
+    learn.src = topo_.vm()->mac();
+    learn.srcIp = 0xc6120201;  // 198.18.2.1
+    VB_TRY(topo_.vm()->sendLearningFrames(buildFrame(learn), 3));
+  }
   if (!sleepUnlessStopped(0.05)) return Status::fail(EINTR, "measurement");
+  return {};
+}
 
+Status Runner::drain(uint64_t lastSink) {
+  // Let what is in flight arrive: the sink count must be still for 200 ms
+  // (at most 3 s) before the totals are taken.
+  double stillSince = monotonicSeconds(), giveUp = stillSince + 3;
+  while (monotonicSeconds() - stillSince < 0.2 && monotonicSeconds() < giveUp) {
+    if (!sleepUnlessStopped(0.02)) return Status::fail(EINTR, "measurement");
+    auto k = topo_.sink().counters();
+    if (!k) return k.status();
+    if (k->pkts != lastSink) {
+      lastSink = k->pkts;
+      stillSince = monotonicSeconds();
+    }
+  }
+  return {};
+}
+
+namespace {
+
+struct Rates {
+  std::vector<double> offMpps, fwdMpps, dts, starts;
+};
+
+// Rates per sampling interval. Samples closer than half the sampling period
+// to the previous cut (the window's first and last snapshots sit next to a
+// regular sample; a late wakeup makes the next deadline pass at once) are
+// merged, so they never show up as a 0-frame "gap". The last sample always
+// closes the window.
+template <class S>
+Rates ratesOf(const std::vector<S>& window) {
+  Rates out;
+  if (window.size() < 2) return out;
+  std::vector<size_t> cuts{0};
+  for (size_t i = 1; i < window.size(); ++i)
+    if (window[i].t - window[cuts.back()].t >= kSampleInterval / 2) cuts.push_back(i);
+  size_t lastSample = window.size() - 1;
+  if (cuts.back() != lastSample) {
+    if (cuts.size() > 1) cuts.back() = lastSample;
+    else cuts.push_back(lastSample);
+  }
+  for (size_t k = 1; k < cuts.size(); ++k) {
+    const S& x = window[cuts[k - 1]];
+    const S& y = window[cuts[k]];
+    double dt = y.t - x.t;
+    if (dt <= 0) continue;
+    out.starts.push_back(x.t - window[0].t);
+    out.dts.push_back(dt);
+    out.offMpps.push_back((y.offered - x.offered) / dt / 1e6);
+    out.fwdMpps.push_back((y.forwarded - x.forwarded) / dt / 1e6);
+  }
+  return out;
+}
+
+template <class T>
+std::optional<uint64_t> deltaOf(const std::optional<T>& a, const std::optional<T>& b) {
+  if (!a || !b) return std::nullopt;
+  return *b - *a;
+}
+
+}  // namespace
+
+Result<RunResult> Runner::measure(Datapath& dp, int run) {
+  struct StopGuard {  // dp and the generator are stopped on every way out
+    Datapath& dp;
+    TrafficSource& gen;
+    bool armed = true;
+    ~StopGuard() {
+      gen.stop();
+      if (armed) dp.stop();
+    }
+  } guard{dp, gen_};
+
+  RunResult r;
+  r.datapath = dp.name();
+  r.run = run;
+  VB_TRY(setUp(dp));
+  r.sinkPath = topo_.sink().receivePath();
+
+  gen_.setRate(opt_.ratePps);
+  r.targetPps = opt_.ratePps;
   auto base = snapshot(dp);
   if (!base) return base.status();
   VB_TRY(gen_.start());
@@ -277,20 +403,7 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   }
   gen_.stop();
   VB_TRY(gen_.error());
-
-  // Let what is in flight arrive: the sink count must be still for 200 ms
-  // (at most 3 s) before the totals are taken.
-  uint64_t lastSink = b->sink.pkts;
-  double stillSince = monotonicSeconds(), giveUp = stillSince + 3;
-  while (monotonicSeconds() - stillSince < 0.2 && monotonicSeconds() < giveUp) {
-    if (!sleepUnlessStopped(0.02)) return Status::fail(EINTR, "measurement");
-    auto k = topo_.sink().counters();
-    if (!k) return k.status();
-    if (k->pkts != lastSink) {
-      lastSink = k->pkts;
-      stillSince = monotonicSeconds();
-    }
-  }
+  VB_TRY(drain(b->sink.pkts));
   auto fin = snapshot(dp);
   if (!fin) return fin.status();
 
@@ -308,7 +421,8 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   r.offeredTotal = fin->gen.pkts - base->gen.pkts;
   r.forwardedTotal = fin->sink.pkts - base->sink.pkts;
   r.countsOk = r.forwardedTotal <= r.offeredTotal;
-  if (a->egressDrops && b->egressDrops) r.egressDrops = *b->egressDrops - *a->egressDrops;
+  r.egressDrops = deltaOf(a->egressDrops, b->egressDrops);
+  r.floodedToVm = deltaOf(a->vmPkts, b->vmPkts);
   if (base->sinkKernel && fin->sinkKernel) {
     r.sinkKernelTotal = *fin->sinkKernel - *base->sinkKernel;
     r.sinkKernelCounter = topo_.sink().kernelCounter();
@@ -328,7 +442,7 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   // On a veth, tx_queue_N_xdp_xmit{,_errors} are the peer's receive-ring
   // counters for frames arriving by ndo_xdp_xmit (one TX queue here).
   r.ingressAccepted = ing("tx_queue_0_xdp_xmit");
-  r.ingressRingFull = ing("tx_queue_0_xdp_xmit_errors");
+  r.ingressRingFull = deltaOf(a->ingressRefused, b->ingressRefused);
 
   if (split) {
     computeCpu(*c0, *c1, true, &r);
@@ -357,38 +471,265 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   if (steal > 0.15)
     logWarn("%s run %d: the hypervisor took %.0f%% of a CPU (steal time)", r.datapath.c_str(), run, 100.0 * steal);
 
-  // Rates per sampling interval. Samples closer than half the sampling
-  // period to the previous cut (the window's first and last snapshots sit
-  // next to a regular sample; a late wakeup makes the next deadline pass at
-  // once) are merged, so they never show up as a 0-frame "gap". The last
-  // sample always closes the window.
-  std::vector<size_t> cuts{0};
-  for (size_t i = 1; i < window.size(); ++i)
-    if (window[i].t - window[cuts.back()].t >= kSampleInterval / 2) cuts.push_back(i);
-  size_t lastSample = window.size() - 1;
-  if (cuts.back() != lastSample) {
-    if (cuts.size() > 1) cuts.back() = lastSample;
-    else cuts.push_back(lastSample);
-  }
-  std::vector<double> offMpps, fwdMpps, dts, starts;
-  for (size_t k = 1; k < cuts.size(); ++k) {
-    const Sample& x = window[cuts[k - 1]];
-    const Sample& y = window[cuts[k]];
-    double dt = y.t - x.t;
-    if (dt <= 0) continue;
-    starts.push_back(x.t - window[0].t);
-    dts.push_back(dt);
-    offMpps.push_back((y.offered - x.offered) / dt / 1e6);
-    fwdMpps.push_back((y.forwarded - x.forwarded) / dt / 1e6);
-  }
+  Rates rt = ratesOf(window);
   if (opt_.timeline) {
-    r.timelineT = starts;
-    r.timelineOffered = offMpps;
-    r.timelineForwarded = fwdMpps;
+    r.timelineT = rt.starts;
+    r.timelineOffered = rt.offMpps;
+    r.timelineForwarded = rt.fwdMpps;
   }
-  r.offeredFlow = analyzeFlow(offMpps, dts, opt_.gapFraction);
-  r.forwardedFlow = analyzeFlow(fwdMpps, dts, opt_.gapFraction);
+  r.offeredFlow = analyzeFlow(rt.offMpps, rt.dts, opt_.gapFraction);
+  r.forwardedFlow = analyzeFlow(rt.fwdMpps, rt.dts, opt_.gapFraction);
   return r;
+}
+
+// ---- latency --------------------------------------------------------------------
+
+Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vector<Pinger*>& pingers) {
+  struct StopGuard {
+    Datapath& dp;
+    bool armed = true;
+    ~StopGuard() {
+      if (armed) dp.stop();
+    }
+  } guard{dp};
+  LatencyRun lr;
+  lr.datapath = dp.name();
+  lr.run = run;
+  VB_TRY(setUp(dp));
+
+  // Other load while probing: busy time (all CPUs) that neither vdevd nor
+  // this process (requester, responders, tap readers) nor ksoftirqd had.
+  auto ours = [&]() {
+    double sum = 0;
+    if (auto v = dp.processCpuSeconds()) sum += *v;
+    if (auto me = taskCpuSeconds(getpid())) sum += me.value();
+    for (pid_t t : ksoftirqd_)
+      if (auto c = threadCpuSeconds(t)) sum += c.value();
+    for (pid_t t : dutNapiThreads_)
+      if (auto c = threadCpuSeconds(t)) sum += c.value();
+    return sum;
+  };
+  auto busy0 = readCpuBusy();
+  if (!busy0) return busy0.status();
+  double ours0 = ours(), t0 = monotonicSeconds();
+
+  const auto& pairs = topo_.latencyPairs();
+  for (size_t i = 0; i < pairs.size() && i < pingers.size(); ++i) {
+    PairLatency pl;
+    pl.pair = pairs[i].name;
+    pl.from = pairs[i].from->name;
+    pl.to = pairs[i].to->name;
+    ProbePlan plan;
+    plan.cpu = opt_.genCpu;
+    plan.prio = opt_.latPrio;
+    plan.timeoutS = opt_.latTimeoutS;
+    // Warm-up (discarded): learning, neighbour and socket caches.
+    plan.count = 20;
+    plan.intervalS = 0.001;
+    std::vector<double> ignored;
+    auto w = pingers[i]->run(plan, &ignored);
+    if (!w) return w.status();
+    if (ignored.empty())
+      return Status::failText(ETIMEDOUT, pl.pair + ": no answer to any of 20 warm-up probes (" + pl.from + " -> " +
+                                             pl.to + ")");
+    std::vector<double> us;
+    plan.count = opt_.latSamples;
+    plan.intervalS = opt_.latIntervalS;
+    auto ipi0 = readIpis();
+    auto sw0 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(Status::fail(ESRCH, "no process"));
+    auto n = pingers[i]->run(plan, &us);
+    if (!n) return n.status();
+    auto ipi1 = readIpis();
+    auto sw1 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(Status::fail(ESRCH, "no process"));
+    pl.light = summarizeLatency(us, n.value());
+    if (n.value() > 0) {
+      if (ipi0 && ipi1) pl.ipisPerProbe = double(ipi1.value() - ipi0.value()) / double(n.value());
+      if (sw0 && sw1) pl.dutSleepsPerProbe = double(sw1.value() - sw0.value()) / double(n.value());
+    }
+    if (opt_.latPauseSamples > 0) {
+      plan.count = opt_.latPauseSamples;
+      plan.pauseS = opt_.latPauseS;
+      auto m = pingers[i]->run(plan, &pl.pauseUs);
+      if (!m) return m.status();
+      pl.pause = summarizeLatency(pl.pauseUs, m.value());
+    }
+    lr.pairs.push_back(std::move(pl));
+  }
+
+  auto busy1 = readCpuBusy();
+  if (!busy1) return busy1.status();
+  lr.seconds = monotonicSeconds() - t0;
+  double other = (busy1->all - busy0->all) - (ours() - ours0);
+  lr.otherLoad = lr.seconds > 0 ? std::max(0.0, other) / lr.seconds : 0;
+  lr.noisy = lr.otherLoad > 0.15;
+  if (lr.noisy)
+    logWarn("%s latency run %d: %.0f%% of a CPU went to other tasks while probing; is the machine idle?",
+            lr.datapath.c_str(), run, 100.0 * lr.otherLoad);
+
+  guard.armed = false;
+  if (timer_) timer_->setDutTgid(0);
+  Status st = dp.stop();
+  if (!st.ok()) lr.stopProblem = st.message();
+  return lr;
+}
+
+// ---- loss search ----------------------------------------------------------------
+
+namespace {
+struct DutDrops {
+  uint64_t rxRingFull, fillEmpty, drops;
+};
+DutDrops dutDrops(const std::string& json) {
+  DutDrops d{sumJsonKey(json, "rx_ring_full"), sumJsonKey(json, "rx_fill_ring_empty_descs"), 0};
+  for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt", "pool_empty",
+                        "invalid_src"})
+    d.drops += sumJsonKey(json, k);
+  return d;
+}
+}  // namespace
+
+Result<RateTrial> Runner::trial(Datapath& dp, uint64_t pps, double seconds) {
+  RateTrial t;
+  t.targetPps = pps;
+  gen_.setRate(pps);
+  std::string stats0 = dp.liveStatsJson();
+  auto base = snapshot(dp);
+  if (!base) return base.status();
+  std::vector<Sample> samples;
+  double t0 = monotonicSeconds();
+  samples.push_back({t0, base->gen.pkts, base->sink.pkts});
+  VB_TRY(gen_.start());
+  Status s = sampleFor(seconds, &samples);
+  gen_.stop();
+  double t1 = monotonicSeconds();
+  VB_TRY(s);
+  VB_TRY(gen_.error());
+  VB_TRY(drain(samples.back().forwarded));
+  auto fin = snapshot(dp);
+  if (!fin) return fin.status();
+  std::string stats1 = dp.liveStatsJson();
+  if (!stats0.empty() && !stats1.empty()) {
+    DutDrops x = dutDrops(stats0), y = dutDrops(stats1);
+    t.dutRxRingFull = y.rxRingFull - x.rxRingFull;
+    t.dutFillRingEmpty = y.fillEmpty - x.fillEmpty;
+    t.dutDrops = y.drops - x.drops;
+  }
+  // The rate is over the time frames flowed: from the last sample before
+  // the first frame on.
+  double first = t0;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    if (samples[i].offered != base->gen.pkts) break;
+    first = samples[i].t;
+  }
+  t.seconds = t1 - first;
+  t.offered = fin->gen.pkts - base->gen.pkts;
+  t.forwarded = fin->sink.pkts - base->sink.pkts;
+  t.ingressRefused = deltaOf(base->ingressRefused, fin->ingressRefused);
+  t.egressDrops = deltaOf(base->egressDrops, fin->egressDrops);
+  t.countsOk = t.forwarded <= t.offered;
+  if (base->sinkKernel && fin->sinkKernel &&
+      *fin->sinkKernel - *base->sinkKernel !=
+          (fin->sink.pkts + fin->sink.otherPkts) - (base->sink.pkts + base->sink.otherPkts))
+    t.countsOk = false;
+  // Offered-load gaps, without the generator's start (the first 10 ms).
+  if (samples.size() > 2) samples.erase(samples.begin());
+  Rates rt = ratesOf(samples);
+  t.offeredFlow = analyzeFlow(rt.offMpps, rt.dts, opt_.gapFraction);
+  t.pass = t.countsOk && t.offered > 0 && t.lossPct() <= opt_.lossMaxPct;
+  logInfo("%s trial %llu fps: offered %.0f fps, loss %.4f%% -> %s", dp.name().c_str(),
+          static_cast<unsigned long long>(pps), t.offeredPps(), t.lossPct(), t.pass ? "pass" : "fail");
+  return t;
+}
+
+Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) {
+  struct StopGuard {
+    Datapath& dp;
+    TrafficSource& gen;
+    bool armed = true;
+    ~StopGuard() {
+      gen.stop();
+      gen.setRate(0);
+      if (armed) dp.stop();
+    }
+  } guard{dp, gen_};
+  RateSearch rs;
+  rs.datapath = dp.name();
+  rs.run = run;
+  VB_TRY(setUp(dp));
+  auto a = snapshot(dp);
+  if (!a) return a.status();
+
+  // Warm-up, then the peak: unpaced, what the datapath forwards at most.
+  if (opt_.warmup > 0) {
+    auto w = trial(dp, 0, opt_.warmup);
+    if (!w) return w.status();
+  }
+  auto peak = trial(dp, 0, opt_.trialS);
+  if (!peak) return peak.status();
+  rs.peak = peak.value();
+
+  // Binary search on the offered rate. A datapath cannot forward more without
+  // loss than it forwards at most, so the first trial is at the peak's
+  // forwarded rate; if that passes at the rate asked for, the search goes on
+  // up to the peak's offered rate. When the unpaced peak itself lost
+  // nothing, the datapath took everything the generator could offer (its
+  // softirq work shares the generator's CPU and throttles it): that offered
+  // rate is the answer, a lower bound limited by the generator's CPU.
+  constexpr double kMinRate = 1000;
+  double lo = 0, hi = 0;  // hi 0: no failing rate yet
+  double r = rs.peak.forwardedPps();
+  if (rs.peak.pass) {
+    rs.lossFreePps = rs.peak.offeredPps();
+    rs.generatorLimited = true;
+    r = 0;
+  }
+  for (int i = 0; i < opt_.maxTrials && r >= kMinRate; ++i) {
+    auto t = trial(dp, static_cast<uint64_t>(r), opt_.trialS);
+    if (!t) return t.status();
+    rs.trials.push_back(t.value());
+    if (t->pass) {
+      rs.lossFreePps = std::max(rs.lossFreePps, t->offeredPps());
+      lo = r;
+      if (t->offeredPps() < 0.95 * r) {
+        // The generator could not offer this much: its CPU also runs the
+        // datapath's softirq work. Asking for more offers no more.
+        rs.generatorLimited = true;
+        break;
+      }
+      if (hi == 0) {
+        hi = rs.peak.offeredPps();
+        if (hi <= lo * (1 + opt_.resolution)) break;
+      }
+    } else {
+      hi = r;
+    }
+    if (hi - lo <= opt_.resolution * hi) break;
+    r = (lo + hi) / 2;
+  }
+
+  // 90% of vdevd's own peak (the same run's), for every datapath.
+  double ref = vdevdPeakPps > 0 ? vdevdPeakPps : (isVdevd(dp.name()) ? rs.peak.forwardedPps() : 0);
+  if (ref > 0) {
+    rs.vdevdPeakPps = ref;
+    auto t = trial(dp, static_cast<uint64_t>(0.9 * ref), opt_.duration);
+    if (!t) return t.status();
+    rs.at90 = t.value();
+  }
+
+  auto b = snapshot(dp);
+  if (!b) return b.status();
+  double other = b->t > a->t ? otherLoad(*a, *b) / (b->t - a->t) : 0;
+  rs.noisy = other > 0.15;
+  if (rs.noisy)
+    logWarn("%s loss search run %d: %.0f%% of a CPU went to other tasks; is the machine idle?", rs.datapath.c_str(),
+            run, 100.0 * other);
+
+  gen_.setRate(0);
+  guard.armed = false;
+  if (timer_) timer_->setDutTgid(0);
+  Status st = dp.stop();
+  if (!st.ok()) rs.stopProblem = st.message();
+  return rs;
 }
 
 }  // namespace vdev::bench

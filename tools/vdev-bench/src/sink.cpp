@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include <cstring>
+#include <utility>
 
 #include "../bpf/bench_shared.h"
 
@@ -28,6 +29,29 @@ bool isBenchFrame(const uint8_t* buf, size_t len) {
   auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
   return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
          udp->dest == htons(VB_UDP_DPORT) && pl->magic == htonl(VB_MAGIC);
+}
+
+bool isProbeFrame(const uint8_t* buf, size_t len) {
+  if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
+  auto* eth = reinterpret_cast<const ethhdr*>(buf);
+  auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
+  auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
+  auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
+  return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
+         udp->dest == htons(VB_UDP_ECHO_PORT) && pl->magic == htonl(VB_MAGIC);
+}
+
+void reflectProbe(uint8_t* buf, size_t len) {
+  if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr)) return;
+  auto* eth = reinterpret_cast<ethhdr*>(buf);
+  auto* ip = reinterpret_cast<iphdr*>(buf + ETH_HLEN);
+  auto* udp = reinterpret_cast<udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
+  uint8_t mac[ETH_ALEN];
+  std::memcpy(mac, eth->h_dest, ETH_ALEN);
+  std::memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+  std::memcpy(eth->h_source, mac, ETH_ALEN);
+  std::swap(ip->saddr, ip->daddr);
+  std::swap(udp->source, udp->dest);
 }
 
 namespace {
@@ -159,7 +183,7 @@ Status VethSink::prepare(const SinkRun& run) {
 
 // ---- TapSink ------------------------------------------------------------------
 
-Result<std::unique_ptr<TapSink>> TapSink::create(const Netns& ns, const std::string& ifname) {
+Result<std::unique_ptr<TapSink>> TapSink::create(const Netns& ns, const std::string& ifname, const Mac& mac) {
   // The tap is created in the namespace of the thread that opens /dev/net/tun.
   auto fd = inNetns(ns, [&]() -> Result<Fd> {
     int raw = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
@@ -172,7 +196,7 @@ Result<std::unique_ptr<TapSink>> TapSink::create(const Netns& ns, const std::str
     return f;
   });
   if (!fd) return fd.status();
-  std::unique_ptr<TapSink> s(new TapSink(ifname, std::move(fd.value())));
+  std::unique_ptr<TapSink> s(new TapSink(ifname, std::move(fd.value()), mac));
   s->reader_ = std::thread([p = s.get()] { p->readerMain(); });
   return s;
 }
@@ -192,7 +216,7 @@ void TapSink::readerMain() {
   tid_.store(gettid(), std::memory_order_relaxed);
 
   alignas(64) uint8_t buf[65536];
-  uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0;
+  uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0, probes = 0;
   pollfd pfd = {fd_.get(), POLLIN, 0};
   while (!stop_.load(std::memory_order_relaxed)) {
     // Drain everything that is queued, then publish, then sleep in poll():
@@ -207,6 +231,16 @@ void TapSink::readerMain() {
       } else {
         ++other;
         otherBytes += static_cast<uint64_t>(n);
+        if (isProbeFrame(buf, static_cast<size_t>(n)) && std::memcmp(buf, mac_.data(), ETH_ALEN) == 0) {
+          // The guest answers: back out through the tap at once. A probe
+          // that was flooded to the VM (addressed to someone else) is not
+          // answered, or a learning switch would learn the wrong port.
+          reflectProbe(buf, static_cast<size_t>(n));
+          if (write(fd_.get(), buf, static_cast<size_t>(n)) == n) {
+            ++probes;
+            probes_.store(probes, std::memory_order_relaxed);
+          }
+        }
       }
       if ((pkts & 255) == 0) {
         pkts_.store(pkts, std::memory_order_relaxed);

@@ -1,6 +1,8 @@
 // sink.h - receivers that count exactly what the device under test delivered.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -64,6 +66,9 @@ class Sink {
   // no such count (a tap). kernelCounter() names it.
   virtual std::optional<uint64_t> kernelCount() const { return std::nullopt; }
   virtual std::string kernelCounter() const { return ""; }
+  // The sink's own tasks (threaded-NAPI kthreads, the tap reader) in the
+  // current run, for the softirq accounting.
+  virtual std::vector<pid_t> taskIds() const { return {}; }
 };
 
 // The sink on the veth inside the sink namespace (see bpf/sink.bpf.c).
@@ -91,6 +96,7 @@ class VethSink : public Sink {
   bool receivesViaBacklog() const override { return mode_ == SinkMode::kTc && !gro_; }
   std::optional<uint64_t> kernelCount() const override;
   std::string kernelCounter() const override;
+  std::vector<pid_t> taskIds() const override { return napiThreads_; }
 
  private:
   VethSink(const Netns& ns, std::string ifname, SinkMode mode) : ns_(ns), ifname_(std::move(ifname)), mode_(mode) {}
@@ -109,11 +115,15 @@ class VethSink : public Sink {
 
 // A tap reader standing in for a VM: it owns the tap (opened with
 // IFF_TAP | IFF_NO_PI in the device-under-test namespace, the way QEMU opens
-// one), reads every frame on its own thread and counts it. The tap exists as
-// long as this object: closing the last fd of a non-persistent tap removes it.
+// one), reads every frame on its own thread and counts it. Latency probes
+// (UDP to VB_UDP_ECHO_PORT) addressed to the VM's MAC are sent back at once
+// from the reader thread, addresses and ports swapped (one write()), as a
+// guest's echo responder would. The tap exists as long as this object:
+// closing the last fd of a non-persistent tap removes it.
 class TapSink : public Sink {
  public:
-  static Result<std::unique_ptr<TapSink>> create(const Netns& ns, const std::string& ifname);
+  // mac: the VM's own MAC (probes to it are reflected).
+  static Result<std::unique_ptr<TapSink>> create(const Netns& ns, const std::string& ifname, const Mac& mac);
   ~TapSink() override;
   Result<Counters> counters() const override;
   Status sendLearningFrames(const std::vector<uint8_t>& frame, int n) override;
@@ -121,22 +131,38 @@ class TapSink : public Sink {
   Status prepare(const SinkRun& run) override;
   std::string describe() const override { return "read() loop on tap " + ifname_; }
   std::string receivePath() const override { return "tap, read() per frame"; }
+  // The tap's fd, for a TapWriter (the VM transmitting).
+  int fd() const { return fd_.get(); }
+  const std::string& ifname() const { return ifname_; }
+  Mac mac() const { return mac_; }
+  uint64_t probesReflected() const { return probes_.load(std::memory_order_relaxed); }
+  pid_t readerTid() const { return tid_.load(std::memory_order_relaxed); }
+  std::vector<pid_t> taskIds() const override {
+    pid_t t = readerTid();
+    return t ? std::vector<pid_t>{t} : std::vector<pid_t>{};
+  }
 
  private:
-  TapSink(std::string ifname, Fd fd) : ifname_(std::move(ifname)), fd_(std::move(fd)) {}
+  TapSink(std::string ifname, Fd fd, const Mac& mac) : ifname_(std::move(ifname)), fd_(std::move(fd)), mac_(mac) {}
   void readerMain();
 
   std::string ifname_;
   Fd fd_;
+  Mac mac_;
   std::thread reader_;
   std::atomic<bool> stop_{false};
   std::atomic<pid_t> tid_{0};
   // Written by the reader thread only (relaxed stores), read by the sampler;
   // each is a monotonic counter, no ordering with other data is needed.
-  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0};
+  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0}, probes_{0};
 };
 
 // True when buf is a vdev-bench frame (same test as bpf/sink.bpf.c).
 bool isBenchFrame(const uint8_t* buf, size_t len);
+// True when buf is a latency probe: IPv4/UDP to VB_UDP_ECHO_PORT with VB_MAGIC.
+bool isProbeFrame(const uint8_t* buf, size_t len);
+// Turns a probe into its answer in place: Ethernet and IPv4 addresses and
+// UDP ports swapped (both checksums stay valid: they cover sums).
+void reflectProbe(uint8_t* buf, size_t len);
 
 }  // namespace vdev::bench

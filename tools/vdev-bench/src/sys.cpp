@@ -337,6 +337,56 @@ Result<double> threadCpuSeconds(pid_t tid) {
   return ns * 1e-9;
 }
 
+Result<uint64_t> readIpis() {
+  std::ifstream f("/proc/interrupts");
+  if (!f) return Status::fromErrno("open /proc/interrupts");
+  std::string line;
+  uint64_t sum = 0;
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    std::string name;
+    is >> name;
+    if (name != "RES:" && name != "CAL:") continue;
+    unsigned long long v;
+    while (is >> v) sum += v;  // stops at the description
+  }
+  return sum;
+}
+
+Result<uint64_t> voluntarySwitches(pid_t pid) {
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return Status::fromErrno("open /proc/" + std::to_string(pid) + "/task");
+  uint64_t sum = 0;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + e->d_name + "/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) sum += std::stoull(line.substr(24));
+  }
+  closedir(d);
+  return sum;
+}
+
+std::optional<int> autogroupNice() {
+  std::ifstream on("/proc/sys/kernel/sched_autogroup_enabled");
+  int enabled = 0;
+  if (!(on >> enabled) || !enabled) return std::nullopt;
+  std::ifstream f("/proc/self/autogroup");  // "/autogroup-9 nice 0"
+  std::string group, word;
+  int nice = 0;
+  if (!(f >> group >> word >> nice) || word != "nice") return std::nullopt;
+  return nice;
+}
+
+Status setAutogroupNice(int nice) {
+  std::ofstream f("/proc/self/autogroup");
+  f << nice;
+  f.flush();
+  if (!f) return Status::fromErrno("set the autogroup's nice to " + std::to_string(nice));
+  return {};
+}
+
 std::vector<pid_t> findTasksByComm(const std::string& prefix) {
   std::vector<pid_t> out;
   DIR* d = opendir("/proc");

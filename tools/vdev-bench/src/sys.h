@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,5 +123,20 @@ Result<double> threadCpuSeconds(pid_t tid);
 std::vector<pid_t> findTasksByComm(const std::string& prefix);
 
 double monotonicSeconds();
+
+// Inter-processor interrupts so far, all CPUs: rescheduling (a wake-up of a
+// task on another CPU) plus function-call interrupts (/proc/interrupts RES
+// and CAL).
+Result<uint64_t> readIpis();
+// Voluntary context switches of a process (all its threads): how often it
+// went to sleep.
+Result<uint64_t> voluntarySwitches(pid_t pid);
+
+// The nice value of this process's autogroup (/proc/self/autogroup: with
+// CONFIG_SCHED_AUTOGROUP, CFS first shares a CPU fairly between sessions,
+// whatever the threads' own nice values). nullopt when autogrouping is off
+// or absent.
+std::optional<int> autogroupNice();
+Status setAutogroupNice(int nice);
 
 }  // namespace vdev::bench
