@@ -377,19 +377,12 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     uint16_t slot = q.xsk->slot();
     addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
-    // Frames the kernel put on the RX ring that vdevd never took: received
-    // at this port and dropped with it (port_down), so every frame the XDP
-    // program redirected here has an outcome. (The program no longer
-    // redirects to this socket; one already in flight on another CPU may
-    // still land after this read and go uncounted.)
-    if (uint32_t pending = q.xsk->rxRingCount(); pending) {
-      uint64_t bytes = 0;
-      const uint32_t cons = *q.xsk->rx.consumer;
-      for (uint32_t i = 0; i < pending; i++) bytes += xsk_ring_cons__rx_desc(&q.xsk->rx, cons + i)->len;
-      counters().rx_packets.add(pending);
-      counters().rx_bytes.add(bytes);
-      down.add(pending);
-    }
+    // Frames the kernel put on the RX ring that vdevd never took die with
+    // the socket: for the port they are frames dropped on the way in, so
+    // they join the socket's rx_dropped (never vdevd's rx: vdevd never had
+    // them). (The program no longer redirects to this socket; a frame
+    // already in flight on another CPU may still land after this read.)
+    xdp_closed_.rx_dropped += q.xsk->rxRingCount();
     // Once the socket is closed the kernel no longer touches its rings; every
     // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.
     q.xsk.reset();
