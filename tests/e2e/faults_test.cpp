@@ -901,9 +901,16 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
   // sockets per round) over a dozen rounds does not fit in that.
   ASSERT_TRUE(warm.has_value());
   EXPECT_EQ(end.fds, warm->fds) << "vdevd's open fds after round 1 and at the end:" << fdGrowth(*warm, end);
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer (make asan) freed memory sits in ASan's quarantine
+  // and its allocator maps more as it goes: RSS and mappings grow without a
+  // leak. LeakSanitizer checks for real leaks when vdevd exits there.
+  std::cout << "  (AddressSanitizer build: RSS and mappings not compared)\n";
+#else
   EXPECT_EQ(end.maps, warm->maps) << "vdevd's memory mappings after round 1 and at the end";
   EXPECT_LT(int64_t(end.rssKb) - int64_t(warm->rssKb), 2048) << "VmRSS " << warm->rssKb << " kB -> " << end.rssKb
                                                              << " kB";
+#endif
 
   const auto took = std::chrono::duration_cast<Millis>(Clock::now() - t0);
   std::cout << "  soak: " << rounds << " rounds in " << took.count() << " ms; faults: " << faults.portAdds
