@@ -60,7 +60,7 @@ class VdevdDatapath : public Datapath {
   VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath)
       : topo_(t), opt_(o), path_(std::move(path)), kind_(std::move(kind)), statsPath_(std::move(statsPath)) {
     bool threePorts = topo_.ports().size() > 2;
-    mode_ = kind_ == "vdevd-switch" || threePorts ? "switch" : "xconnect";
+    mode_ = kind_ == "vdevd-switch" || kind_ == "vdevd-fast" || threePorts ? "switch" : "xconnect";
   }
   ~VdevdDatapath() override { stop(); }
 
@@ -82,6 +82,7 @@ class VdevdDatapath : public Datapath {
       args.emplace_back("--idle-spin-us");
       args.emplace_back(std::to_string(kSpinUs));
     }
+    if (kind_ == "vdevd-fast") args.emplace_back("--fast-path");
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
@@ -200,6 +201,9 @@ class VdevdDatapath : public Datapath {
   }
 
   std::string statsJson() const override { return stats_; }
+  // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
+  // needs NAPI, which vdevd gives the container end of every veth it creates.
+  bool transmitsXdpFrames() const override { return kind_ == "vdevd-fast"; }
   pid_t pid() const override { return pid_ > 0 ? pid_ : 0; }
   std::string liveStatsJson() override {
     if (pid_ <= 0) return "";
@@ -224,6 +228,7 @@ class VdevdDatapath : public Datapath {
   std::string describe() const override {
     std::string s = "vdevd --mode " + mode_;
     if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
+    if (kind_ == "vdevd-fast") s += " --fast-path";
     if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
     for (const auto& a : opt_.vdevdArgs) s += " " + a;
     return s;
@@ -389,7 +394,8 @@ class XdpRedirectDatapath : public Datapath {
 }  // namespace
 
 bool isKnownDatapath(const std::string& k) {
-  return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "bridge" || k == "xdp-redirect";
+  return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "vdevd-fast" || k == "bridge" ||
+         k == "xdp-redirect";
 }
 
 bool isVdevd(const std::string& kind) { return kind.rfind("vdevd", 0) == 0; }

@@ -51,6 +51,11 @@ DESCRIPTION
       vdevd-spin     vdevd (xconnect; switch in the switch scenario) with
                      --idle-spin-us 1000000: it never sleeps while frames come more than
                      once a second; vdevd's nearest to busy polling
+      vdevd-fast     vdevd --mode switch --fast-path: learned unicast is redirected by
+                     the ports' XDP programs through a devmap (the kernel's bulk
+                     ndo_xdp_xmit), everything else goes through vdevd. The sink veth gets
+                     GRO on, as vdevd gives the container end of every veth it creates
+                     (a veth takes redirected frames only with NAPI)
       bridge         a Linux bridge enslaving the ports (STP off; a static FDB entry for
                      the sink, except in the switch scenario, where it learns)
       xdp-redirect   an XDP program on A redirecting into B through a devmap (and one on
@@ -65,7 +70,7 @@ DESCRIPTION
       tap-veth:  Pa is a tap the VM write()s the frames into (one write() per frame, as
                  QEMU without vhost); Pb, Ps as veth-veth
       switch:    veth-veth plus Pc, a tap read by the VM: two containers and a VM on one
-                 learning switch (vdevd-switch, vdevd-spin, bridge); traffic Pg -> Ps;
+                 learning switch (vdevd-switch, vdevd-spin, vdevd-fast, bridge); traffic Pg -> Ps;
                  frames flooded to the VM are counted
 
     The generator runs an XDP program with BPF_PROG_RUN in live-frames mode
@@ -82,7 +87,8 @@ DESCRIPTION
 OPTIONS
     -s, --scenario NAME   veth-veth (default), veth-tap, tap-veth or switch.
     -d, --datapath LIST   comma-separated datapaths, in order (default:
-                          vdevd,bridge,xdp-redirect; switch: vdevd-switch,bridge; with the
+                          vdevd,vdevd-fast,bridge,xdp-redirect; switch:
+                          vdevd-switch,vdevd-fast,bridge; with the
                           default list a vdevd that cannot be found is skipped with a note,
                           a listed one is an error).
     -t, --duration S      measured seconds per run (default 5).
@@ -409,7 +415,8 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
         while (std::getline(ss, item, ',')) {
           if (item.empty()) continue;
           if (!isKnownDatapath(item))
-            return usage("unknown datapath '" + item + "' (vdevd, vdevd-switch, vdevd-spin, bridge, xdp-redirect)");
+            return usage("unknown datapath '" + item +
+                           "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, bridge, xdp-redirect)");
           o->datapaths.push_back(item);
         }
         if (o->datapaths.empty()) return usage("--datapath needs at least one datapath");
@@ -583,7 +590,7 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
     }
   }
   if (optind < argc) return usage(std::string("unexpected argument '") + argv[optind] + "'");
-  if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "bridge"};
+  if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
   for (const auto& d : o->datapaths) {
     std::string why = datapathFitsScenario(d, o->scenario);
     if (!why.empty()) return usage(d + " in scenario " + scenarioName(o->scenario) + ": " + why);

@@ -29,7 +29,8 @@ const char* latencyModeName(LatencyMode m);
 struct Options {
   Scenario scenario = Scenario::kVethVeth;
   SinkMode sinkMode = SinkMode::kTc;  // veth-veth sink: tc ingress (default) or XDP
-  std::vector<std::string> datapaths{"vdevd", "bridge", "xdp-redirect"};  // switch: vdevd-switch, bridge
+  // switch: vdevd-switch, vdevd-fast, bridge
+  std::vector<std::string> datapaths{"vdevd", "vdevd-fast", "bridge", "xdp-redirect"};
   bool datapathsGiven = false;  // default list: a missing vdevd is skipped, not an error
   double duration = 5.0;        // measured seconds per run
   double warmup = 1.0;          // seconds of traffic before measuring
