@@ -40,6 +40,8 @@ int BPF_PROG(vdev_fast_xmit, const struct net_device *from_dev, const struct net
 	fast_add(*slot, VDEV_FAST_XMIT_DROPS, (__u64)drops);
 	if (err == -6 /* ENXIO */ || err == -95 /* EOPNOTSUPP */)
 		fast_add(*slot, VDEV_FAST_XMIT_REFUSED, (__u64)drops);
+	else if (err == 0)
+		fast_add(*slot, VDEV_FAST_XMIT_FULL, (__u64)drops);
 	return 0;
 }
 

@@ -44,7 +44,10 @@ enum vdev_fast_stat {
 	VDEV_FAST_XMIT_DROPS = 4, /* of those, dropped by the device's ndo_xdp_xmit */
 	VDEV_FAST_XMIT_REFUSED = 5, /* of the drops, -ENXIO/-EOPNOTSUPP: the device takes no
 				     * XDP frames (a veth peer without NAPI) */
-	VDEV_FAST_NSTATS = 6,
+	VDEV_FAST_XMIT_FULL = 6, /* of the drops, sent with no error: the device took the
+				  * bulk but its queue was full. tun and veth count these in
+				  * their own tx_dropped as well. */
+	VDEV_FAST_NSTATS = 7,
 };
 
 #endif

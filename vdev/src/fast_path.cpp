@@ -115,7 +115,8 @@ FastPortStats FastPath::read(uint16_t slot) const {
   FastPortStats s;
   if (slot >= VDEV_FAST_MAX_PORTS) return s;
   uint64_t* out[VDEV_FAST_NSTATS] = {&s.rx_packets, &s.rx_bytes, &s.tx_packets,
-                                     &s.tx_bytes,   &s.drops,    &s.refused};
+                                     &s.tx_bytes,   &s.drops,    &s.refused,
+                                     &s.queue_full};
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
     uint32_t k = uint32_t(slot) * VDEV_FAST_NSTATS + c;
     if (bpf_map_lookup_elem(statsFd(), &k, percpu_.data())) continue;

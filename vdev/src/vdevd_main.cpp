@@ -62,15 +62,24 @@ Sizes and tuning:
                            or a sender waiting for buffers stalls
       --idle-spin-us N     keep polling N microseconds after the last frame
                            before sleeping in poll() (default 50)
-      --fast-path          kernel fast path: unicast between stations vdevd has
-                           learned (source on the ingress port, destination on
-                           another) is redirected by each port's XDP program
-                           through a devmap -- the kernel's bulk ndo_xdp_xmit --
-                           without a trip through vdevd; everything else still
-                           goes through vdevd. Counters stay exact (fast_xmit
-                           counts what a device refused). A veth destination
-                           needs NAPI on its container end (GRO on, or an XDP
-                           program); one without is detected and taken off it.
+      --fast-path          the kernel fast path, required: vdevd refuses to
+                           start if it cannot be set up (without this option it
+                           warns and switches every frame itself)
+      --no-fast-path       no kernel fast path: every frame goes through vdevd
+                           (AF_XDP), as in xconnect mode
+                           The fast path (switch mode, on by default): unicast
+                           between stations vdevd has learned (source on the
+                           ingress port, destination on another) is redirected
+                           by each port's XDP program through a devmap -- the
+                           kernel's bulk ndo_xdp_xmit -- without a trip through
+                           vdevd; everything else (unknown, broadcast, new or
+                           moving stations, 802.3, runts) still goes through
+                           vdevd. Counters stay exact (fast_xmit counts what a
+                           device refused). A veth destination needs NAPI on its
+                           container end (GRO on, or an XDP program): vdevd
+                           turns GRO on for the veths it creates; a port whose
+                           device cannot take redirected frames is switched by
+                           vdevd, and joins when it can.
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
@@ -181,7 +190,7 @@ int main(int argc, char** argv) {
   enum {
     kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
     kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState, kFdbPortLimit,
-    kFdbHold, kMaxInflight, kFastPath
+    kFdbHold, kMaxInflight, kFastPath, kNoFastPath
   };
   static const struct option opts[] = {
       {"port", required_argument, nullptr, 'p'},
@@ -203,6 +212,7 @@ int main(int argc, char** argv) {
       {"fdb-hold-ms", required_argument, nullptr, kFdbHold},
       {"max-inflight", required_argument, nullptr, kMaxInflight},
       {"fast-path", no_argument, nullptr, kFastPath},
+      {"no-fast-path", no_argument, nullptr, kNoFastPath},
       {"stats-json", required_argument, nullptr, kStatsJson},
       {"socket", required_argument, nullptr, 's'},
       {"no-socket", no_argument, nullptr, kNoSocket},
@@ -290,7 +300,8 @@ int main(int argc, char** argv) {
         if (!parseU32(optarg, 0, 3600000, v)) usageError("--fdb-hold-ms must be 0..3600000");
         cfg.fdb_hold_ns = uint64_t(v) * 1000000ull;
         break;
-      case kFastPath: cfg.fast_path = true; break;
+      case kFastPath: cfg.fast_path = cfg.fast_path_required = true; break;
+      case kNoFastPath: cfg.fast_path = cfg.fast_path_required = false; break;
       case kMaxInflight:
         if (!parseU32(optarg, 1, 1u << 24, cfg.max_inflight)) usageError("--max-inflight must be 1..16777216");
         break;
@@ -390,7 +401,7 @@ int main(int argc, char** argv) {
   ctx.state = &state;
   ctx.state_path = state_path;
   ctx.mode = cfg.mode;
-  ctx.fast_path = cfg.fast_path;
+  ctx.fast_path = d.fastPath();
   ctx.started = std::chrono::steady_clock::now();
   vdev::DaemonControl control(ctx);
   std::unique_ptr<vdevnl::ControlServer> server;
@@ -419,8 +430,9 @@ int main(int argc, char** argv) {
   }
 
   d.start();
-  std::printf("vdevd: ready (%zu ports, %s mode)\n", d.numPorts(),
-              cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect");
+  std::printf("vdevd: ready (%zu ports, %s mode%s)\n", d.numPorts(),
+              cfg.mode == vdev::SwitchMode::kSwitch ? "switch" : "xconnect",
+              d.fastPath() ? ", kernel fast path" : "");
   std::fflush(stdout);
   char status[128];
   std::snprintf(status, sizeof status, "%zu ports, %s mode", d.numPorts(),

@@ -51,8 +51,12 @@ struct DatapathConfig {
   uint32_t fdb_max_per_port = 256;
   uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
   uint32_t max_inflight = 0;
-  // The kernel fast path for learned unicast (fast_path.h).
-  bool fast_path = false;
+  // The kernel fast path for learned unicast (fast_path.h), switch mode
+  // only. On by default; when it cannot be set up (a kernel without BTF or
+  // raw tracepoints) vdevd warns and switches everything itself, unless
+  // fast_path_required (--fast-path given explicitly) makes that an error.
+  bool fast_path = true;
+  bool fast_path_required = false;
   uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
   std::vector<std::array<uint8_t, 6>> host_macs;
 };
@@ -109,6 +113,8 @@ class Datapath {
   Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);
   size_t numPorts() const { return active_.size(); }
+  // Whether learned unicast may take the kernel fast path (set up at create).
+  bool fastPath() const { return fast_ != nullptr; }
   bool hasPort(const std::string& name);
   // Checks every port's device and link now (as housekeeping does every
   // 100 ms): the control thread calls it on rtnetlink link events.
@@ -168,11 +174,18 @@ class Datapath {
   void syncFastFdb(uint64_t now_ns);
   void fastHousekeeping(uint64_t now_ns);
   PortCounterSnapshot portSnapshot(const Port& p) const;
+  uint64_t fastDropsCountedByDevice(const Port& p);
 
   DatapathConfig cfg_;
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
   std::vector<uint8_t> fast_state_;     // by slot: 0 off, 1 on, 2 cannot be (no devmap slot)
   std::vector<uint64_t> fast_refused_;  // by slot: refused frames seen at the last check
+  struct FastDevBase {
+    int ifindex = 0;      // the device the figures below belong to
+    bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
+    uint64_t base = 0;    // queue-full drops before this device appeared
+  };
+  std::vector<FastDevBase> fast_dev_base_;  // by slot
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
   std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot

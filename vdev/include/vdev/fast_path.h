@@ -45,6 +45,9 @@ Result<bool> deviceTakesXdpFrames(int ifindex);
 
 struct FastPortStats {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
+  // Of the drops, those the device's queue refused although it took the
+  // bulk (no error): tun and veth count them in their tx_dropped too.
+  uint64_t queue_full = 0;
 };
 
 class FastPath {
