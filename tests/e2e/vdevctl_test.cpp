@@ -644,8 +644,19 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   for (const Json& p : s["ports"].asArray()) fast += p["xdp_prog"]["fast"].asU64();
   EXPECT_GE(fast, 80u) << "unicast between learned containers did not take the kernel path:\n"
                        << s.dump() << d->logs();
+  // A removed port's counters (fast-path frames included) stay in vdevd's
+  // totals: summed under removed_ports.
+  const Stats before = d->stats();
+  const PortStats p1 = before.port(c1), p2 = before.port(c2);
   ok({"port", "del", c1});
   ok({"port", "del", c2});
+  const Stats after = d->stats();
+  const Json& removed = after.raw["removed_ports"];
+  EXPECT_EQ(removed["count"].asU64(), 2u) << after.dump();
+  EXPECT_EQ(removed["rx_packets"].asU64(), p1.rxPackets + p2.rxPackets) << after.dump();
+  EXPECT_EQ(removed["tx_packets"].asU64(), p1.txPackets + p2.txPackets) << after.dump();
+  EXPECT_EQ(removed["tx_bytes"].asU64(), p1.txBytes + p2.txBytes) << after.dump();
+  EXPECT_GE(removed["rx_packets"].asU64(), 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 

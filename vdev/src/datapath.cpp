@@ -198,7 +198,8 @@ Status Datapath::removePortNow(const std::string& ifname) {
   p->shutdown(*pool_);
   syncFastPort(*p);
   fdb_.flushPort(slot);
-  removed_.push_back(portSnapshot(*p));  // its counters stay in the totals
+  removed_ += portSnapshot(*p);  // its counters stay in the totals
+  removed_ports_++;
   ports_[slot].reset();
   rebuildActive();
   return {};
@@ -895,6 +896,7 @@ DatapathStats Datapath::stats() {
       ps.dev_tx_dropped -= std::min(ps.dev_tx_dropped, fastDropsCountedByDevice(p));
     }
     out.removed = removed_;
+    out.removed_ports = removed_ports_;
   });
   return out;
 }

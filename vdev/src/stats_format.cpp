@@ -64,7 +64,15 @@ std::string statsJson(const DatapathStats& s) {
     kv(o, "tx_dropped", p.dev_tx_dropped, false);
     o += "}}";
   }
-  o += "], \"pool\": {";
+  o += "], \"removed_ports\": {";
+  kv(o, "count", s.removed_ports);
+  kv(o, "rx_packets", s.removed.rx_packets);
+  kv(o, "rx_bytes", s.removed.rx_bytes);
+  kv(o, "tx_packets", s.removed.tx_packets);
+  kv(o, "tx_bytes", s.removed.tx_bytes);
+  o += "\"drops\": {";
+  for (uint32_t r = 0; r < kNumDropReasons; r++) kv(o, dropReasonName(r), s.removed.drops[r], r + 1 < kNumDropReasons);
+  o += "}}, \"pool\": {";
   const PoolStats& q = s.pool;
   kv(o, "total", q.total);
   kv(o, "free", q.free);
@@ -104,6 +112,14 @@ std::string statsTable(const DatapathStats& s) {
                   " xdp_no_socket %" PRIu64 " xdp_fast %" PRIu64 "\n",
                   uint64_t(p.xdp.rx_dropped), uint64_t(p.xdp.rx_ring_full),
                   uint64_t(p.xdp.rx_fill_ring_empty_descs), uint64_t(p.xdp.tx_invalid_descs), p.dev_tx_dropped, p.prog.pass, p.prog.no_socket, p.prog.fast);
+    o += buf;
+  }
+  if (s.removed_ports) {
+    std::snprintf(buf, sizeof buf,
+                  "removed ports (%" PRIu64 "): rx %" PRIu64 " packets %" PRIu64 " bytes   tx %" PRIu64
+                  " packets %" PRIu64 " bytes   drops %" PRIu64 "\n",
+                  s.removed_ports, s.removed.rx_packets, s.removed.rx_bytes, s.removed.tx_packets,
+                  s.removed.tx_bytes, s.removed.totalDrops());
     o += buf;
   }
   const PoolStats& q = s.pool;

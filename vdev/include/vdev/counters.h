@@ -58,6 +58,14 @@ struct PortCounterSnapshot {
     for (auto d : drops) s += d;
     return s;
   }
+  PortCounterSnapshot& operator+=(const PortCounterSnapshot& o) {
+    rx_packets += o.rx_packets;
+    rx_bytes += o.rx_bytes;
+    tx_packets += o.tx_packets;
+    tx_bytes += o.tx_bytes;
+    for (size_t i = 0; i < drops.size(); i++) drops[i] += o.drops[i];
+    return *this;
+  }
 };
 
 // The calling thread's index (0 for the main/control thread and the first

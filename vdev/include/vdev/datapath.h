@@ -89,7 +89,10 @@ struct PortStats {
 
 struct DatapathStats {
   std::vector<PortStats> ports;
-  std::vector<PortCounterSnapshot> removed;  // counters of ports removed at run time
+  // Counters of the ports removed at run time, summed (bounded however many
+  // come and go), so that totals over the daemon's life still add up.
+  PortCounterSnapshot removed;
+  uint64_t removed_ports = 0;
   PoolStats pool;
   uint64_t fdb_entries = 0;
 };
@@ -190,7 +193,8 @@ class Datapath {
   Fdb fdb_;
   std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot
   std::vector<Port*> active_;                  // the non-null ones, in order (hot loops)
-  std::vector<PortCounterSnapshot> removed_;
+  PortCounterSnapshot removed_;  // summed counters of removed ports
+  uint64_t removed_ports_ = 0;
   // Per destination port: frames collected during one burst.
   std::vector<std::vector<Frame*>> pending_;
   std::vector<uint32_t> pending_n_;
