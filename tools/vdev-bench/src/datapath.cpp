@@ -51,7 +51,8 @@ std::string selfDir() {
 // vdevd started in the device-under-test namespace through `ip netns exec`
 // (which also mounts that namespace's sysfs for it), pinned to the DUT CPU.
 // `ip netns exec` execs the command in place, so the child pid is vdevd's.
-// kind: "vdevd" (xconnect), "vdevd-switch", or "vdevd-spin" (the
+// kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
+// (switch with the kernel fast path), or "vdevd-spin" (the
 // scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
 // thread never sleeps while frames come more often than once a second, the
 // nearest vdevd has to busy polling).
@@ -82,7 +83,11 @@ class VdevdDatapath : public Datapath {
       args.emplace_back("--idle-spin-us");
       args.emplace_back(std::to_string(kSpinUs));
     }
+    // vdevd-fast requires the kernel fast path; the others measure vdevd's
+    // own (AF_XDP) path, so in switch mode they turn it off (it is on by
+    // default, and a tap always takes redirected frames).
     if (kind_ == "vdevd-fast") args.emplace_back("--fast-path");
+    else if (mode_ == "switch") args.emplace_back("--no-fast-path");
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
@@ -229,6 +234,7 @@ class VdevdDatapath : public Datapath {
     std::string s = "vdevd --mode " + mode_;
     if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
     if (kind_ == "vdevd-fast") s += " --fast-path";
+    else if (mode_ == "switch") s += " --no-fast-path";
     if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
     for (const auto& a : opt_.vdevdArgs) s += " " + a;
     return s;

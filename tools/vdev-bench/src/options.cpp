@@ -47,15 +47,17 @@ DESCRIPTION
     LIST forwards between the SAME ports, one after the other, in the same invocation:
 
       vdevd          vdevd --port A --port B --mode xconnect (the AF_XDP datapath)
-      vdevd-switch   the same with --mode switch (L2 learning switch)
-      vdevd-spin     vdevd (xconnect; switch in the switch scenario) with
+      vdevd-switch   the same with --mode switch --no-fast-path (L2 learning switch,
+                     every frame through vdevd)
+      vdevd-spin     vdevd (xconnect; switch --no-fast-path in the switch scenario) with
                      --idle-spin-us 1000000: it never sleeps while frames come more than
                      once a second; vdevd's nearest to busy polling
-      vdevd-fast     vdevd --mode switch --fast-path: learned unicast is redirected by
-                     the ports' XDP programs through a devmap (the kernel's bulk
-                     ndo_xdp_xmit), everything else goes through vdevd. The sink veth gets
-                     GRO on, as vdevd gives the container end of every veth it creates
-                     (a veth takes redirected frames only with NAPI)
+      vdevd-fast     vdevd --mode switch --fast-path (vdevd's default mode): learned
+                     unicast is redirected by the ports' XDP programs through a devmap
+                     (the kernel's bulk ndo_xdp_xmit), everything else goes through
+                     vdevd. The sink veth gets GRO on, as vdevd gives the container end
+                     of every veth it creates (a veth takes redirected frames only with
+                     NAPI)
       bridge         a Linux bridge enslaving the ports (STP off; a static FDB entry for
                      the sink, except in the switch scenario, where it learns)
       xdp-redirect   an XDP program on A redirecting into B through a devmap (and one on

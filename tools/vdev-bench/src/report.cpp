@@ -127,9 +127,9 @@ void printLatency(const Report& rep, FILE* out) {
     }
   }
   fprintf(out,
-          "  issue 5's target: vdevd's p50 and p99 at most 1.5x the bridge's (default mode), at most 1x\n"
-          "  with busy polling (vdevd-spin is the nearest vdevd has); the first frame after a pause within\n"
-          "  the same budget.\n");
+          "  target: vdevd's default mode (vdevd-fast here) at most 1.5x the bridge's p50 and p99, and at\n"
+          "  most 1x with busy polling (vdevd-spin is the nearest vdevd's own path has); the first frame\n"
+          "  after a pause within the same budget.\n");
 }
 
 const RateTrial* at90(const RateSearch& rs) { return rs.at90 ? &*rs.at90 : nullptr; }
