@@ -62,24 +62,24 @@ Sizes and tuning:
                            or a sender waiting for buffers stalls
       --idle-spin-us N     keep polling N microseconds after the last frame
                            before sleeping in poll() (default 50)
-      --fast-path          the kernel fast path, required: vdevd refuses to
-                           start if it cannot be set up (without this option it
-                           warns and switches every frame itself)
-      --no-fast-path       no kernel fast path: every frame goes through vdevd
-                           (AF_XDP), as in xconnect mode
-                           The fast path (switch mode, on by default): unicast
-                           between stations vdevd has learned (source on the
-                           ingress port, destination on another) is redirected
-                           by each port's XDP program through a devmap -- the
-                           kernel's bulk ndo_xdp_xmit -- without a trip through
-                           vdevd; everything else (unknown, broadcast, new or
-                           moving stations, 802.3, runts) still goes through
-                           vdevd. Counters stay exact (fast_xmit counts what a
-                           device refused). A veth destination needs NAPI on its
-                           container end (GRO on, or an XDP program): vdevd
-                           turns GRO on for the veths it creates; a port whose
-                           device cannot take redirected frames is switched by
-                           vdevd, and joins when it can.
+      --no-fast-path       turn the kernel fast path off: every frame goes
+                           through vdevd (AF_XDP)
+      --fast-path          require it: refuse to start if it cannot be set up
+                           (by default vdevd warns and carries on without)
+                           The kernel fast path (switch mode, on by default):
+                           unicast between stations vdevd has learned (source
+                           on the ingress port, destination on another) is
+                           redirected by each port's XDP program through a
+                           devmap -- the kernel's bulk ndo_xdp_xmit -- without
+                           a trip through vdevd; everything else (unknown,
+                           broadcast, new or moving stations, 802.3, runts)
+                           still goes through vdevd. Counters stay exact
+                           (fast_xmit counts what a device did not take). A
+                           veth destination needs NAPI on its container end
+                           (GRO on, or an XDP program): vdevd turns GRO on for
+                           the veths it creates; a port whose device cannot
+                           take redirected frames is switched by vdevd until
+                           it can. See docs/vdevd.md for what it costs.
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
