@@ -105,23 +105,11 @@ std::string Generator::describe() const {
   return s;
 }
 
-std::vector<pid_t> Generator::threadIds() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  std::vector<pid_t> v;
-  for (pid_t t : tids_)
-    if (t) v.push_back(t);
-  return v;
-}
-
 Status Generator::start() {
   if (!threads_.empty()) return Status::fail(EBUSY, "generator already running");
   installInterruptHandler();
   stop_.store(false, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    error_ = Status();
-    tids_.assign(cfg_.threads, 0);
-  }
+  book_.reset(cfg_.threads);
   inside_.store(cfg_.threads, std::memory_order_relaxed);
   uint32_t repeat = cfg_.repeatPerCall, batch = cfg_.batchSize;
   if (cfg_.ratePps) {
@@ -149,15 +137,8 @@ void Generator::threadMain(int index, uint32_t repeat, uint32_t batch) {
   sigaddset(&unblock, kInterruptSignal);
   pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
 
-  pid_t tid = gettid();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    tids_[index] = tid;
-  }
-  auto fail = [&](Status s) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (error_.ok()) error_ = std::move(s);
-  };
+  book_.started(index, gettid());
+  auto fail = [&](Status s) { book_.failed(std::move(s)); };
   Status s = ns_.enter();  // ctx ingress_ifindex resolves in this thread's netns
   if (s.ok()) s = pinTask(0, cfg_.cpu);
   if (s.ok() && cfg_.ratePps) s = setPacerNice();
@@ -184,13 +165,7 @@ void Generator::threadMain(int index, uint32_t repeat, uint32_t batch) {
       calls_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  double cpu = 0;
-  if (auto c = threadCpuSeconds(tid)) cpu = c.value();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    exitedCpu_ += cpu;
-    tids_[index] = 0;
-  }
+  book_.exited(index);
   inside_.fetch_sub(1, std::memory_order_release);
 }
 
@@ -210,7 +185,33 @@ void Generator::stop() {
   handles_.clear();
 }
 
-double Generator::cpuSeconds() const {
+// ---- SourceThreads -----------------------------------------------------------------
+
+void SourceThreads::reset(int threads) {
+  std::lock_guard<std::mutex> lk(mu_);
+  error_ = Status();
+  tids_.assign(static_cast<size_t>(threads), 0);
+}
+
+void SourceThreads::started(int index, pid_t tid) {
+  std::lock_guard<std::mutex> lk(mu_);
+  tids_[static_cast<size_t>(index)] = tid;
+}
+
+void SourceThreads::failed(Status s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (error_.ok()) error_ = std::move(s);
+}
+
+void SourceThreads::exited(int index) {
+  double cpu = 0;
+  if (auto c = threadCpuSeconds(gettid())) cpu = c.value();
+  std::lock_guard<std::mutex> lk(mu_);
+  exitedCpu_ += cpu;
+  tids_[static_cast<size_t>(index)] = 0;
+}
+
+double SourceThreads::cpuSeconds() const {
   std::lock_guard<std::mutex> lk(mu_);
   double sum = exitedCpu_;
   for (pid_t tid : tids_) {
@@ -220,9 +221,17 @@ double Generator::cpuSeconds() const {
   return sum;
 }
 
-Status Generator::error() const {
+Status SourceThreads::error() const {
   std::lock_guard<std::mutex> lk(mu_);
   return error_;
+}
+
+std::vector<pid_t> SourceThreads::ids() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<pid_t> v;
+  for (pid_t t : tids_)
+    if (t) v.push_back(t);
+  return v;
 }
 
 
@@ -240,11 +249,7 @@ Status TapWriter::start() {
   if (!threads_.empty()) return Status::fail(EBUSY, "tap writer already running");
   stop_.store(false, std::memory_order_relaxed);
   nextSlot_.store(0, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    error_ = Status();
-    tids_.assign(nthreads_, 0);
-  }
+  book_.reset(nthreads_);
   for (int i = 0; i < nthreads_; ++i) threads_.emplace_back([this, i] { threadMain(i); });
   return {};
 }
@@ -256,17 +261,10 @@ void TapWriter::threadMain(int index) {
   sigaddset(&block, SIGTERM);
   sigaddset(&block, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &block, nullptr);
-  pid_t tid = gettid();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    tids_[index] = tid;
-  }
+  book_.started(index, gettid());
   Status s = pinTask(0, cpu_);
   if (s.ok() && rate_.load(std::memory_order_relaxed)) s = setPacerNice();
-  if (!s.ok()) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (error_.ok()) error_ = s;
-  }
+  if (!s.ok()) book_.failed(s);
   // stop_ and rate_ (relaxed) pair with nothing: the joins in stop() order
   // everything else.
   while (s.ok() && !stop_.load(std::memory_order_relaxed)) {
@@ -288,18 +286,13 @@ void TapWriter::threadMain(int index) {
       pkts_.fetch_add(1, std::memory_order_relaxed);
       bytes_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     } else if (n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS) {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (error_.ok()) error_ = Status::fromErrno("write to tap " + ifname_);
+      book_.failed(Status::fromErrno("write to tap " + ifname_));
       break;
     } else {
       writeErrors_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  double cpu = 0;
-  if (auto c = threadCpuSeconds(tid)) cpu = c.value();
-  std::lock_guard<std::mutex> lk(mu_);
-  exitedCpu_ += cpu;
-  tids_[index] = 0;
+  book_.exited(index);
 }
 
 void TapWriter::stop() {
@@ -314,29 +307,6 @@ Result<Counters> TapWriter::counters() const {
   c.pkts = pkts_.load(std::memory_order_relaxed);
   c.bytes = bytes_.load(std::memory_order_relaxed);
   return c;
-}
-
-double TapWriter::cpuSeconds() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  double sum = exitedCpu_;
-  for (pid_t tid : tids_) {
-    if (tid == 0) continue;
-    if (auto c = threadCpuSeconds(tid)) sum += c.value();
-  }
-  return sum;
-}
-
-Status TapWriter::error() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return error_;
-}
-
-std::vector<pid_t> TapWriter::threadIds() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  std::vector<pid_t> v;
-  for (pid_t t : tids_)
-    if (t) v.push_back(t);
-  return v;
 }
 
 std::string TapWriter::describe() const {

@@ -41,6 +41,26 @@ struct GeneratorConfig {
   uint64_t ratePps = 0;
 };
 
+// The threads of a traffic source, as Runner sees them: their ids while
+// they run, the CPU of those that ended, and the first error any hit.
+// Thread-safe: the threads report, Runner reads.
+class SourceThreads {
+ public:
+  void reset(int threads);                  // before the threads start
+  void started(int index, pid_t tid);
+  void failed(Status s);                    // the first failure is kept
+  void exited(int index);                   // adds the thread's CPU; call from the thread
+  double cpuSeconds() const;                // ended threads + running ones so far
+  Status error() const;
+  std::vector<pid_t> ids() const;           // running threads
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<pid_t> tids_;  // by index, 0 when not running
+  double exitedCpu_ = 0;
+  Status error_;
+};
+
 // What Runner needs of a source of offered load.
 class TrafficSource {
  public:
@@ -80,13 +100,13 @@ class Generator : public TrafficSource {
   // Frames the program has emitted (XDP_TX), since load.
   Result<Counters> counters() const override { return readCounters(countersFd_); }
   // Run time of the generator threads so far (schedstat; this process's threads).
-  double cpuSeconds() const override;
-  Status error() const override;
+  double cpuSeconds() const override { return book_.cpuSeconds(); }
+  Status error() const override { return book_.error(); }
   // Paced: sets the program's period (its .bss, read per frame) and, from
   // the next start() on, the batch size and the repeat count per call.
   void setRate(uint64_t pps) override;
   uint64_t rate() const override { return cfg_.ratePps; }
-  std::vector<pid_t> threadIds() const override;
+  std::vector<pid_t> threadIds() const override { return book_.ids(); }
   std::string describe() const override;
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
@@ -103,14 +123,11 @@ class Generator : public TrafficSource {
   int countersFd_ = -1;
 
   std::vector<std::thread> threads_;
-  std::vector<pid_t> tids_;           // guarded by mu_
   std::vector<pthread_t> handles_;
   std::atomic<bool> stop_{false};
   std::atomic<int> inside_{0};        // threads still looping
   std::atomic<uint64_t> calls_{0};
-  mutable std::mutex mu_;
-  Status error_;                      // guarded by mu_
-  double exitedCpu_ = 0;              // CPU of joined threads, guarded by mu_
+  SourceThreads book_;
 };
 
 // A VM transmitting through its tap, the way QEMU without vhost does: one
@@ -130,11 +147,11 @@ class TapWriter : public TrafficSource {
   void stop() override;
   bool running() const override { return !threads_.empty(); }
   Result<Counters> counters() const override;
-  double cpuSeconds() const override;
-  Status error() const override;
+  double cpuSeconds() const override { return book_.cpuSeconds(); }
+  Status error() const override { return book_.error(); }
   void setRate(uint64_t pps) override { rate_.store(pps, std::memory_order_relaxed); }
   uint64_t rate() const override { return rate_.load(std::memory_order_relaxed); }
-  std::vector<pid_t> threadIds() const override;
+  std::vector<pid_t> threadIds() const override { return book_.ids(); }
   std::string describe() const override;
 
  private:
@@ -152,10 +169,7 @@ class TapWriter : public TrafficSource {
   // Written by the writers (relaxed increments), read by the sampler;
   // monotonic counters, no ordering with other data.
   std::atomic<uint64_t> pkts_{0}, bytes_{0}, writeErrors_{0};
-  mutable std::mutex mu_;
-  std::vector<pid_t> tids_;  // guarded by mu_
-  double exitedCpu_ = 0;     // guarded by mu_
-  Status error_;             // guarded by mu_
+  SourceThreads book_;
 };
 
 }  // namespace vdev::bench
