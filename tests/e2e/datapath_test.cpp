@@ -249,6 +249,7 @@ INSTANTIATE_TEST_SUITE_P(
                "native",
                Fast::kOff},
         Config{"generic", {"--xdp-mode", "generic"}, "generic"},
+        Config{"busy_poll", {"--busy-poll", "50", "--no-fast-path"}, "native", Fast::kOff},
         Config{"fast_path", {"--fast-path"}, "native", Fast::kAll}),
     [](const ::testing::TestParamInfo<Config>& i) { return std::string(i.param.name); });
 
@@ -1035,6 +1036,8 @@ TEST_F(DatapathTest, BadArgumentsAreRejected) {
       {"--port", t.a.port(), "--batch", "0"},
       {"--port", t.a.port(), "--batch", "257"},
       {"--port", t.a.port(), "--bogus"},
+      {"--port", t.a.port(), "--busy-poll", "-1"},
+      {"--port", t.a.port(), "--fast-path", "--busy-poll", "10001"},
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     const auto& args = bad[i];

@@ -348,7 +348,15 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   XskSocket& s = *q.xsk;
   uint32_t idx = 0;
   const uint32_t n = xsk_ring_cons__peek(&s.rx, uint32_t(burst_.size()), &idx);
-  if (n == 0) return 0;
+  if (n == 0) {
+    // Busy polling: an empty RX ring asks the kernel to run the queue's NAPI
+    // here, now (one syscall per empty poll of the queue, never per frame).
+    if (s.busyPoll()) {
+      ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      (void)rc;
+    }
+    return 0;
+  }
   uint64_t bytes = 0;
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {

@@ -15,6 +15,14 @@
 #ifndef XDP_MAX_TX_SKB_BUDGET
 #define XDP_MAX_TX_SKB_BUDGET 9
 #endif
+// Preferred busy polling (Linux 5.11+; Debian's headers have them, but not
+// every libc's).
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
 
 namespace vdev {
 
@@ -148,6 +156,14 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     // Probed: older kernels lack the option (ENOPROTOOPT); the default stays.
     s->tx_budget_set_ =
         ::setsockopt(fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &cfg.tx_budget, sizeof cfg.tx_budget) == 0;
+  }
+  if (cfg.busy_poll_us) {
+    int one = 1, us = int(cfg.busy_poll_us), budget = int(cfg.busy_poll_budget);
+    if (::setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof one) ||
+        ::setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof us) ||
+        ::setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget))
+      return errnoError("busy polling (SO_PREFER_BUSY_POLL) for " + who);
+    s->busy_poll_ = true;
   }
   return s;
 }

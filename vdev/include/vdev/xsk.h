@@ -36,6 +36,10 @@ struct XskConfig {
   uint32_t comp_size = 1024;
   uint32_t tx_budget = 0;     // copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel default
   bool zerocopy = true;       // try zero-copy first (only the UMEM's first socket decides)
+  // Preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, _BUDGET):
+  // microseconds per busy poll, 0 = off; the budget is the batch size.
+  uint32_t busy_poll_us = 0;
+  uint32_t busy_poll_budget = 64;
 };
 
 class XskSocket {
@@ -55,6 +59,7 @@ class XskSocket {
   bool zerocopy() const { return zerocopy_; }
   uint32_t queue() const { return queue_; }
   bool txBudgetSet() const { return tx_budget_set_; }
+  bool busyPoll() const { return busy_poll_; }
   // XDP_STATISTICS; zeros if the socket is unusable.
   struct xdp_statistics stats() const;
   // Pending socket error (ENETDOWN once the device is gone), 0 if none.
@@ -83,6 +88,7 @@ class XskSocket {
   uint32_t queue_ = 0;
   bool zerocopy_ = false;
   bool tx_budget_set_ = false;
+  bool busy_poll_ = false;
   Mapping maps_[4];
 };
 
