@@ -26,6 +26,7 @@
 // everything in test namespaces or on test-made devices, removed at the end
 // pass or fail.
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
@@ -1345,10 +1346,11 @@ struct Uplink {
     run("ip addr add " + hostAddr + "/30 dev " + veth.hostName());
     net.ip("addr add " + peerAddr + "/30 dev " + veth.peerName());
   }
-  // Echo replies the neighbour got for `count` pings to the host's address.
-  int ping(int count) const {
+  // Echo replies the neighbour got for `count` pings to the host's address
+  // (`to`, if given: the host's IPv6 address).
+  int ping(int count, const std::string& to = "") const {
     const CmdResult r = tryRun("ip netns exec " + net.name() + " ping -n -q -c " + std::to_string(count) +
-                               " -i 0.2 -W 1 " + hostAddr);
+                               " -i 0.2 -W 1 " + (to.empty() ? hostAddr : to));
     const size_t at = r.out.find(" received");
     if (at == std::string::npos) return -1;
     size_t b = r.out.rfind(' ', at - 1);
@@ -1410,9 +1412,10 @@ TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
 // ARP entry expired, or it is new): its ARP request is a broadcast, and
 // vdevd's program passes only frames for the host's own MACs -- every
 // broadcast is switched, to the containers, and never reaches the host
-// stack, so the host stops answering ARP on its uplink. (IPv6 neighbour
-// discovery, on multicast, would fail the same way.) This test expects the
-// host to stay reachable, as it is on a bridge.
+// stack, so the host stops answering ARP on its uplink -- unless the
+// program passes ARP requests for the host's addresses (host_ipv4), as it
+// does. This test expects the host to stay reachable, as it is on a bridge;
+// the next one does the same over IPv6.
 TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostAddressWhileVdevdRuns) {
   if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
   Uplink up;
@@ -1424,6 +1427,58 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostAddressWhileVdevdRuns) {
   EXPECT_EQ(got, 3) << "the neighbour could not resolve the host's address through the uplink while vdevd runs; "
                     << c.sock->rx().frames() << " frames (its ARP requests) were switched to the container instead: "
                     << tryRun("ip -n " + up.net.name() + " neigh show").out;
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
+// The same over IPv6: the neighbour resolves the host's IPv6 address (a ULA,
+// fd00:7664:<pid>::1/64, on the uplink only) while vdevd runs. Its Neighbour
+// Solicitation goes to the solicited-node multicast address, which vdevd's
+// program would switch to the container like any multicast; it passes it to
+// the host stack instead (host_ipv6), so the host answers and the ping works,
+// and the container never sees a solicitation for the host's address.
+TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRuns) {
+  if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
+  if (::access("/proc/sys/net/ipv6", F_OK) != 0) GTEST_SKIP() << "the kernel has no IPv6";
+  Uplink up;
+  Container c("C");
+  const std::string host = up.veth.hostName(), peer = up.veth.peerName();
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "fd00:7664:%x::", unsigned(::getpid()) & 0xffffu);
+  const std::string hostAddr6 = std::string(prefix) + "1", peerAddr6 = std::string(prefix) + "2";
+  uint8_t target[16];
+  ASSERT_EQ(::inet_pton(AF_INET6, hostAddr6.c_str(), target), 1) << hostAddr6;
+  // The harness turns IPv6 off on both ends: on again, on these two only.
+  run("sysctl -q -w net.ipv6.conf." + host + ".disable_ipv6=0");
+  run("ip netns exec " + up.net.name() + " sysctl -q -w net.ipv6.conf." + peer + ".disable_ipv6=0");
+  run("ip addr add " + hostAddr6 + "/64 dev " + host + " nodad");
+  up.net.ip("addr add " + peerAddr6 + "/64 dev " + peer + " nodad");
+
+  Vdevd d({"--port", host, "--port", c.port()});
+  up.net.ip("-6 neigh flush dev " + peer);
+  // Solicitations for the host's address among the frames the container got.
+  const auto solicitations = [&] {
+    int n = 0;
+    while (auto f = c.sock->recvRaw(200ms)) {
+      const std::vector<uint8_t>& b = *f;
+      if (b.size() >= 14 + 40 + 24 && b[12] == 0x86 && b[13] == 0xdd && b[14 + 6] == 58 && b[14 + 40] == 135 &&
+          std::memcmp(b.data() + 14 + 40 + 8, target, 16) == 0)
+        n++;
+    }
+    return n;
+  };
+  (void)solicitations();  // whatever came before (the neighbour's own DAD, MLD)
+  const Stats s0 = d.stats();
+  const int got = up.ping(3, hostAddr6);
+  const Stats s1 = d.stats();
+  const int leaked = solicitations();
+  EXPECT_EQ(got, 3) << "the neighbour could not resolve the host's IPv6 address through the uplink while vdevd runs: "
+                    << tryRun("ip -n " + up.net.name() + " -6 neigh show").out;
+  EXPECT_EQ(leaked, 0) << "Neighbour Solicitations for the host's address were switched to the container";
+  EXPECT_GE(progCounter(s1, host, "pass") - progCounter(s0, host, "pass"), 1u)
+      << "the solicitation (and echo requests) went to the host stack through vdevd's program (XDP_PASS)";
+  const std::string neigh = up.net.ip("-6 neigh show " + hostAddr6 + " dev " + peer);
+  EXPECT_NE(neigh.find(macString(up.veth.hostMac())), std::string::npos)
+      << "the neighbour has no entry with the host's MAC for " << hostAddr6 << ": " << neigh;
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 

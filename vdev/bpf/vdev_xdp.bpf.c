@@ -2,10 +2,12 @@
 /* vdev's XDP program, one instance per port.
  *
  * Frames for the host itself (a MAC in host_macs: the port's own address
- * and any configured host address) go to the stack (XDP_PASS); every other
- * frame is redirected into the AF_XDP socket of its RX queue. A queue with
- * no socket drops (and counts) instead of passing: a switched port's traffic
- * must never leak into the host's stack.
+ * and any configured host address; an ARP request or an IPv6 Neighbour
+ * Solicitation for one of the host's addresses on the device, host_ipv4 and
+ * host_ipv6) go to the stack (XDP_PASS); every other frame is redirected
+ * into the AF_XDP socket of its RX queue. A queue with no socket drops (and
+ * counts) instead of passing: a switched port's traffic must never leak into
+ * the host's stack.
  *
  * Frames shorter than an Ethernet header are redirected too: vdevd counts
  * them as runts, so every drop is visible in one place.
@@ -55,6 +57,16 @@ struct {
 	__type(value, __u32);
 } host_ipv4 SEC(".maps");
 
+/* IPv6 addresses the host has on this port's device (16 bytes, network
+ * order): a Neighbour Solicitation for one of them goes to the host's stack,
+ * as an ARP request does for host_ipv4. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_XDP_MAX_HOST_IPS);
+	__uint(key_size, 16);
+	__type(value, __u32);
+} host_ipv6 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, VDEV_XDP_NCOUNTERS);
@@ -94,6 +106,20 @@ int vdev_xdp(struct xdp_md *ctx)
 
 			__builtin_memcpy(&tpa, eth + 14 + 24, 4);
 			if (bpf_map_lookup_elem(&host_ipv4, &tpa)) {
+				count(VDEV_XDP_PASS);
+				return XDP_PASS;
+			}
+		}
+		/* An IPv6 Neighbour Solicitation (to a solicited-node multicast
+		 * address, 33:33:ff:xx:xx:xx) for one of the host's addresses:
+		 * ICMPv6 (next header 58, no extension headers) type 135, its
+		 * target 8 bytes into the ICMPv6 header. */
+		if ((key & 0xffffffULL) == 0xff3333ULL && eth[12] == 0x86 && eth[13] == 0xdd &&
+		    data + 14 + 40 + 24 <= data_end && eth[14 + 6] == 58 && eth[14 + 40] == 135) {
+			__u8 target[16];
+
+			__builtin_memcpy(target, eth + 14 + 40 + 8, 16);
+			if (bpf_map_lookup_elem(&host_ipv6, target)) {
 				count(VDEV_XDP_PASS);
 				return XDP_PASS;
 			}

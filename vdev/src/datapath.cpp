@@ -718,12 +718,23 @@ void Datapath::refreshHostAddrs() {
   for (Port* pp : active_) {
     if (!pp->xdp()) continue;
     std::vector<uint32_t> addrs;
-    for (struct ifaddrs* a = list; a; a = a->ifa_next)
-      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && a->ifa_name && pp->name() == a->ifa_name)
+    std::vector<std::array<uint8_t, 16>> addrs6;
+    for (struct ifaddrs* a = list; a; a = a->ifa_next) {
+      if (!a->ifa_addr || !a->ifa_name || pp->name() != a->ifa_name) continue;
+      if (a->ifa_addr->sa_family == AF_INET) {
         addrs.push_back(reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
+      } else if (a->ifa_addr->sa_family == AF_INET6) {
+        std::array<uint8_t, 16> v6;
+        std::memcpy(v6.data(), &reinterpret_cast<const struct sockaddr_in6*>(a->ifa_addr)->sin6_addr, 16);
+        addrs6.push_back(v6);
+      }
+    }
     std::sort(addrs.begin(), addrs.end());
     if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
     (void)pp->xdp()->setHostIpv4(addrs);
+    std::sort(addrs6.begin(), addrs6.end());
+    if (addrs6.size() > VDEV_XDP_MAX_HOST_IPS) addrs6.resize(VDEV_XDP_MAX_HOST_IPS);
+    (void)pp->xdp()->setHostIpv6(addrs6);
   }
   ::freeifaddrs(list);
 }

@@ -294,6 +294,18 @@ Status XdpProgram::setHostIpv4(const std::vector<uint32_t>& addrs) {
   return {};
 }
 
+Status XdpProgram::setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs) {
+  if (addrs == host_ipv6_) return {};
+  const int fd = bpf_map__fd(skel_->maps.host_ipv6);
+  for (const auto& a : host_ipv6_)
+    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) (void)bpf_map_delete_elem(fd, a.data());
+  uint32_t one = 1;
+  for (const auto& a : addrs)
+    if (bpf_map_update_elem(fd, a.data(), &one, BPF_ANY)) return errnoError("add host IPv6 address on " + ifname_);
+  host_ipv6_ = addrs;
+  return {};
+}
+
 Status XdpProgram::setSocket(uint32_t queue, int xsk_fd) {
   if (bpf_map_update_elem(xsksMapFd(), &queue, &xsk_fd, BPF_ANY))
     return errnoError("register AF_XDP socket for " + ifname_ + " queue " + std::to_string(queue));

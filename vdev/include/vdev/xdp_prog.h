@@ -60,6 +60,9 @@ class XdpProgram {
   // ARP requests for these IPv4 addresses (network order) go to the host
   // stack: the set replaces the previous one.
   Status setHostIpv4(const std::vector<uint32_t>& addrs);
+  // IPv6 Neighbour Solicitations for these addresses (network order) go to
+  // the host stack: the set replaces the previous one.
+  Status setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs);
   // Registers an AF_XDP socket for RX queue q (-errno on failure).
   Status setSocket(uint32_t queue, int xsk_fd);
   Status clearSocket(uint32_t queue);
@@ -79,6 +82,7 @@ class XdpProgram {
   struct ::xdp_program* prog_ = nullptr;
   bool attached_ = false;
   std::vector<uint32_t> host_ipv4_;
+  std::vector<std::array<uint8_t, 16>> host_ipv6_;
 };
 
 // Quiets libbpf/libxdp to warnings (called once at start).
