@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <set>
@@ -112,36 +113,24 @@ TEST_F(CniSpecTest, VersionAnswersTheSupportedVersions) {
 }
 
 TEST_F(CniSpecTest, BadEnvironmentIsCode4) {
-  Invocation i = add();
-  i.command = "FROB";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "unknown CNI_COMMAND: FROB");
-
-  i = add();
-  i.netns = "";
-  i.ifname = "";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "required env variables [CNI_NETNS,CNI_IFNAME] missing");
-
-  i = add();
-  i.containerId = "bad/id";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "containerID");
-
-  i = add();
-  i.ifname = "sixteen-chars-xx";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_IFNAME");
-
-  i = add();
-  i.netns = "run/netns/x";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_NETNS");
-
-  i = add();
-  i.args = "IgnoreUnknown=1;novalue";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_ARGS");
-
-  // DEL needs no CNI_NETNS (the namespace may be gone), but the container.
-  i = add();
-  i.command = "DEL";
-  i.containerId = "";
-  expectError(runPlugin(i, conf()), 4, "1.0.0", "CNI_CONTAINERID");
+  // Each case: what it changes in a good ADD, and what the error must name.
+  const std::pair<std::function<void(Invocation&)>, const char*> cases[] = {
+      {[](Invocation& i) { i.command = "FROB"; }, "unknown CNI_COMMAND: FROB"},
+      {[](Invocation& i) { i.netns = i.ifname = ""; },
+       "required env variables [CNI_NETNS,CNI_IFNAME] missing"},
+      {[](Invocation& i) { i.containerId = "bad/id"; }, "containerID"},
+      {[](Invocation& i) { i.ifname = "sixteen-chars-xx"; }, "CNI_IFNAME"},
+      {[](Invocation& i) { i.netns = "run/netns/x"; }, "CNI_NETNS"},
+      {[](Invocation& i) { i.args = "IgnoreUnknown=1;novalue"; }, "CNI_ARGS"},
+      // DEL needs no CNI_NETNS (the namespace may be gone), but the container.
+      {[](Invocation& i) { i.command = "DEL"; i.containerId = ""; }, "CNI_CONTAINERID"},
+  };
+  for (const auto& [change, msgPart] : cases) {
+    SCOPED_TRACE(msgPart);
+    Invocation i = add();
+    change(i);
+    expectError(runPlugin(i, conf()), 4, "1.0.0", msgPart);
+  }
 }
 
 TEST_F(CniSpecTest, BadConfigurationIsCode1Or6Or7) {
@@ -380,6 +369,76 @@ TEST_P(CniVersionTest, TwoContainersReachEachOtherThroughVdevAndLeaveNothing) {
   EXPECT_EQ(vdevd_->stop(), 0) << vdevd_->logs();
 }
 
+// Not first in a conflist: ADD gets the result of an earlier plugin as
+// prevResult, and its own result is that one plus vdev-cni's interfaces and
+// addresses, the indexes of its addresses counted in the merged list. CHECK
+// accepts the merged result (the earlier plugin's route is on its own
+// interface), and DEL leaves the earlier plugin's things alone.
+TEST_P(CniVersionTest, AddMergesPrevResultOfAnEarlierPlugin) {
+  const std::string version = GetParam();
+  const bool v04 = version == "0.4.0";
+  Netns a;
+  const std::string nsPath = "/run/netns/" + a.name();
+  // What a fake earlier plugin made: net0 with an address and a route.
+  // (A veth pair inside the namespace: kernels without the dummy module have it.)
+  a.ip("link add net0 address 02:00:00:00:0e:01 type veth peer name net0p");
+  a.ip("addr add 198.18.250.2/24 dev net0");
+  a.ip("link set net0p up");
+  a.ip("link set net0 up");
+  a.ip("route add 198.18.251.0/24 via 198.18.250.1 dev net0");
+  OJson prevIp = {{"interface", 0}, {"address", "198.18.250.2/24"}, {"gateway", "198.18.250.1"}};
+  if (v04) prevIp["version"] = "4";
+  const OJson prevItf = {{"name", "net0"}, {"mac", "02:00:00:00:0e:01"}, {"sandbox", nsPath}};
+  const OJson prevRoute = {{"dst", "198.18.251.0/24"}, {"gw", "198.18.250.1"}};
+  const OJson prev = {{"cniVersion", version},
+                      {"interfaces", OJson::array({prevItf})},
+                      {"ips", OJson::array({prevIp})},
+                      {"routes", OJson::array({prevRoute})},
+                      {"dns", {{"nameservers", {"198.18.250.53"}}, {"search", {"prev.example"}}}}};
+  const OJson c = withPrev(conf(version), prev);
+
+  const OJson r = add(inv("ADD", "ctr-chain", &a), c);
+  SCOPED_TRACE(r.dump());
+  EXPECT_EQ(r["cniVersion"], version);
+  // interfaces: the earlier plugin's first, unchanged; then the host end and
+  // the container end.
+  ASSERT_EQ(r["interfaces"].size(), 3u);
+  EXPECT_EQ(r["interfaces"][0], prevItf);
+  const std::string port = r["interfaces"][1]["name"];
+  EXPECT_TRUE(std::regex_match(port, std::regex("vc[a-z2-7]{13}"))) << port;
+  EXPECT_FALSE(r["interfaces"][1].contains("sandbox"));
+  EXPECT_EQ(r["interfaces"][2]["name"], "eth0");
+  EXPECT_EQ(r["interfaces"][2]["sandbox"], nsPath);
+  // ips: the earlier one still naming interface 0; vdev-cni's naming 2.
+  ASSERT_EQ(r["ips"].size(), 2u);
+  EXPECT_EQ(r["ips"][0]["interface"], 0);
+  EXPECT_EQ(r["ips"][0]["address"], "198.18.250.2/24");
+  EXPECT_EQ(r["ips"][0]["gateway"], "198.18.250.1");
+  EXPECT_EQ(r["ips"][0].contains("version"), v04);
+  EXPECT_EQ(r["ips"][1]["interface"], 2);
+  const std::string addr = r["ips"][1]["address"];
+  EXPECT_EQ(addr.rfind("198.18.200.", 0), 0u) << addr;
+  EXPECT_EQ(r["ips"][1].contains("version"), v04);
+  ASSERT_EQ(r["routes"].size(), 1u);
+  EXPECT_EQ(r["routes"][0], prevRoute);
+  EXPECT_EQ(r["dns"]["nameservers"], OJson::array({"198.18.250.53"}));
+  EXPECT_EQ(r["dns"]["search"], OJson::array({"prev.example"}));
+  // The container end got vdev-cni's address, not the earlier one's.
+  EXPECT_NE(a.ip("-4 addr show dev eth0").find(addr), std::string::npos);
+  EXPECT_EQ(a.ip("-4 addr show dev eth0").find("198.18.250.2"), std::string::npos);
+  EXPECT_EQ(portNames(), std::vector<std::string>{port});
+
+  // CHECK with the merged result (the chain's final result) as prevResult.
+  const OJson checked = withPrev(conf(version), r);
+  expectOk(runPlugin(inv("CHECK", "ctr-chain", &a), checked.dump()), "CHECK");
+  expectOk(runPlugin(inv("DEL", "ctr-chain", &a), checked.dump()), "DEL");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_FALSE(linkExists(port));
+  EXPECT_FALSE(linkExists("eth0", &a));
+  EXPECT_TRUE(linkExists("net0", &a));
+  EXPECT_TRUE(allocations().empty()) << "host-local still holds " << allocations().size();
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, CniVersionTest, ::testing::Values("0.4.0", "1.0.0", "1.1.0"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string s = "v" + p.param;
@@ -425,6 +484,32 @@ TEST_F(CniTest, FailedAddLeavesNothing) {
   expectOk(runPlugin(inv("DEL", "ctr-a", &a), small.dump()), "DEL");
   EXPECT_TRUE(portNames().empty());
   EXPECT_TRUE(allocations("vcsmall").empty());
+}
+
+// A malformed prevResult is a decoding error (6) naming it, and ADD makes
+// nothing: no port, no veth, no address held.
+TEST_F(CniTest, MalformedPrevResultFailsAddAndLeavesNothing) {
+  Netns a;
+  const OJson itf = {{"name", "net0"}};
+  const OJson cases[] = {
+      "not a result",
+      {{"interfaces", "net0"}},
+      {{"interfaces", OJson::array({OJson{{"mac", "02:00:00:00:0e:01"}}})}},  // no name
+      {{"interfaces", OJson::array({itf})},
+       {"ips", OJson::array({OJson{{"interface", 1}, {"address", "198.18.250.2/24"}}})}},
+      {{"ips", OJson::array({OJson{{"interface", 0}}})}},  // no address
+      {{"ips", OJson::array({OJson{{"address", "198.18.250.2/24"}, {"version", "6"}}})}},
+      {{"routes", OJson::array({OJson{{"gw", "198.18.250.1"}}})}},  // no dst
+      {{"dns", {{"nameservers", "198.18.250.53"}}}},
+  };
+  for (const OJson& prev : cases) {
+    SCOPED_TRACE(prev.dump());
+    expectError(runPlugin(inv("ADD", "ctr-bad", &a), withPrev(conf("1.0.0"), prev).dump()), 6,
+                "1.0.0", "prevResult");
+    EXPECT_TRUE(portNames().empty());
+    EXPECT_FALSE(linkExists("eth0", &a));
+    EXPECT_TRUE(allocations().empty()) << "host-local holds " << allocations().size();
+  }
 }
 
 // DEL succeeds when the container's namespace is already gone, without

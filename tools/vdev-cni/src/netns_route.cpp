@@ -195,7 +195,7 @@ bool NetnsRoute::hasRoute(int ifindex, const Route& route, const std::optional<s
     if (rtnl_route_get_table(r) != table || !sameNet(rtnl_route_get_dst(r), dst.get())) continue;
     for (int i = 0; i < rtnl_route_get_nnexthops(r); ++i) {
       rtnl_nexthop* nh = rtnl_route_nexthop_n(r, i);
-      if (rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
+      if (ifindex != 0 && rtnl_route_nh_get_ifindex(nh) != ifindex) continue;
       if (!g || sameHost(rtnl_route_nh_get_gateway(nh), g.get())) return true;
     }
   }

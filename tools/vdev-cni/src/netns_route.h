@@ -45,6 +45,7 @@ class NetnsRoute {
   // route.gw; without either a link-scope route). The 1.1.0 fields (mtu,
   // advmss, priority, table, scope) are applied when set.
   void addRoute(int ifindex, const Route& route, const std::optional<std::string>& gw);
+  // hasRoute with ifindex 0: through any interface.
   bool hasRoute(int ifindex, const Route& route, const std::optional<std::string>& gw);
 
   const std::string& path() const { return path_; }

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -121,6 +122,19 @@ std::optional<std::string> defaultGateway(const Result& r, bool v6) {
   return std::nullopt;
 }
 
+// Appends what `add` has that `base` has not: DNS from a chained plugin's
+// prevResult and from IPAM or the configuration together.
+void mergeDns(Dns& base, const Dns& add) {
+  const auto append = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
+    for (const auto& s : from)
+      if (std::find(to.begin(), to.end(), s) == to.end()) to.push_back(s);
+  };
+  append(base.nameservers, add.nameservers);
+  if (!add.domain.empty()) base.domain = add.domain;
+  append(base.search, add.search);
+  append(base.options, add.options);
+}
+
 std::string lower(std::string s) {
   for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   return s;
@@ -185,7 +199,12 @@ void cmdAdd(const Env& env, const NetConf& c) {
     if (again) (void)again->portDel(port);
   });
 
-  Result r;
+  // Not the first plugin of a conflist: the result is prevResult's plus
+  // this plugin's interfaces, addresses and routes (spec: "Chained
+  // plugins"). prevResult was decoded and checked with the configuration,
+  // before anything was made.
+  Result r = c.prevResult.value_or(Result{});
+  const int hostIdx = int(r.interfaces.size());
   {
     auto host = vdevnl::rtnl::getLink(port);
     if (!host)
@@ -197,7 +216,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
     r.interfaces.push_back({port, vdevnl::formatMac(host->mac), uint32_t(host->mtu), ""});
     r.interfaces.push_back({env.ifname, peer->mac, peer->mtu, env.netns});
   }
-  const int sandboxIdx = 1;
+  const int sandboxIdx = hostIdx + 1;
 
   if (ipam) {
     Result ir = ipam->add(c.raw, ipamVersion);
@@ -211,11 +230,12 @@ void cmdAdd(const Env& env, const NetConf& c) {
       const bool v6 = rt.dst.find(':') != std::string::npos;
       ns.addRoute(ifindex, rt, rt.gw ? rt.gw : defaultGateway(ir, v6));
     }
-    r.ips = std::move(ir.ips);
-    r.routes = std::move(ir.routes);
-    r.dns = std::move(ir.dns);
+    r.ips.insert(r.ips.end(), ir.ips.begin(), ir.ips.end());
+    r.routes.insert(r.routes.end(), ir.routes.begin(), ir.routes.end());
+    if (!c.dns) mergeDns(r.dns, ir.dns);
   }
-  if (c.dns) r.dns = *c.dns;  // the configuration's DNS wins, as with the bridge plugin
+  // The configuration's DNS over IPAM's, as with the bridge plugin.
+  if (c.dns) mergeDns(r.dns, *c.dns);
   print(encodeResult(r, c.cniVersion));
   undo.dismiss();
 }
@@ -287,16 +307,23 @@ void cmdCheck(const Env& env, const NetConf& c) {
                                         std::to_string(link->mtu) + ", the configuration says " +
                                         std::to_string(*c.mtu));
   if (!link->up) throw CniError(kErrCheckFailed, "interface " + env.ifname + " is down");
+  // prevResult is the whole chain's result: only the addresses of this
+  // plugin's interface are checked on it, and the default gateway comes from
+  // them. A route may be another plugin's: in a chain (prevResult has other
+  // interfaces too) one that is not through this interface may be on any.
+  Result own;
   for (const auto& ip : prev.ips) {
     if (ip.interface && *ip.interface != sandboxIdx) continue;
+    own.ips.push_back(ip);
     if (!ns.hasAddress(link->ifindex, ip.address))
       throw CniError(kErrCheckFailed,
                      "address " + ip.address + " is missing on " + env.ifname + " in " + env.netns);
   }
+  const bool chained = prev.interfaces.size() > 2;
   for (const auto& rt : prev.routes) {
     const bool v6 = rt.dst.find(':') != std::string::npos;
-    const auto gw = rt.gw ? rt.gw : defaultGateway(prev, v6);
-    if (!ns.hasRoute(link->ifindex, rt, gw))
+    const auto gw = rt.gw ? rt.gw : defaultGateway(own, v6);
+    if (!ns.hasRoute(link->ifindex, rt, gw) && !(chained && ns.hasRoute(0, rt, rt.gw)))
       throw CniError(kErrCheckFailed, "route " + rt.dst + (gw ? " via " + *gw : "") +
                                           " is missing on " + env.ifname + " in " + env.netns);
   }
