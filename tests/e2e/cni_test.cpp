@@ -486,9 +486,11 @@ TEST_F(CniTest, FailedAddLeavesNothing) {
   EXPECT_TRUE(allocations("vcsmall").empty());
 }
 
-// A malformed prevResult is a decoding error (6) naming it, and ADD makes
-// nothing: no port, no veth, no address held.
-TEST_F(CniTest, MalformedPrevResultFailsAddAndLeavesNothing) {
+// A malformed prevResult is a decoding error (6) naming it for ADD and CHECK,
+// and ADD makes nothing: no port, no veth, no address held. DEL ignores
+// prevResult (it is best effort: a runtime that cannot DEL leaks the
+// attachment) and removes everything ADD made; GC and STATUS ignore it too.
+TEST_F(CniTest, MalformedPrevResultFailsAddAndCheckButNotDel) {
   Netns a;
   const OJson itf = {{"name", "net0"}};
   const OJson cases[] = {
@@ -502,13 +504,39 @@ TEST_F(CniTest, MalformedPrevResultFailsAddAndLeavesNothing) {
       {{"routes", OJson::array({OJson{{"gw", "198.18.250.1"}}})}},  // no dst
       {{"dns", {{"nameservers", "198.18.250.53"}}}},
   };
+  const OJson c = conf("1.0.0");
   for (const OJson& prev : cases) {
     SCOPED_TRACE(prev.dump());
-    expectError(runPlugin(inv("ADD", "ctr-bad", &a), withPrev(conf("1.0.0"), prev).dump()), 6,
-                "1.0.0", "prevResult");
+    const OJson bad = withPrev(c, prev);
+    expectError(runPlugin(inv("ADD", "ctr-bad", &a), bad.dump()), 6, "1.0.0", "prevResult");
     EXPECT_TRUE(portNames().empty());
     EXPECT_FALSE(linkExists("eth0", &a));
     EXPECT_TRUE(allocations().empty()) << "host-local holds " << allocations().size();
+
+    // A container added with a good configuration: CHECK with the malformed
+    // prevResult is 6 and changes nothing; DEL with it removes everything.
+    const OJson r = add(inv("ADD", "ctr-del", &a), c);
+    const std::string port = r["interfaces"][0]["name"];
+    expectError(runPlugin(inv("CHECK", "ctr-del", &a), bad.dump()), 6, "1.0.0", "prevResult");
+    EXPECT_EQ(portNames(), std::vector<std::string>{port});
+    EXPECT_EQ(allocations().size(), 1u);
+    expectOk(runPlugin(inv("DEL", "ctr-del", &a), bad.dump()), "DEL with a malformed prevResult");
+    EXPECT_TRUE(portNames().empty());
+    EXPECT_FALSE(linkExists(port));
+    EXPECT_FALSE(linkExists("eth0", &a));
+    EXPECT_TRUE(allocations().empty()) << "host-local still holds " << allocations().size();
+    EXPECT_EQ(readFile(state_).find(port), std::string::npos) << readFile(state_);
+  }
+
+  // GC and STATUS (1.1.0) get no prevResult from a runtime; one that is
+  // there anyway, malformed, is ignored.
+  const OJson c11 = conf("1.1.0");
+  for (const OJson& prev : cases) {
+    SCOPED_TRACE(prev.dump());
+    OJson gc = withPrev(c11, prev);
+    gc["cni.dev/valid-attachments"] = OJson::array();
+    expectOk(runPlugin({"GC", "", "", "", "", "", {}}, gc.dump()), "GC");
+    expectOk(runPlugin({"STATUS", "", "", "", "", "", {}}, withPrev(c11, prev).dump()), "STATUS");
   }
 }
 

@@ -357,7 +357,7 @@ std::string peekVersion(std::string_view text) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-NetConf parseNetConf(std::string_view text) {
+NetConf parseNetConf(std::string_view text, Command command) {
   NetConf c;
   try {
     c.raw = Json::parse(text);
@@ -408,7 +408,13 @@ NetConf parseNetConf(std::string_view text) {
   if (const Json* rc = optObject(j, "runtimeConfig", w))
     if (auto mac = optString(*rc, "mac", "runtimeConfig"))
       c.runtimeMac = checkMac(*mac, "runtimeConfig.mac", kErrInvalidConfig);
-  if (const Json* p = optObject(j, "prevResult", w)) c.prevResult = decodeResult(*p, "prevResult");
+  // prevResult only for the commands that use it: ADD and CHECK refuse a
+  // malformed one (6) here, before anything is made. DEL does not need it
+  // and must succeed as far as it can (spec: DEL is best effort; a runtime
+  // that cannot DEL leaks the port and the address), so it ignores
+  // prevResult, whatever it holds; GC and STATUS have none to use either.
+  if (command == Command::kAdd || command == Command::kCheck)
+    if (const Json* p = optObject(j, "prevResult", w)) c.prevResult = decodeResult(*p, "prevResult");
   if (const Json* a = optArray(j, "cni.dev/valid-attachments", w)) {
     c.validAttachments.emplace();
     for (const Json& e : *a) {

@@ -165,15 +165,17 @@ struct NetConf {
   std::string ipamType;  // empty: no IPAM (L2 only)
   std::optional<Dns> dns;
   std::optional<std::string> runtimeMac;  // runtimeConfig.mac (capability "mac")
-  std::optional<Result> prevResult;
+  std::optional<Result> prevResult;  // ADD and CHECK only; never set for the others
   std::optional<std::vector<Attachment>> validAttachments;  // GC
   Json raw;  // the whole document, passed on to the IPAM plugin
 };
 
-// Parses stdin's bytes. Errors: kErrDecode (not JSON, a field of the wrong
-// JSON type), kErrIncompatibleVersion (cniVersion not supported),
+// Parses stdin's bytes for `command`. Errors: kErrDecode (not JSON, a field
+// of the wrong JSON type, for ADD and CHECK a prevResult that does not decode
+// as a result), kErrIncompatibleVersion (cniVersion not supported),
 // kErrInvalidConfig (a required field missing, a value out of range).
-NetConf parseNetConf(std::string_view text);
+// prevResult is decoded for ADD and CHECK only: the other commands ignore it.
+NetConf parseNetConf(std::string_view text, Command command);
 
 // The cniVersion of a document, or "" when it has none or is not JSON
 // (for VERSION and for labelling an error reply).

@@ -425,7 +425,7 @@ int run() {
       print(encodeVersionInfo(version));
       return 0;
     }
-    const NetConf c = parseNetConf(input);
+    const NetConf c = parseNetConf(input, env.command);
     switch (env.command) {
       case Command::kAdd: cmdAdd(env, c); break;
       case Command::kDel: cmdDel(env, c); break;
