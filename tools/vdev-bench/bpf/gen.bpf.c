@@ -13,16 +13,21 @@
  * rewrite here persists into later repetitions: a rewrite must therefore
  * write the field every time, never modify it relative to its old value.
  *
- * Pacing (period_ns != 0): every frame has a time slot, period_ns after the
- * previous one; the program spins (bpf_loop on bpf_ktime_get_ns) until its
- * slot comes. The slot clock is per CPU, so the overlapping BPF_PROG_RUN
- * threads (all on one CPU) share it and pace as one. The kernel transmits
- * the frames of a batch (BPF_PROG_RUN's batch_size) when the batch ends, so
- * they leave in bursts of that size at the paced average rate. A generator
- * that fell behind (softirq work of the device under test on this CPU, the
- * thread descheduled) catches up by at most max_lag_ns worth of frames at
- * once; anything beyond that is skipped, so the offered rate drops rather
- * than the burst growing: vdev-bench reports the rate actually offered.
+ * Pacing (period_ns != 0): every burst of pace_every frames has a time
+ * slot, pace_every * period_ns after the previous one; the burst's first
+ * frame spins (bpf_loop on bpf_ktime_get_ns) until the slot comes and the
+ * others go at once. The kernel transmits the frames of a batch
+ * (BPF_PROG_RUN's batch_size, which vdev-bench sets to pace_every) together
+ * when the batch ends, so spacing frames inside a batch would only cost a
+ * clock read per frame, on the CPU that also runs the forwarding under
+ * test. The slot clock is per CPU, so the overlapping BPF_PROG_RUN threads
+ * (all on one CPU) share it and pace as one; their batches interleave
+ * whole, so the per-CPU frame count stays aligned with the kernel's
+ * batches. A generator that fell behind (softirq work of the device under
+ * test on this CPU, the thread descheduled) catches up by at most
+ * max_lag_ns worth of frames at once; anything beyond that is skipped, so
+ * the offered rate drops rather than the burst growing without bound:
+ * vdev-bench reports the rate actually offered.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -50,6 +55,7 @@ struct {
  * each once. 0 = unpaced. */
 __u64 period_ns = 0;
 __u64 max_lag_ns = 0;
+__u32 pace_every = 0; /* frames per slot, the burst size; 0 or 1: each frame */
 
 struct pace_state {
 	__u64 next_ns; /* this CPU's next slot */
@@ -108,13 +114,19 @@ int vb_gen(struct xdp_md *ctx)
 	struct vb_counters *c;
 	__u64 n, period;
 
-	period = period_ns;
-	if (period)
-		pace(period);
 	c = bpf_map_lookup_elem(&gen_counters, &key);
 	if (!c)
 		return XDP_ABORTED;
 	n = c->pkts;
+	period = period_ns;
+	if (period) {
+		__u32 every = pace_every;
+
+		if (every <= 1)
+			pace(period);
+		else if (n % every == 0)
+			pace(period * every);
+	}
 	/* Counted before it leaves: the generator's count is what it offered. */
 	c->pkts = n + 1;
 	c->bytes += data_end - data;

@@ -123,10 +123,11 @@ bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
 bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
 int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
 int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }
-void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs) {
+void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t framesPerSlot) {
   // max_lag first: a frame that sees the new period with the old lag only
   // catches up by a little more or less once.
   s->bss->max_lag_ns = maxLagNs;
+  s->bss->pace_every = framesPerSlot;
   s->bss->period_ns = periodNs;
 }
 

@@ -85,10 +85,11 @@ bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
 bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
 int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);
-// Pacing of vb_gen (gen.bpf.c): a frame every periodNs (0: unpaced), at most
+// Pacing of vb_gen (gen.bpf.c): a frame every periodNs on average (0:
+// unpaced), framesPerSlot of them at once (the BPF_PROG_RUN batch), at most
 // maxLagNs of catch-up. Plain stores into the mmap()ed .bss; a frame reads
 // each once, so a change applies from the next frame on.
-void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs);
+void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t framesPerSlot);
 
 Result<SinkSkel> loadSink();
 bpf_program* sinkProgram(vb_sink* s);    // vb_sink: XDP, counts and XDP_DROP

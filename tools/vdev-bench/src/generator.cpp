@@ -93,9 +93,8 @@ Generator::~Generator() { stop(); }
 void Generator::setRate(uint64_t pps) {
   cfg_.ratePps = pps;
   uint64_t period = pps ? std::max<uint64_t>(1, 1'000'000'000ull / pps) : 0;
-  // Catch-up after a stall: at most 32 frames or 20 us worth, whichever is
-  // more (a NIC's interrupt moderation delivers bursts of that order too).
-  genSetPace(skel_.get(), period, std::max<uint64_t>(32 * period, 20'000));
+  // One slot per BPF_PROG_RUN batch: its frames leave together anyway.
+  genSetPace(skel_.get(), period, paceMaxLagNs(period), cfg_.pacedBatchSize);
 }
 
 std::string Generator::describe() const {
@@ -272,7 +271,7 @@ void TapWriter::threadMain(int index) {
     if (pps) {
       // Claim the next slot; wait for it. Same catch-up rule as gen.bpf.c.
       uint64_t period = std::max<uint64_t>(1, 1'000'000'000ull / pps);
-      uint64_t maxLag = std::max<uint64_t>(32 * period, 20'000);
+      uint64_t maxLag = paceMaxLagNs(period);
       uint64_t now = nowNs(), slot = nextSlot_.load(std::memory_order_relaxed), mine;
       do {
         mine = slot;

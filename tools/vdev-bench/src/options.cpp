@@ -185,9 +185,11 @@ OPTIONS
                           in effect is in the table header and the JSON.
         --rate PPS        offer PPS frames per second (suffix k or M allowed) instead of
                           as many as possible: the generator paces itself (the BPF
-                          program spins until each frame's time slot; frames leave in
+                          program spins until each burst's time slot; frames leave in
                           bursts of --pace-batch), so CPU per frame is measured at a fixed
-                          load. The table's offered column shows what was really offered.
+                          load. After a stall it catches up by at most 256 frames (a
+                          veth's ring) and skips the rest: the table's offered column
+                          shows what was really offered.
         --pace-batch N    frames per burst while paced, 1..256 (default 16; the kernel
                           transmits a BPF_PROG_RUN batch at its end).
         --tap-writers N   the VM's writer threads in tap-veth (default 1).
