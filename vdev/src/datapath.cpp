@@ -23,6 +23,15 @@ namespace vdev {
 namespace {
 
 constexpr uint64_t kHousekeepingNs = 100ull * 1000 * 1000;  // dead-device checks, lazy reaping
+// A link that comes back within moments of going down finds its queues still
+// held by the sockets vdevd closed: the kernel releases a socket's buffer
+// pool from a work item after close() (it needs the RTNL), and until then a
+// new bind to the queue fails with EBUSY -- on 13 of 20 quick flaps here,
+// for up to two 100 ms housekeeping rounds. vdevd retries every
+// kRelinkRetryNs instead, silently for kRelinkQuietNs; an EBUSY that lasts
+// longer is a real conflict (another AF_XDP socket) and is reported.
+constexpr uint64_t kRelinkRetryNs = 2ull * 1000 * 1000;
+constexpr uint64_t kRelinkQuietNs = 1000ull * 1000 * 1000;
 constexpr uint64_t kMtuRefreshNs = 1000ull * 1000 * 1000;
 constexpr uint32_t kEthHlen = 14;
 constexpr uint32_t kVlanHlen = 4;
@@ -587,17 +596,35 @@ void Datapath::checkLinkNow(Port& p) {
   std::strncpy(ifr.ifr_name, p.name().c_str(), IFNAMSIZ - 1);
   bool up = ::ioctl(ctl_sock_.get(), SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) &&
             (ifr.ifr_flags & IFF_RUNNING);
+  if (!up) p.setRebindWaitSince(0);  // a new wait starts when the link is next up
   if (p.live() && (!up || err == ENETDOWN)) {
     killPort(p, "link down", false);
   } else if (!p.live() && up) {
     if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_slot_); !st) {
-      std::fprintf(stderr, "vdevd: port %s: link up, but: %s\n", p.name().c_str(), st.error().message().c_str());
       p.shutdown(*pool_);
+      const uint64_t now = monotonicNs();
+      if (st.error().err == EBUSY) {
+        if (p.rebindWaitSince() == 0) p.setRebindWaitSince(now);
+        if (now - p.rebindWaitSince() < kRelinkQuietNs) {
+          if (relink_at_ns_ == 0 || relink_at_ns_ > now + kRelinkRetryNs) relink_at_ns_ = now + kRelinkRetryNs;
+          return;
+        }
+      }
+      if (!p.reattachWarned())
+        std::fprintf(stderr, "vdevd: port %s: link up, but: %s\n", p.name().c_str(), st.error().message().c_str());
+      p.setReattachWarned(true);
       return;
     }
+    const uint64_t waited = p.rebindWaitSince() ? monotonicNs() - p.rebindWaitSince() : 0;
+    p.setRebindWaitSince(0);
+    p.setReattachWarned(false);
     for (auto& q : p.queues()) refill(*q);
     p.setLive(true);
-    std::fprintf(stderr, "vdevd: port %s: link up; attached again\n", p.name().c_str());
+    if (waited)
+      std::fprintf(stderr, "vdevd: port %s: link up; attached again (after %llu ms for the kernel to release its old sockets)\n",
+                   p.name().c_str(), static_cast<unsigned long long>(waited / 1000000));
+    else
+      std::fprintf(stderr, "vdevd: port %s: link up; attached again\n", p.name().c_str());
   }
   if (p.live() && p.unboundQueues()) {
     // A multi-queue tap grows queues as the VM opens them.
@@ -633,6 +660,12 @@ void Datapath::housekeeping(uint64_t now_ns) {
   }
 }
 
+void Datapath::relink() {
+  relink_at_ns_ = 0;  // checkLink sets it again for a port still waiting
+  for (Port* p : active_)
+    if (p->rebindWaitSince() && !p->live()) checkLink(*p);
+}
+
 void Datapath::sleepUntilWork() {
   // Arm every delivery ring's doorbell; if one already holds frames, the
   // sleep is off (no lost wake-up: the ring re-checks after arming).
@@ -658,7 +691,12 @@ void Datapath::sleepUntilWork() {
       for (auto& q : pp->queues())
         if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
     }
-    ::poll(fds, n, int(kHousekeepingNs / 1000000));
+    int timeout_ms = int(kHousekeepingNs / 1000000);
+    if (relink_at_ns_) {
+      const uint64_t now = monotonicNs();
+      timeout_ms = relink_at_ns_ > now ? int((relink_at_ns_ - now + 999999) / 1000000) : 0;
+    }
+    ::poll(fds, n, timeout_ms);
     uint64_t v;
     ssize_t rc = ::read(wake_fd_.get(), &v, sizeof v);
     (void)rc;
@@ -692,6 +730,8 @@ void Datapath::run() {
       if (pp->live())
         for (auto& q : pp->queues()) refill(*q);
     if (now - last_hk_ns_ >= kHousekeepingNs) housekeeping(now);
+    if (relink_at_ns_ && now >= relink_at_ns_) [[unlikely]]
+      relink();
     if (work) {
       idle_since = 0;
       spins = 0;

@@ -157,6 +157,9 @@ class Datapath {
   void flushPending() noexcept;
   void housekeeping(uint64_t now_ns);
   void sleepUntilWork();
+  // Looks again at the ports waiting for the kernel to release their old
+  // sockets (relink_at_ns_).
+  void relink();
   void collectOwned(DatapathStats& out) const;
   void serveControl();
   void rebuildActive();
@@ -210,6 +213,9 @@ class Datapath {
   bool running_ = false;
   bool torn_down_ = false;
   uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
+  // When to look again at ports whose link came up while the kernel was
+  // still releasing their old sockets (EBUSY); 0 = none waiting.
+  uint64_t relink_at_ns_ = 0;
 
   // Control requests (stats, port add/remove, FDB): run on the owner thread.
   std::mutex call_mu_;

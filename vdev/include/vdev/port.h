@@ -153,6 +153,10 @@ class Port {
   bool fastWarned() const { return fast_warned_; }
   void setFastWarned(bool v) { fast_warned_ = v; }
   void setReattachWarned(bool v) { reattach_warned_ = v; }
+  // Since when (monotonic ns) the port's link is up but binding its queues
+  // fails with EBUSY; 0 = not waiting (owner thread).
+  uint64_t rebindWaitSince() const { return rebind_wait_since_ns_; }
+  void setRebindWaitSince(uint64_t ns) { rebind_wait_since_ns_ = ns; }
   // Detaches the XDP program (device kept).
   void detachXdp();
   // Owner thread: (re)binds to the device now carrying the port's name --
@@ -174,6 +178,7 @@ class Port {
   bool gone_ = false;
   bool reattach_warned_ = false;
   bool fast_warned_ = false;
+  uint64_t rebind_wait_since_ns_ = 0;
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
