@@ -71,6 +71,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrUptime: return {"UPTIME", Kind::kU64};
     case kAttrNumPorts: return {"NUM_PORTS", Kind::kU32};
     case kAttrQueuesBound: return {"QUEUES_BOUND", Kind::kU32};
+    case kAttrFastRx: return {"FAST_RX", Kind::kFlag};
     default: return {};
   }
 }
@@ -447,6 +448,7 @@ void putBody(Writer& w, const PortAddRequest& r) {
   if (r.queues) w.u32(kAttrQueues, *r.queues);
   w.u8(kAttrXdpMode, static_cast<uint8_t>(r.xdp_mode));
   if (r.create) putCreate(w, *r.create);
+  if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -475,6 +477,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   w.u32(kAttrMtu, p.mtu);
   w.u8(kAttrLive, p.live ? 1 : 0);
   if (p.mac) w.mac(kAttrMac, *p.mac);
+  w.u8(kAttrFastRx, p.fast_rx ? 1 : 0);
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -635,7 +638,7 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate);
+             bit(kAttrCreate) | bit(kAttrFastRx);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -682,6 +685,7 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
         if (!c) return c.error();
         r.create = std::move(*c);
       }
+      if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -750,6 +754,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrMtu]) p.mtu = getU32(tb[kAttrMtu]);
   if (tb[kAttrLive]) p.live = getU8(tb[kAttrLive]) != 0;
   if (tb[kAttrMac]) p.mac = getMac(tb[kAttrMac]);
+  if (tb[kAttrFastRx]) p.fast_rx = getU8(tb[kAttrFastRx]) != 0;
   return p;
 }
 

@@ -248,6 +248,7 @@ const char* attrName(uint16_t attr) {
     case kAttrUptime: return "UPTIME";
     case kAttrNumPorts: return "NUM_PORTS";
     case kAttrQueuesBound: return "QUEUES_BOUND";
+    case kAttrFastRx: return "FAST_RX";
     default: return "UNKNOWN";
   }
 }

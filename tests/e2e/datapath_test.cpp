@@ -254,6 +254,54 @@ INSTANTIATE_TEST_SUITE_P(
         Config{"fast_path", {"--fast-path"}, "native", Fast::kAll}),
     [](const ::testing::TestParamInfo<Config>& i) { return std::string(i.param.name); });
 
+// --no-fast-rx VM: with the fast path on everywhere (GRO on in the
+// containers), what the VM sends goes through vdevd (its program's "fast"
+// stays 0, "redirect" counts every frame) while unicast from the containers
+// to the VM still takes the kernel path; every frame arrives. The option
+// survives link flaps of the VM's tap.
+TEST_F(DatapathTest, NoFastRxKeepsAPortsReceivedFramesOnVdevd) {
+  Topology t;
+  for (Container* c : {&t.a, &t.b}) c->ns.exec("ethtool -K " + c->veth.peerName() + " gro on");
+  Vdevd d(concat(t.portArgs(), {"--fast-path", "--no-fast-rx", t.vm.name()}));
+  const Endpoints all = t.all();
+  Endpoint& a = t.a.sock;
+  Endpoint& b = t.b.sock;
+  learnAll(all, 1);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round ? "after link flaps" : "first");
+    if (round) {
+      for (int i = 0; i < 3; ++i) {
+        run("ip link set dev " + t.vm.name() + " down");
+        run("ip link set dev " + t.vm.name() + " up");
+        const Stats s = d.statsUntil([&](const Stats& st) { return st.port(t.vm.name()).bindMode != "closed"; }, 2s);
+        ASSERT_NE(s.port(t.vm.name()).bindMode, "closed") << d.logs();
+      }
+    }
+    const Stats before = d.stats();
+    constexpr uint32_t kN = 50, kM = 30;
+    const uint32_t flow = 20 + 10 * round;
+    sendMixed(t.vm, a.mac(), flow, kN);
+    sendMixed(a, t.vm.mac(), flow + 1, kM);
+    sendMixed(b, t.vm.mac(), flow + 2, kM);
+    expectFlow(all, flow, {{&a, kN}});
+    expectFlow(all, flow + 1, {{&t.vm, kM}});
+    expectFlow(all, flow + 2, {{&t.vm, kM}});
+    expectCountersMatch(d, t.stations());
+    const Stats s = d.stats();
+    const PortStats &v0 = before.port(t.vm.name()), &v = s.port(t.vm.name());
+    EXPECT_EQ(v.xdpProg.at("fast"), 0u) << s.dump() << d.logs();
+    EXPECT_EQ(v.xdpProg.at("redirect") - v0.xdpProg.at("redirect"), kN) << s.dump();
+    for (const Container* c : {&t.a, &t.b})
+      EXPECT_EQ(s.port(c->port()).xdpProg.at("fast") - before.port(c->port()).xdpProg.at("fast"), kM)
+          << c->port() << ": unicast to the --no-fast-rx port did not take the kernel path\n" << s.dump();
+    EXPECT_FALSE(s.raw["ports"].asArray().empty());
+    for (const Json& p : s.raw["ports"].asArray())
+      EXPECT_EQ(p["fast_rx"].asBool(), p["name"].asString() != t.vm.name()) << p.dump();
+  }
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+  EXPECT_NE(d.child().out().find(t.vm.name()), std::string::npos);
+}
+
 TEST_F(DatapathTest, BroadcastAndMulticastReachEveryOtherPortOnce) {
   Topology t;
   Vdevd d(t.portArgs());
@@ -1070,6 +1118,8 @@ TEST_F(DatapathTest, BadArgumentsAreRejected) {
       {"--port", t.a.port(), "--bogus"},
       {"--port", t.a.port(), "--busy-poll", "-1"},
       {"--port", t.a.port(), "--fast-path", "--busy-poll", "10001"},
+      {"--port", t.a.port(), "--no-fast-rx", t.b.port()},  // not one of the --port names
+      {"--port", t.a.port(), "--no-fast-rx"},
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     const auto& args = bad[i];
@@ -1085,6 +1135,10 @@ TEST_F(DatapathTest, BadArgumentsAreRejected) {
     EXPECT_EQ(r.out.find("vdevd: ready"), std::string::npos) << line;
     EXPECT_FALSE(r.err.empty()) << line << ": an error message belongs on stderr";
   }
+  const CmdResult unknown = Vdevd::runExpectingExit({"--port", t.a.port(), "--no-fast-rx", t.b.port()});
+  EXPECT_EQ(unknown.status, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("--no-fast-rx " + t.b.port() + ": not a port given with --port"), std::string::npos)
+      << unknown.err;
   // Nothing was left attached by the failed starts.
   for (const Station& st : t.stations()) EXPECT_FALSE(linkInfo(st.port).hasXdp) << st.port;
   const CmdResult help = tryRun(shellQuote(vdevdBinary()) + " --help");

@@ -158,9 +158,14 @@ class VmOnTap : public Endpoint {
     }
   }
   ~VmOnTap() override { closeAll(); }
-  int fd() const override { return fds_[0]; }
+  int fd() const override { return fds_.empty() ? -1 : fds_[0]; }
   // Frames written from now on enter the host through this queue.
   void useQueue(size_t q) { txq_ = q; }
+  // Lets go of the tap, as a VM that exits does.
+  void closeAll() {
+    for (int fd : fds_) ::close(fd);
+    fds_.clear();
+  }
 
  protected:
   ssize_t readRaw(std::span<uint8_t> buf) override {
@@ -178,10 +183,6 @@ class VmOnTap : public Endpoint {
   }
 
  private:
-  void closeAll() {
-    for (int fd : fds_) ::close(fd);
-    fds_.clear();
-  }
   std::vector<int> fds_;
   size_t txq_ = 0;
 };
@@ -660,6 +661,137 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
+// fast-rx off on a VM's tap: with the kernel fast path on, everything the
+// VM sends goes through vdevd (its program's "fast" stays 0, "redirect"
+// counts every frame), while the container's unicast to the VM still takes
+// the fast path (the tap stays a destination). The option is reported by
+// port show / stats in every format, saved in the state file and restored
+// with it, and kept when the device is deleted and created again (the
+// program is loaded afresh then).
+TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
+  Netns ns;
+  const std::string vc = uniqueName('c'), vt = uniqueName('t');
+  DeviceGuard guard({vc, vt});
+  auto d = startVdevd({"--fast-path"});
+  const Mac ctrMac = uniqueMac();
+  ok({"port", "add", vc, "type", "veth", "create", "netns", ns.name(), "peer", "eth0", "peer-mac",
+      macString(ctrMac)});
+  ok({"port", "add", vt, "type", "tap", "fast-rx", "off", "create", "owner", "nobody"});
+  PacketSocket ctr("eth0", &ns, ctrMac);
+  ctr.setLabel("container");
+  VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac());
+  waitLive({vc, vt});
+
+  const auto fastRxOf = [&](const Json& ports, const std::string& n) {
+    const Json* p = findPort(ports, n);
+    if (!p) throw HarnessError(n + " missing: " + ports.dump());
+    return (*p)["fast_rx"].asBool();
+  };
+  const Json shown = json({"port", "show"});
+  EXPECT_FALSE(fastRxOf(shown, vt)) << shown.dump();
+  EXPECT_TRUE(fastRxOf(shown, vc)) << shown.dump();
+
+  // Both stations learned (through vdevd), then N frames VM -> container and
+  // M the other way.
+  exchange(ctr, vm, 1, 1);
+  const Stats before = stats();
+  constexpr uint32_t kN = 60, kM = 35;
+  for (uint32_t i = 0; i < kN; ++i)
+    vm.send({ctr.mac(), vm.mac(), Kind::kIpv4Udp, 11, i, 60 + (i * 37) % 1400});
+  for (uint32_t i = 0; i < kM; ++i)
+    ctr.send({vm.mac(), ctr.mac(), Kind::kIpv4Udp, 12, i, 60 + (i * 53) % 1400});
+  const Endpoints all = {&ctr, &vm};
+  pumpUntil(all, [&] { return ctr.rx().count(11) >= kN && vm.rx().count(12) >= kM; }, 5s);
+  pumpFor(all, 100ms);
+  EXPECT_EQ(ctr.rx().count(11), kN) << ctr.rx().describe();
+  EXPECT_EQ(vm.rx().count(12), kM) << vm.rx().describe();
+  for (Endpoint* e : all) {
+    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
+    EXPECT_EQ(e->rx().totalDuplicates(), 0u) << e->label() << ": " << e->rx().describe();
+  }
+  const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
+  const PortStats &v0 = before.port(vt), &c0 = before.port(vc), &v = s.port(vt), &c = s.port(vc);
+  EXPECT_EQ(v.xdpProg.at("fast"), 0u) << "the fast-rx off port's frames took the kernel path\n"
+                                      << s.dump() << d->logs();
+  EXPECT_EQ(v.xdpProg.at("redirect") - v0.xdpProg.at("redirect"), kN)
+      << "every frame the VM sent must have gone to vdevd\n" << s.dump();
+  EXPECT_EQ(c.xdpProg.at("fast") - c0.xdpProg.at("fast"), kM)
+      << "the container's unicast to the fast-rx off port must still take the kernel path\n"
+      << s.dump() << d->logs();
+  EXPECT_EQ(s.raw["ports"].asArray().size(), 2u);
+  EXPECT_FALSE(fastRxOf(s.raw["ports"], vt)) << s.dump();
+  EXPECT_TRUE(fastRxOf(s.raw["ports"], vc)) << s.dump();
+
+  // Text and Prometheus say it too.
+  const std::string text = ok({"stats", vt});
+  EXPECT_NE(text.find(", fast-rx off\n"), std::string::npos) << text;
+  EXPECT_EQ(ok({"stats", vc}).find("fast-rx off"), std::string::npos);
+  const std::string table = ok({"port", "show"});
+  EXPECT_NE(table.find("FAST_RX"), std::string::npos) << table;
+  const auto prom = parsePrometheus(ok({"stats", "--prometheus"}));
+  EXPECT_EQ(promValue(prom, "vdev_port_info", {{"port", vt}, {"fast_rx", "off"}}), 1u);
+  EXPECT_EQ(promValue(prom, "vdev_port_info", {{"port", vc}, {"fast_rx", "on"}}), 1u);
+
+  // Saved, and restored by the next vdevd.
+  const std::string state = readFile(state_);
+  EXPECT_NE(state.find("port name=" + vt + " type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0\n"),
+            std::string::npos)
+      << state;
+  EXPECT_NE(state.find("port name=" + vc + " type=veth queues=0 xdp-mode=auto managed=1\n"), std::string::npos)
+      << "on is not written:\n" << state;
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+  d.reset();
+  d = startVdevd({"--fast-path"});
+  const Json again = json({"port", "show"});
+  EXPECT_FALSE(fastRxOf(again, vt)) << again.dump();
+  EXPECT_TRUE(fastRxOf(again, vc)) << again.dump();
+  waitLive({vc, vt});
+  for (Endpoint* e : all) e->rx().clear();
+  exchange(ctr, vm, 21, 1);
+  for (uint32_t i = 0; i < kN; ++i)
+    vm.send({ctr.mac(), vm.mac(), Kind::kIpv4Udp, 23, i, 60 + (i * 37) % 1400});
+  pumpUntil(all, [&] { return ctr.rx().count(23) >= kN; }, 5s);
+  EXPECT_EQ(ctr.rx().count(23), kN) << ctr.rx().describe();
+  const Stats after = stats();
+  EXPECT_EQ(after.port(vt).xdpProg.at("fast"), 0u) << after.dump();
+  EXPECT_EQ(after.port(vt).xdpProg.at("redirect"), kN + 1) << after.dump();
+
+  // The tap deleted and made again (new ifindex, new program): still off.
+  const int oldIfindex = after.port(vt).ifindex;
+  vm.closeAll();
+  run("ip link del dev " + vt);
+  run("ip tuntap add dev " + vt + " mode tap user " + std::to_string(kNobody));
+  run("sysctl -qw net.ipv6.conf." + vt + ".disable_ipv6=1");
+  run("ip link set dev " + vt + " up");
+  VmOnTap vm2(vt, {kNobody, kNogroup}, vm.mac());
+  vm2.setLabel("VM again");
+  const Endpoints all2 = {&ctr, &vm2};
+  ASSERT_TRUE(waitUntil([&] {
+    const Json ports = json({"port", "show"});
+    const Json* p = findPort(ports, vt);
+    return p && (*p)["live"].asBool() && (*p)["ifindex"].asU64() != uint64_t(oldIfindex);
+  }, 5s, 20ms)) << "not attached to the new device: " << ok({"port", "show"}) << d->logs();
+  EXPECT_FALSE(fastRxOf(json({"port", "show"}), vt));
+  ctr.rx().clear();
+  exchange(ctr, vm2, 31, 1);
+  for (uint32_t i = 0; i < kN; ++i)
+    vm2.send({ctr.mac(), vm2.mac(), Kind::kIpv4Udp, 33, i, 60 + (i * 37) % 1400});
+  for (uint32_t i = 0; i < kM; ++i)
+    ctr.send({vm2.mac(), ctr.mac(), Kind::kIpv4Udp, 34, i, 60 + (i * 53) % 1400});
+  pumpUntil(all2, [&] { return ctr.rx().count(33) >= kN && vm2.rx().count(34) >= kM; }, 5s);
+  EXPECT_EQ(ctr.rx().count(33), kN) << ctr.rx().describe();
+  EXPECT_EQ(vm2.rx().count(34), kM) << vm2.rx().describe();
+  const Stats re = stats();
+  EXPECT_EQ(re.port(vt).xdpProg.at("fast"), 0u) << "fast-rx off lost when the device came back\n"
+                                                << re.dump() << d->logs();
+  EXPECT_EQ(re.port(vt).xdpProg.at("redirect"), kN + 1) << re.dump();
+  EXPECT_GE(re.port(vc).xdpProg.at("fast"), uint64_t(kM)) << "the new tap is not a fast-path destination\n"
+                                                          << re.dump() << d->logs();
+
+  ok({"port", "del", vc});
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
 TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   Netns ns;
   VethPair own(ns);  // made by the test: vdev must leave it alone
@@ -818,6 +950,9 @@ TEST_F(VdevctlUsageTest, BadUsageExits2AndMissingDaemonExits1) {
       {{"port", "add", "vtx", "type", "veth", "create", "peer-mac", "03:00:00:00:00:01"},
        "multicast"},
       {{"port", "add", "vtx", "queues", "0"}, "invalid queues '0'"},
+      {{"port", "add", "vtx", "fast-rx", "maybe"}, "fast-rx 'maybe': expected on or off"},
+      {{"port", "add", "vtx", "fast-rx"}, "on or off after 'fast-rx'"},
+      {{"port", "add", "vtx", "fast-rx", "off", "fast-rx", "on"}, "'fast-rx' given twice"},
       {{"port", "add", "vtx", "type", "veth", "create", "owner", "nobody"},
        "'owner' is for type tap"},
       {{"port", "add", "vtx", "type", "tap", "create", "owner", "no-such-user-vt"}, "no such user"},

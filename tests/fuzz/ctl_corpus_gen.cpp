@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   req("port_add_veth_path", PortAddRequest{"vd1", PortType::kVeth, {}, XdpMode::kAuto, vethPath});
   req("port_add_veth_pid", PortAddRequest{"vd2", PortType::kVeth, {}, XdpMode::kGeneric, vethPid});
   req("port_add_tap", PortAddRequest{"tap0", PortType::kTap, 4u, XdpMode::kAuto, tap});
+  req("port_add_tap_fast_rx_off", PortAddRequest{"tap1", PortType::kTap, {}, XdpMode::kAuto, tap, false});
   req("port_del", PortDelRequest{"vd0"});
   req("port_get", PortGetRequest{"vd0"});
   req("port_dump", PortGetRequest{});
@@ -106,7 +107,9 @@ int main(int argc, char** argv) {
   rep("ack", PortDelRequest{"vd0"}, Ack{});
   rep("error", PortAddRequest{"vd0"}, ErrorReply{EEXIST, "port vd0 exists"});
   rep("port_get", PortGetRequest{"vd0"}, PortList{{p}});
-  rep("port_dump", PortGetRequest{}, PortList{{p, p}});
+  PortInfo slow = p;
+  slow.fast_rx = false;
+  rep("port_dump", PortGetRequest{}, PortList{{p, slow}});
   rep("port_dump_empty", PortGetRequest{}, PortList{});
   rep("stats_get", StatsGetRequest{"vd0"}, StatsReply{{stat("vd0")}, pool, 3u});
   rep("stats_dump", StatsGetRequest{}, StatsReply{{stat("vd0"), stat("vd1")}, pool, 3u});

@@ -158,6 +158,7 @@ PortInfo port(const std::string& name, uint32_t i = 1) {
   p.bind_mode = BindMode::kCopy;
   p.mtu = 1500;
   p.live = i % 2;
+  p.fast_rx = i % 4 != 2;
   if (i % 3) p.mac = Mac{0x02, 0, 0, 0, uint8_t(i >> 8), uint8_t(i)};
   return p;
 }
@@ -871,6 +872,73 @@ TEST(CtlReplyReject, MalformedMessages) {
     r.str(kAttrPortName, "a").nest(kAttrStats).raw("xy").end();
   });
   EXPECT_FALSE(decodeBytes(badNest, {1, kCmdStatsGet, false}).ok());
+}
+
+// FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
+// always in port replies; strictly 0 or 1 both ways.
+TEST(CtlCodec, FastRxInPortAddAndPortReplies) {
+  PortAddRequest off{"tap-vm1", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}, false};
+  PortAddRequest on{"tap-vm1", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}, true};
+  PortAddRequest absent{"tap-vm1", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  expectRoundTrip(off);
+  expectRoundTrip(on);
+  expectRoundTrip(absent);
+  auto d = decodeRequest(enc(off));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(d->body).fast_rx, std::optional<bool>(false));
+  // Absent stays absent: an older daemon, which would refuse the attribute,
+  // still takes a request that does not ask for fast-rx off.
+  EXPECT_EQ(enc(absent).size() + 8, enc(off).size()) << "FAST_RX is one u8 attribute (8 bytes)";
+  auto a = decodeRequest(enc(absent));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_FALSE(std::get<PortAddRequest>(a->body).fast_rx.has_value());
+  // Hand-made: 0 and 1 decode, anything else is refused by name.
+  auto raw0 = decodeRequest(portAdd().u8(kAttrFastRx, 0).done());
+  ASSERT_TRUE(raw0.ok()) << raw0.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(raw0->body).fast_rx, std::optional<bool>(false));
+  auto raw1 = decodeRequest(portAdd().u8(kAttrFastRx, 1).done());
+  ASSERT_TRUE(raw1.ok()) << raw1.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(raw1->body).fast_rx, std::optional<bool>(true));
+  expectReject(portAdd().u8(kAttrFastRx, 2).done(), EINVAL, "attribute FAST_RX: 2, expected 0 or 1");
+  expectReject(portAdd().u8(kAttrFastRx, 255).done(), EINVAL, "attribute FAST_RX: 255, expected 0 or 1");
+  expectReject(portAdd().u32(kAttrFastRx, 0).done(), EINVAL,
+               "attribute FAST_RX: payload of 4 bytes, expected 1 (u8 0|1)");
+  expectReject(portAdd().u8(kAttrFastRx, 0).u8(kAttrFastRx, 0).done(), EINVAL,
+               "attribute FAST_RX: appears more than once");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd0").u8(kAttrFastRx, 0).done(),
+               EINVAL, "attribute FAST_RX is not valid for PORT_DEL");
+  EXPECT_STREQ(attrName(kAttrFastRx), "FAST_RX");
+
+  // Replies: the port's value both ways, in PORT_GET and STATS_GET.
+  PortInfo slow = port("vm1", 1), fast = port("vd0", 3);
+  slow.fast_rx = false;
+  ASSERT_TRUE(fast.fast_rx);
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{slow, fast}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  ASSERT_EQ(std::get<PortList>(*pl).ports.size(), 2u);
+  EXPECT_FALSE(std::get<PortList>(*pl).ports[0].fast_rx);
+  EXPECT_TRUE(std::get<PortList>(*pl).ports[1].fast_rx);
+  PortStatsMsg st = portStats("vm1", 5);
+  st.port.fast_rx = false;
+  auto sr = replyRoundTrip(requestFor(StatsGetRequest{"vm1"}), StatsReply{{st}, pool(), 1u});
+  ASSERT_TRUE(sr.ok()) << sr.error().message();
+  EXPECT_FALSE(std::get<StatsReply>(*sr).ports.at(0).port.fast_rx);
+  // An older daemon sends no FAST_RX: its ports have the fast path for what they receive.
+  auto old = decodeBytes(dataMsg(kCmdPortGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0"); }),
+                         {3, kCmdPortGet, false});
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  EXPECT_TRUE(std::get<PortList>(*old).ports.at(0).fast_rx);
+  auto zero = decodeBytes(
+      dataMsg(kCmdPortGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u8(kAttrFastRx, 0); }),
+      {3, kCmdPortGet, false});
+  ASSERT_TRUE(zero.ok()) << zero.error().message();
+  EXPECT_FALSE(std::get<PortList>(*zero).ports.at(0).fast_rx);
+  auto bad = decodeBytes(
+      dataMsg(kCmdPortGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u8(kAttrFastRx, 2); }),
+      {3, kCmdPortGet, false});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().what.find("attribute FAST_RX: 2, expected 0 or 1"), std::string::npos)
+      << bad.error().what;
 }
 
 TEST(CtlReply, UnknownAttributesAndEnumValuesAreIgnored) {

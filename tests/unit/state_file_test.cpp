@@ -30,6 +30,32 @@ TEST(StateFile, RoundTrip) {
   EXPECT_TRUE(empty.value().ports.empty());
 }
 
+// fast-rx off is saved (and only off: an older vdevd refuses keys it does
+// not know), and a line without the key -- every file an older vdevd wrote
+// -- loads with the option on.
+TEST(StateFile, FastRxOffRoundTripsAndAbsentMeansOn) {
+  DaemonState st = sample();
+  st.ports[1].fast_rx = false;
+  const std::string text = serializeState(st);
+  EXPECT_NE(text.find("port name=tap-vm1 type=tap queues=4 xdp-mode=native managed=1 fast-rx=0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("fast-rx=1"), std::string::npos) << "on is the default; not written:\n" << text;
+  auto back = parseState(text);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+  EXPECT_FALSE(back.value().ports[1].fast_rx);
+  EXPECT_TRUE(back.value().ports[0].fast_rx);
+
+  auto old = parseState("# vdevd state v1\nport name=vm1 type=tap queues=0 xdp-mode=auto managed=1\n");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  ASSERT_EQ(old.value().ports.size(), 1u);
+  EXPECT_TRUE(old.value().ports[0].fast_rx);
+  auto on = parseState("# vdevd state v1\nport name=vm1 fast-rx=1\n");
+  ASSERT_TRUE(on.ok()) << on.error().message();
+  EXPECT_TRUE(on.value().ports[0].fast_rx);
+}
+
 TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
   const std::string h = "# vdevd state v1\n";
   struct Case {
@@ -44,6 +70,9 @@ TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
       {h + "port name=a queues=\n", "invalid queues"},
       {h + "port name=a xdp-mode=turbo\n", "invalid xdp-mode"},
       {h + "port name=a managed=yes\n", "invalid managed"},
+      {h + "port name=a fast-rx=off\n", "line 2: invalid fast-rx 'off' (0 or 1)"},
+      {h + "port name=a fast-rx=2\n", "invalid fast-rx"},
+      {h + "port name=a fast-rx=0 fast-rx=1\n", "given twice"},
       {h + "port name=abcdefghijklmnop\n", "invalid interface name"},
       {h + "port name=a/b\n", "invalid interface name"},
       {h + "port type=tap\n", "without name"},

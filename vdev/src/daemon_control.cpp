@@ -88,6 +88,7 @@ vdevnl::Reply DaemonControl::portAdd(const vdevnl::PortAddRequest& r) {
   Datapath::PortOptions o;
   o.queues = r.queues;
   o.xdp_mode = vdevnl::toVdevXdpMode(r.xdp_mode);
+  o.fast_rx = r.fast_rx.value_or(true);
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -100,6 +101,7 @@ vdevnl::Reply DaemonControl::portAdd(const vdevnl::PortAddRequest& r) {
                  : r.xdp_mode == vdevnl::XdpMode::kGeneric ? "generic"
                                                            : "auto";
   rec.managed = created;
+  rec.fast_rx = r.fast_rx.value_or(true);
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();

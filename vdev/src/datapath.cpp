@@ -174,6 +174,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
+  if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
     // Configured, device not there: a port that waits for it (checkLink).
     auto shell = Port::absent(ifname, uint16_t(slot), pc, cfg_.host_macs);
@@ -931,6 +932,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.queues = uint32_t(p.queues().size());
     ps.queues_bound = ps.queues - p.unboundQueues();
     ps.live = p.live();
+    ps.fast_rx = p.fastRx();
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     ps.tx_outstanding = p.txOutstanding();
     ps.xdp = p.xdpStats();

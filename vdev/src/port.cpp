@@ -104,7 +104,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;
     return {};
-  }, XdpFastConfig{cfg_.fast, index_});
+  }, XdpFastConfig{cfg_.fast, index_, cfg_.fast_rx});
   if (!xdp) {
     shutdown(pool);
     return xdp.error();

@@ -30,7 +30,8 @@ std::string serializeState(const DaemonState& st) {
   o += "\n# written by vdevd: the ports it restores at start; edit only while it is stopped\n";
   for (const auto& p : st.ports) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
-         " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") + "\n";
+         " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
+         (p.fast_rx ? "" : " fast-rx=0") + "\n";
   }
   return o;
 }
@@ -79,6 +80,9 @@ Result<DaemonState> parseState(const std::string& text) {
       } else if (k == "managed") {
         if (v != "0" && v != "1") return bad("invalid managed '" + v + "' (0 or 1)");
         r.managed = v == "1";
+      } else if (k == "fast-rx") {
+        if (v != "0" && v != "1") return bad("invalid fast-rx '" + v + "' (0 or 1)");
+        r.fast_rx = v == "1";
       } else {
         return bad("unknown key '" + k + "'");
       }

@@ -41,6 +41,7 @@ std::string statsJson(const DatapathStats& s) {
     ks(o, "bind_mode", p.bind_mode);
     kv(o, "mtu", p.mtu);
     o += std::string("\"live\": ") + (p.live ? "true" : "false") + ", ";
+    o += std::string("\"fast_rx\": ") + (p.fast_rx ? "true" : "false") + ", ";
     kv(o, "rx_packets", p.c.rx_packets);
     kv(o, "rx_bytes", p.c.rx_bytes);
     kv(o, "tx_packets", p.c.tx_packets);
@@ -96,11 +97,11 @@ std::string statsTable(const DatapathStats& s) {
   char buf[512];
   for (const PortStats& p : s.ports) {
     std::snprintf(buf, sizeof buf,
-                  "%s: ifindex %d, %u/%u queue(s) bound, xdp %s, %s%s, mtu %u\n"
+                  "%s: ifindex %d, %u/%u queue(s) bound, xdp %s, %s%s, mtu %u%s\n"
                   "    rx %" PRIu64 " packets %" PRIu64 " bytes   tx %" PRIu64 " packets %" PRIu64
                   " bytes   outstanding %" PRIu64 "\n    drops:",
                   p.name.c_str(), p.ifindex, p.queues_bound, p.queues, p.xdp_mode, p.bind_mode, p.live ? "" : " (down)",
-                  p.mtu, p.c.rx_packets, p.c.rx_bytes, p.c.tx_packets, p.c.tx_bytes, p.tx_outstanding);
+                  p.mtu, p.fast_rx ? "" : ", fast-rx off", p.c.rx_packets, p.c.rx_bytes, p.c.tx_packets, p.c.tx_bytes, p.tx_outstanding);
     o += buf;
     for (uint32_t r = 0; r < kNumDropReasons; r++) {
       std::snprintf(buf, sizeof buf, " %s %" PRIu64, dropReasonName(r), p.c.drops[r]);

@@ -185,7 +185,10 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   p->skel_ = vdev_xdp__open();
   if (!p->skel_) return errnoError("open XDP program for " + ifname);
   p->skel_->rodata->port_slot = fast.slot;
-  p->skel_->rodata->fast_enabled = fast.fast ? 1 : 0;
+  // fast-rx off: the maps are shared all the same (the port stays a
+  // destination, which is the devmap's business, not its program's), but
+  // the program itself never redirects there.
+  p->skel_->rodata->fast_enabled = fast.fast && fast.rx ? 1 : 0;
   if (fast.fast) {
     // One set of fast-path maps for every port's program.
     const std::pair<struct bpf_map*, int> shared[] = {

@@ -57,6 +57,7 @@ struct PortAddRequest {
   std::optional<uint32_t> queues;       // absent: the daemon's default
   XdpMode xdp_mode = XdpMode::kAuto;    // kNative, kGeneric or kAuto
   std::optional<CreateOptions> create;  // absent: attach an existing device
+  std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -136,6 +137,7 @@ struct PortInfo {
   bool live = false;
   std::optional<Mac> mac;
   uint32_t queues_bound = 0;  // queues with a socket now (<= queues)
+  bool fast_rx = true;        // the port's option; a daemon that does not send FAST_RX has it on
   bool operator==(const PortInfo&) const = default;
 };
 

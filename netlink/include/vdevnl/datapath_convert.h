@@ -56,6 +56,7 @@ inline PortInfo toPortInfo(const vdev::PortStats& s, PortType type = PortType::k
   p.bind_mode = bindModeFromName(s.bind_mode ? s.bind_mode : "");
   p.mtu = s.mtu;
   p.live = s.live;
+  p.fast_rx = s.fast_rx;
   return p;
 }
 

@@ -46,7 +46,8 @@ inline constexpr uint32_t kMaxPid = 4194304;  // PID_MAX_LIMIT
 enum Cmd : uint8_t {
   kCmdUnspec = 0,
   // Attach a port; with CREATE, create its device first.
-  //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE
+  //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
+  //          FAST_RX
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -54,7 +55,7 @@ enum Cmd : uint8_t {
   kCmdPortDel = 2,
   // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
-  //          XDP_MODE, BIND_MODE, MTU, LIVE, MAC
+  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -101,7 +102,9 @@ enum Attr : uint16_t {
   kAttrUptime = 19,      // u64, seconds since vdevd started
   kAttrNumPorts = 20,    // u32
   kAttrQueuesBound = 21, // u32: queues with a socket now (port replies; < QUEUES while a VM has not opened them all)
-  kAttrMax = kAttrQueuesBound
+  kAttrFastRx = 22,      // u8 0|1: frames received on the port may take the kernel fast path
+                         // (PORT_ADD: absent = 1; port replies). 0: they always go through vdevd
+  kAttrMax = kAttrFastRx
 };
 
 // Inside kAttrCreate (PORT_ADD).

@@ -74,7 +74,8 @@ int showPorts(Context& ctx, const std::vector<vdevnl::PortInfo>& ports,
     return Context::print(w.str());
   }
   std::vector<Table::Column> cols = {{"NAME"}, {"TYPE"}, {"IFINDEX", true}, {"QUEUES", true},
-                                     {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"}};
+                                     {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"},
+                                     {"FAST_RX"}};
   if (stats) {
     for (const char* h : {"RX_PACKETS", "RX_BYTES", "TX_PACKETS", "TX_BYTES", "DROPS"})
       cols.push_back({h, true});
@@ -89,7 +90,8 @@ int showPorts(Context& ctx, const std::vector<vdevnl::PortInfo>& ports,
                                     vdevnl::xdpModeName(p.xdp_mode),
                                     vdevnl::bindModeName(p.bind_mode),
                                     std::to_string(p.mtu),
-                                    stateName(p)};
+                                    stateName(p),
+                                    p.fast_rx ? "on" : "off"};
     if (stats) {
       const auto& s = (*stats)[i];
       for (uint64_t v : {s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, lostFrames(s)})
@@ -124,6 +126,11 @@ int cmdPortAdd(Context& ctx, Args& a) {
       const auto xm = vdevnl::parseXdpMode(m);
       if (!xm) a.usage("unknown xdp-mode '" + m + "' (native, generic or auto)");
       r.xdp_mode = *xm;
+    } else if (k == "fast-rx") {
+      const std::string v = a.next("on or off after 'fast-rx'");
+      if (v != "on" && v != "off")
+        a.usage("fast-rx '" + v + "': expected on or off (off: frames the port receives always go through vdevd)");
+      r.fast_rx = v == "on";
     } else if (k == "create") {
       r.create.emplace();
     } else if (createKeyword(k)) {

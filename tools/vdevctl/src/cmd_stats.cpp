@@ -35,6 +35,7 @@ void writePortInfo(JsonWriter& w, const PortInfo& p) {
   w.field("bind_mode", vdevnl::bindModeName(p.bind_mode));
   w.field("mtu", p.mtu);
   w.field("live", p.live);
+  w.field("fast_rx", p.fast_rx);
   if (p.mac) w.field("mac", vdevnl::formatMac(*p.mac));
 }
 
@@ -93,7 +94,7 @@ std::string statsText(const StatsReply& r) {
     o += p.name + ": " + vdevnl::portTypeName(p.type) + ", ifindex " + u(p.ifindex) + ", " +
          queuesText(p) + (p.queues == 1 ? " queue" : " queues") + ", xdp " +
          vdevnl::xdpModeName(p.xdp_mode) + ", bind " + vdevnl::bindModeName(p.bind_mode) +
-         ", mtu " + u(p.mtu) + ", " + stateName(p) + "\n";
+         ", mtu " + u(p.mtu) + ", " + stateName(p) + (p.fast_rx ? "" : ", fast-rx off") + "\n";
     o += "    rx        " + u(s.rx_packets) + " packets  " + u(s.rx_bytes) + " bytes\n";
     o += "    tx        " + u(s.tx_packets) + " packets  " + u(s.tx_bytes) +
          " bytes  outstanding " + u(s.tx_outstanding) + "\n";
@@ -225,7 +226,8 @@ std::string statsPrometheus(const StatsReply& r, const vdevnl::InfoMsg* info) {
              {{"port", s.port.name},
               {"type", vdevnl::portTypeName(s.port.type)},
               {"xdp_mode", vdevnl::xdpModeName(s.port.xdp_mode)},
-              {"bind_mode", vdevnl::bindModeName(s.port.bind_mode)}},
+              {"bind_mode", vdevnl::bindModeName(s.port.bind_mode)},
+              {"fast_rx", s.port.fast_rx ? "on" : "off"}},
              1);
   for (const PortMetric& m : kPortMetrics) {
     w.family(m.name, m.type, m.help);

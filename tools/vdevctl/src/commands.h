@@ -25,7 +25,8 @@ const char* stateName(const vdevnl::PortInfo& p);
 // The QUEUES column: "N", or "B/N" while only B of a live port's N queues are bound.
 std::string queuesText(const vdevnl::PortInfo& p);
 // The fields of a port (PORT_GET) as JSON object members: name, type,
-// ifindex, queues, xdp_mode, bind_mode, mtu, live, mac (when known).
+// ifindex, queues, queues_bound, xdp_mode, bind_mode, mtu, live, fast_rx,
+// mac (when known).
 void writePortInfo(JsonWriter& w, const vdevnl::PortInfo& p);
 // A port's counters as JSON object members, with vdevd's --stats-json names:
 // rx_packets ... tx_outstanding, drops{}, xdp_stats{}, xdp_prog{}, dev{}.

@@ -80,6 +80,7 @@ struct PortStats {
   const char* bind_mode = "none";
   uint32_t mtu = 0;
   bool live = false;
+  bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on
   PortCounterSnapshot c;
   uint64_t tx_outstanding = 0;
   struct xdp_statistics xdp {};
@@ -108,9 +109,12 @@ class Datapath {
   Status addPort(const std::string& ifname);
   // Per-port options. allow_absent: a device that does not exist (yet) is
   // not an error: the port waits for it and is attached when it appears.
+  // fast_rx false: frames received on the port always go through vdevd
+  // (PortConfig::fast_rx); absent: on.
   struct PortOptions {
     std::optional<uint32_t> queues;
     std::optional<XdpMode> xdp_mode;
+    std::optional<bool> fast_rx;
     bool allow_absent = false;
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);

@@ -50,6 +50,12 @@ struct PortConfig {
   bool force = false;
   XskConfig xsk;
   const FastPath* fast = nullptr;  // the kernel fast path, if on (owned by the Datapath)
+  // false: the port's own program never fast-paths what the port receives
+  // (every frame goes through vdevd's thread); the port is still a fast-path
+  // destination. For a sender whose own CPU is the bottleneck: a tap's XDP
+  // program runs inside the VM's write(), so the fast path would put the
+  // whole delivery on that CPU.
+  bool fast_rx = true;
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -113,6 +119,7 @@ class Port {
   const std::vector<std::unique_ptr<Queue>>& queues() const { return queues_; }
   XdpProgram* xdp() { return xdp_.get(); }
   bool zerocopy() const;
+  bool fastRx() const { return cfg_.fast_rx; }
 
   // The calling thread's counter block.
   PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }

@@ -9,6 +9,11 @@
 //
 //   # vdevd state v1
 //   port name=vdc1 type=veth queues=0 xdp-mode=auto managed=1
+//   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0
+//
+// fast-rx is written only when off: a file without it (older vdevd, or
+// every port on) means on, and a file that uses no new option stays
+// readable by an older vdevd, which refuses keys it does not know.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,7 @@ struct PortRecord {
   uint32_t queues = 0;            // 0: every queue the device has
   std::string xdp_mode = "auto";  // native | generic | auto
   bool managed = false;           // vdev created the device (port del removes it)
+  bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
   bool operator==(const PortRecord&) const = default;
 };
 

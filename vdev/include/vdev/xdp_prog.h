@@ -36,6 +36,7 @@ class FastPath;
 struct XdpFastConfig {
   const FastPath* fast = nullptr;  // null: off
   uint32_t slot = 0;               // the port's number
+  bool rx = true;                  // false: this program sends nothing on the fast path (fast-rx off)
 };
 
 class XdpProgram {
