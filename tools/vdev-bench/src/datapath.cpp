@@ -52,7 +52,10 @@ std::string selfDir() {
 // (which also mounts that namespace's sysfs for it), pinned to the DUT CPU.
 // `ip netns exec` execs the command in place, so the child pid is vdevd's.
 // kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
-// (switch with the kernel fast path), or "vdevd-spin" (the
+// (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
+// --no-fast-rx on the ingress port: what the generator sends goes through
+// vdevd's thread, what the sink answers may take the fast path), or
+// "vdevd-spin" (the
 // scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
 // thread never sleeps while frames come more often than once a second, the
 // nearest vdevd has to busy polling).
@@ -61,11 +64,13 @@ class VdevdDatapath : public Datapath {
   VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath)
       : topo_(t), opt_(o), path_(std::move(path)), kind_(std::move(kind)), statsPath_(std::move(statsPath)) {
     bool threePorts = topo_.ports().size() > 2;
-    mode_ = kind_ == "vdevd-switch" || kind_ == "vdevd-fast" || threePorts ? "switch" : "xconnect";
+    mode_ = kind_ == "vdevd-switch" || fastPath() || threePorts ? "switch" : "xconnect";
   }
   ~VdevdDatapath() override { stop(); }
 
   std::string name() const override { return kind_; }
+  // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
+  bool fastPath() const { return kind_ == "vdevd-fast" || kind_ == "vdevd-rx-off"; }
 
   Status start() override {
     std::string ip = searchPath("ip");
@@ -86,8 +91,12 @@ class VdevdDatapath : public Datapath {
     // vdevd-fast requires the kernel fast path; the others measure vdevd's
     // own (AF_XDP) path, so in switch mode they turn it off (it is on by
     // default, and a tap always takes redirected frames).
-    if (kind_ == "vdevd-fast") args.emplace_back("--fast-path");
+    if (fastPath()) args.emplace_back("--fast-path");
     else if (mode_ == "switch") args.emplace_back("--no-fast-path");
+    if (kind_ == "vdevd-rx-off") {
+      args.emplace_back("--no-fast-rx");
+      args.push_back(topo_.portA());
+    }
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     std::string cmd;
     for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
@@ -208,7 +217,7 @@ class VdevdDatapath : public Datapath {
   std::string statsJson() const override { return stats_; }
   // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
   // needs NAPI, which vdevd gives the container end of every veth it creates.
-  bool transmitsXdpFrames() const override { return kind_ == "vdevd-fast"; }
+  bool transmitsXdpFrames() const override { return fastPath(); }
   pid_t pid() const override { return pid_ > 0 ? pid_ : 0; }
   std::string liveStatsJson() override {
     if (pid_ <= 0) return "";
@@ -233,8 +242,9 @@ class VdevdDatapath : public Datapath {
   std::string describe() const override {
     std::string s = "vdevd --mode " + mode_;
     if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
-    if (kind_ == "vdevd-fast") s += " --fast-path";
+    if (fastPath()) s += " --fast-path";
     else if (mode_ == "switch") s += " --no-fast-path";
+    if (kind_ == "vdevd-rx-off") s += " --no-fast-rx " + topo_.portA();
     if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
     for (const auto& a : opt_.vdevdArgs) s += " " + a;
     return s;
@@ -400,8 +410,8 @@ class XdpRedirectDatapath : public Datapath {
 }  // namespace
 
 bool isKnownDatapath(const std::string& k) {
-  return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "vdevd-fast" || k == "bridge" ||
-         k == "xdp-redirect";
+  return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "vdevd-fast" || k == "vdevd-rx-off" ||
+         k == "bridge" || k == "xdp-redirect";
 }
 
 bool isVdevd(const std::string& kind) { return kind.rfind("vdevd", 0) == 0; }

@@ -58,6 +58,10 @@ DESCRIPTION
                      vdevd. The sink veth gets GRO on, as vdevd gives the container end
                      of every veth it creates (a veth takes redirected frames only with
                      NAPI)
+      vdevd-rx-off   vdevd-fast with --no-fast-rx on the ingress port A: what the
+                     generator (or the VM, in tap-veth) sends goes through vdevd's
+                     thread, the answers may take the fast path; the per-port choice
+                     for a VM whose sending thread is its bottleneck
       bridge         a Linux bridge enslaving the ports (STP off; a static FDB entry for
                      the sink, except in the switch scenario, where it learns)
       xdp-redirect   an XDP program on A redirecting into B through a devmap (and one on
@@ -420,7 +424,7 @@ bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
           if (item.empty()) continue;
           if (!isKnownDatapath(item))
             return usage("unknown datapath '" + item +
-                           "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, bridge, xdp-redirect)");
+                           "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect)");
           o->datapaths.push_back(item);
         }
         if (o->datapaths.empty()) return usage("--datapath needs at least one datapath");
