@@ -983,6 +983,47 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
 // a tap: the kernel refuses to send them (EINVAL; see the harness test
 // KernelRefusesRunts), so the `runt` counter stays 0. A bare 14-byte header
 // is a frame and is switched like any other.
+// A guest that sends as the host -- another port's own MAC (a host end) or
+// a configured host MAC -- is not learned behind its port: frames for that
+// MAC would follow it there. Its frames are counted invalid_src and
+// forwarded nowhere, and a frame to such a MAC is still flooded, not sent
+// to the spoofer alone.
+TEST_F(DatapathTest, AGuestSendingAsTheHostIsNotLearned) {
+  Topology t;
+  everyPortFastPathed(t);
+  const Mac hostMac = uniqueMac();
+  Vdevd d(concat(t.portArgs(), {"--host-mac", macString(hostMac)}));
+  const Endpoints all = t.all();
+  learnAll(all, 1);
+  const Stats s0 = d.stats();
+  Endpoint& a = t.a.sock;
+  Endpoint& b = t.b.sock;
+  Endpoint& vm = t.vm;
+  const Mac bHostEnd = t.b.veth.hostMac();
+  for (uint32_t i = 0; i < 5; ++i) {
+    ASSERT_EQ(a.sendRaw(buildFrame({tf::kBroadcast, bHostEnd, Kind::kExperimental, 30, i, 100})), 0);
+    ASSERT_EQ(a.sendRaw(buildFrame({vm.mac(), bHostEnd, Kind::kExperimental, 30, i + 5, 100})), 0);
+    ASSERT_EQ(a.sendRaw(buildFrame({tf::kBroadcast, hostMac, Kind::kExperimental, 31, i, 100})), 0);
+    ASSERT_EQ(a.sendRaw(buildFrame({vm.mac(), hostMac, Kind::kExperimental, 31, i + 5, 100})), 0);
+  }
+  expectFlow(all, 30, {});
+  expectFlow(all, 31, {});
+  const Stats s1 = d.statsUntil([&](const Stats& s) {
+    return s.port(t.a.port()).drop("invalid_src") - s0.port(t.a.port()).drop("invalid_src") >= 20;
+  }, 2s);
+  EXPECT_EQ(s1.port(t.a.port()).drop("invalid_src") - s0.port(t.a.port()).drop("invalid_src"), 20u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).dropsTotal() - s0.port(t.a.port()).dropsTotal(), 20u) << s1.dump();
+  // B's host end is unknown to the switch: the VM's frames to it are
+  // flooded to A and B, not delivered to A alone (as they would be had A
+  // been learned as its owner).
+  sendMixed(vm, bHostEnd, 32, 5);
+  expectFlow(all, 32, {{&a, 5}, {&b, 5}});
+  // A, under its own MAC, is served as before.
+  sendMixed(a, vm.mac(), 33, 5);
+  expectFlow(all, 33, {{&vm, 5}});
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
 TEST_F(DatapathTest, RuntsAreRefusedByTheKernelAndBareHeadersAreForwarded) {
   Topology t;
   Vdevd d(t.portArgs());

@@ -124,6 +124,28 @@ TEST_F(SwitchTest, HairpinIsDroppedAsNoRoute) {
   expectPoolFull();
 }
 
+// A guest that sends as the host (a configured host MAC) is not learned:
+// otherwise frames for the host's MAC would follow it to its port. Its
+// frames are dropped as invalid_src, and the MAC stays unknown.
+TEST_F(SwitchTest, AHostMacAsSourceIsNotLearned) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.host_macs.push_back({0x02, 0, 0, 0, 0, 0x0c}); });
+  send(0, {frame(kBcast, kMacC, 64), frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drops(0, kDropInvalidSrc), 2u);
+  EXPECT_TRUE(drain(1).empty());
+  EXPECT_TRUE(drain(2).empty());
+  EXPECT_LT(dp->fdb().lookup(macKey(kMacC), now), 0) << "the host's MAC was learned behind a guest";
+  // A frame to it from another port is flooded (unknown), not sent to port 0 alone.
+  send(1, {frame(kMacC, kMacB, 64)});
+  EXPECT_EQ(drain(0).size(), 1u);
+  EXPECT_EQ(drain(2).size(), 1u);
+  // Guests' own MACs are learned as before.
+  send(0, {frame(kBcast, kMacA, 64)});
+  EXPECT_GE(dp->fdb().lookup(macKey(kMacA), now), 0);
+  drain(1);
+  drain(2);
+  expectPoolFull();
+}
+
 TEST_F(SwitchTest, RuntOversizeAndBadSourceAreDroppedAndCounted) {
   build(SwitchMode::kSwitch, 2);
   dp->port(1).setMtu(1000);

@@ -119,6 +119,7 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns),
       burst_(cfg.port.batch) {
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
+  refreshHostMacKeys();
 }
 
 Datapath::~Datapath() {
@@ -475,6 +476,14 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       enqueue(*out, f);
       continue;
     }
+    // A guest that sends as the host (a port's own MAC, a --host-mac) is
+    // not learned: frames for the host would follow it. Its ARP and NS for
+    // the host's addresses still reach the host (XDP passes those first).
+    if (isHostMac(macKey(src))) [[unlikely]] {
+      ic.drops[kDropInvalidSrc].add(1);
+      pool_->free(f);
+      continue;
+    }
     switch (fdb_.learn(macKey(src), in_idx, now_ns)) {
       case Fdb::Learn::kOk:
       case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
@@ -753,7 +762,21 @@ void Datapath::run() {
   if (ctl_req_.load(std::memory_order_acquire)) serveControl();
 }
 
+void Datapath::refreshHostMacKeys() {
+  host_mac_keys_.clear();  // keeps its capacity: no allocation once the ports are there
+  for (const auto& m : cfg_.host_macs) host_mac_keys_.push_back(macKey(m.data()));
+  for (const Port* p : active_)
+    if (!macIsZero(p->mac())) host_mac_keys_.push_back(macKey(p->mac()));
+  std::sort(host_mac_keys_.begin(), host_mac_keys_.end());
+  host_mac_keys_.erase(std::unique(host_mac_keys_.begin(), host_mac_keys_.end()), host_mac_keys_.end());
+}
+
+bool Datapath::isHostMac(uint64_t key) const noexcept {
+  return !host_mac_keys_.empty() && std::binary_search(host_mac_keys_.begin(), host_mac_keys_.end(), key);
+}
+
 void Datapath::refreshHostAddrs() {
+  refreshHostMacKeys();  // a port added, removed or re-created: its MAC with it
   struct ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return;  // kept as they were; tried again in a second
   for (Port* pp : active_) {

@@ -22,7 +22,7 @@ enum DropReason : uint32_t {
   kDropOversize,       // longer than the destination MTU or the frame size
   kDropRunt,           // shorter than an Ethernet header (ingress)
   kDropPoolEmpty,      // no frame for a flood copy (destination)
-  kDropInvalidSrc,     // multicast or all-zero source MAC (ingress)
+  kDropInvalidSrc,     // multicast, all-zero or (switch mode) a host MAC as source (ingress)
   kDropBadType,        // type/length field neither a length (<= 1500) nor a type (>= 0x0600),
                        // or an 802.3 length longer than the frame (ingress)
   kDropMacLimit,       // new source MAC, but the port holds its limit of learned MACs (ingress)

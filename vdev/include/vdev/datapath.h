@@ -180,6 +180,10 @@ class Datapath {
   // The host's IPv4 addresses on each port's device, for the XDP programs
   // (ARP requests for them go to the host stack). Every second and on add.
   void refreshHostAddrs();
+  // The host's own MACs -- every port's device MAC and the configured host
+  // MACs -- which the switch never learns from a guest (host_mac_keys_).
+  void refreshHostMacKeys();
+  bool isHostMac(uint64_t key) const noexcept;
   void syncFastPort(Port& p);
   void syncFastFdb(uint64_t now_ns);
   void fastHousekeeping(uint64_t now_ns);
@@ -206,6 +210,7 @@ class Datapath {
   std::vector<std::vector<Frame*>> pending_;
   std::vector<uint32_t> pending_n_;
   std::vector<uint16_t> pending_ports_;  // ports with pending frames this burst
+  std::vector<uint64_t> host_mac_keys_;  // sorted macKey()s (refreshHostMacKeys)
   std::vector<Frame*> burst_;
   uint16_t next_slot_ = 0;
   FileDesc wake_fd_;  // eventfd: doorbells and control requests
