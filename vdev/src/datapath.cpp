@@ -630,11 +630,9 @@ void Datapath::checkLinkNow(Port& p) {
     p.setReattachWarned(false);
     for (auto& q : p.queues()) refill(*q);
     p.setLive(true);
-    if (waited)
-      std::fprintf(stderr, "vdevd: port %s: link up; attached again (after %llu ms for the kernel to release its old sockets)\n",
-                   p.name().c_str(), static_cast<unsigned long long>(waited / 1000000));
-    else
-      std::fprintf(stderr, "vdevd: port %s: link up; attached again\n", p.name().c_str());
+    const std::string after =
+        waited ? " (after " + std::to_string(waited / 1000000) + " ms for the kernel to release its old sockets)" : "";
+    std::fprintf(stderr, "vdevd: port %s: link up; attached again%s\n", p.name().c_str(), after.c_str());
   }
   if (p.live() && p.unboundQueues()) {
     // A multi-queue tap grows queues as the VM opens them.
