@@ -18,7 +18,7 @@
 set -euo pipefail
 
 build=${1:-build}
-vdevd=$build/vdev/vdevd
+vdevd=$build/daemon/vdevd
 vdevctl=$build/tools/vdevctl/vdevctl
 cni=$build/tools/vdev-cni/vdev-cni
 vm=$build/tools/vdev-vm/vdev-vm

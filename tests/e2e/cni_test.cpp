@@ -30,7 +30,7 @@
 
 #include "cni_plugin.h"
 #include "harness.h"
-#include "vdevnl/client.h"
+#include "proto/client.h"
 
 namespace vdev::e2e {
 namespace {
@@ -228,8 +228,8 @@ class CniTest : public ::testing::Test {
     EXPECT_EQ(o.out, "") << what << " must print nothing on success";
   }
 
-  vdevnl::ControlClient client() {
-    auto c = vdevnl::ControlClient::connect(sock_);
+  vdev::proto::ControlClient client() {
+    auto c = vdev::proto::ControlClient::connect(sock_);
     if (!c) throw HarnessError("connect to vdevd: " + c.error().message());
     return std::move(*c);
   }
@@ -240,7 +240,7 @@ class CniTest : public ::testing::Test {
     for (const auto& p : *l) names.push_back(p.name);
     return names;
   }
-  vdevnl::PortStatsMsg portStats(const std::string& name) {
+  vdev::proto::PortStatsMsg portStats(const std::string& name) {
     auto s = client().stats(name);
     if (!s || s->ports.size() != 1) throw HarnessError("stats " + name);
     return s->ports[0];
@@ -322,7 +322,7 @@ TEST_P(CniVersionTest, TwoContainersReachEachOtherThroughVdevAndLeaveNothing) {
     // vdevd has the port; its device is the veth the plugin reported.
     auto info = client().portGet(port);
     ASSERT_TRUE(info) << info.error().message();
-    EXPECT_EQ(info->type, vdevnl::PortType::kVeth);
+    EXPECT_EQ(info->type, vdev::proto::PortType::kVeth);
     EXPECT_EQ(int(info->ifindex), linkInfo(port).ifindex);
   }
   const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"];

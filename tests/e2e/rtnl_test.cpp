@@ -1,4 +1,4 @@
-// vdev_rtnl (netlink/include/vdevnl/rtnl.h, rtnl_monitor.h) against the real
+// vdev_rtnl (rtnl/include/rtnl/link.h, monitor.h) against the real
 // kernel: veth pairs into namespaces named three ways, persistent taps that
 // an unprivileged process opens like QEMU does, the ownership mark, the link
 // monitor, and the error messages.
@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "harness.h"
-#include "vdevnl/rtnl.h"
-#include "vdevnl/rtnl_monitor.h"
+#include "rtnl/link.h"
+#include "rtnl/monitor.h"
 
 namespace {
 
 namespace e2e = vdev::e2e;
-namespace rtnl = vdevnl::rtnl;
+namespace rtnl = vdev::rtnl;
 using namespace std::chrono_literals;
 
 constexpr uid_t kNobody = 65534;

@@ -33,7 +33,7 @@
 
 #include "cni_plugin.h"
 #include "harness.h"
-#include "vdevnl/client.h"
+#include "proto/client.h"
 
 namespace vdev::e2e {
 namespace {
@@ -276,15 +276,15 @@ class VmTest : public ::testing::Test {
   std::string ctl(const std::string& args) {
     return run(shellQuote(vdevctlBinary()) + " -S " + shellQuote(sock_) + " " + args);
   }
-  vdevnl::PortInfo port(const std::string& name) {
-    auto c = vdevnl::ControlClient::connect(sock_);
+  vdev::proto::PortInfo port(const std::string& name) {
+    auto c = vdev::proto::ControlClient::connect(sock_);
     if (!c) throw HarnessError("connect: " + c.error().message());
     auto p = c->portGet(name);
     if (!p) throw HarnessError("port " + name + ": " + p.error().message());
     return *p;
   }
-  vdevnl::PortStatsMsg stats(const std::string& name) {
-    auto c = vdevnl::ControlClient::connect(sock_);
+  vdev::proto::PortStatsMsg stats(const std::string& name) {
+    auto c = vdev::proto::ControlClient::connect(sock_);
     if (!c) throw HarnessError("connect: " + c.error().message());
     auto s = c->stats(name);
     if (!s || s->ports.size() != 1) throw HarnessError("stats " + name);

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "vdevnl/codec.h"
+#include "proto/codec.h"
 
-using namespace vdevnl;
+using namespace vdev::proto;
 
 namespace {
 

@@ -15,11 +15,11 @@
 #include <cstring>
 #include <span>
 
-#include "vdevnl/codec.h"
+#include "proto/codec.h"
 
 namespace {
 
-using namespace vdevnl;
+using namespace vdev::proto;
 
 [[noreturn]] void fail(const char* what) {
   std::fprintf(stderr, "ctl_decode_fuzz: property violated: %s\n", what);

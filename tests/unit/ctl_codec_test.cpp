@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "vdevnl/codec.h"
+#include "proto/codec.h"
 
-namespace vdevnl {
+namespace vdev::proto {
 namespace {
 
 // ------------------------------------------------------------- helpers
@@ -1002,4 +1002,4 @@ TEST(CtlNames, PeekHeader) {
 }
 
 }  // namespace
-}  // namespace vdevnl
+}  // namespace vdev::proto

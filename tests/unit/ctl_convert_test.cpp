@@ -1,14 +1,15 @@
-// vdevnl/datapath_convert.h: vdev's statistics into protocol messages, and
+// daemon/datapath_convert.h: vdev's statistics into protocol messages, and
 // through the wire unchanged.
 #include <gtest/gtest.h>
 
-#include "vdevnl/datapath_convert.h"
+#include "daemon/datapath_convert.h"
 
-namespace vdevnl {
+namespace vdev::proto {
+using namespace vdev::daemon;  // the converters under test
 namespace {
 
-vdev::PortStats portStats() {
-  vdev::PortStats s;
+vdev::datapath::PortStats portStats() {
+  vdev::datapath::PortStats s;
   s.name = "vd0";
   s.ifindex = 12;
   s.queues = 2;
@@ -20,7 +21,7 @@ vdev::PortStats portStats() {
   s.c.rx_bytes = 2;
   s.c.tx_packets = 3;
   s.c.tx_bytes = 4;
-  for (uint32_t i = 0; i < vdev::kNumDropReasons; ++i) s.c.drops[i] = 10 + i;
+  for (uint32_t i = 0; i < vdev::datapath::kNumDropReasons; ++i) s.c.drops[i] = 10 + i;
   s.tx_outstanding = 5;
   s.xdp.rx_dropped = 21;
   s.xdp.rx_invalid_descs = 22;
@@ -49,7 +50,7 @@ TEST(CtlConvert, PortStatsEveryCounter) {
   EXPECT_EQ(m.tx_outstanding, 5u);
   for (uint32_t i = 0; i < kNumDropReasons; ++i) {
     EXPECT_EQ(m.drops[i], 10 + i);
-    EXPECT_STREQ(dropName(i), vdev::dropReasonName(i)) << "STATS attribute order != DropReason";
+    EXPECT_STREQ(dropName(i), vdev::datapath::dropReasonName(i)) << "STATS attribute order != DropReason";
   }
   EXPECT_EQ(m.xdp.rx_dropped, 21u);
   EXPECT_EQ(m.xdp.tx_ring_empty_descs, 26u);
@@ -58,7 +59,7 @@ TEST(CtlConvert, PortStatsEveryCounter) {
 }
 
 TEST(CtlConvert, StatsReplyThroughTheWire) {
-  vdev::DatapathStats d;
+  vdev::datapath::DatapathStats d;
   d.ports.push_back(portStats());
   auto other = portStats();
   other.name = "vd1";
@@ -91,8 +92,8 @@ TEST(CtlConvert, StatsReplyThroughTheWire) {
 
 TEST(CtlConvert, FdbEntry) {
   const uint8_t mac[6] = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
-  vdev::Fdb::Entry e;
-  e.mac = vdev::macKey(mac);
+  vdev::datapath::Fdb::Entry e;
+  e.mac = vdev::datapath::macKey(mac);
   e.seen_ns = 1'000'000'000;
   e.live = true;
   FdbEntryMsg m = toFdbEntryMsg(e, "vd0", 3'500'000'000);
@@ -104,11 +105,11 @@ TEST(CtlConvert, FdbEntry) {
 }
 
 TEST(CtlConvert, XdpModes) {
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kNative), vdev::XdpMode::kNative);
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kGeneric), vdev::XdpMode::kGeneric);
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kAuto), vdev::XdpMode::kAuto);
-  EXPECT_EQ(xdpModeFromName(vdev::xdpModeName(vdev::XdpMode::kNative)), XdpMode::kNative);
+  EXPECT_EQ(toVdevXdpMode(XdpMode::kNative), vdev::datapath::XdpMode::kNative);
+  EXPECT_EQ(toVdevXdpMode(XdpMode::kGeneric), vdev::datapath::XdpMode::kGeneric);
+  EXPECT_EQ(toVdevXdpMode(XdpMode::kAuto), vdev::datapath::XdpMode::kAuto);
+  EXPECT_EQ(xdpModeFromName(vdev::datapath::xdpModeName(vdev::datapath::XdpMode::kNative)), XdpMode::kNative);
 }
 
 }  // namespace
-}  // namespace vdevnl
+}  // namespace vdev::proto

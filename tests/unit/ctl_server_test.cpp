@@ -21,10 +21,10 @@
 #include <mutex>
 #include <thread>
 
-#include "vdevnl/client.h"
-#include "vdevnl/server.h"
+#include "proto/client.h"
+#include "proto/server.h"
 
-namespace vdevnl {
+namespace vdev::proto {
 namespace {
 
 using namespace std::chrono_literals;
@@ -105,7 +105,7 @@ class FakeHandler : public ControlHandler {
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/vdevnl-test-XXXXXX";
+    char tmpl[] = "/tmp/vdev-proto-test-XXXXXX";
     path_ = mkdtemp(tmpl);
     ::chmod(path_.c_str(), 0755);  // reachable by `nobody` in the fork test
   }
@@ -717,4 +717,4 @@ TEST_F(CtlServer, NonMemberGetsEpermAsNobody) {
 }
 
 }  // namespace
-}  // namespace vdevnl
+}  // namespace vdev::proto

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "vdev/datapath.h"
+#include "datapath/datapath.h"
 
-namespace vdev {
+namespace vdev::datapath {
 namespace {
 
 constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
@@ -105,4 +105,4 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
 }
 
 }  // namespace
-}  // namespace vdev
+}  // namespace vdev::datapath

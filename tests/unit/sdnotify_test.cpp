@@ -3,7 +3,7 @@
 // The test plays systemd: it binds its own AF_UNIX datagram socket in a
 // temporary directory, points NOTIFY_SOCKET at it, and reads what the
 // wrappers send. Unprivileged.
-#include "vdev/sd_notify.h"
+#include "daemon/sd_notify.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -64,72 +64,72 @@ class SdNotifyTest : public ::testing::Test {
 };
 
 TEST_F(SdNotifyTest, ReadyStatusStoppingWatchdog) {
-  EXPECT_TRUE(vdev::sd::notifySocketSet());
+  EXPECT_TRUE(vdev::daemon::sd::notifySocketSet());
 
-  auto st = vdev::sd::notifyReady();
+  auto st = vdev::daemon::sd::notifyReady();
   ASSERT_TRUE(st) << st.error().message();
   EXPECT_EQ(recvOne(), "READY=1");
 
-  st = vdev::sd::notifyStatus("3 ports up, 0 down");
+  st = vdev::daemon::sd::notifyStatus("3 ports up, 0 down");
   ASSERT_TRUE(st) << st.error().message();
   EXPECT_EQ(recvOne(), "STATUS=3 ports up, 0 down");
 
-  st = vdev::sd::notifyWatchdog();
+  st = vdev::daemon::sd::notifyWatchdog();
   ASSERT_TRUE(st) << st.error().message();
   EXPECT_EQ(recvOne(), "WATCHDOG=1");
 
-  st = vdev::sd::notifyStopping();
+  st = vdev::daemon::sd::notifyStopping();
   ASSERT_TRUE(st) << st.error().message();
   EXPECT_EQ(recvOne(), "STOPPING=1");
 }
 
 TEST_F(SdNotifyTest, ReadyWithStatusIsOneDatagram) {
-  ASSERT_TRUE(vdev::sd::notifyReady("ready: 2 ports"));
+  ASSERT_TRUE(vdev::daemon::sd::notifyReady("ready: 2 ports"));
   EXPECT_EQ(recvOne(), "READY=1\nSTATUS=ready: 2 ports");
 }
 
 TEST_F(SdNotifyTest, StatusIsOneLine) {
   // A newline would start a second assignment (e.g. "READY=1") that the
   // caller never meant to send.
-  ASSERT_TRUE(vdev::sd::notifyStatus("port vdc1 gone\nREADY=1"));
+  ASSERT_TRUE(vdev::daemon::sd::notifyStatus("port vdc1 gone\nREADY=1"));
   EXPECT_EQ(recvOne(), "STATUS=port vdc1 gone READY=1");
 }
 
 TEST_F(SdNotifyTest, WatchdogInterval) {
-  EXPECT_EQ(vdev::sd::watchdogInterval(), 0us) << "no WATCHDOG_USEC: off";
+  EXPECT_EQ(vdev::daemon::sd::watchdogInterval(), 0us) << "no WATCHDOG_USEC: off";
 
   setenv("WATCHDOG_USEC", "30000000", 1);
   setenv("WATCHDOG_PID", std::to_string(getpid()).c_str(), 1);
-  EXPECT_EQ(vdev::sd::watchdogInterval(), 30s);
+  EXPECT_EQ(vdev::daemon::sd::watchdogInterval(), 30s);
   // The variables stay (unset_environment=0): asking again gives the same.
-  EXPECT_EQ(vdev::sd::watchdogInterval(), 30s);
+  EXPECT_EQ(vdev::daemon::sd::watchdogInterval(), 30s);
 
-  ASSERT_TRUE(vdev::sd::notifyWatchdog());
+  ASSERT_TRUE(vdev::daemon::sd::notifyWatchdog());
   EXPECT_EQ(recvOne(), "WATCHDOG=1");
 
   // Inherited from a parent: meant for another process.
   setenv("WATCHDOG_PID", std::to_string(getpid() + 1).c_str(), 1);
-  EXPECT_EQ(vdev::sd::watchdogInterval(), 0us);
+  EXPECT_EQ(vdev::daemon::sd::watchdogInterval(), 0us);
 
   // Without WATCHDOG_PID, the interval applies to whoever reads it.
   unsetenv("WATCHDOG_PID");
-  EXPECT_EQ(vdev::sd::watchdogInterval(), 30s);
+  EXPECT_EQ(vdev::daemon::sd::watchdogInterval(), 30s);
 }
 
 TEST_F(SdNotifyTest, NoSocketIsANoOp) {
   unsetenv("NOTIFY_SOCKET");
-  EXPECT_FALSE(vdev::sd::notifySocketSet());
-  EXPECT_TRUE(vdev::sd::notifyReady("x"));
-  EXPECT_TRUE(vdev::sd::notifyStatus("x"));
-  EXPECT_TRUE(vdev::sd::notifyWatchdog());
-  EXPECT_TRUE(vdev::sd::notifyStopping());
+  EXPECT_FALSE(vdev::daemon::sd::notifySocketSet());
+  EXPECT_TRUE(vdev::daemon::sd::notifyReady("x"));
+  EXPECT_TRUE(vdev::daemon::sd::notifyStatus("x"));
+  EXPECT_TRUE(vdev::daemon::sd::notifyWatchdog());
+  EXPECT_TRUE(vdev::daemon::sd::notifyStopping());
   EXPECT_EQ(recvOne(100ms), std::nullopt) << "nothing may be sent";
 }
 
 TEST_F(SdNotifyTest, UnreachableSocketIsAnError) {
   const std::string gone = dir_ + "/gone";
   setenv("NOTIFY_SOCKET", gone.c_str(), 1);
-  auto st = vdev::sd::notifyReady();
+  auto st = vdev::daemon::sd::notifyReady();
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().err, ENOENT) << st.error().message();
   EXPECT_NE(st.error().message().find("sd_notify READY=1"), std::string::npos) << st.error().message();

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "vdev/state_file.h"
+#include "daemon/state_file.h"
 
-namespace vdev {
+namespace vdev::daemon {
 namespace {
 
 DaemonState sample() {
@@ -118,4 +118,4 @@ TEST(StateFile, SaveIsAtomicAndLoadReadsItBack) {
 }
 
 }  // namespace
-}  // namespace vdev
+}  // namespace vdev::daemon

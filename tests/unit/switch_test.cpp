@@ -7,10 +7,10 @@
 #include <functional>
 #include <vector>
 
-#include "vdev/datapath.h"
-#include "vdev/fdb.h"
+#include "datapath/datapath.h"
+#include "datapath/fdb.h"
 
-namespace vdev {
+namespace vdev::datapath {
 namespace {
 
 constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0a};
@@ -393,4 +393,4 @@ TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
 }
 
 }  // namespace
-}  // namespace vdev
+}  // namespace vdev::datapath

@@ -4,10 +4,10 @@
 
 #include <vector>
 
-#include "vdev/frame_pool.h"
-#include "vdev/port.h"
+#include "datapath/frame_pool.h"
+#include "datapath/port.h"
 
-namespace vdev {
+namespace vdev::datapath {
 namespace {
 
 struct Fixture : ::testing::Test {
@@ -173,4 +173,4 @@ TEST(FramePool, RejectsBadSizesAndDoubleFreeAborts) {
 }
 
 }  // namespace
-}  // namespace vdev
+}  // namespace vdev::datapath

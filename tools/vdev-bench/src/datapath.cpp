@@ -437,7 +437,7 @@ std::string datapathFitsScenario(const std::string& kind, Scenario sc) {
 std::string findVdevd(const std::string& given) {
   if (!given.empty()) return isExecutable(given) ? given : "";
   std::string dir = selfDir();
-  for (const char* rel : {"/../../vdev/vdevd", "/../vdev/vdevd", "/vdevd"}) {
+  for (const char* rel : {"/../../daemon/vdevd", "/../daemon/vdevd", "/vdevd"}) {
     std::string cand = dir + rel;
     if (isExecutable(cand)) {
       char real[PATH_MAX];

@@ -56,7 +56,7 @@ std::string datapathFitsScenario(const std::string& kind, Scenario sc);
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
                                                const std::string& vdevdPath, const std::string& workDir);
 
-// Where vdevd is: --vdevd, else ../../vdev/vdevd relative to this binary
+// Where vdevd is: --vdevd, else ../../daemon/vdevd relative to this binary
 // (the build tree), else PATH. Empty when not found.
 std::string findVdevd(const std::string& given);
 

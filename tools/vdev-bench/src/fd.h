@@ -1,7 +1,7 @@
 // fd.h - owning file descriptor: vdev's FileDesc, under vdev-bench's name.
 #pragma once
 
-#include "vdev/fd.h"
+#include "base/fd.h"
 
 namespace vdev::bench {
 

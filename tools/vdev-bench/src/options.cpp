@@ -119,7 +119,7 @@ OPTIONS
                           headroom (vdevd's copy-mode AF_XDP skbs) into a page before the
                           program runs, a cost a container does not pay. Checked against
                           rx_queue_N_xdp_drops.
-        --vdevd PATH      the vdevd binary (default: ../../vdev/vdevd relative to
+        --vdevd PATH      the vdevd binary (default: ../../daemon/vdevd relative to
                           vdev-bench in the build tree, then PATH).
         --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--batch=128.
         --gen-cpu N       CPU of the generator threads (default 0).

@@ -6,10 +6,10 @@
 #include <cctype>
 #include <charconv>
 
-#include "vdevnl/codec.h"  // parseMac, validateUnicastMac
-#include "vdevnl/protocol.h"
+#include "proto/codec.h"  // parseMac, validateUnicastMac
+#include "proto/protocol.h"
 
-namespace vdevcni {
+namespace vdev::cni {
 
 namespace {
 
@@ -108,11 +108,11 @@ bool validIdentifier(std::string_view s) {
 }
 
 std::string checkMac(const std::string& text, std::string_view what, unsigned code) {
-  const auto mac = vdevnl::parseMac(text);
+  const auto mac = vdev::proto::parseMac(text);
   if (!mac) throw CniError(code, std::string(what) + ": \"" + text + "\" is not a MAC address");
-  if (auto st = vdevnl::validateUnicastMac(*mac, what); !st)
+  if (auto st = vdev::proto::validateUnicastMac(*mac, what); !st)
     throw CniError(code, st.error().what);
-  return vdevnl::formatMac(*mac);
+  return vdev::proto::formatMac(*mac);
 }
 
 }  // namespace
@@ -171,7 +171,7 @@ const char* commandName(Command c) {
 bool validContainerId(std::string_view id) { return validIdentifier(id); }
 
 bool validIfname(std::string_view name) {
-  if (name.empty() || name.size() > vdevnl::kIfNameMax || name == "." || name == "..") return false;
+  if (name.empty() || name.size() > vdev::proto::kIfNameMax || name == "." || name == "..") return false;
   return std::none_of(name.begin(), name.end(), [](char c) {
     return c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0';
   });
@@ -381,15 +381,15 @@ NetConf parseNetConf(std::string_view text, Command command) {
     throw CniError(kErrInvalidConfig, "invalid characters found in network name", c.name);
   c.type = optString(j, "type", w).value_or("");
 
-  c.socket = optString(j, "socket", w).value_or(vdevnl::kDefaultSocketPath);
+  c.socket = optString(j, "socket", w).value_or(vdev::proto::kDefaultSocketPath);
   if (c.socket.empty() || c.socket[0] != '/')
     throw CniError(kErrInvalidConfig, "socket: \"" + c.socket + "\" is not an absolute path");
   if (const Json* m = field(j, "mtu")) {
-    if (!m->is_number_integer() || m->get<int64_t>() < vdevnl::kMinMtu ||
-        m->get<int64_t>() > vdevnl::kMaxMtu)
+    if (!m->is_number_integer() || m->get<int64_t>() < vdev::proto::kMinMtu ||
+        m->get<int64_t>() > vdev::proto::kMaxMtu)
       throw CniError(kErrInvalidConfig, "mtu: " + m->dump() + " is not an integer " +
-                                            std::to_string(vdevnl::kMinMtu) + ".." +
-                                            std::to_string(vdevnl::kMaxMtu));
+                                            std::to_string(vdev::proto::kMinMtu) + ".." +
+                                            std::to_string(vdev::proto::kMaxMtu));
     c.mtu = uint32_t(m->get<int64_t>());
   }
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
@@ -444,4 +444,4 @@ Json encodeVersionInfo(std::string_view version) {
   return j;
 }
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

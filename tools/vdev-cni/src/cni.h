@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace vdevcni {
+namespace vdev::cni {
 
 using Json = nlohmann::ordered_json;  // keeps the order fields are written in
 
@@ -200,4 +200,4 @@ Env readEnv(Getter get) {
   return parseEnv(vars);
 }
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

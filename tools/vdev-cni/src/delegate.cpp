@@ -11,11 +11,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "vdev/fd.h"
+#include "base/fd.h"
 
 extern char** environ;
 
-namespace vdevcni {
+namespace vdev::cni {
 
 namespace {
 
@@ -163,4 +163,4 @@ void Delegate::run(Command cmd, const Json& conf, const std::string& version) {
   (void)exec(cmd, c.dump());
 }
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

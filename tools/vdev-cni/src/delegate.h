@@ -11,7 +11,7 @@
 
 #include "cni.h"
 
-namespace vdevcni {
+namespace vdev::cni {
 
 class Delegate {
  public:
@@ -49,4 +49,4 @@ class Delegate {
   std::optional<std::vector<std::string>> versions_;
 };
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

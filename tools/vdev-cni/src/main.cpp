@@ -1,4 +1,4 @@
 // vdev-cni: the CNI plugin of vdev (docs/containers.md).
 #include "plugin.h"
 
-int main() { return vdevcni::run(); }
+int main() { return vdev::cni::run(); }

@@ -19,9 +19,9 @@
 #include <cstring>
 #include <memory>
 
-#include "vdev/fd.h"
+#include "base/fd.h"
 
-namespace vdevcni {
+namespace vdev::cni {
 
 namespace {
 
@@ -202,4 +202,4 @@ bool NetnsRoute::hasRoute(int ifindex, const Route& route, const std::optional<s
   return false;
 }
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

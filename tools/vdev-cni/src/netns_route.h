@@ -18,7 +18,7 @@
 
 struct nl_sock;
 
-namespace vdevcni {
+namespace vdev::cni {
 
 class NetnsRoute {
  public:
@@ -55,4 +55,4 @@ class NetnsRoute {
   nl_sock* sock_ = nullptr;
 };
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

@@ -15,14 +15,14 @@
 
 #include "delegate.h"
 #include "netns_route.h"
-#include "vdevnl/client.h"
-#include "vdevnl/rtnl.h"
+#include "proto/client.h"
+#include "rtnl/link.h"
 
 #ifndef VDEV_CNI_VERSION
 #define VDEV_CNI_VERSION "unknown"
 #endif
 
-namespace vdevcni {
+namespace vdev::cni {
 
 namespace {
 
@@ -68,8 +68,8 @@ std::string base32(uint64_t v, size_t chars) {
 // Connects to vdevd. Not running (no socket, nobody listening): `absent`
 // (11, try again later; STATUS: 50). Anything else: 5 (I/O failure), with
 // the socket's path in the message.
-vdevnl::ControlClient connectVdevd(const NetConf& c, unsigned absent = kErrTryAgainLater) {
-  auto cl = vdevnl::ControlClient::connect(c.socket);
+vdev::proto::ControlClient connectVdevd(const NetConf& c, unsigned absent = kErrTryAgainLater) {
+  auto cl = vdev::proto::ControlClient::connect(c.socket);
   if (cl) return std::move(*cl);
   const int e = cl.error().err;
   if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
@@ -102,7 +102,7 @@ class Rollback {
 
 // Deletes the port; true if it was there. ENOENT (no such port) is success:
 // DEL must succeed when things are already gone.
-bool deletePort(vdevnl::ControlClient& cl, const NetConf& c, const std::string& port) {
+bool deletePort(vdev::proto::ControlClient& cl, const NetConf& c, const std::string& port) {
   if (auto st = cl.portDel(port); !st) {
     if (st.error().err == ENOENT) return false;
     vdevdFailed(st.error(), c.socket);
@@ -142,17 +142,17 @@ std::string lower(std::string s) {
 
 // The container interface's MAC: runtimeConfig.mac (the "mac" capability)
 // over CNI_ARGS MAC= over the configuration's "mac".
-std::optional<vdevnl::Mac> containerMac(const NetConf& c, const Env& env) {
+std::optional<vdev::proto::Mac> containerMac(const NetConf& c, const Env& env) {
   std::optional<std::string> text = c.mac;
   if (auto it = env.argPairs.find("MAC"); it != env.argPairs.end()) {
-    if (!vdevnl::parseMac(it->second))
+    if (!vdev::proto::parseMac(it->second))
       throw CniError(kErrInvalidEnv, "CNI_ARGS: MAC=" + it->second + " is not a MAC address");
     text = it->second;
   }
   if (c.runtimeMac) text = c.runtimeMac;
   if (!text) return std::nullopt;
-  const auto mac = vdevnl::parseMac(*text);
-  if (auto st = vdevnl::validateUnicastMac(*mac, "MAC"); !st)
+  const auto mac = vdev::proto::parseMac(*text);
+  if (auto st = vdev::proto::validateUnicastMac(*mac, "MAC"); !st)
     throw CniError(kErrInvalidEnv, st.error().what);
   return mac;
 }
@@ -174,11 +174,11 @@ void cmdAdd(const Env& env, const NetConf& c) {
   }
 
   auto cl = connectVdevd(c);
-  vdevnl::PortAddRequest req;
+  vdev::proto::PortAddRequest req;
   req.name = port;
-  req.type = vdevnl::PortType::kVeth;
-  req.xdp_mode = vdevnl::parseXdpMode(c.xdpMode).value_or(vdevnl::XdpMode::kAuto);
-  vdevnl::CreateOptions create;
+  req.type = vdev::proto::PortType::kVeth;
+  req.xdp_mode = vdev::proto::parseXdpMode(c.xdpMode).value_or(vdev::proto::XdpMode::kAuto);
+  vdev::proto::CreateOptions create;
   create.peer_netns_path = env.netns;
   create.peer_ifname = env.ifname;
   create.peer_mac = mac;
@@ -195,7 +195,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   Rollback undo;
   undo.add([&] {
     // A fresh connection: the first may be the thing that failed.
-    auto again = vdevnl::ControlClient::connect(c.socket);
+    auto again = vdev::proto::ControlClient::connect(c.socket);
     if (again) (void)again->portDel(port);
   });
 
@@ -206,14 +206,14 @@ void cmdAdd(const Env& env, const NetConf& c) {
   Result r = c.prevResult.value_or(Result{});
   const int hostIdx = int(r.interfaces.size());
   {
-    auto host = vdevnl::rtnl::getLink(port);
+    auto host = vdev::rtnl::getLink(port);
     if (!host)
       throw CniError(kErrContainer, "host end of the veth: " + host.error().message());
     auto peer = ns.link(env.ifname);
     if (!peer)
       throw CniError(kErrContainer, "vdevd made port " + port + " but " + env.ifname +
                                         " is not in " + env.netns);
-    r.interfaces.push_back({port, vdevnl::formatMac(host->mac), uint32_t(host->mtu), ""});
+    r.interfaces.push_back({port, vdev::proto::formatMac(host->mac), uint32_t(host->mtu), ""});
     r.interfaces.push_back({env.ifname, peer->mac, peer->mtu, env.netns});
   }
   const int sandboxIdx = hostIdx + 1;
@@ -245,10 +245,10 @@ void cmdDel(const Env& env, const NetConf& c) {
   // The port first: while vdevd cannot be reached (11, the runtime retries)
   // the container keeps its address, so IPAM must not hand it out again.
   auto cl = connectVdevd(c);
-  if (!deletePort(cl, c, port) && vdevnl::rtnl::linkIsManaged(port)) {
+  if (!deletePort(cl, c, port) && vdev::rtnl::linkIsManaged(port)) {
     // vdevd does not know the port (its state was lost) but the veth vdev
     // made is still there: remove it, so a later ADD can use the name.
-    if (auto st = vdevnl::rtnl::deleteManagedLink(port); !st && st.error().err != ENODEV)
+    if (auto st = vdev::rtnl::deleteManagedLink(port); !st && st.error().err != ENODEV)
       throw CniError(kErrContainer, "delete leftover veth " + port + ": " + st.error().message());
   }
   if (!c.ipamType.empty()) {
@@ -278,9 +278,9 @@ void cmdCheck(const Env& env, const NetConf& c) {
                      info.error().message());
     vdevdFailed(info.error(), c.socket);
   }
-  if (info->type != vdevnl::PortType::kVeth)
+  if (info->type != vdev::proto::PortType::kVeth)
     throw CniError(kErrCheckFailed, std::string("port ") + port + " is a " +
-                                        vdevnl::portTypeName(info->type) + ", not a veth");
+                                        vdev::proto::portTypeName(info->type) + ", not a veth");
   if (!info->live) throw CniError(kErrCheckFailed, "port " + port + " is down in vdevd");
 
   int hostIdx = -1, sandboxIdx = -1;
@@ -344,7 +344,7 @@ void cmdGc(const Env& env, const NetConf& c) {
   if (!ports) vdevdFailed(ports.error(), c.socket);
   for (const auto& p : *ports) {
     // Only this network's veths: never a tap, an uplink, or another network's port.
-    if (p.type != vdevnl::PortType::kVeth || p.name.size() != 15 || p.name.rfind(prefix, 0) != 0 ||
+    if (p.type != vdev::proto::PortType::kVeth || p.name.size() != 15 || p.name.rfind(prefix, 0) != 0 ||
         keep.count(p.name))
       continue;
     std::fprintf(stderr, "vdev-cni: GC: deleting port %s (no valid attachment)\n", p.name.c_str());
@@ -449,4 +449,4 @@ int run() {
   return 1;
 }
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

@@ -1,12 +1,12 @@
 // vdev-cni: the CNI plugin that attaches containers to vdevd
-// (docs/containers.md). main() is `return vdevcni::run();`.
+// (docs/containers.md). main() is `return vdev::cni::run();`.
 #pragma once
 
 #include <string>
 
 #include "cni.h"
 
-namespace vdevcni {
+namespace vdev::cni {
 
 inline constexpr const char* kPortPrefix = "vc";
 
@@ -24,4 +24,4 @@ std::string portPrefix(const std::string& network);
 // the error JSON on stdout. Returns the exit status (0 success, 1 error).
 int run();
 
-}  // namespace vdevcni
+}  // namespace vdev::cni

@@ -12,7 +12,7 @@
 
 #include "output.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 namespace {
 
@@ -94,19 +94,19 @@ double Args::seconds(std::string_view keyword, double lo, double hi) {
   return v;
 }
 
-vdevnl::Mac Args::mac(std::string_view keyword) {
+vdev::proto::Mac Args::mac(std::string_view keyword) {
   const std::string k(keyword);
   const std::string s = next("MAC address after '" + k + "'");
-  const auto m = vdevnl::parseMac(s);
+  const auto m = vdev::proto::parseMac(s);
   if (!m) usage("invalid MAC address '" + s + "' for " + k + " (expected xx:xx:xx:xx:xx:xx)");
   if ((*m)[0] & 1) usage(k + " " + s + " is a multicast address (a station needs a unicast one)");
-  if (*m == vdevnl::Mac{}) usage(k + " 00:00:00:00:00:00 is not an address");
+  if (*m == vdev::proto::Mac{}) usage(k + " 00:00:00:00:00:00 is not an address");
   return *m;
 }
 
 std::string Args::ifname(std::string_view what) {
   const std::string s = next(what);
-  if (auto st = vdevnl::validateIfname(s, "IFNAME"); !st) {
+  if (auto st = vdev::proto::validateIfname(s, "IFNAME"); !st) {
     // The library's message names the protocol attribute; say it in CLI terms.
     std::string m = st.error().what;
     const std::string prefix = "attribute IFNAME: ";
@@ -145,9 +145,9 @@ gid_t Args::group(std::string_view keyword) {
 
 // ---------------------------------------------------------------- Context
 
-vdevnl::ControlClient& Context::client() {
+vdev::proto::ControlClient& Context::client() {
   if (client_) return *client_;
-  auto c = vdevnl::ControlClient::connect(opt_.socket);
+  auto c = vdev::proto::ControlClient::connect(opt_.socket);
   if (!c) {
     const int err = c.error().err;
     std::string hint;
@@ -275,4 +275,4 @@ int runCli(int argc, char** argv) {
   return chosen->run(ctx, args);
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "vdevnl/client.h"
+#include "proto/client.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFail = 1;
@@ -28,7 +28,7 @@ struct GlobalOptions {
   bool json = false;    // -j: JSON output
   bool pretty = false;  // -p: indented JSON
   bool stats = false;   // -s: statistics with `port show`
-  std::string socket = vdevnl::kDefaultSocketPath;
+  std::string socket = vdev::proto::kDefaultSocketPath;
 };
 
 class Args;
@@ -71,7 +71,7 @@ class Args {
   // The value after `keyword`, parsed; usage errors say which keyword.
   uint32_t u32(std::string_view keyword, uint32_t lo, uint32_t hi);
   double seconds(std::string_view keyword, double lo, double hi);
-  vdevnl::Mac mac(std::string_view keyword);  // unicast, non-zero
+  vdev::proto::Mac mac(std::string_view keyword);  // unicast, non-zero
   std::string ifname(std::string_view what);  // 1..15 chars, a valid interface name
   uid_t user(std::string_view keyword);       // name (getpwnam) or number
   gid_t group(std::string_view keyword);      // name (getgrnam) or number
@@ -98,7 +98,7 @@ class Context {
 
   // Connected client. If vdevd cannot be reached, prints why (naming the
   // socket) and exits 1.
-  vdevnl::ControlClient& client();
+  vdev::proto::ControlClient& client();
 
   // Prints "vdevctl: " + e.message() (the daemon's message verbatim, then
   // strerror) to stderr; returns kExitFail.
@@ -109,7 +109,7 @@ class Context {
 
  private:
   GlobalOptions opt_;
-  std::optional<vdevnl::ControlClient> client_;
+  std::optional<vdev::proto::ControlClient> client_;
 };
 
 [[noreturn]] void globalUsage(const std::string& msg);
@@ -117,4 +117,4 @@ class Context {
 // Runs vdevctl; returns the exit status.
 int runCli(int argc, char** argv);
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

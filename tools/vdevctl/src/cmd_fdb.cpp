@@ -4,7 +4,7 @@
 
 #include "commands.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 int cmdFdbShow(Context& ctx, Args& a) {
   a.done();
@@ -19,7 +19,7 @@ int cmdFdbShow(Context& ctx, Args& a) {
     w.beginArray();
     for (const auto& e : entries) {
       w.beginObject();
-      w.field("mac", vdevnl::formatMac(e.mac));
+      w.field("mac", vdev::proto::formatMac(e.mac));
       w.field("port", e.port);
       w.field("static", e.is_static);
       w.field("age_ms", e.age_ms);
@@ -30,13 +30,13 @@ int cmdFdbShow(Context& ctx, Args& a) {
   }
   Table t({{"MAC"}, {"PORT"}, {"TYPE"}, {"AGE", true}});
   for (const auto& e : entries)
-    t.row({vdevnl::formatMac(e.mac), e.port, e.is_static ? "static" : "learned",
+    t.row({vdev::proto::formatMac(e.mac), e.port, e.is_static ? "static" : "learned",
            e.is_static ? "-" : fixed(double(e.age_ms) / 1000.0, 1) + "s"});
   return Context::print(t.render());
 }
 
 int cmdFdbAdd(Context& ctx, Args& a) {
-  const vdevnl::Mac mac = a.mac("MAC");
+  const vdev::proto::Mac mac = a.mac("MAC");
   if (!a.accept("port")) {
     if (a.empty()) a.usage("missing 'port IFNAME'");
     a.usage("expected 'port IFNAME', not '" + a.peek() + "'");
@@ -48,10 +48,10 @@ int cmdFdbAdd(Context& ctx, Args& a) {
 }
 
 int cmdFdbDel(Context& ctx, Args& a) {
-  const vdevnl::Mac mac = a.mac("MAC");
+  const vdev::proto::Mac mac = a.mac("MAC");
   a.done();
   if (auto st = ctx.client().fdbDel(mac); !st) return Context::fail(st.error());
   return kExitOk;
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

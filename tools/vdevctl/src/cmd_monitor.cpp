@@ -9,7 +9,7 @@
 
 #include "commands.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 namespace {
 
@@ -19,7 +19,7 @@ struct Sample {
   uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes, lost;
 };
 
-std::map<std::string, Sample> sampleOf(const vdevnl::StatsReply& r) {
+std::map<std::string, Sample> sampleOf(const vdev::proto::StatsReply& r) {
   std::map<std::string, Sample> m;
   for (const auto& s : r.ports)
     m[s.port.name] = {s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, lostFrames(s)};
@@ -152,4 +152,4 @@ int cmdMonitor(Context& ctx, Args& a) {
   return kExitOk;
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

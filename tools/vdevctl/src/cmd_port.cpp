@@ -3,13 +3,13 @@
 
 #include "commands.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 namespace {
 
-using vdevnl::CreateOptions;
-using vdevnl::PortAddRequest;
-using vdevnl::PortType;
+using vdev::proto::CreateOptions;
+using vdev::proto::PortAddRequest;
+using vdev::proto::PortType;
 
 // Keywords that describe the device to create; valid only after `create`.
 // `only_for`: the device type a keyword belongs to (nullptr: both).
@@ -31,7 +31,7 @@ const CreateKeyword* createKeyword(std::string_view w) {
 void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   if (k == "netns") {
     if (a.accept("pid")) {
-      c.peer_netns_pid = a.u32("netns pid", 1, vdevnl::kMaxPid);
+      c.peer_netns_pid = a.u32("netns pid", 1, vdev::proto::kMaxPid);
     } else {
       const std::string ns = a.next("namespace after 'netns' (NAME, PATH or pid PID)");
       if (ns.find('/') != std::string::npos) {
@@ -54,13 +54,13 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   } else if (k == "multi-queue") {
     c.multi_queue = true;
   } else if (k == "mtu") {
-    c.mtu = a.u32("mtu", vdevnl::kMinMtu, vdevnl::kMaxMtu);
+    c.mtu = a.u32("mtu", vdev::proto::kMinMtu, vdev::proto::kMaxMtu);
   }
 }
 
 // Prints a table row / JSON object per port. `stats` (with -s) adds counters.
-int showPorts(Context& ctx, const std::vector<vdevnl::PortInfo>& ports,
-              const std::vector<vdevnl::PortStatsMsg>* stats) {
+int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
+              const std::vector<vdev::proto::PortStatsMsg>* stats) {
   if (ctx.opt().json) {
     JsonWriter w(ctx.opt().pretty);
     w.beginArray();
@@ -84,11 +84,11 @@ int showPorts(Context& ctx, const std::vector<vdevnl::PortInfo>& ports,
   for (size_t i = 0; i < ports.size(); ++i) {
     const auto& p = ports[i];
     std::vector<std::string> row = {p.name,
-                                    vdevnl::portTypeName(p.type),
+                                    vdev::proto::portTypeName(p.type),
                                     std::to_string(p.ifindex),
                                     queuesText(p),
-                                    vdevnl::xdpModeName(p.xdp_mode),
-                                    vdevnl::bindModeName(p.bind_mode),
+                                    vdev::proto::xdpModeName(p.xdp_mode),
+                                    vdev::proto::bindModeName(p.bind_mode),
                                     std::to_string(p.mtu),
                                     stateName(p),
                                     p.fast_rx ? "on" : "off"};
@@ -115,15 +115,15 @@ int cmdPortAdd(Context& ctx, Args& a) {
     if (!seen.insert(k).second) a.usage("'" + k + "' given twice");
     if (k == "type") {
       const std::string t = a.next("type after 'type' (tap, veth or netdev)");
-      const auto pt = vdevnl::parsePortType(t);
+      const auto pt = vdev::proto::parsePortType(t);
       if (!pt) a.usage("unknown type '" + t + "' (tap, veth or netdev)");
       r.type = *pt;
       typeGiven = true;
     } else if (k == "queues") {
-      r.queues = a.u32("queues", vdevnl::kMinQueues, vdevnl::kMaxQueues);
+      r.queues = a.u32("queues", vdev::proto::kMinQueues, vdev::proto::kMaxQueues);
     } else if (k == "xdp-mode") {
       const std::string m = a.next("mode after 'xdp-mode' (native, generic or auto)");
-      const auto xm = vdevnl::parseXdpMode(m);
+      const auto xm = vdev::proto::parseXdpMode(m);
       if (!xm) a.usage("unknown xdp-mode '" + m + "' (native, generic or auto)");
       r.xdp_mode = *xm;
     } else if (k == "fast-rx") {
@@ -143,7 +143,7 @@ int cmdPortAdd(Context& ctx, Args& a) {
   if (r.create) {
     if (!typeGiven || r.type == PortType::kNetdev)
       a.usage("create needs 'type veth' or 'type tap' (netdev attaches an existing device)");
-    const char* tname = vdevnl::portTypeName(r.type);
+    const char* tname = vdev::proto::portTypeName(r.type);
     for (const auto& kw : kCreateKeywords)
       if (seen.count(kw.word) && kw.only_for && std::string_view(kw.only_for) != tname)
         a.usage("'" + std::string(kw.word) + "' is for type " + kw.only_for + ", not " + tname);
@@ -155,7 +155,7 @@ int cmdPortAdd(Context& ctx, Args& a) {
   }
   // The daemon's own checks, applied here too: anything it would reject as
   // malformed is bad usage, reported before connecting.
-  if (auto st = vdevnl::validate(r); !st) a.usage(st.error().what);
+  if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portAdd(r); !st) return Context::fail(st.error());
   return kExitOk;
 }
@@ -174,7 +174,7 @@ int cmdPortShow(Context& ctx, Args& a) {
   if (ctx.opt().stats) {
     auto s = ctx.client().stats(name);
     if (!s) return Context::fail(s.error());
-    std::vector<vdevnl::PortInfo> ports;
+    std::vector<vdev::proto::PortInfo> ports;
     for (const auto& p : s->ports) ports.push_back(p.port);
     return showPorts(ctx, ports, &s->ports);
   }
@@ -188,4 +188,4 @@ int cmdPortShow(Context& ctx, Args& a) {
   return showPorts(ctx, *l, nullptr);
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

@@ -5,12 +5,12 @@
 
 #include "commands.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
-using vdevnl::PoolMsg;
-using vdevnl::PortInfo;
-using vdevnl::PortStatsMsg;
-using vdevnl::StatsReply;
+using vdev::proto::PoolMsg;
+using vdev::proto::PortInfo;
+using vdev::proto::PortStatsMsg;
+using vdev::proto::StatsReply;
 
 const char* stateName(const PortInfo& p) { return p.live ? "up" : "down"; }
 
@@ -27,19 +27,19 @@ uint64_t lostFrames(const PortStatsMsg& s) {
 
 void writePortInfo(JsonWriter& w, const PortInfo& p) {
   w.field("name", p.name);
-  w.field("type", vdevnl::portTypeName(p.type));
+  w.field("type", vdev::proto::portTypeName(p.type));
   w.field("ifindex", p.ifindex);
   w.field("queues", p.queues);
   w.field("queues_bound", p.queues_bound);
-  w.field("xdp_mode", vdevnl::xdpModeName(p.xdp_mode));
-  w.field("bind_mode", vdevnl::bindModeName(p.bind_mode));
+  w.field("xdp_mode", vdev::proto::xdpModeName(p.xdp_mode));
+  w.field("bind_mode", vdev::proto::bindModeName(p.bind_mode));
   w.field("mtu", p.mtu);
   w.field("live", p.live);
   w.field("fast_rx", p.fast_rx);
-  if (p.mac) w.field("mac", vdevnl::formatMac(*p.mac));
+  if (p.mac) w.field("mac", vdev::proto::formatMac(*p.mac));
 }
 
-// Field names and order: vdevd's --stats-json (vdev/src/stats_format.cpp,
+// Field names and order: vdevd's --stats-json (daemon/src/stats_format.cpp,
 // docs/vdevd.md), so that tools reading one read the other.
 void writePortCounters(JsonWriter& w, const PortStatsMsg& s) {
   w.field("rx_packets", s.rx_packets);
@@ -48,7 +48,7 @@ void writePortCounters(JsonWriter& w, const PortStatsMsg& s) {
   w.field("tx_bytes", s.tx_bytes);
   w.field("tx_outstanding", s.tx_outstanding);
   w.key("drops").beginObject();
-  for (uint32_t i = 0; i < vdevnl::kNumDropReasons; ++i) w.field(vdevnl::dropName(i), s.drops[i]);
+  for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i) w.field(vdev::proto::dropName(i), s.drops[i]);
   w.endObject();
   w.key("xdp_stats").beginObject();
   w.field("rx_dropped", s.xdp.rx_dropped);
@@ -91,17 +91,17 @@ std::string statsText(const StatsReply& r) {
   std::string o;
   for (const PortStatsMsg& s : r.ports) {
     const PortInfo& p = s.port;
-    o += p.name + ": " + vdevnl::portTypeName(p.type) + ", ifindex " + u(p.ifindex) + ", " +
+    o += p.name + ": " + vdev::proto::portTypeName(p.type) + ", ifindex " + u(p.ifindex) + ", " +
          queuesText(p) + (p.queues == 1 ? " queue" : " queues") + ", xdp " +
-         vdevnl::xdpModeName(p.xdp_mode) + ", bind " + vdevnl::bindModeName(p.bind_mode) +
+         vdev::proto::xdpModeName(p.xdp_mode) + ", bind " + vdev::proto::bindModeName(p.bind_mode) +
          ", mtu " + u(p.mtu) + ", " + stateName(p) + (p.fast_rx ? "" : ", fast-rx off") + "\n";
     o += "    rx        " + u(s.rx_packets) + " packets  " + u(s.rx_bytes) + " bytes\n";
     o += "    tx        " + u(s.tx_packets) + " packets  " + u(s.tx_bytes) +
          " bytes  outstanding " + u(s.tx_outstanding) + "\n";
     o += "    drops    ";
-    for (uint32_t i = 0; i < vdevnl::kNumDropReasons; ++i) {
+    for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i) {
       if (i == 4) o += "\n             ";  // two lines of four reasons
-      o += std::string(" ") + vdevnl::dropName(i) + " " + u(s.drops[i]);
+      o += std::string(" ") + vdev::proto::dropName(i) + " " + u(s.drops[i]);
     }
     o += "  (total " + u(s.totalDrops()) + ")\n";
     o += "    xdp_stats rx_dropped " + u(s.xdp.rx_dropped) + " rx_invalid_descs " +
@@ -210,12 +210,12 @@ constexpr PortMetric kPortMetrics[] = {
      [](const PortStatsMsg& s) { return uint64_t(s.port.mtu); }},
 };
 
-std::string statsPrometheus(const StatsReply& r, const vdevnl::InfoMsg* info) {
+std::string statsPrometheus(const StatsReply& r, const vdev::proto::InfoMsg* info) {
   PromWriter w;
   if (info) {
     w.family("vdev_build_info", "gauge", "vdevd's version and switching mode; always 1.");
     w.sample("vdev_build_info",
-             {{"version", info->version}, {"mode", vdevnl::switchModeName(info->mode)}}, 1);
+             {{"version", info->version}, {"mode", vdev::proto::switchModeName(info->mode)}}, 1);
     w.family("vdev_uptime_seconds", "gauge", "Seconds since vdevd started.");
     w.sample("vdev_uptime_seconds", {}, info->uptime_s);
   }
@@ -224,9 +224,9 @@ std::string statsPrometheus(const StatsReply& r, const vdevnl::InfoMsg* info) {
   for (const auto& s : r.ports)
     w.sample("vdev_port_info",
              {{"port", s.port.name},
-              {"type", vdevnl::portTypeName(s.port.type)},
-              {"xdp_mode", vdevnl::xdpModeName(s.port.xdp_mode)},
-              {"bind_mode", vdevnl::bindModeName(s.port.bind_mode)},
+              {"type", vdev::proto::portTypeName(s.port.type)},
+              {"xdp_mode", vdev::proto::xdpModeName(s.port.xdp_mode)},
+              {"bind_mode", vdev::proto::bindModeName(s.port.bind_mode)},
               {"fast_rx", s.port.fast_rx ? "on" : "off"}},
              1);
   for (const PortMetric& m : kPortMetrics) {
@@ -238,8 +238,8 @@ std::string statsPrometheus(const StatsReply& r, const vdevnl::InfoMsg* info) {
   w.family("vdev_port_drops_total", "counter",
            "Frames vdevd dropped, by reason, charged to this port (see docs/vdevd.md).");
   for (const auto& s : r.ports)
-    for (uint32_t i = 0; i < vdevnl::kNumDropReasons; ++i)
-      w.sample("vdev_port_drops_total", {{"port", s.port.name}, {"reason", vdevnl::dropName(i)}},
+    for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i)
+      w.sample("vdev_port_drops_total", {{"port", s.port.name}, {"reason", vdev::proto::dropName(i)}},
                s.drops[i]);
   if (r.pool) {
     w.family("vdev_pool_frames", "gauge", "UMEM frames by where they are now.");
@@ -288,4 +288,4 @@ int cmdStats(Context& ctx, Args& a) {
   return Context::print(statsText(*r));
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

@@ -4,7 +4,7 @@
 
 #include <array>
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 namespace {
 
@@ -440,4 +440,4 @@ std::string objectHelp(std::string_view object) {
   return s;
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

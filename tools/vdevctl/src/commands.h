@@ -6,9 +6,9 @@
 
 #include "cli.h"
 #include "output.h"
-#include "vdevnl/codec.h"
+#include "proto/codec.h"
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 int cmdPortAdd(Context& ctx, Args& args);
 int cmdPortDel(Context& ctx, Args& args);
@@ -21,18 +21,18 @@ int cmdFdbDel(Context& ctx, Args& args);
 int cmdInfo(Context& ctx, Args& args);
 
 // "up" (sockets open, link up) or "down".
-const char* stateName(const vdevnl::PortInfo& p);
+const char* stateName(const vdev::proto::PortInfo& p);
 // The QUEUES column: "N", or "B/N" while only B of a live port's N queues are bound.
-std::string queuesText(const vdevnl::PortInfo& p);
+std::string queuesText(const vdev::proto::PortInfo& p);
 // The fields of a port (PORT_GET) as JSON object members: name, type,
 // ifindex, queues, queues_bound, xdp_mode, bind_mode, mtu, live, fast_rx,
 // mac (when known).
-void writePortInfo(JsonWriter& w, const vdevnl::PortInfo& p);
+void writePortInfo(JsonWriter& w, const vdev::proto::PortInfo& p);
 // A port's counters as JSON object members, with vdevd's --stats-json names:
 // rx_packets ... tx_outstanding, drops{}, xdp_stats{}, xdp_prog{}, dev{}.
-void writePortCounters(JsonWriter& w, const vdevnl::PortStatsMsg& s);
+void writePortCounters(JsonWriter& w, const vdev::proto::PortStatsMsg& s);
 // Frames lost at this port, wherever counted: vdevd's drops, the kernel's
 // XDP_STATISTICS rx_dropped + rx_ring_full, and the netdev's tx_dropped.
-uint64_t lostFrames(const vdevnl::PortStatsMsg& s);
+uint64_t lostFrames(const vdev::proto::PortStatsMsg& s);
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

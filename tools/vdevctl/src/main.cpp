@@ -2,4 +2,4 @@
 // docs/vdevctl.md; the commands are the table in commands.cpp.
 #include "cli.h"
 
-int main(int argc, char** argv) { return vdevctl::runCli(argc, argv); }
+int main(int argc, char** argv) { return vdev::ctl::runCli(argc, argv); }

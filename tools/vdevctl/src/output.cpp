@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 // ---------------------------------------------------------------- JSON
 
@@ -239,4 +239,4 @@ std::string duration(uint64_t s) {
   return out.empty() ? "0s" : out;
 }
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace vdevctl {
+namespace vdev::ctl {
 
 // A streaming JSON writer: keys and values in order, commas and (with
 // `pretty`) newlines and indentation added where they belong. Strings are
@@ -111,4 +111,4 @@ std::string fixed(double v, int decimals);
 // Seconds as "3d 4h 5m 6s" (largest units first, zero units left out; "0s").
 std::string duration(uint64_t seconds);
 
-}  // namespace vdevctl
+}  // namespace vdev::ctl

@@ -1,0 +1,89 @@
+// FastPath: the kernel fast path for learned unicast (--fast-path).
+//
+// vdevd mirrors its MAC table into a BPF hash map that every port's XDP
+// program reads: a frame whose source MAC vdevd learned on the ingress port
+// and whose destination MAC it learned on another fast-path port is
+// redirected by the kernel through a devmap (the destination device's bulk
+// ndo_xdp_xmit: one producer lock per flush of up to 16 frames) and never
+// reaches vdevd. Everything else -- unknown, broadcast, multicast, new or
+// moving stations, spoofed sources, 802.3 frames -- still goes through vdevd,
+// which learns, checks and counts as before.
+//
+// Counters stay exact: the XDP program counts what it redirects (rx at the
+// ingress port, tx at the destination), and two tracepoint programs count
+// what the kernel then drops (xdp_devmap_xmit: the device refused frames;
+// xdp_redirect_err: the redirect failed -- device down, frame over its MTU).
+// vdevd adds these to the port counters: rx += fast rx, tx += fast tx -
+// fast drops, drops.fast_xmit += fast drops.
+//
+// Destination ports: taps (tun's ndo_xdp_xmit queues into the VM's ring) and
+// veths. A veth transmits redirected frames only if its peer (the
+// container's end) has NAPI: GRO on, or an XDP program. vdevd turns GRO on
+// for the veths it creates; a veth whose peer refuses (-ENXIO) is detected
+// from the first refused frames (counted as fast_xmit drops) and taken off
+// the fast path.
+//
+// Thread safety: owned by the datapath thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/result.h"
+
+struct vdev_fast;
+struct bpf_link;
+
+namespace vdev::datapath {
+
+// Whether the device accepts redirected XDP frames now (its XDP features
+// include NDO_XMIT): a tap does; a veth does when its peer has NAPI (GRO on
+// or an XDP program).
+Result<bool> deviceTakesXdpFrames(int ifindex);
+
+struct FastPortStats {
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
+  // Of the drops, those the device's queue refused although it took the
+  // bulk (no error): tun and veth count them in their tx_dropped too.
+  uint64_t queue_full = 0;
+};
+
+class FastPath {
+ public:
+  // Loads the maps (fdb_capacity entries) and attaches the tracepoints.
+  static Result<std::unique_ptr<FastPath>> create(uint32_t fdb_capacity);
+  ~FastPath();
+  FastPath(const FastPath&) = delete;
+  FastPath& operator=(const FastPath&) = delete;
+
+  // Map fds for the port programs (bpf_map__reuse_fd before load).
+  int fdbFd() const;
+  int portsFd() const;
+  int statsFd() const;
+  int ifindexFd() const;
+
+  // slot may receive fast-path frames, on device ifindex.
+  Status enablePort(uint16_t slot, int ifindex);
+  void disablePort(uint16_t slot, int ifindex);
+  // Counters of a slot: read, and zeroed when a slot gets a new port.
+  FastPortStats read(uint16_t slot) const;
+  void reset(uint16_t slot);
+
+  // MAC table mirror. set(): mac lives behind slot (seen = now).
+  Status set(uint64_t mac, uint16_t slot, uint64_t now_ns);
+  void erase(uint64_t mac);
+  void clear();
+  // Calls fn(mac, slot, seen_ns) for every entry (housekeeping).
+  void forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& fn) const;
+
+ private:
+  FastPath() = default;
+  struct ::vdev_fast* skel_ = nullptr;
+  std::vector<::bpf_link*> links_;
+  int ncpu_ = 1;
+  mutable std::vector<uint64_t> percpu_;
+};
+
+}  // namespace vdev::datapath

@@ -1,0 +1,132 @@
+// Fdb: the learning switch's MAC table (fixed size, no allocation after
+// construction, open addressing with linear probing).
+//
+// Entries age out `ageing_ns` after they were last seen; static entries never
+// age and are never moved by learning. Time is passed in by the caller (the
+// datapath reads a coarse clock once per burst).
+//
+// Against hostile guests: a port may hold at most `max_per_port` learned
+// entries (a MAC flood from one guest cannot fill the table), a static entry
+// never moves, and a learned entry moves to another port only once it has
+// been silent on its own port for `hold_ns` (a guest cannot take over
+// another's MAC while that one is talking).
+//
+// Thread safety: owned by one datapath thread.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace vdev::datapath {
+
+// A MAC address packed into the low 48 bits (byte 0 lowest), as the XDP
+// program's host_macs key.
+inline uint64_t macKey(const uint8_t* m) {
+  uint64_t k = 0;
+  std::memcpy(&k, m, 6);
+  return k;
+}
+inline bool macIsMulticast(const uint8_t* m) { return m[0] & 1; }  // includes broadcast
+inline bool macIsZero(const uint8_t* m) {
+  static const uint8_t z[6] = {};
+  return std::memcmp(m, z, 6) == 0;
+}
+
+class Fdb {
+ public:
+  static constexpr int kNone = -1;
+
+  enum class Learn : uint8_t {
+    kOk,         // learned, refreshed or moved
+    kTableFull,  // no free slot in the MAC's probe window: not learned
+    kPortLimit,  // the port already holds max_per_port learned entries
+    kLocked,     // static on another port, or held by another port (hold time)
+  };
+
+  struct Entry {
+    uint64_t mac = 0;
+    uint64_t seen_ns = 0;
+    uint16_t port = 0;
+    bool used = false;       // slot is part of a probe chain (never reset: no holes)
+    bool live = false;       // holds an address (false: free or removed)
+    bool is_static = false;
+  };
+
+  // capacity: rounded up to a power of two (at least 16). max_per_port 0:
+  // no per-port limit. hold_ns 0: a learned MAC moves at once.
+  Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port = 0, uint64_t hold_ns = 0);
+
+  // The port of mac, or kNone if unknown or aged out.
+  int lookup(uint64_t mac, uint64_t now_ns) const noexcept;
+  // Learns (or refreshes, or moves) mac -> port. Static entries are not
+  // changed.
+  Learn learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept;
+  bool addStatic(uint64_t mac, uint16_t port);
+  bool remove(uint64_t mac);
+  // Forgets every entry pointing at port (port removed).
+  void flushPort(uint16_t port);
+  // Forgets entries that aged out, so they no longer count against their
+  // port's limit (housekeeping; not a hot-path call).
+  void expire(uint64_t now_ns);
+  // Learned (not static) entries held for port, aged-out ones included until
+  // expire() or reuse.
+  uint32_t learnedOn(uint16_t port) const { return per_port_[port]; }
+  // A learned entry of mac on port was seen at seen_ns elsewhere (the kernel
+  // fast path): keeps it from ageing and holds it for the hold time.
+  void touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept;
+
+  // Journal of changed MACs (added, moved, removed), for mirroring the table
+  // (the kernel fast path). Off by default. Bounded: past its capacity it
+  // only says "overflowed" and the mirror must be rebuilt from dump().
+  void enableJournal(uint32_t capacity);
+  const std::vector<uint64_t>& journal() const { return journal_; }
+  bool journalOverflowed() const { return journal_overflow_; }
+  bool journalPending() const { return !journal_.empty() || journal_overflow_; }
+  void clearJournal() {
+    journal_.clear();
+    journal_overflow_ = false;
+  }
+
+  uint32_t capacity() const { return uint32_t(slots_.size()); }
+  uint64_t ageingNs() const { return ageing_ns_; }
+  uint32_t maxPerPort() const { return max_per_port_; }
+  uint64_t holdNs() const { return hold_ns_; }
+  std::vector<Entry> dump(uint64_t now_ns) const;  // live entries
+
+ private:
+  static constexpr uint32_t kMaxProbe = 16;
+  uint32_t home(uint64_t mac) const noexcept {
+    return uint32_t((mac * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+  }
+  bool expired(const Entry& e, uint64_t now) const noexcept {
+    return !e.is_static && now - e.seen_ns > ageing_ns_;
+  }
+  bool reusable(const Entry& e, uint64_t now) const noexcept { return !e.live || expired(e, now); }
+  // Takes e out of the table (keeps it "used": probe chains have no holes).
+  void kill(Entry& e) noexcept {
+    if (e.live && !e.is_static) per_port_[e.port]--;
+    if (e.live) note(e.mac);
+    e.live = false;
+    e.is_static = false;
+  }
+  void note(uint64_t mac) noexcept {
+    if (!journal_on_) return;
+    if (journal_.size() < journal_.capacity())
+      journal_.push_back(mac);
+    else
+      journal_overflow_ = true;
+  }
+
+  std::vector<Entry> slots_;
+  uint32_t mask_;
+  uint64_t ageing_ns_;
+  uint32_t max_per_port_;
+  uint64_t hold_ns_;
+  std::vector<uint32_t> per_port_;  // learned entries by port number
+  bool journal_on_ = false;
+  bool journal_overflow_ = false;
+  std::vector<uint64_t> journal_;  // capacity reserved once: no allocation when noting
+};
+
+}  // namespace vdev::datapath

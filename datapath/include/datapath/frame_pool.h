@@ -1,0 +1,116 @@
+// Frames and the frame pool.
+//
+// A FramePool owns one UMEM area: `total` chunks of `frame_size` bytes in an
+// anonymous mapping, plus a Frame descriptor per chunk. Datapath code moves
+// Frame pointers, never bytes: unicast forwarding hands the same chunk from
+// the RX ring of one socket to the TX ring of another (both sockets share the
+// UMEM).
+//
+// Every frame is always in exactly one place. The pool itself knows "free" and
+// "taken"; each Frame also carries an owner tag so that the frames held by a
+// socket that died (device deleted) can be found and returned.
+//
+// Thread safety: a FramePool belongs to one datapath thread; none of its
+// methods may be called concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+
+namespace vdev::datapath {
+
+// Where a frame is. Socket-owned frames carry the socket's slot number.
+inline constexpr uint16_t kOwnerPool = 0xffff;  // free, in the pool
+inline constexpr uint16_t kOwnerApp = 0xfffe;   // in vdevd's hands: RX burst or a port ring
+inline constexpr uint16_t kMaxSocketSlots = 0xfff0;
+
+// Data offset used for frames vdevd fills itself (flood copies), mirroring
+// the kernel's XDP_PACKET_HEADROOM on received frames.
+inline constexpr uint32_t kTxHeadroom = 256;
+
+class FramePool;
+
+struct Frame {
+  uint64_t addr = 0;         // UMEM offset of the first data byte
+  uint32_t len = 0;          // data length in bytes
+  uint16_t in_port = 0;      // ingress port index (switching)
+  uint16_t owner = kOwnerPool;
+  bool charged = false;       // counted in the pool's in-flight count of in_port
+  FramePool* pool = nullptr;  // the pool the chunk returns to
+};
+
+class FramePool {
+ public:
+  // Maps nframes * frame_size bytes. frame_size must be a power of two between
+  // 2048 and the page size (AF_XDP aligned mode).
+  static Result<std::unique_ptr<FramePool>> create(uint32_t nframes, uint32_t frame_size);
+  ~FramePool();
+  FramePool(const FramePool&) = delete;
+  FramePool& operator=(const FramePool&) = delete;
+
+  char* area() const { return area_; }
+  size_t areaSize() const { return size_t(total_) * frame_size_; }
+  uint32_t frameSize() const { return frame_size_; }
+  uint32_t total() const { return total_; }
+  uint32_t available() const { return top_; }
+
+  // The frame whose chunk contains UMEM offset addr; nullptr if out of range.
+  Frame* frameAt(uint64_t addr) {
+    uint64_t idx = addr >> shift_;
+    return idx < total_ ? &frames_[idx] : nullptr;
+  }
+  // UMEM offset of the frame's chunk start (what the fill ring takes).
+  uint64_t chunkAddr(const Frame* f) const { return uint64_t(f - frames_.data()) << shift_; }
+  uint8_t* data(const Frame* f) const { return reinterpret_cast<uint8_t*>(area_ + f->addr); }
+  // Bytes available to a frame's data from its current offset to the chunk end.
+  uint32_t room(const Frame* f) const {
+    return frame_size_ - uint32_t(f->addr & (frame_size_ - 1));
+  }
+
+  // Takes up to out.size() frames (owner set to kOwnerApp, addr to the chunk
+  // start + kTxHeadroom, len 0). Returns how many were taken.
+  uint32_t allocBulk(std::span<Frame*> out) noexcept;
+  // Returns frames to the pool. Aborts on a double free: that is a bug that
+  // would otherwise corrupt traffic silently.
+  void freeBulk(std::span<Frame* const> frames) noexcept;
+  void free(Frame* f) noexcept { freeBulk(std::span<Frame* const>(&f, 1)); }
+
+  // In-flight accounting by ingress port: a frame charged to a port counts
+  // against it until it returns to the pool (fair share: one port's frames
+  // cannot take the whole pool).
+  void charge(Frame* f, uint16_t port) noexcept {
+    f->in_port = port;
+    f->charged = true;
+    inflight_[port]++;
+  }
+  uint32_t inflight(uint16_t port) const noexcept { return inflight_[port]; }
+
+  // Counts frames by owner tag (not a hot-path call): for accounting checks.
+  uint32_t countOwned(uint16_t owner) const;
+  // Calls fn(frame) for every frame tagged with owner.
+  template <typename Fn>
+  void forEachOwned(uint16_t owner, Fn&& fn) {
+    for (auto& f : frames_)
+      if (f.owner == owner) fn(&f);
+  }
+
+ private:
+  FramePool(char* area, uint32_t nframes, uint32_t frame_size);
+
+  char* area_;
+  uint32_t total_;
+  uint32_t frame_size_;
+  uint32_t shift_;
+  std::vector<Frame> frames_;
+  std::vector<uint32_t> free_;  // stack of free chunk indices
+  uint32_t top_ = 0;           // number of entries in free_
+  std::vector<uint32_t> inflight_;  // charged frames by port number
+};
+
+}  // namespace vdev::datapath

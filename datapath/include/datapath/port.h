@@ -1,0 +1,198 @@
+// Port: one netdev attached to vdev, and the bulk-xmit entry point.
+//
+// A port has one AF_XDP socket per queue and, per TX queue, a delivery ring
+// (ringbuf::PtrRing) into which any datapath thread hands frames with
+// xmitBulk(). The thread that owns the port's sockets drains the rings onto
+// the TX rings (drainTx) and reaps completions.
+//
+// xmitBulk() mirrors the kernel's bulk ndo_xdp_xmit (tun_xdp_xmit,
+// veth_xdp_xmit): one producer lock per batch, a prefix is taken, every frame
+// that does not fit is counted as a drop and returned to its pool by
+// xmitBulk itself, and kXmitFlush rings the consumer's doorbell.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ringbuf/ptr_ring.h"
+#include "datapath/counters.h"
+#include "datapath/frame_pool.h"
+#include "datapath/xdp_prog.h"
+#include "datapath/xsk.h"
+
+namespace vdev::datapath {
+
+inline constexpr uint32_t kXmitFlush = 1u << 0;
+inline constexpr uint32_t kXmitFlagsMask = kXmitFlush;
+
+// How TX completions are reaped.
+//  eager: every drain reaps the completion ring completely, so frames come
+//         back to the pool as soon as the kernel is done with them.
+//  lazy:  reap only when `lazy_threshold` frames are outstanding (or the TX
+//         ring is short of room, or the thread goes idle). Fewer touches of
+//         the completion ring per batch, but frames stay out of the pool
+//         longer: the pool and fill rings run emptier, and a sender that
+//         waits for its buffers (or a small pool) stalls.
+enum class CompletionMode { kEager, kLazy };
+
+struct PortConfig {
+  uint32_t queues = 0;             // 0: every RX queue the device has
+  uint32_t ring_capacity = 1024;   // delivery ring per TX queue (frames)
+  uint32_t batch = 64;             // RX/TX burst
+  uint32_t tx_retries = 3;         // TX ring full: reclaim + kick + retry this often, then drop
+  CompletionMode completion = CompletionMode::kEager;
+  uint32_t lazy_threshold = 256;
+  XdpMode xdp_mode = XdpMode::kAuto;
+  bool force = false;
+  XskConfig xsk;
+  const FastPath* fast = nullptr;  // the kernel fast path, if on (owned by the Datapath)
+  // false: the port's own program never fast-paths what the port receives
+  // (every frame goes through vdevd's thread); the port is still a fast-path
+  // destination. For a sender whose own CPU is the bottleneck: a tap's XDP
+  // program runs inside the VM's write(), so the fast path would put the
+  // whole delivery on that CPU.
+  bool fast_rx = true;
+};
+
+// Where the frames of one queue are (for the frame accounting).
+struct QueueAccounting {
+  uint64_t fill_ring = 0, kernel_rx = 0, rx_ring = 0;
+  uint64_t port_ring = 0;
+  uint64_t tx_ring = 0, kernel_tx = 0, comp_ring = 0;
+};
+
+class Port {
+ public:
+  struct Queue {
+    explicit Queue(uint32_t ring_capacity) : ring(ring_capacity) {}
+    ringbuf::PtrRing<Frame> ring;        // delivery ring: MPSC, drained by the owner thread
+    std::unique_ptr<XskSocket> xsk;      // null for a port without a device (unit tests)
+    // Owner-thread bookkeeping (cumulative frame counts).
+    uint64_t fill_given = 0, rx_got = 0;
+    uint64_t tx_submitted = 0, tx_completed = 0;
+  };
+
+  // A port with delivery rings only and no device (for tests and benches).
+  Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig& cfg, uint32_t mtu = 1500);
+  ~Port();
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  // Opens a netdev: attaches the XDP program and binds one socket per queue.
+  // share_fd: a bound socket whose UMEM to share, or -1 (see XskSocket).
+  // next_slot: owner-tag allocator for the sockets.
+  static Result<std::unique_ptr<Port>> open(const std::string& ifname, uint16_t index,
+                                            FramePool& pool, const PortConfig& cfg,
+                                            const std::vector<std::array<uint8_t, 6>>& host_macs,
+                                            int share_fd, uint16_t& next_slot);
+
+  // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
+  //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
+  //  -ENXIO   the port has no live queue; nothing taken: the caller returns
+  //           every frame and counts the drops.
+  // Frames that did not fit are counted (tx drop, reason ring_full) and
+  // returned to their pool here. kXmitFlush wakes the consumer after the
+  // producer lock is released, even when nothing was taken.
+  // Thread safety: any datapath thread (it must own the frames' pool).
+  int xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept;
+
+  // Owner thread: moves frames from the delivery rings onto the TX rings,
+  // kicks the kernel when it needs it, reaps completions. Returns frames sent.
+  uint32_t drainTx(FramePool& pool) noexcept;
+  // Owner thread: reaps every completion on every queue. Returns frames freed.
+  uint32_t reapCompletions(FramePool& pool) noexcept;
+
+  bool live() const noexcept { return live_.load(std::memory_order_acquire); }  // L1 pairs with L0
+  void setLive(bool v) noexcept { live_.store(v, std::memory_order_release); }  // L0
+
+  const std::string& name() const { return name_; }
+  uint16_t index() const { return index_; }
+  int ifindex() const { return ifindex_; }
+  uint32_t mtu() const { return mtu_.load(std::memory_order_relaxed); }
+  void setMtu(uint32_t m) { mtu_.store(m, std::memory_order_relaxed); }
+  const uint8_t* mac() const { return mac_; }
+  std::vector<std::unique_ptr<Queue>>& queues() { return queues_; }
+  const std::vector<std::unique_ptr<Queue>>& queues() const { return queues_; }
+  XdpProgram* xdp() { return xdp_.get(); }
+  bool zerocopy() const;
+  bool fastRx() const { return cfg_.fast_rx; }
+
+  // The calling thread's counter block.
+  PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }
+  PortCounterSnapshot snapshot() const;
+  uint64_t txOutstanding() const;  // owner thread or quiescent
+  QueueAccounting accounting() const;  // owner thread or quiescent
+
+  // A port whose device does not exist yet: down and "gone" until a device
+  // of that name appears (then attachDevice()).
+  static Result<std::unique_ptr<Port>> absent(const std::string& ifname, uint16_t index,
+                                              const PortConfig& cfg,
+                                              const std::vector<std::array<uint8_t, 6>>& host_macs);
+
+  // Owner thread: opens one socket per queue the device has (up to the
+  // port's queue count) and registers it with the XDP program (after a link
+  // came back up). Does not set the port live.
+  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // Queues of the port without a socket: the device has fewer RX queues
+  // than the port (a multi-queue tap before the VM opened them all).
+  uint32_t unboundQueues() const;
+  // Owner thread, live port: binds queues that appeared on the device since.
+  // Returns how many were bound.
+  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // Owner thread: takes the port down (link down, device gone, removal): no
+  // new frames are accepted, frames in the delivery rings and frames on the
+  // TX rings that the kernel never took are dropped (port_down), the sockets
+  // are closed, and every frame they still held is swept back into the pool.
+  // The port can be opened again with openSockets(). Returns frames returned.
+  uint32_t shutdown(FramePool& pool) noexcept;
+  bool hasSockets() const;
+  // XDP_STATISTICS summed over the open sockets and every socket the port
+  // had before (owner thread).
+  struct xdp_statistics xdpStats() const;
+  // The device is gone for good (deleted): the port stays down.
+  bool gone() const { return gone_; }
+  void setGone() { gone_ = true; }
+  bool reattachWarned() const { return reattach_warned_; }
+  bool fastWarned() const { return fast_warned_; }
+  void setFastWarned(bool v) { fast_warned_ = v; }
+  void setReattachWarned(bool v) { reattach_warned_ = v; }
+  // Since when (monotonic ns) the port's link is up but binding its queues
+  // fails with EBUSY; 0 = not waiting (owner thread).
+  uint64_t rebindWaitSince() const { return rebind_wait_since_ns_; }
+  void setRebindWaitSince(uint64_t ns) { rebind_wait_since_ns_ = ns; }
+  // Detaches the XDP program (device kept).
+  void detachXdp();
+  // Owner thread: (re)binds to the device now carrying the port's name --
+  // after it was deleted and created again: new ifindex, MAC, MTU, XDP
+  // program, sockets. On success the port is live.
+  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot);
+
+ private:
+  uint32_t kick(Queue& q) noexcept;
+  uint32_t reap(Queue& q, FramePool& pool) noexcept;
+
+  std::string name_;
+  uint16_t index_;
+  int ifindex_ = 0;
+  std::atomic<uint32_t> mtu_;
+  uint8_t mac_[6] = {};
+  PortConfig cfg_;
+  std::atomic<bool> live_{false};
+  bool gone_ = false;
+  bool reattach_warned_ = false;
+  bool fast_warned_ = false;
+  uint64_t rebind_wait_since_ns_ = 0;
+  std::unique_ptr<XdpProgram> xdp_;
+  std::vector<std::array<uint8_t, 6>> host_macs_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+  uint32_t bound_ = 0;  // TX picks among queues [0, bound_): those with a socket, once opened
+  struct xdp_statistics xdp_closed_ {};  // XDP_STATISTICS of sockets closed before
+  std::unique_ptr<PortCounters[]> counters_;
+  std::vector<Frame*> scratch_;  // drain burst (owner thread)
+};
+
+}  // namespace vdev::datapath

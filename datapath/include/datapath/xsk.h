@@ -1,0 +1,98 @@
+// XskSocket: one AF_XDP socket bound to (device, queue), with its own RX, TX,
+// fill and completion rings, sharing the datapath thread's UMEM.
+//
+// vdev sets sockets up with the raw AF_XDP socket API instead of libxdp's
+// xsk_socket__create_shared(): libxdp anchors a shared UMEM to the fd of the
+// first socket ever created, and when that socket's device disappears every
+// later bind with XDP_SHARED_UMEM fails (the kernel requires the socket named
+// in sxdp_shared_umem_fd to be bound). vdev picks any live socket as the
+// anchor instead, and registers the UMEM afresh when none is left. The ring
+// accessors are libxdp's inline helpers from <xdp/xsk.h>.
+//
+// Zero-copy: the first socket on a UMEM tries XDP_ZEROCOPY and falls back to
+// copy mode; sockets that share the UMEM inherit its mode (a kernel rule).
+//
+// Thread safety: the rings belong to the datapath thread that owns the
+// socket; stats() may be called from any thread.
+#pragma once
+
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/fd.h"
+#include "datapath/frame_pool.h"
+#include "base/result.h"
+
+namespace vdev::datapath {
+
+struct XskConfig {
+  uint32_t rx_size = 1024;
+  uint32_t tx_size = 1024;
+  uint32_t fill_size = 2048;  // twice the RX ring: the kernel never waits for a refill
+  uint32_t comp_size = 1024;
+  uint32_t tx_budget = 0;     // copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel default
+  bool zerocopy = true;       // try zero-copy first (only the UMEM's first socket decides)
+  // Preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, _BUDGET):
+  // microseconds per busy poll, 0 = off; the budget is the batch size.
+  uint32_t busy_poll_us = 0;
+  uint32_t busy_poll_budget = 64;
+};
+
+class XskSocket {
+ public:
+  // share_fd < 0: register pool's area as a new UMEM on this socket.
+  // share_fd >= 0: share the UMEM of that (bound) socket.
+  static Result<std::unique_ptr<XskSocket>> create(FramePool& pool, int ifindex,
+                                                   const std::string& ifname, uint32_t queue,
+                                                   int share_fd, uint16_t slot,
+                                                   const XskConfig& cfg);
+  ~XskSocket();
+  XskSocket(const XskSocket&) = delete;
+  XskSocket& operator=(const XskSocket&) = delete;
+
+  int fd() const { return fd_.get(); }
+  uint16_t slot() const { return slot_; }  // owner tag of frames it holds
+  bool zerocopy() const { return zerocopy_; }
+  uint32_t queue() const { return queue_; }
+  bool txBudgetSet() const { return tx_budget_set_; }
+  bool busyPoll() const { return busy_poll_; }
+  // XDP_STATISTICS; zeros if the socket is unusable.
+  struct xdp_statistics stats() const;
+  // Pending socket error (ENETDOWN once the device is gone), 0 if none.
+  int pendingError() const;
+
+  // Rings (datapath thread only).
+  struct xsk_ring_cons rx {};
+  struct xsk_ring_prod tx {};
+  struct xsk_ring_prod fill {};
+  struct xsk_ring_cons comp {};
+
+  // Occupancy read from the shared ring indices (accounting only).
+  uint32_t fillRingCount() const;  // frames in the fill ring not yet taken by the kernel
+  uint32_t rxRingCount() const;    // frames the kernel put on RX not yet consumed
+  uint32_t txRingCount() const;    // frames on TX not yet taken by the kernel
+  uint32_t compRingCount() const;  // completions not yet reaped
+
+ private:
+  XskSocket() = default;
+  struct Mapping {
+    void* addr = nullptr;
+    size_t len = 0;
+  };
+  FileDesc fd_;
+  uint16_t slot_ = 0;
+  uint32_t queue_ = 0;
+  bool zerocopy_ = false;
+  bool tx_budget_set_ = false;
+  bool busy_poll_ = false;
+  Mapping maps_[4];
+};
+
+// a += x, field by field.
+void addXdpStats(struct xdp_statistics& a, const struct xdp_statistics& x);
+
+}  // namespace vdev::datapath

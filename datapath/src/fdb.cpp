@@ -1,0 +1,129 @@
+#include "datapath/fdb.h"
+
+#include <bit>
+
+namespace vdev::datapath {
+
+// Probe chains never have holes: a slot, once used, stays "used" and is only
+// marked not live on removal or reused when it has aged out. A lookup can
+// therefore stop at the first never-used slot.
+
+Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port, uint64_t hold_ns)
+    : slots_(std::bit_ceil(capacity < 16 ? 16u : capacity)),
+      mask_(uint32_t(slots_.size() - 1)),
+      ageing_ns_(ageing_ns),
+      max_per_port_(max_per_port),
+      hold_ns_(hold_ns),
+      per_port_(size_t(UINT16_MAX) + 1, 0) {}
+
+int Fdb::lookup(uint64_t mac, uint64_t now_ns) const noexcept {
+  uint32_t i = home(mac);
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    const Entry& e = slots_[i];
+    if (!e.used) return kNone;
+    if (e.live && e.mac == mac) return expired(e, now_ns) ? kNone : e.port;
+  }
+  return kNone;
+}
+
+Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
+  const bool full = max_per_port_ && per_port_[port] >= max_per_port_;
+  uint32_t i = home(mac);
+  Entry* reuse = nullptr;
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.used && e.live && e.mac == mac) {
+      if (e.port == port) {
+        if (!e.is_static) e.seen_ns = now_ns;
+        return Learn::kOk;
+      }
+      if (e.is_static) return Learn::kLocked;
+      // Held by another port: it moves only once silent there for hold_ns
+      // (an aged-out entry is free to take).
+      if (!expired(e, now_ns) && now_ns - e.seen_ns < hold_ns_) return Learn::kLocked;
+      if (full) return Learn::kPortLimit;
+      per_port_[e.port]--;
+      per_port_[port]++;
+      e.port = port;
+      e.seen_ns = now_ns;
+      note(mac);
+      return Learn::kOk;
+    }
+    if (!e.used) {
+      if (!reuse) reuse = &e;
+      break;
+    }
+    if (!reuse && reusable(e, now_ns)) reuse = &e;
+  }
+  if (full) return Learn::kPortLimit;
+  if (!reuse) return Learn::kTableFull;
+  kill(*reuse);  // an aged-out entry gives its slot and its port's count back
+  *reuse = Entry{mac, now_ns, port, true, true, false};
+  per_port_[port]++;
+  note(mac);
+  return Learn::kOk;
+}
+
+void Fdb::touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept {
+  uint32_t i = home(mac);
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (!e.used) return;
+    if (e.live && e.mac == mac) {
+      if (e.port == port && !e.is_static && seen_ns > e.seen_ns) e.seen_ns = seen_ns;
+      return;
+    }
+  }
+}
+
+void Fdb::enableJournal(uint32_t capacity) {
+  journal_on_ = true;
+  journal_.clear();
+  journal_.reserve(capacity);
+}
+
+bool Fdb::addStatic(uint64_t mac, uint16_t port) {
+  remove(mac);
+  uint32_t i = home(mac);
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (!e.used || !e.live) {
+      e = Entry{mac, 0, port, true, true, true};
+      note(mac);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Fdb::remove(uint64_t mac) {
+  uint32_t i = home(mac);
+  for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (!e.used) return false;
+    if (e.live && e.mac == mac) {
+      kill(e);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Fdb::flushPort(uint16_t port) {
+  for (auto& e : slots_)
+    if (e.live && e.port == port) kill(e);
+}
+
+void Fdb::expire(uint64_t now_ns) {
+  for (auto& e : slots_)
+    if (e.live && expired(e, now_ns)) kill(e);
+}
+
+std::vector<Fdb::Entry> Fdb::dump(uint64_t now_ns) const {
+  std::vector<Entry> out;
+  for (const auto& e : slots_)
+    if (e.live && !expired(e, now_ns)) out.push_back(e);
+  return out;
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,78 @@
+#include "datapath/frame_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdio>
+
+namespace vdev::datapath {
+
+Result<std::unique_ptr<FramePool>> FramePool::create(uint32_t nframes, uint32_t frame_size) {
+  const long page = sysconf(_SC_PAGESIZE);
+  if (nframes == 0) return makeError(EINVAL, "frame pool: zero frames");
+  if (!std::has_single_bit(frame_size) || frame_size < 2048 || frame_size > uint32_t(page))
+    return makeError(EINVAL, "frame pool: frame size " + std::to_string(frame_size) +
+                                 " must be a power of two from 2048 to the page size");
+  size_t size = size_t(nframes) * frame_size;
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+  if (p == MAP_FAILED) return errnoError("frame pool: mmap " + std::to_string(size) + " bytes");
+  return std::unique_ptr<FramePool>(new FramePool(static_cast<char*>(p), nframes, frame_size));
+}
+
+FramePool::FramePool(char* area, uint32_t nframes, uint32_t frame_size)
+    : area_(area),
+      total_(nframes),
+      frame_size_(frame_size),
+      shift_(uint32_t(std::countr_zero(frame_size))),
+      frames_(nframes),
+      free_(nframes),
+      inflight_(size_t(UINT16_MAX) + 1, 0) {
+  // Fill the stack so that low chunk indices are handed out first.
+  for (uint32_t i = 0; i < nframes; i++) {
+    frames_[i].addr = uint64_t(i) << shift_;
+    frames_[i].pool = this;
+    frames_[i].owner = kOwnerPool;
+    free_[i] = nframes - 1 - i;
+  }
+  top_ = nframes;
+}
+
+FramePool::~FramePool() { ::munmap(area_, areaSize()); }
+
+uint32_t FramePool::allocBulk(std::span<Frame*> out) noexcept {
+  uint32_t n = uint32_t(out.size()) < top_ ? uint32_t(out.size()) : top_;
+  for (uint32_t i = 0; i < n; i++) {
+    Frame* f = &frames_[free_[--top_]];
+    f->owner = kOwnerApp;
+    f->addr = (uint64_t(f - frames_.data()) << shift_) + kTxHeadroom;
+    f->len = 0;
+    out[i] = f;
+  }
+  return n;
+}
+
+void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
+  for (Frame* f : frames) {
+    if (f->owner == kOwnerPool || f->pool != this) [[unlikely]] {
+      std::fprintf(stderr, "vdev: BUG: frame %lu freed twice or to the wrong pool\n",
+                   static_cast<unsigned long>(f->addr));
+      std::abort();
+    }
+    f->owner = kOwnerPool;
+    if (f->charged) {
+      inflight_[f->in_port]--;
+      f->charged = false;
+    }
+    free_[top_++] = uint32_t(f - frames_.data());
+  }
+}
+
+uint32_t FramePool::countOwned(uint16_t owner) const {
+  uint32_t n = 0;
+  for (const auto& f : frames_) n += f.owner == owner;
+  return n;
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,399 @@
+#include "datapath/port.h"
+
+#include <dirent.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/fd.h"
+
+namespace vdev::datapath {
+
+namespace {
+
+// RX queues the device has (sysfs lists one rx-N directory per queue).
+uint32_t deviceQueues(const std::string& ifname) {
+  std::string path = "/sys/class/net/" + ifname + "/queues";
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return 1;
+  uint32_t n = 0;
+  while (struct dirent* e = ::readdir(d))
+    if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
+  ::closedir(d);
+  return n ? n : 1;
+}
+
+Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
+  FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return errnoError("socket for device ioctls");
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  if (::ioctl(s.get(), SIOCGIFMTU, &ifr)) return errnoError("read MTU of " + ifname);
+  mtu = uint32_t(ifr.ifr_mtu);
+  if (::ioctl(s.get(), SIOCGIFHWADDR, &ifr)) return errnoError("read MAC of " + ifname);
+  std::memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+  return {};
+}
+
+}  // namespace
+
+Port::Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig& cfg, uint32_t mtu)
+    : name_(std::move(name)),
+      index_(index),
+      mtu_(mtu),
+      cfg_(cfg),
+      counters_(new PortCounters[kMaxThreads]),
+      scratch_(cfg.batch ? cfg.batch : 64) {
+  for (uint32_t i = 0; i < nqueues; i++) queues_.push_back(std::make_unique<Queue>(cfg.ring_capacity));
+  bound_ = nqueues;  // until sockets are opened: every queue takes frames (ports without a device)
+}
+
+Port::~Port() = default;
+
+Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t index, FramePool& pool,
+                                         const PortConfig& cfg,
+                                         const std::vector<std::array<uint8_t, 6>>& host_macs,
+                                         int share_fd, uint16_t& next_slot) {
+  if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
+    return Error{EINVAL, "invalid interface name '" + ifname + "'"};
+  if (!::if_nametoindex(ifname.c_str())) return errnoError("port " + ifname);
+  uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
+  std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, 1500));
+  p->host_macs_ = host_macs;
+  if (auto st = p->attachDevice(pool, share_fd, next_slot); !st) return st.error();
+  return p;
+}
+
+Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t index,
+                                           const PortConfig& cfg,
+                                           const std::vector<std::array<uint8_t, 6>>& host_macs) {
+  if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
+    return Error{EINVAL, "invalid interface name '" + ifname + "'"};
+  std::unique_ptr<Port> p(new Port(ifname, index, cfg.queues ? cfg.queues : 1, cfg, 1500));
+  p->host_macs_ = host_macs;
+  p->gone_ = true;
+  return p;
+}
+
+Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  const int ifindex = int(::if_nametoindex(name_.c_str()));
+  if (!ifindex) return errnoError("port " + name_);
+  uint32_t mtu = 0;
+  uint8_t mac[6];
+  if (auto st = deviceInfo(name_, mtu, mac); !st) return st;
+  ifindex_ = ifindex;
+  setMtu(mtu);
+  std::memcpy(mac_, mac, 6);
+  xdp_.reset();  // a program of a previous device of this name is gone with it
+  // Sockets first, then the program, loaded with its maps filled before it
+  // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
+  // while the port is being set up.
+  if (auto st = openSockets(pool, share_fd, next_slot); !st) {
+    shutdown(pool);
+    return st;
+  }
+  auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force, [&](XdpProgram& x) -> Status {
+    for (uint32_t q = 0; q < queues_.size(); q++)
+      if (queues_[q]->xsk)
+        if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
+    if (auto st = x.addHostMac(mac); !st) return st;
+    for (const auto& m : host_macs_)
+      if (auto st = x.addHostMac(m.data()); !st) return st;
+    return {};
+  }, XdpFastConfig{cfg_.fast, index_, cfg_.fast_rx});
+  if (!xdp) {
+    shutdown(pool);
+    return xdp.error();
+  }
+  xdp_ = std::move(xdp.value());
+  gone_ = false;
+  setLive(true);
+  return {};
+}
+
+// A device may have fewer RX queues than the port: a persistent multi-queue
+// tap has one until the VM opens the others (AF_XDP can only bind a queue
+// that exists). Those that exist are bound now, the rest by bindNewQueues()
+// when they appear. Queue 0 always exists.
+Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  const uint32_t have = std::min<uint32_t>(deviceQueues(name_), uint32_t(queues_.size()));
+  for (uint32_t q = 0; q < have; q++) {
+    Queue& qu = *queues_[q];
+    if (qu.xsk) continue;
+    if (next_slot >= kMaxSocketSlots) return Error{ENOSPC, "too many AF_XDP sockets"};
+    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_slot, cfg_.xsk);
+    if (!xsk) return xsk.error();
+    next_slot++;
+    qu.xsk = std::move(xsk.value());
+    qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
+    if (share_fd < 0) share_fd = qu.xsk->fd();
+    if (xdp_)
+      if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
+  }
+  bound_ = 0;
+  while (bound_ < queues_.size() && queues_[bound_]->xsk) bound_++;
+  return {};
+}
+
+uint32_t Port::unboundQueues() const {
+  uint32_t n = 0;
+  for (auto& q : queues_)
+    if (!q->xsk) n++;
+  return n;
+}
+
+Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot) {
+  const uint32_t before = unboundQueues();
+  if (before == 0 || deviceQueues(name_) <= bound_) return 0u;
+  if (auto st = openSockets(pool, share_fd, next_slot); !st) return st.error();
+  return before - unboundQueues();
+}
+
+void addXdpStats(struct xdp_statistics& a, const struct xdp_statistics& x) {
+  a.rx_dropped += x.rx_dropped;
+  a.rx_invalid_descs += x.rx_invalid_descs;
+  a.tx_invalid_descs += x.tx_invalid_descs;
+  a.rx_ring_full += x.rx_ring_full;
+  a.rx_fill_ring_empty_descs += x.rx_fill_ring_empty_descs;
+  a.tx_ring_empty_descs += x.tx_ring_empty_descs;
+}
+
+struct xdp_statistics Port::xdpStats() const {
+  struct xdp_statistics s = xdp_closed_;
+  for (auto& q : queues_)
+    if (q->xsk) addXdpStats(s, q->xsk->stats());
+  return s;
+}
+
+bool Port::hasSockets() const {
+  for (auto& q : queues_)
+    if (q->xsk) return true;
+  return false;
+}
+
+bool Port::zerocopy() const {
+  for (auto& q : queues_)
+    if (q->xsk && q->xsk->zerocopy()) return true;
+  return false;
+}
+
+int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
+  if (flags & ~kXmitFlagsMask) [[unlikely]]
+    return -EINVAL;
+  if (!live() || queues_.empty()) [[unlikely]]
+    return -ENXIO;
+  // Queue by calling thread, as tun_xdp_xmit picks tfiles[cpu % numqueues],
+  // among the queues bound to a socket (live: at least queue 0).
+  Queue& q = *queues_[threadIndex() % (bound_ ? bound_ : 1)];
+  const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
+  if (n < frames.size()) [[unlikely]] {
+    Counter& drops = counters().drops[kDropRingFull];
+    for (size_t i = n; i < frames.size(); i++) {
+      drops.add(1);
+      frames[i]->pool->free(frames[i]);
+    }
+  }
+  if (flags & kXmitFlush) q.ring.flush();
+  return int(n);
+}
+
+uint32_t Port::kick(Queue& q) noexcept {
+  // Copy mode transmits only from sendto()/poll(), and sends at most the TX
+  // budget per call (EAGAIN: more is left); keep kicking while the kernel
+  // makes progress, a bounded number of times.
+  XskSocket& s = *q.xsk;
+  uint32_t kicks = 0;
+  for (int i = 0; i < 16; i++) {
+    uint32_t before = s.txRingCount();
+    if (before == 0) break;
+    kicks++;
+    ssize_t rc = ::sendto(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
+    if (rc >= 0) break;
+    if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) break;  // ENETDOWN, ENXIO: link down / gone
+    if (s.txRingCount() >= before) break;  // no progress: the device is backed up
+  }
+  return kicks;
+}
+
+uint32_t Port::reap(Queue& q, FramePool& pool) noexcept {
+  XskSocket& s = *q.xsk;
+  uint32_t total = 0, idx = 0, n;
+  Frame* done[64];
+  // Drain the completion ring completely, not one batch.
+  while ((n = xsk_ring_cons__peek(&s.comp, 64, &idx)) > 0) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      Frame* f = pool.frameAt(*xsk_ring_cons__comp_addr(&s.comp, idx + i));
+      if (f) [[likely]]
+        done[k++] = f;
+    }
+    xsk_ring_cons__release(&s.comp, n);
+    pool.freeBulk(std::span<Frame* const>(done, k));
+    total += n;
+  }
+  q.tx_completed += total;
+  return total;
+}
+
+uint32_t Port::reapCompletions(FramePool& pool) noexcept {
+  uint32_t n = 0;
+  for (auto& q : queues_)
+    if (q->xsk) n += reap(*q, pool);
+  return n;
+}
+
+uint32_t Port::drainTx(FramePool& pool) noexcept {
+  uint32_t sent = 0;
+  const uint32_t batch = uint32_t(scratch_.size());
+  for (auto& qp : queues_) {
+    Queue& q = *qp;
+    if (!q.xsk) continue;
+    XskSocket& s = *q.xsk;
+    if (cfg_.completion == CompletionMode::kEager ||
+        q.tx_submitted - q.tx_completed >= cfg_.lazy_threshold)
+      reap(q, pool);
+    uint32_t qsent = 0;
+    // Bounded: at most one ring's worth per call, so RX is never starved.
+    for (uint32_t pass = 0; pass * batch < q.ring.capacity(); pass++) {
+      const uint32_t n = q.ring.consumeBatch(std::span<Frame*>(scratch_.data(), batch));
+      if (n == 0) break;
+      uint32_t room = xsk_prod_nb_free(&s.tx, n);
+      // TX ring full: reclaim completions, kick, retry; then drop what is left.
+      for (uint32_t r = 0; room < n && r < cfg_.tx_retries; r++) {
+        reap(q, pool);
+        kick(q);
+        room = xsk_prod_nb_free(&s.tx, n);
+      }
+      const uint32_t k = std::min(room, n);
+      PortCounters& c = counters();
+      if (k) {
+        uint32_t idx = 0;
+        xsk_ring_prod__reserve(&s.tx, k, &idx);
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < k; i++) {
+          Frame* f = scratch_[i];
+          struct xdp_desc* d = xsk_ring_prod__tx_desc(&s.tx, idx + i);
+          d->addr = f->addr;
+          d->len = f->len;
+          d->options = 0;
+          f->owner = s.slot();
+          bytes += f->len;
+        }
+        xsk_ring_prod__submit(&s.tx, k);
+        // Counted when put on the TX ring, not at completion.
+        c.tx_packets.add(k);
+        c.tx_bytes.add(bytes);
+        q.tx_submitted += k;
+        qsent += k;
+      }
+      for (uint32_t i = k; i < n; i++) {
+        c.drops[kDropTxRingFull].add(1);
+        pool.free(scratch_[i]);
+      }
+      if (n < batch) break;
+    }
+    if (qsent && (!s.zerocopy() || xsk_ring_prod__needs_wakeup(&s.tx))) kick(q);
+    sent += qsent;
+  }
+  return sent;
+}
+
+PortCounterSnapshot Port::snapshot() const {
+  PortCounterSnapshot s;
+  for (uint32_t t = 0; t < kMaxThreads; t++) {
+    const PortCounters& c = counters_[t];
+    s.rx_packets += c.rx_packets.get();
+    s.rx_bytes += c.rx_bytes.get();
+    s.tx_packets += c.tx_packets.get();
+    s.tx_bytes += c.tx_bytes.get();
+    for (uint32_t r = 0; r < kNumDropReasons; r++) s.drops[r] += c.drops[r].get();
+  }
+  return s;
+}
+
+uint64_t Port::txOutstanding() const {
+  uint64_t n = 0;
+  for (auto& q : queues_) n += q->tx_submitted - q->tx_completed;
+  return n;
+}
+
+QueueAccounting Port::accounting() const {
+  QueueAccounting a;
+  for (auto& qp : queues_) {
+    const Queue& q = *qp;
+    a.port_ring += q.ring.size();
+    if (!q.xsk) continue;
+    const XskSocket& s = *q.xsk;
+    // Read downstream rings first: a frame the kernel moves between two reads
+    // is then seen in "kernel", never counted twice or missed.
+    uint64_t rx = s.rxRingCount();
+    uint64_t fill = s.fillRingCount();
+    a.rx_ring += rx;
+    a.fill_ring += fill;
+    a.kernel_rx += (q.fill_given - q.rx_got) - rx - fill;
+    uint64_t comp = s.compRingCount();
+    uint64_t tx = s.txRingCount();
+    a.comp_ring += comp;
+    a.tx_ring += tx;
+    a.kernel_tx += (q.tx_submitted - q.tx_completed) - comp - tx;
+  }
+  return a;
+}
+
+void Port::detachXdp() {
+  if (xdp_) xdp_->detach();
+}
+
+uint32_t Port::shutdown(FramePool& pool) noexcept {
+  setLive(false);
+  uint32_t returned = 0;
+  Counter& down = counters().drops[kDropPortDown];
+  for (auto& qp : queues_) {
+    Queue& q = *qp;
+    uint32_t n;
+    while ((n = q.ring.consumeBatch(std::span<Frame*>(scratch_.data(), scratch_.size()))) > 0) {
+      down.add(n);
+      pool.freeBulk(std::span<Frame* const>(scratch_.data(), n));
+      returned += n;
+    }
+    if (!q.xsk) continue;
+    reap(q, pool);
+    // Frames still on the TX ring were never taken by the kernel: lost here,
+    // counted. (Nothing kicks this socket any more, so the count is exact.)
+    uint32_t unsent = q.xsk->txRingCount();
+    if (unsent) {
+      // Counted as transmitted when drainTx put them there: one outcome each.
+      uint64_t bytes = 0;
+      const uint32_t cons = *q.xsk->tx.consumer;
+      for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&q.xsk->tx, cons + i)->len;
+      counters().tx_packets.add(uint64_t(0) - unsent);
+      counters().tx_bytes.add(uint64_t(0) - bytes);
+    }
+    down.add(unsent);
+    uint16_t slot = q.xsk->slot();
+    addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
+    if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
+    // Frames the kernel put on the RX ring that vdevd never took die with
+    // the socket: for the port they are frames dropped on the way in, so
+    // they join the socket's rx_dropped (never vdevd's rx: vdevd never had
+    // them). (The program no longer redirects to this socket; a frame
+    // already in flight on another CPU may still land after this read.)
+    xdp_closed_.rx_dropped += q.xsk->rxRingCount();
+    // Once the socket is closed the kernel no longer touches its rings; every
+    // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.
+    q.xsk.reset();
+    pool.forEachOwned(slot, [&](Frame* f) {
+      pool.free(f);
+      returned++;
+    });
+    q.fill_given = q.rx_got = 0;
+    q.tx_submitted = q.tx_completed = 0;
+  }
+  return returned;
+}
+
+}  // namespace vdev::datapath

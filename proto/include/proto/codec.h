@@ -1,0 +1,312 @@
+// Typed requests and replies of the vdev control protocol, and their
+// netlink encoding (see protocol.h and docs/control-protocol.md).
+//
+// Everything here is pure: no I/O, no global state, thread safe. Decoders
+// take untrusted bytes: any input gives either a value or an Error whose
+// `what` is a human message naming the offending field, never a crash.
+// Messages are built with libnl-3 (nlmsg_alloc_size / genlmsg_put / nla_put_*)
+// and parsed with nla_parse plus vdev's own validation (libnl's policy only
+// checks lengths).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "proto/protocol.h"
+
+struct nlmsghdr;  // <linux/netlink.h>
+
+namespace vdev::proto {
+
+using vdev::Error;
+using vdev::Result;
+using vdev::Status;
+
+using Mac = std::array<uint8_t, 6>;
+
+// ---------------------------------------------------------------- requests
+
+// kAttrCreate. Which fields a type allows: see protocol.h (CreateAttr).
+struct CreateOptions {
+  // veth only. At most one of the three netns fields.
+  std::optional<std::string> peer_netns_name;
+  std::optional<std::string> peer_netns_path;
+  std::optional<uint32_t> peer_netns_pid;
+  std::optional<std::string> peer_ifname;
+  std::optional<Mac> peer_mac;
+  // veth and tap.
+  std::optional<uint32_t> mtu;
+  // tap only.
+  std::optional<uint32_t> owner_uid;
+  std::optional<uint32_t> group_gid;
+  std::optional<bool> multi_queue;
+  std::optional<Mac> mac;
+  bool operator==(const CreateOptions&) const = default;
+};
+
+struct PortAddRequest {
+  std::string name;
+  PortType type = PortType::kNetdev;
+  std::optional<uint32_t> queues;       // absent: the daemon's default
+  XdpMode xdp_mode = XdpMode::kAuto;    // kNative, kGeneric or kAuto
+  std::optional<CreateOptions> create;  // absent: attach an existing device
+  std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
+  bool operator==(const PortAddRequest&) const = default;
+};
+struct PortDelRequest {
+  std::string name;
+  bool operator==(const PortDelRequest&) const = default;
+};
+// Empty name: dump (NLM_F_DUMP) of every port.
+struct PortGetRequest {
+  std::string name;
+  bool operator==(const PortGetRequest&) const = default;
+};
+// Empty name: dump of every port.
+struct StatsGetRequest {
+  std::string name;
+  bool operator==(const StatsGetRequest&) const = default;
+};
+struct FdbGetRequest {  // always a dump
+  bool operator==(const FdbGetRequest&) const = default;
+};
+struct FdbAddRequest {
+  Mac mac{};
+  std::string port;
+  bool is_static = true;
+  bool operator==(const FdbAddRequest&) const = default;
+};
+struct FdbDelRequest {
+  Mac mac{};
+  bool operator==(const FdbDelRequest&) const = default;
+};
+struct InfoGetRequest {
+  bool operator==(const InfoGetRequest&) const = default;
+};
+
+using RequestBody = std::variant<PortAddRequest, PortDelRequest, PortGetRequest, StatsGetRequest,
+                                 FdbGetRequest, FdbAddRequest, FdbDelRequest, InfoGetRequest>;
+
+// The netlink header of a message, as received.
+struct MsgHeader {
+  uint32_t len = 0;
+  uint16_t type = 0;
+  uint16_t flags = 0;
+  uint32_t seq = 0;
+  uint32_t pid = 0;
+};
+
+struct Request {
+  MsgHeader hdr;                       // decodeRequest fills it; replies echo hdr.seq and hdr.pid
+  uint8_t version = kProtocolVersion;  // genlmsghdr.version the client spoke
+  RequestBody body;
+};
+
+Cmd cmdOf(const RequestBody& body);
+// Whether the request is a dump (NLM_F_DUMP): PORT_GET / STATS_GET without a
+// name, FDB_GET.
+bool isDump(const RequestBody& body);
+
+// ----------------------------------------------------------------- replies
+
+struct Ack {
+  bool operator==(const Ack&) const = default;
+};
+// NLMSG_ERROR with a negative errno and a message (like the kernel's extack).
+struct ErrorReply {
+  int err = 0;  // positive errno
+  std::string msg;
+  bool operator==(const ErrorReply&) const = default;
+};
+
+struct PortInfo {
+  std::string name;
+  PortType type = PortType::kNetdev;
+  uint32_t ifindex = 0;
+  uint32_t queues = 0;
+  XdpMode xdp_mode = XdpMode::kNone;
+  BindMode bind_mode = BindMode::kNone;
+  uint32_t mtu = 0;
+  bool live = false;
+  std::optional<Mac> mac;
+  uint32_t queues_bound = 0;  // queues with a socket now (<= queues)
+  bool fast_rx = true;        // the port's option; a daemon that does not send FAST_RX has it on
+  bool operator==(const PortInfo&) const = default;
+};
+
+struct XskStatsMsg {  // XDP_STATISTICS, summed over the port's sockets
+  uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0, rx_ring_full = 0,
+           rx_fill_ring_empty_descs = 0, tx_ring_empty_descs = 0;
+  bool operator==(const XskStatsMsg&) const = default;
+};
+struct ProgStatsMsg {  // the XDP program's counters
+  uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;
+  bool operator==(const ProgStatsMsg&) const = default;
+};
+
+struct PortStatsMsg {
+  PortInfo port;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_outstanding = 0;
+  // Indexed like vdev::DropReason (attribute kStatsDropRingFull + i); names: dropName(i).
+  std::array<uint64_t, kNumDropReasons> drops{};
+  XskStatsMsg xdp;
+  ProgStatsMsg prog;
+  uint64_t dev_tx_dropped = 0;
+  uint64_t totalDrops() const;
+  bool operator==(const PortStatsMsg&) const = default;
+};
+
+struct PoolMsg {
+  uint64_t total = 0, free = 0, fill_ring = 0, kernel_rx = 0, rx_ring = 0, rx_burst = 0,
+           port_rings = 0, tx_ring = 0, kernel_tx = 0, comp_ring = 0;
+  uint64_t sum() const {
+    return free + fill_ring + kernel_rx + rx_ring + rx_burst + port_rings + tx_ring + kernel_tx +
+           comp_ring;
+  }
+  bool operator==(const PoolMsg&) const = default;
+};
+
+struct StatsReply {
+  std::vector<PortStatsMsg> ports;
+  std::optional<PoolMsg> pool;
+  std::optional<uint64_t> fdb_entries;
+  bool operator==(const StatsReply&) const = default;
+};
+
+struct PortList {
+  std::vector<PortInfo> ports;
+  bool operator==(const PortList&) const = default;
+};
+
+struct FdbEntryMsg {
+  Mac mac{};
+  std::string port;
+  bool is_static = false;
+  uint64_t age_ms = 0;
+  bool operator==(const FdbEntryMsg&) const = default;
+};
+struct FdbList {
+  std::vector<FdbEntryMsg> entries;
+  bool operator==(const FdbList&) const = default;
+};
+
+struct InfoMsg {
+  std::string version;
+  uint32_t threads = 0;
+  SwitchMode mode = SwitchMode::kSwitch;
+  uint64_t uptime_s = 0;
+  uint32_t num_ports = 0;
+  bool operator==(const InfoMsg&) const = default;
+};
+
+// What a command answers:
+//   PORT_ADD, PORT_DEL, FDB_ADD, FDB_DEL -> Ack
+//   PORT_GET -> PortList (exactly one port unless dump)
+//   STATS_GET -> StatsReply (exactly one port unless dump)
+//   FDB_GET -> FdbList;  INFO_GET -> InfoMsg;  any -> ErrorReply
+using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoMsg>;
+
+// ------------------------------------------------------------- validation
+// The semantic checks (ranges, names, combinations) that both the client
+// (before sending) and the daemon (after decoding) apply. Errors: EINVAL
+// with a message naming the attribute.
+Status validate(const RequestBody& body);
+Status validateIfname(std::string_view name, std::string_view attr);
+Status validateUnicastMac(const Mac& mac, std::string_view attr);
+
+// --------------------------------------------------------------- encoding
+
+// A request datagram. Validates the body first (the same checks the daemon
+// makes), so a bad request fails here with the daemon's message.
+Result<std::vector<uint8_t>> encodeRequest(uint32_t seq, const RequestBody& body);
+
+// The reply datagrams for `req`, each at most kMaxMessageSize bytes. A dump
+// packs as many objects per datagram as fit and ends with NLMSG_DONE; never
+// truncated. ErrorReply becomes NLMSG_ERROR, Ack an ACK. Errors: EIO when the
+// reply kind does not fit the command (a handler bug), EMSGSIZE when one
+// object alone does not fit in a datagram.
+Result<std::vector<std::vector<uint8_t>>> encodeReply(const Request& req, const Reply& reply);
+// NLMSG_ERROR with error 0, echoing `orig`'s header (NLM_F_CAPPED).
+std::vector<uint8_t> encodeAck(const MsgHeader& orig);
+// NLMSG_ERROR with -err (err > 0) and the message as NLMSGERR_ATTR_MSG
+// (NLM_F_ACK_TLVS); the message is cut to kErrorMsgMax bytes and
+// non-printable bytes are replaced by '?'.
+std::vector<uint8_t> encodeError(const MsgHeader& orig, int err, std::string_view msg);
+
+// --------------------------------------------------------------- decoding
+
+// The framing of one request datagram: exactly one message, length field
+// consistent with the datagram, NLM_F_REQUEST, our family, at most
+// kMaxMessageSize. Errors: EINVAL, EMSGSIZE. A datagram that fails here is a
+// broken client (the server answers and disconnects).
+Result<MsgHeader> decodeHeader(std::span<const uint8_t> datagram);
+// The header fields that can be read at all (zeros where the datagram is too
+// short): what an error reply to garbage echoes.
+MsgHeader peekHeader(std::span<const uint8_t> datagram);
+
+// A whole request, strictly: framing as above; version 1..kProtocolVersion
+// (else EPROTONOSUPPORT); known command (else EOPNOTSUPP) and dump flag as
+// the command allows; every attribute known, valid for the command, of the
+// right length, not repeated, within range; required ones present. Errors:
+// EINVAL, EMSGSIZE, EOPNOTSUPP, EPROTONOSUPPORT with a message naming the
+// attribute.
+Result<Request> decodeRequest(std::span<const uint8_t> datagram);
+
+// What a reply must answer.
+struct Expect {
+  std::optional<uint32_t> seq;  // nullopt: take the first message's
+  Cmd cmd = kCmdUnspec;
+  bool dump = false;
+};
+
+// Collects the datagrams of one reply (a single message, or NLM_F_MULTI
+// messages up to NLMSG_DONE, or NLMSG_ERROR). Replies are decoded leniently
+// where the protocol allows growth (unknown attributes and enum values) and
+// strictly otherwise. An NLMSG_ERROR with seq 0 is a connection-level error
+// (e.g. EBUSY, too many clients) and is accepted as the answer to any request.
+class ReplyAssembler {
+ public:
+  explicit ReplyAssembler(const Expect& expect);
+  // Feeds one datagram. Errors (EPROTO for a reply that does not answer the
+  // request, EINVAL for a malformed one) are sticky.
+  Status feed(std::span<const uint8_t> datagram);
+  bool done() const { return done_; }
+  // The reply once done() (ErrorReply if the daemon answered with an error).
+  Result<Reply> finish();
+
+ private:
+  Status feedOne(const struct nlmsghdr* nlh);
+  Status dataMsg(const struct nlmsghdr* nlh);
+  Expect expect_;
+  Reply body_;
+  bool done_ = false;
+  bool started_ = false;  // a data message was seen
+  bool pool_seen_ = false, fdb_entries_seen_ = false;
+  std::optional<Error> failed_;
+};
+
+// Decodes a complete reply given as one buffer (datagrams concatenated).
+Result<Reply> decodeReply(std::span<const uint8_t> bytes, const Expect& expect);
+
+// ------------------------------------------------------------------ names
+
+const char* cmdName(uint8_t cmd);          // "PORT_ADD", ..., "UNKNOWN"
+const char* attrName(uint16_t attr);       // "PORT_NAME", ...
+const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
+const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
+const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
+const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
+const char* dropName(uint32_t i);          // "ring_full", ... (vdevd's JSON names)
+std::optional<PortType> parsePortType(std::string_view s);
+std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
+std::string formatMac(const Mac& mac);                    // "02:00:00:00:00:01"
+std::optional<Mac> parseMac(std::string_view s);          // "aa:bb:cc:dd:ee:ff"
+
+}  // namespace vdev::proto

@@ -1,0 +1,194 @@
+// vdev control protocol: the one header shared by vdevd and its clients
+// (vdevctl, the CNI plugin). See docs/control-protocol.md.
+//
+// Wire format: netlink messages (struct nlmsghdr + struct genlmsghdr +
+// attributes, host byte order, 4-byte aligned) carried over an AF_UNIX
+// SOCK_SEQPACKET socket, one request per datagram. Not a netlink socket:
+// nlmsg_type of every request and data reply is the fixed pseudo family
+// kFamilyId below (no genl family resolution).
+//
+// Versioning rule (ABI): command, attribute and enum values below are never
+// renumbered or reused; new ones are appended before the *Max markers. New
+// optional attributes do not bump kProtocolVersion; a change that an old peer
+// would misread does. The daemon rejects requests with a version above its
+// own (EPROTONOSUPPORT) and requests carrying attributes it does not know
+// (EINVAL): a request is executed exactly as asked or not at all. Clients
+// ignore reply attributes they do not know, so a newer daemon can report more.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vdev::proto {
+
+// genlmsghdr.version of every message this code sends.
+inline constexpr uint8_t kProtocolVersion = 1;
+
+// nlmsg_type of requests and data replies (>= NLMSG_MIN_TYPE, fixed: there is
+// no genl controller on this socket). "vd".
+inline constexpr uint16_t kFamilyId = 0x7664;
+
+inline constexpr const char* kDefaultSocketDir = "/run/vdev";
+inline constexpr const char* kDefaultSocketPath = "/run/vdev/vdevd.sock";
+
+// Limits.
+inline constexpr size_t kMaxMessageSize = 65536;  // one datagram, either direction
+inline constexpr size_t kIfNameMax = 15;          // interface names: 1..15 chars (IFNAMSIZ - 1)
+inline constexpr size_t kNetnsNameMax = 255;      // a name under /run/netns
+inline constexpr size_t kNetnsPathMax = 4095;     // absolute path (PATH_MAX - 1)
+inline constexpr size_t kVersionMax = 63;         // INFO version string
+inline constexpr size_t kErrorMsgMax = 1023;      // error message attribute (longer is cut)
+inline constexpr uint32_t kMinQueues = 1, kMaxQueues = 64;
+inline constexpr uint32_t kMinMtu = 68, kMaxMtu = 65535;
+inline constexpr uint32_t kMaxPid = 4194304;  // PID_MAX_LIMIT
+
+// Commands (genlmsghdr.cmd). Replies carry the command of their request.
+enum Cmd : uint8_t {
+  kCmdUnspec = 0,
+  // Attach a port; with CREATE, create its device first.
+  //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
+  //          FAST_RX
+  //   reply: ACK or ERROR
+  kCmdPortAdd = 1,
+  // Detach a port (and delete the device if vdevd created it).
+  //   req:   PORT_NAME (required)        reply: ACK or ERROR
+  kCmdPortDel = 2,
+  // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
+  //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
+  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX
+  kCmdPortGet = 3,
+  // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
+  //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
+  //          (nested) and FDB_ENTRIES once per reply: in the single reply's
+  //          message, or in the first message of a dump (which then has no
+  //          PORT_NAME).
+  kCmdStatsGet = 4,
+  // MAC table, NLM_F_DUMP only.
+  //   reply: one message per entry: MAC, PORT_NAME, FDB_STATIC, FDB_AGE_MS
+  kCmdFdbGet = 5,
+  // Static MAC table entry.
+  //   req:   MAC (required), PORT_NAME (required), FDB_STATIC (default 1)
+  //   reply: ACK or ERROR
+  kCmdFdbAdd = 6,
+  //   req:   MAC (required)              reply: ACK or ERROR
+  kCmdFdbDel = 7,
+  // Daemon information. req: nothing.
+  //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS
+  kCmdInfoGet = 8,
+  kCmdMax = kCmdInfoGet
+};
+
+// Top-level attributes (one space for every command, like nl80211).
+enum Attr : uint16_t {
+  kAttrUnspec = 0,
+  kAttrPortName = 1,     // string, 1..15 chars + NUL: interface name of the port
+  kAttrPortType = 2,     // u8 PortType
+  kAttrQueues = 3,       // u32, 1..64: queues (AF_XDP sockets / tap queues)
+  kAttrXdpMode = 4,      // u8 XdpMode (requests: native|generic|auto; replies: none|native|generic)
+  kAttrCreate = 5,       // nested CreateAttr: create the device (PORT_ADD, tap and veth only)
+  kAttrIfindex = 6,      // u32
+  kAttrMtu = 7,          // u32, bytes (L3 MTU of the device)
+  kAttrLive = 8,         // u8 0|1: port has open sockets and its link is up
+  kAttrBindMode = 9,     // u8 BindMode
+  kAttrMac = 10,         // 6 bytes: port MAC (replies), FDB entry MAC (FDB_*)
+  kAttrFdbStatic = 11,   // u8 0|1
+  kAttrFdbAgeMs = 12,    // u64, milliseconds since a learned entry was last seen (0: static)
+  kAttrStats = 13,       // nested StatsAttr (STATS_GET replies)
+  kAttrPool = 14,        // nested PoolAttr: UMEM frame accounting (STATS_GET replies, once)
+  kAttrFdbEntries = 15,  // u64: live MAC table entries (STATS_GET replies, with POOL)
+  kAttrVersion = 16,     // string, 1..63 chars: vdevd version
+  kAttrThreads = 17,     // u32: datapath threads
+  kAttrSwitchMode = 18,  // u8 SwitchMode
+  kAttrUptime = 19,      // u64, seconds since vdevd started
+  kAttrNumPorts = 20,    // u32
+  kAttrQueuesBound = 21, // u32: queues with a socket now (port replies; < QUEUES while a VM has not opened them all)
+  kAttrFastRx = 22,      // u8 0|1: frames received on the port may take the kernel fast path
+                         // (PORT_ADD: absent = 1; port replies). 0: they always go through vdevd
+  kAttrMax = kAttrFastRx
+};
+
+// Inside kAttrCreate (PORT_ADD).
+enum CreateAttr : uint16_t {
+  kCreateUnspec = 0,
+  // veth: where the peer end goes. At most one of the three; none: the
+  // peer stays in vdevd's namespace.
+  kCreatePeerNetnsName = 1,  // string, 1..255 chars, a name under /run/netns (no '/')
+  kCreatePeerNetnsPath = 2,  // string, absolute path to a netns file, no ".." component
+  kCreatePeerNetnsPid = 3,   // u32, 1..4194304: the netns of this process
+  kCreatePeerIfname = 4,     // string, interface name of the peer end (veth)
+  kCreatePeerMac = 5,        // 6 bytes, unicast and non-zero (veth)
+  kCreateMtu = 6,            // u32, 68..65535 (veth: both ends; tap)
+  kCreateOwnerUid = 7,       // u32, uid that may open the tap (not (uid_t)-1) (tap)
+  kCreateGroupGid = 8,       // u32, gid that may open the tap (not (gid_t)-1) (tap)
+  kCreateMultiQueue = 9,     // u8 0|1: IFF_MULTI_QUEUE; required for QUEUES > 1 (tap)
+  kCreateMac = 10,           // 6 bytes, unicast and non-zero: the tap's MAC (tap)
+  kCreateMax = kCreateMac
+};
+
+// Inside kAttrStats: every counter of a port, all u64. The drop reasons
+// follow vdev::DropReason in order (kStatsDropRingFull + reason).
+enum StatsAttr : uint16_t {
+  kStatsUnspec = 0,
+  kStatsRxPackets = 1,  // frames received on the port's AF_XDP sockets
+  kStatsRxBytes = 2,
+  kStatsTxPackets = 3,  // frames put on the port's TX rings
+  kStatsTxBytes = 4,
+  kStatsTxOutstanding = 5,  // frames on TX rings / in the kernel, not completed yet
+  kStatsDropRingFull = 6,   // drops by reason (frames)
+  kStatsDropTxRingFull = 7,
+  kStatsDropNoRoute = 8,
+  kStatsDropPortDown = 9,
+  kStatsDropOversize = 10,
+  kStatsDropRunt = 11,
+  kStatsDropPoolEmpty = 12,
+  kStatsDropInvalidSrc = 13,
+  kStatsXdpRxDropped = 14,  // XDP_STATISTICS of the port's sockets, summed
+  kStatsXdpRxInvalidDescs = 15,
+  kStatsXdpTxInvalidDescs = 16,
+  kStatsXdpRxRingFull = 17,
+  kStatsXdpRxFillRingEmptyDescs = 18,
+  kStatsXdpTxRingEmptyDescs = 19,
+  kStatsProgPass = 20,  // the XDP program's own counters
+  kStatsProgRedirect = 21,
+  kStatsProgNoSocket = 22,
+  kStatsDevTxDropped = 23,  // the netdev's tx_dropped
+  kStatsDropBadType = 24,   // drop reasons added later (hostile guests); optional, so 0 from an older vdevd
+  kStatsDropMacLimit = 25,
+  kStatsDropMacLocked = 26,
+  kStatsDropInflight = 27,
+  kStatsDropFastXmit = 28,  // kernel fast path: frames the destination device refused
+  kStatsProgFast = 29,      // the XDP program's fast-path redirects
+  kStatsMax = kStatsProgFast
+};
+inline constexpr uint32_t kNumDropReasonsV1 = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
+inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropFastXmit - kStatsDropBadType + 1);
+// The STATS attribute of drop reason i (vdev::DropReason order).
+constexpr uint16_t dropAttr(uint32_t i) {
+  return uint16_t(i < kNumDropReasonsV1 ? kStatsDropRingFull + i : kStatsDropBadType + (i - kNumDropReasonsV1));
+}
+
+// Inside kAttrPool: where every UMEM frame is, all u64 (frames).
+// total == free + fill_ring + ... + comp_ring.
+enum PoolAttr : uint16_t {
+  kPoolUnspec = 0,
+  kPoolTotal = 1,
+  kPoolFree = 2,
+  kPoolFillRing = 3,
+  kPoolKernelRx = 4,
+  kPoolRxRing = 5,
+  kPoolRxBurst = 6,
+  kPoolPortRings = 7,
+  kPoolTxRing = 8,
+  kPoolKernelTx = 9,
+  kPoolCompRing = 10,
+  kPoolMax = kPoolCompRing
+};
+
+// Enum attribute values. Replies may carry values a client does not know
+// (a newer daemon); requests may not.
+enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3 };
+enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
+enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
+enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };
+
+}  // namespace vdev::proto

@@ -1,0 +1,1190 @@
+// Netlink encoding of the vdev control protocol (see codec.h).
+//
+// Building: libnl-3 messages (nlmsg_alloc_size, genlmsg_put, nla_put_*,
+// nla_nest_start), owned by NlMsgPtr. Parsing: our own walk over every
+// attribute first (framing, type, exact length, flags, duplicates, unknown
+// types), which produces messages naming the attribute, then nla_parse() with
+// a length policy to index them, then typed reads and semantic validation.
+//
+// Untrusted input is only ever read through nlmsg_ok()/nla_ok()-checked
+// pointers into a 4-byte aligned buffer (copied if the caller's is not), so
+// no read is out of bounds or misaligned.
+#include "proto/codec.h"
+
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace vdev::proto {
+
+namespace {
+
+// ------------------------------------------------------------ ownership
+
+struct NlMsgFree {
+  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
+};
+using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgFree>;
+
+Error invalid(std::string msg) { return Error{EINVAL, std::move(msg)}; }
+
+constexpr int kGenlHdrLen = GENL_HDRLEN;
+
+// ----------------------------------------------------- attribute tables
+
+enum class Kind : uint8_t { kNone, kFlag, kU8, kU32, kU64, kString, kMac, kNested };
+
+struct AttrSpec {
+  const char* name = nullptr;  // nullptr: not an attribute of this space
+  Kind kind = Kind::kNone;
+  uint16_t max_chars = 0;  // kString: longest value, without the NUL
+};
+
+constexpr AttrSpec topSpec(uint16_t t) {
+  switch (t) {
+    case kAttrPortName: return {"PORT_NAME", Kind::kString, kIfNameMax};
+    case kAttrPortType: return {"PORT_TYPE", Kind::kU8};
+    case kAttrQueues: return {"QUEUES", Kind::kU32};
+    case kAttrXdpMode: return {"XDP_MODE", Kind::kU8};
+    case kAttrCreate: return {"CREATE", Kind::kNested};
+    case kAttrIfindex: return {"IFINDEX", Kind::kU32};
+    case kAttrMtu: return {"MTU", Kind::kU32};
+    case kAttrLive: return {"LIVE", Kind::kFlag};
+    case kAttrBindMode: return {"BIND_MODE", Kind::kU8};
+    case kAttrMac: return {"MAC", Kind::kMac};
+    case kAttrFdbStatic: return {"FDB_STATIC", Kind::kFlag};
+    case kAttrFdbAgeMs: return {"FDB_AGE_MS", Kind::kU64};
+    case kAttrStats: return {"STATS", Kind::kNested};
+    case kAttrPool: return {"POOL", Kind::kNested};
+    case kAttrFdbEntries: return {"FDB_ENTRIES", Kind::kU64};
+    case kAttrVersion: return {"VERSION", Kind::kString, kVersionMax};
+    case kAttrThreads: return {"THREADS", Kind::kU32};
+    case kAttrSwitchMode: return {"SWITCH_MODE", Kind::kU8};
+    case kAttrUptime: return {"UPTIME", Kind::kU64};
+    case kAttrNumPorts: return {"NUM_PORTS", Kind::kU32};
+    case kAttrQueuesBound: return {"QUEUES_BOUND", Kind::kU32};
+    case kAttrFastRx: return {"FAST_RX", Kind::kFlag};
+    default: return {};
+  }
+}
+
+constexpr AttrSpec createSpec(uint16_t t) {
+  switch (t) {
+    case kCreatePeerNetnsName: return {"PEER_NETNS_NAME", Kind::kString, kNetnsNameMax};
+    case kCreatePeerNetnsPath: return {"PEER_NETNS_PATH", Kind::kString, kNetnsPathMax};
+    case kCreatePeerNetnsPid: return {"PEER_NETNS_PID", Kind::kU32};
+    case kCreatePeerIfname: return {"PEER_IFNAME", Kind::kString, kIfNameMax};
+    case kCreatePeerMac: return {"PEER_MAC", Kind::kMac};
+    case kCreateMtu: return {"MTU", Kind::kU32};
+    case kCreateOwnerUid: return {"OWNER_UID", Kind::kU32};
+    case kCreateGroupGid: return {"GROUP_GID", Kind::kU32};
+    case kCreateMultiQueue: return {"MULTI_QUEUE", Kind::kFlag};
+    case kCreateMac: return {"MAC", Kind::kMac};
+    default: return {};
+  }
+}
+
+constexpr const char* kStatsNames[] = {nullptr,
+                                       "RX_PACKETS",
+                                       "RX_BYTES",
+                                       "TX_PACKETS",
+                                       "TX_BYTES",
+                                       "TX_OUTSTANDING",
+                                       "DROP_RING_FULL",
+                                       "DROP_TX_RING_FULL",
+                                       "DROP_NO_ROUTE",
+                                       "DROP_PORT_DOWN",
+                                       "DROP_OVERSIZE",
+                                       "DROP_RUNT",
+                                       "DROP_POOL_EMPTY",
+                                       "DROP_INVALID_SRC",
+                                       "XDP_RX_DROPPED",
+                                       "XDP_RX_INVALID_DESCS",
+                                       "XDP_TX_INVALID_DESCS",
+                                       "XDP_RX_RING_FULL",
+                                       "XDP_RX_FILL_RING_EMPTY_DESCS",
+                                       "XDP_TX_RING_EMPTY_DESCS",
+                                       "PROG_PASS",
+                                       "PROG_REDIRECT",
+                                       "PROG_NO_SOCKET",
+                                       "DEV_TX_DROPPED",
+                                       "DROP_BAD_TYPE",
+                                       "DROP_MAC_LIMIT",
+                                       "DROP_MAC_LOCKED",
+                                       "DROP_INFLIGHT",
+                                       "DROP_FAST_XMIT",
+                                       "PROG_FAST"};
+static_assert(std::size(kStatsNames) == kStatsMax + 1);
+
+constexpr AttrSpec statsSpec(uint16_t t) {
+  if (t == 0 || t > kStatsMax) return {};
+  return {kStatsNames[t], Kind::kU64};
+}
+
+constexpr const char* kPoolNames[] = {nullptr,     "TOTAL",     "FREE",     "FILL_RING",
+                                      "KERNEL_RX", "RX_RING",   "RX_BURST", "PORT_RINGS",
+                                      "TX_RING",   "KERNEL_TX", "COMP_RING"};
+static_assert(std::size(kPoolNames) == kPoolMax + 1);
+
+constexpr AttrSpec poolSpec(uint16_t t) {
+  if (t == 0 || t > kPoolMax) return {};
+  return {kPoolNames[t], Kind::kU64};
+}
+
+// NLMSGERR_ATTR_* after an NLMSG_ERROR payload.
+constexpr AttrSpec errSpec(uint16_t t) {
+  switch (t) {
+    case NLMSGERR_ATTR_MSG: return {"NLMSGERR_ATTR_MSG", Kind::kString, kErrorMsgMax};
+    case NLMSGERR_ATTR_OFFS: return {"NLMSGERR_ATTR_OFFS", Kind::kU32};
+    default: return {};
+  }
+}
+constexpr uint16_t kErrAttrMax = NLMSGERR_ATTR_OFFS;
+
+// The libnl policy for a spec: exact lengths (strings: 1..max+1).
+constexpr nla_policy policyFor(const AttrSpec& s) {
+  switch (s.kind) {
+    case Kind::kFlag:
+    case Kind::kU8: return {NLA_U8, 1, 1};
+    case Kind::kU32: return {NLA_U32, 4, 4};
+    case Kind::kU64: return {NLA_U64, 8, 8};
+    case Kind::kString: return {NLA_STRING, 1, static_cast<uint16_t>(s.max_chars + 1)};
+    case Kind::kMac: return {NLA_UNSPEC, 6, 6};
+    case Kind::kNested: return {NLA_NESTED, 0, 0};
+    case Kind::kNone: break;
+  }
+  return {NLA_UNSPEC, 0, 0};
+}
+
+struct Space {
+  const char* prefix;  // "" or "CREATE." ...: attribute names in messages
+  const char* where;   // "the message", "CREATE" ...: where a stream ends
+  uint16_t max;
+  AttrSpec (*spec)(uint16_t);
+  const nla_policy* policy;
+};
+
+template <uint16_t Max, AttrSpec (*F)(uint16_t)>
+struct Table {
+  static constexpr auto policy = [] {
+    std::array<nla_policy, Max + 1> p{};
+    for (uint16_t t = 0; t <= Max; ++t) p[t] = policyFor(F(t));
+    return p;
+  }();
+  static constexpr Space space(const char* prefix, const char* where) {
+    return {prefix, where, Max, F, policy.data()};
+  }
+};
+
+constexpr Space kTop = Table<kAttrMax, topSpec>::space("", "the message");
+constexpr Space kCreateSpace = Table<kCreateMax, createSpec>::space("CREATE.", "CREATE");
+constexpr Space kStatsSpace = Table<kStatsMax, statsSpec>::space("STATS.", "STATS");
+constexpr Space kPoolSpace = Table<kPoolMax, poolSpec>::space("POOL.", "POOL");
+constexpr Space kErrSpace = Table<kErrAttrMax, errSpec>::space("", "the error attributes");
+
+constexpr uint16_t kMaxSpaceAttrs = 32;  // every Space::max is below
+static_assert(kAttrMax < kMaxSpaceAttrs && kCreateMax < kMaxSpaceAttrs &&
+              kStatsMax < kMaxSpaceAttrs && kPoolMax < kMaxSpaceAttrs);
+
+std::string attrLabel(const Space& sp, uint16_t t) {
+  AttrSpec s = t <= sp.max ? sp.spec(t) : AttrSpec{};
+  if (s.name) return std::string(sp.prefix) + s.name;
+  return std::string(sp.prefix) + "type " + std::to_string(t);
+}
+
+const char* kindText(Kind k) {
+  switch (k) {
+    case Kind::kFlag: return "u8 0|1";
+    case Kind::kU8: return "u8";
+    case Kind::kU32: return "u32";
+    case Kind::kU64: return "u64";
+    case Kind::kString: return "string";
+    case Kind::kMac: return "MAC address";
+    case Kind::kNested: return "nested";
+    case Kind::kNone: break;
+  }
+  return "?";
+}
+
+// An indexed attribute set: tb[type] or nullptr.
+struct Attrs {
+  nlattr* tb[kMaxSpaceAttrs] = {};
+  nlattr* operator[](uint16_t t) const { return t < kMaxSpaceAttrs ? tb[t] : nullptr; }
+};
+
+// Walks `len` bytes of attributes at `head` and checks each one; then indexes
+// them with nla_parse(). strict (requests): unknown types, type 0 and
+// types outside `allowed` (bit per type) are errors; lenient (replies): they
+// are skipped. `ctx` names the command for "not valid for" messages.
+Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool strict,
+                         uint64_t allowed, const char* ctx) {
+  Attrs out;
+  uint32_t seen = 0;
+  int rem = len;
+  const nlattr* nla = head;
+  while (rem > 0) {
+    if (!nla_ok(nla, rem)) {
+      if (rem < NLA_HDRLEN)
+        return invalid("truncated attribute header: " + std::to_string(rem) +
+                       " bytes left at the end of " + sp.where);
+      const uint16_t t = nla->nla_type & NLA_TYPE_MASK;
+      if (nla->nla_len < NLA_HDRLEN)
+        return invalid("attribute " + attrLabel(sp, t) + ": length field " +
+                       std::to_string(nla->nla_len) + " is smaller than its header");
+      return invalid("attribute " + attrLabel(sp, t) + ": length field " +
+                     std::to_string(nla->nla_len) + " exceeds the " + std::to_string(rem) +
+                     " bytes left (truncated)");
+    }
+    const uint16_t raw = nla->nla_type;
+    const uint16_t t = raw & NLA_TYPE_MASK;
+    const int plen = nla_len(nla);
+    const AttrSpec s = t <= sp.max ? sp.spec(t) : AttrSpec{};
+    // Built only for an error message (dumps carry tens of thousands of attributes).
+    auto label = [&] { return "attribute " + attrLabel(sp, t); };
+    if (s.kind == Kind::kNone) {
+      if (strict) return invalid(label() + ": unknown attribute");
+    } else {
+      if (strict && !(allowed & (uint64_t{1} << t)))
+        return invalid(label() + " is not valid for " + ctx);
+      if (seen & (1u << t)) return invalid(label() + ": appears more than once");
+      seen |= 1u << t;
+      if (raw & NLA_F_NET_BYTEORDER)
+        return invalid(label() + ": NLA_F_NET_BYTEORDER not supported");
+      if ((raw & NLA_F_NESTED) && s.kind != Kind::kNested)
+        return invalid(label() + ": NLA_F_NESTED set on a " + kindText(s.kind) + " attribute");
+      int want = -1;
+      switch (s.kind) {
+        case Kind::kFlag:
+        case Kind::kU8: want = 1; break;
+        case Kind::kU32: want = 4; break;
+        case Kind::kU64: want = 8; break;
+        case Kind::kMac: want = 6; break;
+        default: break;
+      }
+      if (want >= 0 && plen != want)
+        return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
+                       std::to_string(want) + " (" + kindText(s.kind) + ")");
+      if (s.kind == Kind::kFlag) {
+        uint8_t v = nla_get_u8(nla);
+        if (v > 1) return invalid(label() + ": " + std::to_string(v) + ", expected 0 or 1");
+      }
+      if (s.kind == Kind::kString) {
+        const char* d = static_cast<const char*>(nla_data(nla));
+        if (plen < 1 || d[plen - 1] != '\0')
+          return invalid(label() + ": string is not NUL-terminated");
+        const size_t n = strnlen(d, static_cast<size_t>(plen));
+        if (n + 1 != static_cast<size_t>(plen))
+          return invalid(label() + ": NUL byte inside the string");
+        if (n > s.max_chars)
+          return invalid(label() + ": " + std::to_string(n) + " characters, at most " +
+                         std::to_string(s.max_chars));
+      }
+    }
+    // nla_next(); the last attribute may omit its padding.
+    int total = NLA_ALIGN(nla->nla_len);
+    if (total > rem) total = rem;
+    rem -= total;
+    nla = reinterpret_cast<const nlattr*>(reinterpret_cast<const char*>(nla) + total);
+  }
+  // Index with libnl; after the walk above its length policy cannot fail.
+  int err = nla_parse(out.tb, sp.max, const_cast<nlattr*>(head), len, sp.policy);
+  if (err < 0)
+    return invalid(std::string("malformed attributes (libnl error ") + std::to_string(-err) + ")");
+  out.tb[0] = nullptr;
+  return out;
+}
+
+// Reads of attributes that parseAttrs() has checked.
+uint8_t getU8(const nlattr* a) { return nla_get_u8(a); }
+uint32_t getU32(const nlattr* a) { return nla_get_u32(a); }
+uint64_t getU64(const nlattr* a) { return nla_get_u64(a); }
+std::string getStr(const nlattr* a) { return std::string(static_cast<const char*>(nla_data(a))); }
+Mac getMac(const nlattr* a) {
+  Mac m;
+  nla_memcpy(m.data(), a, 6);
+  return m;
+}
+const nlattr* nestHead(const nlattr* a) { return static_cast<const nlattr*>(nla_data(a)); }
+
+// A 4-byte aligned view of untrusted bytes (copied when the caller's are not).
+class Aligned {
+ public:
+  explicit Aligned(std::span<const uint8_t> in) : n_(in.size()) {
+    if (n_ == 0) {
+      p_ = reinterpret_cast<const uint8_t*>(&empty_);
+    } else if (reinterpret_cast<uintptr_t>(in.data()) % 4 == 0) {
+      p_ = in.data();
+    } else {
+      copy_.resize((n_ + 3) / 4);
+      std::memcpy(copy_.data(), in.data(), n_);
+      p_ = reinterpret_cast<const uint8_t*>(copy_.data());
+    }
+  }
+  const uint8_t* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  std::vector<uint32_t> copy_;
+  uint32_t empty_ = 0;
+  const uint8_t* p_ = nullptr;
+  size_t n_;
+};
+
+// ------------------------------------------------------------- building
+
+// Attribute writer over one nl_msg. The first failed nla_put (no room:
+// -NLE_NOMEM) is remembered and every later put skipped, so building code is
+// linear and checks once.
+class Writer {
+ public:
+  explicit Writer(nl_msg* m) : m_(m) {}
+  bool ok() const { return err_ == 0; }
+  int err() const { return err_; }
+  void u8(int t, uint8_t v) { note(ok() ? nla_put_u8(m_, t, v) : 0); }
+  void u32(int t, uint32_t v) { note(ok() ? nla_put_u32(m_, t, v) : 0); }
+  void u64(int t, uint64_t v) { note(ok() ? nla_put_u64(m_, t, v) : 0); }
+  void str(int t, const std::string& s) {
+    // Exact bytes plus the NUL (nla_put_string would stop at an inner NUL).
+    if (s.size() >= 0xffff - NLA_HDRLEN) return note(-NLE_NOMEM);
+    note(ok() ? nla_put(m_, t, static_cast<int>(s.size() + 1), s.c_str()) : 0);
+  }
+  void mac(int t, const Mac& m) { note(ok() ? nla_put(m_, t, 6, m.data()) : 0); }
+  nlattr* nestStart(int t) {
+    if (!ok()) return nullptr;
+    nlattr* a = nla_nest_start(m_, t);
+    if (!a) note(-NLE_NOMEM);
+    return a;
+  }
+  void nestEnd(nlattr* a) {
+    // keep_empty: an empty CREATE means "create with defaults".
+    if (ok() && a) note(nla_nest_end_keep_empty(m_, a));
+  }
+
+ private:
+  void note(int rc) {
+    if (rc < 0 && err_ == 0) err_ = rc;
+  }
+  nl_msg* m_;
+  int err_ = 0;
+};
+
+std::vector<uint8_t> bytesOf(nl_msg* m) {
+  const nlmsghdr* h = nlmsg_hdr(m);
+  const auto* p = reinterpret_cast<const uint8_t*>(h);
+  return std::vector<uint8_t>(p, p + h->nlmsg_len);
+}
+
+// Builds one generic netlink message: header + fill(Writer&). Tries a page
+// first and the full datagram size if that is too small.
+template <typename Fill>
+Result<std::vector<uint8_t>> buildGenl(uint32_t pid, uint32_t seq, uint16_t flags, uint8_t cmd,
+                                       Fill&& fill) {
+  for (size_t cap : {size_t{4096}, kMaxMessageSize}) {
+    NlMsgPtr m(nlmsg_alloc_size(cap));
+    if (!m) return Error{ENOMEM, "nlmsg_alloc_size"};
+    if (!genlmsg_put(m.get(), pid, seq, kFamilyId, 0, flags, cmd, kProtocolVersion))
+      return Error{EMSGSIZE, "genlmsg_put"};
+    Writer w(m.get());
+    fill(w);
+    if (w.ok()) return bytesOf(m.get());
+    if (w.err() != -NLE_NOMEM)
+      return Error{EINVAL, std::string("nla_put: ") + nl_geterror(w.err())};
+  }
+  return Error{EMSGSIZE, std::string(cmdName(cmd)) + ": one object does not fit in " +
+                             std::to_string(kMaxMessageSize) + " bytes"};
+}
+
+// Datagrams of at most kMaxMessageSize bytes, each holding whole messages.
+class Packer {
+ public:
+  void add(std::vector<uint8_t>&& msg) {
+    if (!cur_.empty() && cur_.size() + msg.size() > kMaxMessageSize) flush();
+    if (cur_.empty()) {
+      cur_ = std::move(msg);
+    } else {
+      cur_.insert(cur_.end(), msg.begin(), msg.end());
+    }
+  }
+  std::vector<std::vector<uint8_t>> finish() {
+    flush();
+    return std::move(out_);
+  }
+
+ private:
+  void flush() {
+    if (!cur_.empty()) out_.push_back(std::move(cur_));
+    cur_.clear();
+  }
+  std::vector<std::vector<uint8_t>> out_;
+  std::vector<uint8_t> cur_;
+};
+
+void putCreate(Writer& w, const CreateOptions& c) {
+  nlattr* n = w.nestStart(kAttrCreate);
+  if (c.peer_netns_name) w.str(kCreatePeerNetnsName, *c.peer_netns_name);
+  if (c.peer_netns_path) w.str(kCreatePeerNetnsPath, *c.peer_netns_path);
+  if (c.peer_netns_pid) w.u32(kCreatePeerNetnsPid, *c.peer_netns_pid);
+  if (c.peer_ifname) w.str(kCreatePeerIfname, *c.peer_ifname);
+  if (c.peer_mac) w.mac(kCreatePeerMac, *c.peer_mac);
+  if (c.mtu) w.u32(kCreateMtu, *c.mtu);
+  if (c.owner_uid) w.u32(kCreateOwnerUid, *c.owner_uid);
+  if (c.group_gid) w.u32(kCreateGroupGid, *c.group_gid);
+  if (c.multi_queue) w.u8(kCreateMultiQueue, *c.multi_queue ? 1 : 0);
+  if (c.mac) w.mac(kCreateMac, *c.mac);
+  w.nestEnd(n);
+}
+
+void putBody(Writer& w, const PortAddRequest& r) {
+  w.str(kAttrPortName, r.name);
+  w.u8(kAttrPortType, static_cast<uint8_t>(r.type));
+  if (r.queues) w.u32(kAttrQueues, *r.queues);
+  w.u8(kAttrXdpMode, static_cast<uint8_t>(r.xdp_mode));
+  if (r.create) putCreate(w, *r.create);
+  if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
+}
+void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
+void putBody(Writer& w, const PortGetRequest& r) {
+  if (!r.name.empty()) w.str(kAttrPortName, r.name);
+}
+void putBody(Writer& w, const StatsGetRequest& r) {
+  if (!r.name.empty()) w.str(kAttrPortName, r.name);
+}
+void putBody(Writer&, const FdbGetRequest&) {}
+void putBody(Writer& w, const FdbAddRequest& r) {
+  w.mac(kAttrMac, r.mac);
+  w.str(kAttrPortName, r.port);
+  w.u8(kAttrFdbStatic, r.is_static ? 1 : 0);
+}
+void putBody(Writer& w, const FdbDelRequest& r) { w.mac(kAttrMac, r.mac); }
+void putBody(Writer&, const InfoGetRequest&) {}
+
+void putPortInfo(Writer& w, const PortInfo& p) {
+  w.str(kAttrPortName, p.name);
+  w.u8(kAttrPortType, static_cast<uint8_t>(p.type));
+  w.u32(kAttrIfindex, p.ifindex);
+  w.u32(kAttrQueues, p.queues);
+  w.u32(kAttrQueuesBound, p.queues_bound);
+  w.u8(kAttrXdpMode, static_cast<uint8_t>(p.xdp_mode));
+  w.u8(kAttrBindMode, static_cast<uint8_t>(p.bind_mode));
+  w.u32(kAttrMtu, p.mtu);
+  w.u8(kAttrLive, p.live ? 1 : 0);
+  if (p.mac) w.mac(kAttrMac, *p.mac);
+  w.u8(kAttrFastRx, p.fast_rx ? 1 : 0);
+}
+
+void putPortStats(Writer& w, const PortStatsMsg& s) {
+  putPortInfo(w, s.port);
+  nlattr* n = w.nestStart(kAttrStats);
+  w.u64(kStatsRxPackets, s.rx_packets);
+  w.u64(kStatsRxBytes, s.rx_bytes);
+  w.u64(kStatsTxPackets, s.tx_packets);
+  w.u64(kStatsTxBytes, s.tx_bytes);
+  w.u64(kStatsTxOutstanding, s.tx_outstanding);
+  for (uint32_t i = 0; i < kNumDropReasons; ++i) w.u64(dropAttr(i), s.drops[i]);
+  w.u64(kStatsXdpRxDropped, s.xdp.rx_dropped);
+  w.u64(kStatsXdpRxInvalidDescs, s.xdp.rx_invalid_descs);
+  w.u64(kStatsXdpTxInvalidDescs, s.xdp.tx_invalid_descs);
+  w.u64(kStatsXdpRxRingFull, s.xdp.rx_ring_full);
+  w.u64(kStatsXdpRxFillRingEmptyDescs, s.xdp.rx_fill_ring_empty_descs);
+  w.u64(kStatsXdpTxRingEmptyDescs, s.xdp.tx_ring_empty_descs);
+  w.u64(kStatsProgPass, s.prog.pass);
+  w.u64(kStatsProgRedirect, s.prog.redirect);
+  w.u64(kStatsProgNoSocket, s.prog.no_socket);
+  w.u64(kStatsProgFast, s.prog.fast);
+  w.u64(kStatsDevTxDropped, s.dev_tx_dropped);
+  w.nestEnd(n);
+}
+
+void putGlobals(Writer& w, const StatsReply& r) {
+  if (r.pool) {
+    const PoolMsg& p = *r.pool;
+    nlattr* n = w.nestStart(kAttrPool);
+    w.u64(kPoolTotal, p.total);
+    w.u64(kPoolFree, p.free);
+    w.u64(kPoolFillRing, p.fill_ring);
+    w.u64(kPoolKernelRx, p.kernel_rx);
+    w.u64(kPoolRxRing, p.rx_ring);
+    w.u64(kPoolRxBurst, p.rx_burst);
+    w.u64(kPoolPortRings, p.port_rings);
+    w.u64(kPoolTxRing, p.tx_ring);
+    w.u64(kPoolKernelTx, p.kernel_tx);
+    w.u64(kPoolCompRing, p.comp_ring);
+    w.nestEnd(n);
+  }
+  if (r.fdb_entries) w.u64(kAttrFdbEntries, *r.fdb_entries);
+}
+
+void putFdb(Writer& w, const FdbEntryMsg& e) {
+  w.mac(kAttrMac, e.mac);
+  w.str(kAttrPortName, e.port);
+  w.u8(kAttrFdbStatic, e.is_static ? 1 : 0);
+  w.u64(kAttrFdbAgeMs, e.age_ms);
+}
+
+void putInfo(Writer& w, const InfoMsg& i) {
+  w.str(kAttrVersion, i.version);
+  w.u32(kAttrThreads, i.threads);
+  w.u8(kAttrSwitchMode, static_cast<uint8_t>(i.mode));
+  w.u64(kAttrUptime, i.uptime_s);
+  w.u32(kAttrNumPorts, i.num_ports);
+}
+
+// Checks on reply objects, made by the encoder (a handler bug becomes EIO
+// instead of a reply the client would reject) and by the decoder.
+Status checkPortName(const std::string& n) { return validateIfname(n, "PORT_NAME"); }
+Status checkVersion(const std::string& v) {
+  if (v.empty() || v.size() > kVersionMax)
+    return invalid("attribute VERSION: length " + std::to_string(v.size()) + ", expected 1.." +
+                   std::to_string(kVersionMax));
+  for (char c : v)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e)
+      return invalid("attribute VERSION: non-printable characters");
+  return {};
+}
+
+Error handlerBug(const char* what, Cmd cmd) {
+  return Error{EIO,
+               std::string("internal error: handler answered ") + cmdName(cmd) + " with " + what};
+}
+
+std::vector<uint8_t> buildErrorMsg(const MsgHeader& orig, int err, std::string_view msg) {
+  // err >= 0 here; 0 is an ACK.
+  std::string text;
+  text.reserve(std::min(msg.size(), kErrorMsgMax));
+  for (size_t i = 0; i < msg.size() && i < kErrorMsgMax; ++i) {
+    unsigned char c = static_cast<unsigned char>(msg[i]);
+    text += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  const uint16_t flags = NLM_F_CAPPED | (text.empty() ? 0 : NLM_F_ACK_TLVS);
+  NlMsgPtr m(nlmsg_alloc_size(NLMSG_HDRLEN + sizeof(nlmsgerr) + NLA_HDRLEN + kErrorMsgMax + 8));
+  if (!m) return {};
+  nlmsghdr* h = nlmsg_put(m.get(), orig.pid, orig.seq, NLMSG_ERROR, sizeof(nlmsgerr), flags);
+  if (!h) return {};
+  nlmsgerr e{};
+  e.error = -err;
+  e.msg.nlmsg_len = orig.len;
+  e.msg.nlmsg_type = orig.type;
+  e.msg.nlmsg_flags = orig.flags;
+  e.msg.nlmsg_seq = orig.seq;
+  e.msg.nlmsg_pid = orig.pid;
+  std::memcpy(nlmsg_data(h), &e, sizeof e);
+  if (!text.empty())
+    nla_put(m.get(), NLMSGERR_ATTR_MSG, static_cast<int>(text.size() + 1), text.c_str());
+  return bytesOf(m.get());
+}
+
+std::vector<uint8_t> buildDone(const MsgHeader& orig) {
+  NlMsgPtr m(nlmsg_alloc_size(NLMSG_HDRLEN + 8));
+  if (!m) return {};
+  nlmsghdr* h = nlmsg_put(m.get(), orig.pid, orig.seq, NLMSG_DONE, sizeof(int), NLM_F_MULTI);
+  if (!h) return {};
+  int zero = 0;
+  std::memcpy(nlmsg_data(h), &zero, sizeof zero);
+  return bytesOf(m.get());
+}
+
+// A dump (or a single object): one message per item, packed.
+template <typename T, typename Put>
+Result<std::vector<std::vector<uint8_t>>> encodeObjects(const Request& req, bool dump,
+                                                        const std::vector<T>& items, Put&& put,
+                                                        const StatsReply* globals) {
+  const Cmd cmd = cmdOf(req.body);
+  const uint16_t flags = dump ? NLM_F_MULTI : 0;
+  Packer pk;
+  if (!dump) {
+    // Exactly one object; STATS_GET puts the globals in the same message.
+    auto msg = buildGenl(req.hdr.pid, req.hdr.seq, 0, cmd, [&](Writer& w) {
+      put(w, items[0]);
+      if (globals) putGlobals(w, *globals);
+    });
+    if (!msg) return msg.error();
+    pk.add(std::move(*msg));
+    return pk.finish();
+  }
+  if (globals && (globals->pool || globals->fdb_entries)) {
+    auto msg = buildGenl(req.hdr.pid, req.hdr.seq, flags, cmd,
+                         [&](Writer& w) { putGlobals(w, *globals); });
+    if (!msg) return msg.error();
+    pk.add(std::move(*msg));
+  }
+  for (const T& it : items) {
+    auto msg = buildGenl(req.hdr.pid, req.hdr.seq, flags, cmd, [&](Writer& w) { put(w, it); });
+    if (!msg) return msg.error();
+    pk.add(std::move(*msg));
+  }
+  auto done = buildDone(req.hdr);
+  if (done.empty()) return Error{ENOMEM, "NLMSG_DONE"};
+  pk.add(std::move(done));
+  return pk.finish();
+}
+
+bool isAction(Cmd c) {
+  return c == kCmdPortAdd || c == kCmdPortDel || c == kCmdFdbAdd || c == kCmdFdbDel;
+}
+
+// ----------------------------------------------------------- decoding
+
+// Allowed request attributes per command (bit per type).
+uint64_t allowedFor(Cmd c) {
+  auto bit = [](uint16_t t) { return uint64_t{1} << t; };
+  switch (c) {
+    case kCmdPortAdd:
+      return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
+             bit(kAttrCreate) | bit(kAttrFastRx);
+    case kCmdPortDel:
+    case kCmdPortGet:
+    case kCmdStatsGet: return bit(kAttrPortName);
+    case kCmdFdbAdd: return bit(kAttrMac) | bit(kAttrPortName) | bit(kAttrFdbStatic);
+    case kCmdFdbDel: return bit(kAttrMac);
+    default: return 0;
+  }
+}
+
+Error missing(const char* attr, Cmd c) {
+  return invalid(std::string("missing attribute ") + attr + " (required by " + cmdName(c) + ")");
+}
+
+Result<CreateOptions> decodeCreate(const nlattr* nest) {
+  auto a = parseAttrs(kCreateSpace, nestHead(nest), nla_len(nest), true, ~uint64_t{0}, "CREATE");
+  if (!a) return a.error();
+  const Attrs& tb = *a;
+  CreateOptions c;
+  if (tb[kCreatePeerNetnsName]) c.peer_netns_name = getStr(tb[kCreatePeerNetnsName]);
+  if (tb[kCreatePeerNetnsPath]) c.peer_netns_path = getStr(tb[kCreatePeerNetnsPath]);
+  if (tb[kCreatePeerNetnsPid]) c.peer_netns_pid = getU32(tb[kCreatePeerNetnsPid]);
+  if (tb[kCreatePeerIfname]) c.peer_ifname = getStr(tb[kCreatePeerIfname]);
+  if (tb[kCreatePeerMac]) c.peer_mac = getMac(tb[kCreatePeerMac]);
+  if (tb[kCreateMtu]) c.mtu = getU32(tb[kCreateMtu]);
+  if (tb[kCreateOwnerUid]) c.owner_uid = getU32(tb[kCreateOwnerUid]);
+  if (tb[kCreateGroupGid]) c.group_gid = getU32(tb[kCreateGroupGid]);
+  if (tb[kCreateMultiQueue]) c.multi_queue = getU8(tb[kCreateMultiQueue]) != 0;
+  if (tb[kCreateMac]) c.mac = getMac(tb[kCreateMac]);
+  return c;
+}
+
+Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
+  switch (cmd) {
+    case kCmdPortAdd: {
+      PortAddRequest r;
+      if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
+      if (!tb[kAttrPortType]) return missing("PORT_TYPE", cmd);
+      r.name = getStr(tb[kAttrPortName]);
+      r.type = static_cast<PortType>(getU8(tb[kAttrPortType]));
+      if (tb[kAttrQueues]) r.queues = getU32(tb[kAttrQueues]);
+      if (tb[kAttrXdpMode]) r.xdp_mode = static_cast<XdpMode>(getU8(tb[kAttrXdpMode]));
+      if (tb[kAttrCreate]) {
+        auto c = decodeCreate(tb[kAttrCreate]);
+        if (!c) return c.error();
+        r.create = std::move(*c);
+      }
+      if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+      return RequestBody{std::move(r)};
+    }
+    case kCmdPortDel:
+      if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
+      return RequestBody{PortDelRequest{getStr(tb[kAttrPortName])}};
+    case kCmdPortGet:
+    case kCmdStatsGet: {
+      std::string name;
+      if (dump && tb[kAttrPortName])
+        return invalid(std::string("attribute PORT_NAME is not valid in a dump (NLM_F_DUMP): ") +
+                       cmdName(cmd) + " of one port is not a dump");
+      if (!dump) {
+        if (!tb[kAttrPortName])
+          return invalid(std::string(cmdName(cmd)) +
+                         " needs attribute PORT_NAME, or NLM_F_DUMP for every port");
+        name = getStr(tb[kAttrPortName]);
+      }
+      if (cmd == kCmdPortGet) return RequestBody{PortGetRequest{std::move(name)}};
+      return RequestBody{StatsGetRequest{std::move(name)}};
+    }
+    case kCmdFdbGet: return RequestBody{FdbGetRequest{}};
+    case kCmdFdbAdd: {
+      FdbAddRequest r;
+      if (!tb[kAttrMac]) return missing("MAC", cmd);
+      if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
+      r.mac = getMac(tb[kAttrMac]);
+      r.port = getStr(tb[kAttrPortName]);
+      if (tb[kAttrFdbStatic]) r.is_static = getU8(tb[kAttrFdbStatic]) != 0;
+      return RequestBody{std::move(r)};
+    }
+    case kCmdFdbDel:
+      if (!tb[kAttrMac]) return missing("MAC", cmd);
+      return RequestBody{FdbDelRequest{getMac(tb[kAttrMac])}};
+    case kCmdInfoGet: return RequestBody{InfoGetRequest{}};
+    default: break;
+  }
+  return Error{EOPNOTSUPP, "unknown command " + std::to_string(cmd)};
+}
+
+bool dumpable(Cmd c) { return c == kCmdPortGet || c == kCmdStatsGet || c == kCmdFdbGet; }
+
+MsgHeader readHeader(const uint8_t* p) {
+  nlmsghdr h;
+  std::memcpy(&h, p, sizeof h);
+  return MsgHeader{h.nlmsg_len, h.nlmsg_type, h.nlmsg_flags, h.nlmsg_seq, h.nlmsg_pid};
+}
+
+std::string hex(unsigned v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// Reply objects.
+Result<PortInfo> readPortInfo(const Attrs& tb) {
+  PortInfo p;
+  if (!tb[kAttrPortName]) return invalid("port reply without attribute PORT_NAME");
+  p.name = getStr(tb[kAttrPortName]);
+  if (auto s = checkPortName(p.name); !s) return s.error();
+  if (tb[kAttrPortType]) p.type = static_cast<PortType>(getU8(tb[kAttrPortType]));
+  if (tb[kAttrIfindex]) p.ifindex = getU32(tb[kAttrIfindex]);
+  if (tb[kAttrQueues]) p.queues = getU32(tb[kAttrQueues]);
+  if (tb[kAttrQueuesBound]) p.queues_bound = getU32(tb[kAttrQueuesBound]);
+  if (tb[kAttrXdpMode]) p.xdp_mode = static_cast<XdpMode>(getU8(tb[kAttrXdpMode]));
+  if (tb[kAttrBindMode]) p.bind_mode = static_cast<BindMode>(getU8(tb[kAttrBindMode]));
+  if (tb[kAttrMtu]) p.mtu = getU32(tb[kAttrMtu]);
+  if (tb[kAttrLive]) p.live = getU8(tb[kAttrLive]) != 0;
+  if (tb[kAttrMac]) p.mac = getMac(tb[kAttrMac]);
+  if (tb[kAttrFastRx]) p.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+  return p;
+}
+
+Result<PortStatsMsg> readPortStats(const Attrs& tb) {
+  PortStatsMsg s;
+  auto p = readPortInfo(tb);
+  if (!p) return p.error();
+  s.port = std::move(*p);
+  if (tb[kAttrStats]) {
+    auto a = parseAttrs(kStatsSpace, nestHead(tb[kAttrStats]), nla_len(tb[kAttrStats]), false, 0,
+                        "STATS");
+    if (!a) return a.error();
+    auto v = [&](uint16_t t) { return (*a)[t] ? getU64((*a)[t]) : 0; };
+    s.rx_packets = v(kStatsRxPackets);
+    s.rx_bytes = v(kStatsRxBytes);
+    s.tx_packets = v(kStatsTxPackets);
+    s.tx_bytes = v(kStatsTxBytes);
+    s.tx_outstanding = v(kStatsTxOutstanding);
+    for (uint32_t i = 0; i < kNumDropReasons; ++i)
+      s.drops[i] = v(dropAttr(i));
+    s.xdp.rx_dropped = v(kStatsXdpRxDropped);
+    s.xdp.rx_invalid_descs = v(kStatsXdpRxInvalidDescs);
+    s.xdp.tx_invalid_descs = v(kStatsXdpTxInvalidDescs);
+    s.xdp.rx_ring_full = v(kStatsXdpRxRingFull);
+    s.xdp.rx_fill_ring_empty_descs = v(kStatsXdpRxFillRingEmptyDescs);
+    s.xdp.tx_ring_empty_descs = v(kStatsXdpTxRingEmptyDescs);
+    s.prog.pass = v(kStatsProgPass);
+    s.prog.redirect = v(kStatsProgRedirect);
+    s.prog.no_socket = v(kStatsProgNoSocket);
+    s.prog.fast = v(kStatsProgFast);
+    s.dev_tx_dropped = v(kStatsDevTxDropped);
+  }
+  return s;
+}
+
+Result<PoolMsg> readPool(const nlattr* nest) {
+  auto a = parseAttrs(kPoolSpace, nestHead(nest), nla_len(nest), false, 0, "POOL");
+  if (!a) return a.error();
+  auto v = [&](uint16_t t) { return (*a)[t] ? getU64((*a)[t]) : 0; };
+  PoolMsg p;
+  p.total = v(kPoolTotal);
+  p.free = v(kPoolFree);
+  p.fill_ring = v(kPoolFillRing);
+  p.kernel_rx = v(kPoolKernelRx);
+  p.rx_ring = v(kPoolRxRing);
+  p.rx_burst = v(kPoolRxBurst);
+  p.port_rings = v(kPoolPortRings);
+  p.tx_ring = v(kPoolTxRing);
+  p.kernel_tx = v(kPoolKernelTx);
+  p.comp_ring = v(kPoolCompRing);
+  return p;
+}
+
+Result<FdbEntryMsg> readFdb(const Attrs& tb) {
+  if (!tb[kAttrMac]) return invalid("FDB reply without attribute MAC");
+  if (!tb[kAttrPortName]) return invalid("FDB reply without attribute PORT_NAME");
+  FdbEntryMsg e;
+  e.mac = getMac(tb[kAttrMac]);
+  e.port = getStr(tb[kAttrPortName]);
+  if (auto s = checkPortName(e.port); !s) return s.error();
+  if (tb[kAttrFdbStatic]) e.is_static = getU8(tb[kAttrFdbStatic]) != 0;
+  if (tb[kAttrFdbAgeMs]) e.age_ms = getU64(tb[kAttrFdbAgeMs]);
+  return e;
+}
+
+Result<InfoMsg> readInfo(const Attrs& tb) {
+  if (!tb[kAttrVersion]) return invalid("INFO reply without attribute VERSION");
+  InfoMsg i;
+  i.version = getStr(tb[kAttrVersion]);
+  if (auto s = checkVersion(i.version); !s) return s.error();
+  if (tb[kAttrThreads]) i.threads = getU32(tb[kAttrThreads]);
+  if (tb[kAttrSwitchMode]) i.mode = static_cast<SwitchMode>(getU8(tb[kAttrSwitchMode]));
+  if (tb[kAttrUptime]) i.uptime_s = getU64(tb[kAttrUptime]);
+  if (tb[kAttrNumPorts]) i.num_ports = getU32(tb[kAttrNumPorts]);
+  return i;
+}
+
+Reply emptyBodyFor(Cmd c) {
+  switch (c) {
+    case kCmdPortGet: return PortList{};
+    case kCmdStatsGet: return StatsReply{};
+    case kCmdFdbGet: return FdbList{};
+    case kCmdInfoGet: return InfoMsg{};
+    default: return Ack{};
+  }
+}
+
+// The extack message after an NLMSG_ERROR / NLMSG_DONE payload.
+Result<std::string> readExtack(const uint8_t* tlv, size_t len) {
+  if (len > INT_MAX) return invalid("oversized extack");
+  auto a = parseAttrs(kErrSpace, reinterpret_cast<const nlattr*>(tlv), static_cast<int>(len), false,
+                      0, "NLMSG_ERROR");
+  if (!a) return a.error();
+  if (!(*a)[NLMSGERR_ATTR_MSG]) return std::string();
+  std::string s = getStr((*a)[NLMSGERR_ATTR_MSG]);
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return s;
+}
+
+}  // namespace
+
+// --------------------------------------------------------------- encode
+
+Result<std::vector<uint8_t>> encodeRequest(uint32_t seq, const RequestBody& body) {
+  if (auto s = validate(body); !s) return s.error();
+  const Cmd cmd = cmdOf(body);
+  uint16_t flags = NLM_F_REQUEST;
+  if (isDump(body)) flags |= NLM_F_DUMP;
+  if (isAction(cmd)) flags |= NLM_F_ACK;
+  auto msg = buildGenl(0, seq, flags, cmd,
+                       [&](Writer& w) { std::visit([&](const auto& b) { putBody(w, b); }, body); });
+  if (!msg) return msg.error();
+  if (msg->size() > kMaxMessageSize) return Error{EMSGSIZE, "request too large"};
+  return msg;
+}
+
+std::vector<uint8_t> encodeAck(const MsgHeader& orig) { return buildErrorMsg(orig, 0, {}); }
+
+std::vector<uint8_t> encodeError(const MsgHeader& orig, int err, std::string_view msg) {
+  if (err < 0) err = -err;
+  if (err == 0 || err > 4095) err = EIO;
+  return buildErrorMsg(orig, err, msg);
+}
+
+Result<std::vector<std::vector<uint8_t>>> encodeReply(const Request& req, const Reply& reply) {
+  const Cmd cmd = cmdOf(req.body);
+  const bool dump = isDump(req.body);
+  using Out = Result<std::vector<std::vector<uint8_t>>>;
+  struct Visitor {
+    const Request& req;
+    Cmd cmd;
+    bool dump;
+    static Out one(std::vector<uint8_t> m) {
+      if (m.empty()) return Error{ENOMEM, "encode reply"};
+      return std::vector<std::vector<uint8_t>>{std::move(m)};
+    }
+    Out operator()(const Ack&) const {
+      if (!isAction(cmd)) return handlerBug("ACK", cmd);
+      return one(encodeAck(req.hdr));
+    }
+    Out operator()(const ErrorReply& e) const { return one(encodeError(req.hdr, e.err, e.msg)); }
+    Out operator()(const PortList& l) const {
+      if (cmd != kCmdPortGet) return handlerBug("a port list", cmd);
+      if (!dump && l.ports.size() != 1) return handlerBug("not exactly one port", cmd);
+      for (const auto& p : l.ports)
+        if (auto s = checkPortName(p.name); !s)
+          return Error{EIO, "invalid reply: " + s.error().what};
+      return encodeObjects(req, dump, l.ports, putPortInfo, nullptr);
+    }
+    Out operator()(const StatsReply& r) const {
+      if (cmd != kCmdStatsGet) return handlerBug("statistics", cmd);
+      if (!dump && r.ports.size() != 1) return handlerBug("not exactly one port", cmd);
+      for (const auto& p : r.ports)
+        if (auto s = checkPortName(p.port.name); !s)
+          return Error{EIO, "invalid reply: " + s.error().what};
+      return encodeObjects(req, dump, r.ports, putPortStats, &r);
+    }
+    Out operator()(const FdbList& l) const {
+      if (cmd != kCmdFdbGet) return handlerBug("an FDB list", cmd);
+      for (const auto& e : l.entries)
+        if (auto s = checkPortName(e.port); !s)
+          return Error{EIO, "invalid reply: " + s.error().what};
+      return encodeObjects(req, true, l.entries, putFdb, nullptr);
+    }
+    Out operator()(const InfoMsg& i) const {
+      if (cmd != kCmdInfoGet) return handlerBug("INFO", cmd);
+      if (auto s = checkVersion(i.version); !s)
+        return Error{EIO, "invalid reply: " + s.error().what};
+      std::vector<InfoMsg> v{i};
+      return encodeObjects(req, false, v, putInfo, nullptr);
+    }
+  };
+  return std::visit(Visitor{req, cmd, dump}, reply);
+}
+
+// --------------------------------------------------------------- decode
+
+MsgHeader peekHeader(std::span<const uint8_t> dg) {
+  if (dg.size() < NLMSG_HDRLEN) return {};
+  return readHeader(dg.data());
+}
+
+Result<MsgHeader> decodeHeader(std::span<const uint8_t> dg) {
+  if (dg.size() < NLMSG_HDRLEN)
+    return invalid("truncated message: " + std::to_string(dg.size()) +
+                   " bytes, a netlink header needs " + std::to_string(NLMSG_HDRLEN));
+  if (dg.size() > kMaxMessageSize)
+    return Error{EMSGSIZE, "message of " + std::to_string(dg.size()) + " bytes exceeds the " +
+                               std::to_string(kMaxMessageSize) + "-byte limit"};
+  MsgHeader h = readHeader(dg.data());
+  if (h.len < NLMSG_HDRLEN)
+    return invalid("length field " + std::to_string(h.len) + " is smaller than the header");
+  if (h.len > dg.size())
+    return invalid("length field " + std::to_string(h.len) + " exceeds the " +
+                   std::to_string(dg.size()) + " bytes received (truncated message)");
+  if (dg.size() > NLMSG_ALIGN(h.len))
+    return invalid(std::to_string(dg.size() - NLMSG_ALIGN(h.len)) +
+                   " bytes after the message: one request per datagram");
+  if (h.type != kFamilyId)
+    return invalid("message type " + hex(h.type) + " is not the vdev family " + hex(kFamilyId));
+  if (!(h.flags & NLM_F_REQUEST)) return invalid("NLM_F_REQUEST not set");
+  return h;
+}
+
+Result<Request> decodeRequest(std::span<const uint8_t> dg) {
+  auto hr = decodeHeader(dg);
+  if (!hr) return hr.error();
+  const MsgHeader h = *hr;
+  constexpr uint16_t kKnownFlags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_ROOT | NLM_F_MATCH;
+  if (h.flags & ~kKnownFlags) return invalid("unsupported flags " + hex(h.flags & ~kKnownFlags));
+  const uint16_t dumpBits = h.flags & NLM_F_DUMP;
+  if (dumpBits != 0 && dumpBits != NLM_F_DUMP)
+    return invalid("NLM_F_ROOT and NLM_F_MATCH must be set together (NLM_F_DUMP)");
+  const bool dump = dumpBits == NLM_F_DUMP;
+
+  Aligned buf(dg);
+  const auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data());
+  const int payload = static_cast<int>(h.len - NLMSG_HDRLEN);
+  if (payload < kGenlHdrLen)
+    return invalid("truncated generic netlink header: " + std::to_string(payload) +
+                   " bytes, needs " + std::to_string(kGenlHdrLen));
+  const auto* g = static_cast<const genlmsghdr*>(nlmsg_data(nlh));
+  if (g->version == 0 || g->version > kProtocolVersion)
+    return Error{EPROTONOSUPPORT, "protocol version " + std::to_string(g->version) +
+                                      " not supported (vdevd speaks 1.." +
+                                      std::to_string(kProtocolVersion) + ")"};
+  if (g->reserved != 0) return invalid("generic netlink header: reserved field is not zero");
+  if (g->cmd == kCmdUnspec || g->cmd > kCmdMax)
+    return Error{EOPNOTSUPP, "unknown command " + std::to_string(g->cmd)};
+  const Cmd cmd = static_cast<Cmd>(g->cmd);
+  if (dump && !dumpable(cmd))
+    return Error{EOPNOTSUPP, std::string(cmdName(cmd)) + " cannot be dumped (NLM_F_DUMP)"};
+  if (!dump && cmd == kCmdFdbGet)
+    return Error{EOPNOTSUPP, "FDB_GET is a dump only: set NLM_F_DUMP"};
+
+  auto attrs = parseAttrs(kTop, genlmsg_attrdata(g, 0), payload - kGenlHdrLen, true,
+                          allowedFor(cmd), cmdName(cmd));
+  if (!attrs) return attrs.error();
+  auto body = decodeBody(cmd, dump, *attrs);
+  if (!body) return body.error();
+  if (auto s = validate(*body); !s) return s.error();
+  return Request{h, g->version, std::move(*body)};
+}
+
+// ---------------------------------------------------- reply assembling
+
+ReplyAssembler::ReplyAssembler(const Expect& expect)
+    : expect_(expect), body_(emptyBodyFor(expect.cmd)) {}
+
+Status ReplyAssembler::feed(std::span<const uint8_t> dg) {
+  if (failed_) return *failed_;
+  auto fail = [&](Error e) -> Status {
+    failed_ = e;
+    return e;
+  };
+  if (done_) return fail(Error{EPROTO, "data after the end of the reply"});
+  if (dg.size() > INT_MAX) return fail(Error{EMSGSIZE, "oversized datagram"});
+  if (dg.empty()) return fail(invalid("empty datagram"));
+  Aligned buf(dg);
+  int rem = static_cast<int>(buf.size());
+  const auto* nlh = reinterpret_cast<const nlmsghdr*>(buf.data());
+  while (rem > 0) {
+    if (done_) return fail(Error{EPROTO, "trailing messages after the end of the reply"});
+    if (!nlmsg_ok(nlh, rem)) {
+      if (rem < static_cast<int>(NLMSG_HDRLEN))
+        return fail(invalid("truncated netlink header: " + std::to_string(rem) + " bytes"));
+      return fail(invalid("netlink length field " + std::to_string(nlh->nlmsg_len) +
+                          " does not fit the " + std::to_string(rem) + " bytes left"));
+    }
+    if (auto s = feedOne(nlh); !s) return fail(s.error());
+    // nlmsg_next(); the last message may omit its padding.
+    int total = static_cast<int>(NLMSG_ALIGN(nlh->nlmsg_len));
+    if (total > rem) total = rem;
+    rem -= total;
+    nlh = reinterpret_cast<const nlmsghdr*>(reinterpret_cast<const uint8_t*>(nlh) + total);
+  }
+  return {};
+}
+
+Status ReplyAssembler::feedOne(const nlmsghdr* nlh) {
+  const uint32_t seq = nlh->nlmsg_seq;
+  const bool first = !started_ && !done_;
+  if (!expect_.seq) {
+    expect_.seq = seq;
+  } else if (seq != *expect_.seq) {
+    // seq 0: a connection-level error sent before any request was read.
+    if (!(nlh->nlmsg_type == NLMSG_ERROR && seq == 0 && first))
+      return Error{EPROTO, "reply seq " + std::to_string(seq) + " does not match request seq " +
+                               std::to_string(*expect_.seq)};
+  }
+  const size_t plen = nlh->nlmsg_len - NLMSG_HDRLEN;
+  const auto* payload = static_cast<const uint8_t*>(nlmsg_data(nlh));
+  switch (nlh->nlmsg_type) {
+    case NLMSG_NOOP: return {};
+    case NLMSG_ERROR: {
+      if (plen < sizeof(nlmsgerr))
+        return invalid("truncated NLMSG_ERROR: " + std::to_string(plen) + " bytes");
+      nlmsgerr e;
+      std::memcpy(&e, payload, sizeof e);
+      if (e.error > 0 || e.error < -4095)
+        return invalid("NLMSG_ERROR with invalid error " + std::to_string(e.error));
+      std::string msg;
+      if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+        // TLVs follow the echoed request: its header only when capped.
+        uint64_t off = sizeof(nlmsgerr);
+        if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+          off = sizeof(int) + ((uint64_t{e.msg.nlmsg_len} + 3) & ~uint64_t{3});
+        if (off > plen) return invalid("NLMSG_ERROR: echoed request exceeds the message");
+        auto m = readExtack(payload + off, plen - off);
+        if (!m) return m.error();
+        msg = std::move(*m);
+      }
+      if (e.error == 0) {
+        if (!isAction(expect_.cmd))
+          return Error{EPROTO, std::string("unexpected ACK to ") + cmdName(expect_.cmd)};
+        if (started_) return Error{EPROTO, "ACK inside a dump"};
+        body_ = Ack{};
+      } else {
+        body_ = ErrorReply{-e.error, std::move(msg)};
+      }
+      done_ = true;
+      return {};
+    }
+    case NLMSG_DONE: {
+      // (A dump's data messages all carry NLM_F_MULTI: dataMsg() checks.)
+      if (!expect_.dump) return Error{EPROTO, "NLMSG_DONE answering a request that is no dump"};
+      if (plen >= sizeof(int)) {
+        int err;
+        std::memcpy(&err, payload, sizeof err);
+        if (err > 0 || err < -4095)
+          return invalid("NLMSG_DONE with invalid error " + std::to_string(err));
+        if (err < 0) {
+          std::string msg;
+          if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+            auto m = readExtack(payload + sizeof(int), plen - sizeof(int));
+            if (!m) return m.error();
+            msg = std::move(*m);
+          }
+          body_ = ErrorReply{-err, std::move(msg)};
+        }
+      } else if (plen != 0) {
+        return invalid("truncated NLMSG_DONE");
+      }
+      done_ = true;
+      return {};
+    }
+    case kFamilyId: return dataMsg(nlh);
+    default: return invalid("unexpected message type " + hex(nlh->nlmsg_type));
+  }
+}
+
+Status ReplyAssembler::dataMsg(const nlmsghdr* nlh) {
+  const bool multi = nlh->nlmsg_flags & NLM_F_MULTI;
+  if (isAction(expect_.cmd))
+    return Error{EPROTO, std::string("unexpected data answering ") + cmdName(expect_.cmd)};
+  if (multi != expect_.dump)
+    return Error{EPROTO, multi ? "NLM_F_MULTI answering a request that is no dump"
+                               : "dump answered without NLM_F_MULTI"};
+  const int payload = static_cast<int>(nlh->nlmsg_len - NLMSG_HDRLEN);
+  if (payload < kGenlHdrLen) return invalid("truncated generic netlink header");
+  const auto* g = static_cast<const genlmsghdr*>(nlmsg_data(nlh));
+  if (g->version == 0) return invalid("reply with protocol version 0");
+  if (g->cmd != expect_.cmd)
+    return Error{EPROTO, std::string("reply command ") + cmdName(g->cmd) + " answering " +
+                             cmdName(expect_.cmd)};
+  started_ = true;
+  auto attrs =
+      parseAttrs(kTop, genlmsg_attrdata(g, 0), payload - kGenlHdrLen, false, 0, cmdName(g->cmd));
+  if (!attrs) return attrs.error();
+  const Attrs& tb = *attrs;
+  switch (expect_.cmd) {
+    case kCmdPortGet: {
+      auto p = readPortInfo(tb);
+      if (!p) return p.error();
+      std::get<PortList>(body_).ports.push_back(std::move(*p));
+      break;
+    }
+    case kCmdStatsGet: {
+      auto& r = std::get<StatsReply>(body_);
+      bool any = false;
+      if (tb[kAttrPool]) {
+        if (pool_seen_) return invalid("attribute POOL sent twice in one reply");
+        pool_seen_ = any = true;
+        auto p = readPool(tb[kAttrPool]);
+        if (!p) return p.error();
+        r.pool = *p;
+      }
+      if (tb[kAttrFdbEntries]) {
+        if (fdb_entries_seen_) return invalid("attribute FDB_ENTRIES sent twice in one reply");
+        fdb_entries_seen_ = any = true;
+        r.fdb_entries = getU64(tb[kAttrFdbEntries]);
+      }
+      if (tb[kAttrPortName] || !multi) {
+        auto s = readPortStats(tb);
+        if (!s) return s.error();
+        r.ports.push_back(std::move(*s));
+        any = true;
+      }
+      if (!any) return invalid("STATS_GET reply message with neither PORT_NAME nor POOL");
+      break;
+    }
+    case kCmdFdbGet: {
+      auto e = readFdb(tb);
+      if (!e) return e.error();
+      std::get<FdbList>(body_).entries.push_back(std::move(*e));
+      break;
+    }
+    case kCmdInfoGet: {
+      auto i = readInfo(tb);
+      if (!i) return i.error();
+      body_ = std::move(*i);
+      break;
+    }
+    default: return Error{EPROTO, "unexpected data"};
+  }
+  if (!multi) done_ = true;
+  return {};
+}
+
+Result<Reply> ReplyAssembler::finish() {
+  if (failed_) return *failed_;
+  if (!done_) return Error{EPROTO, "incomplete reply"};
+  return body_;
+}
+
+Result<Reply> decodeReply(std::span<const uint8_t> bytes, const Expect& expect) {
+  ReplyAssembler a(expect);
+  if (auto s = a.feed(bytes); !s) return s.error();
+  return a.finish();
+}
+
+}  // namespace vdev::proto

@@ -1,0 +1,337 @@
+// Semantic validation of requests (shared by the client, before sending, and
+// the daemon, after decoding) and the name tables of the protocol.
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+#include "proto/codec.h"
+
+namespace vdev::proto {
+
+namespace {
+
+Error invalid(std::string msg) { return Error{EINVAL, std::move(msg)}; }
+
+std::string quoted(std::string_view s) {
+  // For messages: the value as text, non-printable bytes as '?', cut at 64.
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size() && i < 64; ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  }
+  if (s.size() > 64) out += "...";
+  return out + "\"";
+}
+
+Status checkRange(uint64_t v, uint64_t lo, uint64_t hi, std::string_view attr) {
+  if (v < lo || v > hi)
+    return invalid("attribute " + std::string(attr) + ": " + std::to_string(v) + " out of range " +
+                   std::to_string(lo) + ".." + std::to_string(hi));
+  return {};
+}
+
+// printable ASCII; `space` allows ' '.
+bool printable(std::string_view s, bool space) {
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c > 0x7e || c < 0x20 || (c == ' ' && !space)) return false;
+  }
+  return true;
+}
+
+Status validateNetnsName(std::string_view s) {
+  const std::string attr = "attribute CREATE.PEER_NETNS_NAME: ";
+  if (s.empty() || s.size() > kNetnsNameMax)
+    return invalid(attr + "length " + std::to_string(s.size()) + ", expected 1.." +
+                   std::to_string(kNetnsNameMax) + " characters");
+  if (!printable(s, false)) return invalid(attr + quoted(s) + " has non-printable characters");
+  if (s.find('/') != std::string_view::npos || s == "." || s == "..")
+    return invalid(attr + quoted(s) + " is not a name under /run/netns");
+  return {};
+}
+
+Status validateNetnsPath(std::string_view s) {
+  const std::string attr = "attribute CREATE.PEER_NETNS_PATH: ";
+  if (s.size() < 2 || s.size() > kNetnsPathMax)
+    return invalid(attr + "length " + std::to_string(s.size()) + ", expected 2.." +
+                   std::to_string(kNetnsPathMax) + " characters");
+  if (!printable(s, true)) return invalid(attr + quoted(s) + " has non-printable characters");
+  if (s[0] != '/') return invalid(attr + quoted(s) + " is not an absolute path");
+  // No ".." component: the path names a netns file, it does not walk around.
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find('/', pos);
+    if (end == std::string_view::npos) end = s.size();
+    if (s.substr(pos, end - pos) == "..")
+      return invalid(attr + quoted(s) + " has a \"..\" component");
+    pos = end + 1;
+  }
+  return {};
+}
+
+Status validateName(const std::string& name, std::string_view attr) {
+  return validateIfname(name, attr);
+}
+
+Status validateCreate(const PortAddRequest& r) {
+  const CreateOptions& c = *r.create;
+  if (r.type == PortType::kNetdev)
+    return invalid(
+        "attribute CREATE is not valid for PORT_TYPE netdev (it attaches an existing "
+        "device)");
+  const bool veth = r.type == PortType::kVeth;
+  const char* tname = veth ? "veth" : "tap";
+  auto notFor = [&](const char* a) {
+    return invalid(std::string("attribute CREATE.") + a + " is not valid for a " + tname);
+  };
+  if (veth) {
+    if (c.owner_uid) return notFor("OWNER_UID");
+    if (c.group_gid) return notFor("GROUP_GID");
+    if (c.multi_queue) return notFor("MULTI_QUEUE");
+    if (c.mac) return notFor("MAC");
+  } else {
+    if (c.peer_netns_name) return notFor("PEER_NETNS_NAME");
+    if (c.peer_netns_path) return notFor("PEER_NETNS_PATH");
+    if (c.peer_netns_pid) return notFor("PEER_NETNS_PID");
+    if (c.peer_ifname) return notFor("PEER_IFNAME");
+    if (c.peer_mac) return notFor("PEER_MAC");
+  }
+  const char* ns[3];
+  int nns = 0;
+  if (c.peer_netns_name) ns[nns++] = "PEER_NETNS_NAME";
+  if (c.peer_netns_path) ns[nns++] = "PEER_NETNS_PATH";
+  if (c.peer_netns_pid) ns[nns++] = "PEER_NETNS_PID";
+  if (nns > 1)
+    return invalid(std::string("attributes CREATE.") + ns[0] + " and CREATE." + ns[1] +
+                   " are mutually exclusive");
+  if (c.peer_netns_name)
+    if (auto s = validateNetnsName(*c.peer_netns_name); !s) return s;
+  if (c.peer_netns_path)
+    if (auto s = validateNetnsPath(*c.peer_netns_path); !s) return s;
+  if (c.peer_netns_pid)
+    if (auto s = checkRange(*c.peer_netns_pid, 1, kMaxPid, "CREATE.PEER_NETNS_PID"); !s) return s;
+  if (c.peer_ifname) {
+    if (auto s = validateIfname(*c.peer_ifname, "CREATE.PEER_IFNAME"); !s) return s;
+    if (nns == 0 && *c.peer_ifname == r.name)
+      return invalid("attribute CREATE.PEER_IFNAME: " + quoted(*c.peer_ifname) +
+                     " equals PORT_NAME in the same namespace");
+  }
+  if (c.peer_mac)
+    if (auto s = validateUnicastMac(*c.peer_mac, "CREATE.PEER_MAC"); !s) return s;
+  if (c.mac)
+    if (auto s = validateUnicastMac(*c.mac, "CREATE.MAC"); !s) return s;
+  if (c.mtu)
+    if (auto s = checkRange(*c.mtu, kMinMtu, kMaxMtu, "CREATE.MTU"); !s) return s;
+  if (c.owner_uid && *c.owner_uid == UINT32_MAX)
+    return invalid("attribute CREATE.OWNER_UID: 4294967295 ((uid_t)-1) is not a uid");
+  if (c.group_gid && *c.group_gid == UINT32_MAX)
+    return invalid("attribute CREATE.GROUP_GID: 4294967295 ((gid_t)-1) is not a gid");
+  if (!veth && r.queues && *r.queues > 1 && !c.multi_queue.value_or(false))
+    return invalid("attribute QUEUES: " + std::to_string(*r.queues) +
+                   " queues need CREATE.MULTI_QUEUE for a tap");
+  return {};
+}
+
+Status validateBody(const PortAddRequest& r) {
+  if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
+  if (r.type != PortType::kTap && r.type != PortType::kVeth && r.type != PortType::kNetdev)
+    return invalid("attribute PORT_TYPE: " + std::to_string(static_cast<unsigned>(r.type)) +
+                   " is not tap(1), veth(2) or netdev(3)");
+  if (r.queues)
+    if (auto s = checkRange(*r.queues, kMinQueues, kMaxQueues, "QUEUES"); !s) return s;
+  if (r.xdp_mode != XdpMode::kNative && r.xdp_mode != XdpMode::kGeneric &&
+      r.xdp_mode != XdpMode::kAuto)
+    return invalid("attribute XDP_MODE: " + std::to_string(static_cast<unsigned>(r.xdp_mode)) +
+                   " is not native(1), generic(2) or auto(3)");
+  if (r.create) return validateCreate(r);
+  return {};
+}
+Status validateBody(const PortDelRequest& r) { return validateName(r.name, "PORT_NAME"); }
+Status validateBody(const PortGetRequest& r) {
+  return r.name.empty() ? Status{} : validateName(r.name, "PORT_NAME");
+}
+Status validateBody(const StatsGetRequest& r) {
+  return r.name.empty() ? Status{} : validateName(r.name, "PORT_NAME");
+}
+Status validateBody(const FdbGetRequest&) { return {}; }
+Status validateBody(const FdbAddRequest& r) {
+  if (auto s = validateUnicastMac(r.mac, "MAC"); !s) return s;
+  return validateName(r.port, "PORT_NAME");
+}
+Status validateBody(const FdbDelRequest& r) { return validateUnicastMac(r.mac, "MAC"); }
+Status validateBody(const InfoGetRequest&) { return {}; }
+
+}  // namespace
+
+Status validate(const RequestBody& body) {
+  return std::visit([](const auto& b) { return validateBody(b); }, body);
+}
+
+Status validateIfname(std::string_view name, std::string_view attr) {
+  // The kernel's dev_valid_name(), restricted to printable ASCII.
+  const std::string a = "attribute " + std::string(attr) + ": ";
+  if (name.empty()) return invalid(a + "empty interface name");
+  if (name.size() > kIfNameMax)
+    return invalid(a + quoted(name) + " is " + std::to_string(name.size()) +
+                   " characters, at most " + std::to_string(kIfNameMax));
+  if (!printable(name, false))
+    return invalid(a + quoted(name) + " has non-printable characters or spaces");
+  if (name == "." || name == ".." || name.find_first_of("/:") != std::string_view::npos)
+    return invalid(a + quoted(name) + " is not a valid interface name");
+  return {};
+}
+
+Status validateUnicastMac(const Mac& mac, std::string_view attr) {
+  if (mac[0] & 1)
+    return invalid("attribute " + std::string(attr) + ": " + formatMac(mac) +
+                   " is a multicast address");
+  if (mac == Mac{})
+    return invalid("attribute " + std::string(attr) + ": 00:00:00:00:00:00 is not an address");
+  return {};
+}
+
+Cmd cmdOf(const RequestBody& body) {
+  static constexpr Cmd kByIndex[] = {kCmdPortAdd, kCmdPortDel, kCmdPortGet, kCmdStatsGet,
+                                     kCmdFdbGet,  kCmdFdbAdd,  kCmdFdbDel,  kCmdInfoGet};
+  static_assert(std::size(kByIndex) == std::variant_size_v<RequestBody>);
+  return kByIndex[body.index()];
+}
+
+bool isDump(const RequestBody& body) {
+  if (auto* g = std::get_if<PortGetRequest>(&body)) return g->name.empty();
+  if (auto* s = std::get_if<StatsGetRequest>(&body)) return s->name.empty();
+  return std::holds_alternative<FdbGetRequest>(body);
+}
+
+uint64_t PortStatsMsg::totalDrops() const {
+  uint64_t s = 0;
+  for (auto d : drops) s += d;
+  return s;
+}
+
+// ------------------------------------------------------------------ names
+
+const char* cmdName(uint8_t cmd) {
+  switch (cmd) {
+    case kCmdPortAdd: return "PORT_ADD";
+    case kCmdPortDel: return "PORT_DEL";
+    case kCmdPortGet: return "PORT_GET";
+    case kCmdStatsGet: return "STATS_GET";
+    case kCmdFdbGet: return "FDB_GET";
+    case kCmdFdbAdd: return "FDB_ADD";
+    case kCmdFdbDel: return "FDB_DEL";
+    case kCmdInfoGet: return "INFO_GET";
+    default: return "UNKNOWN";
+  }
+}
+
+const char* attrName(uint16_t attr) {
+  switch (attr) {
+    case kAttrPortName: return "PORT_NAME";
+    case kAttrPortType: return "PORT_TYPE";
+    case kAttrQueues: return "QUEUES";
+    case kAttrXdpMode: return "XDP_MODE";
+    case kAttrCreate: return "CREATE";
+    case kAttrIfindex: return "IFINDEX";
+    case kAttrMtu: return "MTU";
+    case kAttrLive: return "LIVE";
+    case kAttrBindMode: return "BIND_MODE";
+    case kAttrMac: return "MAC";
+    case kAttrFdbStatic: return "FDB_STATIC";
+    case kAttrFdbAgeMs: return "FDB_AGE_MS";
+    case kAttrStats: return "STATS";
+    case kAttrPool: return "POOL";
+    case kAttrFdbEntries: return "FDB_ENTRIES";
+    case kAttrVersion: return "VERSION";
+    case kAttrThreads: return "THREADS";
+    case kAttrSwitchMode: return "SWITCH_MODE";
+    case kAttrUptime: return "UPTIME";
+    case kAttrNumPorts: return "NUM_PORTS";
+    case kAttrQueuesBound: return "QUEUES_BOUND";
+    case kAttrFastRx: return "FAST_RX";
+    default: return "UNKNOWN";
+  }
+}
+
+const char* portTypeName(PortType t) {
+  switch (t) {
+    case PortType::kTap: return "tap";
+    case PortType::kVeth: return "veth";
+    case PortType::kNetdev: return "netdev";
+  }
+  return "unknown";
+}
+const char* xdpModeName(XdpMode m) {
+  switch (m) {
+    case XdpMode::kNone: return "none";
+    case XdpMode::kNative: return "native";
+    case XdpMode::kGeneric: return "generic";
+    case XdpMode::kAuto: return "auto";
+  }
+  return "unknown";
+}
+const char* bindModeName(BindMode m) {
+  switch (m) {
+    case BindMode::kNone: return "none";
+    case BindMode::kCopy: return "copy";
+    case BindMode::kZerocopy: return "zerocopy";
+    case BindMode::kClosed: return "closed";
+  }
+  return "unknown";
+}
+const char* switchModeName(SwitchMode m) {
+  switch (m) {
+    case SwitchMode::kSwitch: return "switch";
+    case SwitchMode::kXconnect: return "xconnect";
+  }
+  return "unknown";
+}
+const char* dropName(uint32_t i) {
+  static constexpr const char* kNames[] = {"ring_full",  "tx_ring_full", "no_route",
+                                           "port_down",  "oversize",     "runt",
+                                           "pool_empty", "invalid_src",  "bad_type",
+                                           "mac_limit",  "mac_locked",   "inflight_limit",
+                                           "fast_xmit"};
+  static_assert(std::size(kNames) == kNumDropReasons);
+  return i < kNumDropReasons ? kNames[i] : "unknown";
+}
+
+std::optional<PortType> parsePortType(std::string_view s) {
+  if (s == "tap") return PortType::kTap;
+  if (s == "veth") return PortType::kVeth;
+  if (s == "netdev") return PortType::kNetdev;
+  return std::nullopt;
+}
+std::optional<XdpMode> parseXdpMode(std::string_view s) {
+  if (s == "native") return XdpMode::kNative;
+  if (s == "generic") return XdpMode::kGeneric;
+  if (s == "auto") return XdpMode::kAuto;
+  return std::nullopt;
+}
+
+std::string formatMac(const Mac& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+                m[5]);
+  return buf;
+}
+
+std::optional<Mac> parseMac(std::string_view s) {
+  if (s.size() != 17) return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  Mac m{};
+  for (size_t i = 0; i < 6; ++i) {
+    int hi = hex(s[i * 3]), lo = hex(s[i * 3 + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    if (i < 5 && s[i * 3 + 2] != ':') return std::nullopt;
+    m[i] = static_cast<uint8_t>(hi * 16 + lo);
+  }
+  return m;
+}
+
+}  // namespace vdev::proto

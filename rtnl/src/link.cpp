@@ -1,0 +1,516 @@
+// veth pairs, persistent taps, deletion of what vdev made, link queries.
+#include <fcntl.h>
+#include <linux/ethtool.h>
+#include <linux/if_tun.h>
+#include <linux/sockios.h>
+#include <linux/nsfs.h>
+#include <net/if.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "socket.h"
+#include "base/fd.h"
+#include "rtnl/link.h"
+
+// glibc's <net/if.h> stops at IFF_DYNAMIC; <linux/if.h> clashes with it.
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000  // driver signals L1 up (the carrier)
+#endif
+
+namespace vdev::rtnl {
+
+using detail::AddrPtr;
+using detail::getKernelLink;
+using detail::LinkPtr;
+using detail::RtnlSocket;
+using detail::withContext;
+
+using vdev::errnoError;
+using vdev::FileDesc;
+
+namespace {
+
+std::string formatMac(const MacAddr& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// MAC addresses and names
+
+MacAddr randomMac() {
+  MacAddr mac{};
+  size_t got = 0;
+  while (got < mac.size()) {
+    ssize_t n = getrandom(mac.data() + got, mac.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // getrandom() cannot fail once the pool is initialised; if it ever
+      // does, a weaker but still distinct value beats aborting.
+      uint64_t x = static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&mac);
+      for (size_t i = got; i < mac.size(); i++) mac[i] = static_cast<uint8_t>(x >> (8 * i));
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  mac[0] = static_cast<uint8_t>((mac[0] & 0xfe) | 0x02);  // unicast, locally administered
+  return mac;
+}
+
+Status validateIfname(std::string_view name) {
+  auto bad = [&](const char* why) {
+    return Error{EINVAL, "invalid interface name '" + std::string(name) + "' (" + why + ")"};
+  };
+  if (name.empty()) return bad("empty");
+  if (name.size() >= IFNAMSIZ) return bad("longer than 15 bytes");
+  if (name == "." || name == "..") return bad("reserved");
+  for (char c : name) {
+    // dev_valid_name() refuses '/', ':' and whitespace.
+    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0')
+      return bad("contains '/', ':' or whitespace");
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------
+// NetnsRef
+
+std::string NetnsRef::filePath() const {
+  switch (kind_) {
+    case Kind::kCurrent: return "";
+    case Kind::kName: return "/run/netns/" + text_;
+    case Kind::kPath: return text_;
+    case Kind::kPid: return "/proc/" + std::to_string(pid_) + "/ns/net";
+  }
+  return "";
+}
+
+std::string NetnsRef::describe() const {
+  switch (kind_) {
+    case Kind::kCurrent: return "";
+    case Kind::kName:
+    case Kind::kPath: return "netns " + text_;
+    case Kind::kPid: return "netns of pid " + std::to_string(pid_);
+  }
+  return "";
+}
+
+Result<int> NetnsRef::open() const {
+  if (kind_ == Kind::kCurrent) return Error{EINVAL, "open netns: no namespace named"};
+  if (kind_ == Kind::kName &&
+      (text_.empty() || text_ == "." || text_ == ".." || text_.find('/') != std::string::npos))
+    return Error{EINVAL, "open netns: invalid namespace name '" + text_ + "'"};
+  if (kind_ == Kind::kPath && text_.empty()) return Error{EINVAL, "open netns: empty path"};
+  if (kind_ == Kind::kPid && pid_ <= 0)
+    return Error{EINVAL, "open netns: invalid pid " + std::to_string(pid_)};
+
+  const std::string path = filePath();
+  FileDesc fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    // A process that does not exist shows up as ENOENT on /proc/PID: say so.
+    if (kind_ == Kind::kPid && errno == ENOENT)
+      return Error{ESRCH, "open " + path + " (no process " + std::to_string(pid_) + ")"};
+    return errnoError("open " + path);
+  }
+  int type = ioctl(fd.get(), NS_GET_NSTYPE);
+  if (type < 0) {
+    if (errno == ENOTTY || errno == EINVAL)
+      return Error{EINVAL, path + " is not a namespace file"};
+    return errnoError("query namespace type of " + path);
+  }
+  if (type != CLONE_NEWNET) return Error{EINVAL, path + " is not a network namespace"};
+  return fd.release();
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// helpers
+
+AddrPtr macAddr(const MacAddr& mac) {
+  return AddrPtr(nl_addr_build(AF_LLC, mac.data(), mac.size()));
+}
+
+MacAddr macOf(rtnl_link* link) {
+  MacAddr mac{};
+  nl_addr* a = rtnl_link_get_addr(link);
+  if (a && nl_addr_get_len(a) == mac.size())
+    std::memcpy(mac.data(), nl_addr_get_binary_addr(a), mac.size());
+  return mac;
+}
+
+LinkState stateOf(rtnl_link* link) {
+  LinkState s;
+  s.ifindex = rtnl_link_get_ifindex(link);
+  if (const char* n = rtnl_link_get_name(link)) s.name = n;
+  if (const char* k = rtnl_link_get_type(link)) s.kind = k;
+  s.mac = macOf(link);
+  s.mtu = static_cast<int>(rtnl_link_get_mtu(link));
+  s.flags = rtnl_link_get_flags(link);
+  s.up = (s.flags & IFF_UP) != 0;
+  s.carrier = (s.flags & IFF_LOWER_UP) != 0;
+  if (const char* a = rtnl_link_get_ifalias(link)) s.alias = a;
+  s.managed = s.alias == kManagedAlias;
+  s.linkIfindex = rtnl_link_get_link(link);
+  return s;
+}
+
+// Applies `changes` to the device with `ifindex` (RTM_NEWLINK on an existing
+// device, RTM_SETLINK on kernels that refuse that).
+Status changeLink(RtnlSocket& sk, int ifindex, rtnl_link* changes, const std::string& what) {
+  LinkPtr orig(rtnl_link_alloc());
+  if (!orig) return Error{ENOMEM, what};
+  rtnl_link_set_ifindex(orig.get(), ifindex);
+  int rc = sk.run([&](nl_sock* s) { return rtnl_link_change(s, orig.get(), changes, 0); });
+  if (rc < 0) return sk.error(rc, what);
+  return {};
+}
+
+// Deletes by ifindex; used to undo a half-made device, so errors are ignored
+// (the caller reports the error that made it undo).
+void deleteByIndex(RtnlSocket& sk, int ifindex) {
+  LinkPtr l(rtnl_link_alloc());
+  if (!l) return;
+  rtnl_link_set_ifindex(l.get(), ifindex);
+  (void)sk.run([&](nl_sock* s) { return rtnl_link_delete(s, l.get()); });
+}
+
+void deleteByName(RtnlSocket& sk, const std::string& name) {
+  LinkPtr l(rtnl_link_alloc());
+  if (!l) return;
+  rtnl_link_set_name(l.get(), name.c_str());
+  (void)sk.run([&](nl_sock* s) { return rtnl_link_delete(s, l.get()); });
+}
+
+// net.ipv6.conf.NAME.disable_ipv6=1. /proc/sys/net shows the network
+// namespace of the thread that opens the file, i.e. the caller's. A kernel
+// without IPv6 has nothing to disable.
+Status disableIpv6(const std::string& name) {
+  if (::access("/proc/sys/net/ipv6", F_OK) != 0) return {};
+  const std::string path = "/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6";
+  FileDesc fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) return errnoError("disable IPv6 on " + name + ": open " + path);
+  if (::write(fd.get(), "1\n", 2) != 2) return errnoError("disable IPv6 on " + name + ": write " + path);
+  return {};
+}
+
+// The common tail of createVeth and createTap, on a device that exists and
+// is down: the mark (and MAC/MTU where given), IPv6 off, then up. Up is last
+// so that the device never runs with IPv6 on; the mark is first so that a
+// crash in between leaves a device vdev can still clean up.
+Status markConfigureUp(RtnlSocket& sk, int ifindex, const std::string& name,
+                       const std::optional<MacAddr>& mac, int mtu) {
+  LinkPtr changes(rtnl_link_alloc());
+  if (!changes) return Error{ENOMEM, "configure " + name};
+  rtnl_link_set_ifalias(changes.get(), kManagedAlias);
+  std::string what = "set alias " + std::string(kManagedAlias);
+  if (mac) {
+    AddrPtr a = macAddr(*mac);
+    if (!a) return Error{ENOMEM, "configure " + name};
+    rtnl_link_set_addr(changes.get(), a.get());  // takes its own reference
+    what += ", MAC " + formatMac(*mac);
+  }
+  if (mtu > 0) {
+    rtnl_link_set_mtu(changes.get(), static_cast<unsigned>(mtu));
+    what += ", MTU " + std::to_string(mtu);
+  }
+  if (Status st = changeLink(sk, ifindex, changes.get(), what + " on " + name); !st) return st;
+
+  if (Status st = disableIpv6(name); !st) return st;
+
+  LinkPtr up(rtnl_link_alloc());
+  if (!up) return Error{ENOMEM, "bring up " + name};
+  rtnl_link_set_flags(up.get(), IFF_UP);
+  return changeLink(sk, ifindex, up.get(), "bring up " + name);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// veth
+
+namespace {
+
+// Legacy ethtool feature ioctls on ifname (ETHTOOL_SGRO, ETHTOOL_STXCSUM,
+// ...: {cmd, value} pairs), inside the namespace nsfd (-1: this one), from
+// a throw-away thread that enters it (ioctls act on the socket's namespace).
+Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDesc,
+                   std::initializer_list<std::pair<uint32_t, uint32_t>> features) {
+  auto doIt = [&]() -> Status {
+    vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s.valid()) return errnoError("socket for ethtool");
+    for (const auto& [cmd, value] : features) {
+      struct ethtool_value v = {cmd, value};
+      struct ifreq ifr = {};
+      std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+      ifr.ifr_data = reinterpret_cast<char*>(&v);
+      if (::ioctl(s.get(), SIOCETHTOOL, &ifr) != 0)
+        return errnoError("set offload feature (ethtool cmd " + std::to_string(cmd) + ") of " + ifname + " in " + nsDesc);
+    }
+    return {};
+  };
+  if (nsfd < 0) return doIt();
+  std::optional<Status> out;
+  try {
+    std::thread t([&] {
+      if (::setns(nsfd, CLONE_NEWNET) != 0) {
+        out.emplace(errnoError("enter " + nsDesc));
+        return;
+      }
+      out.emplace(doIt());
+    });
+    t.join();
+  } catch (const std::system_error& e) {
+    return Error{e.code().value() ? e.code().value() : EAGAIN, "start a thread to enter " + nsDesc};
+  }
+  return std::move(*out);
+}
+
+}  // namespace
+
+Result<VethInfo> createVeth(const VethSpec& spec) {
+  std::string what = "create veth " + spec.name + " <-> " + spec.peerName;
+  if (!spec.peerNetns.isCurrent()) what += " in " + spec.peerNetns.describe();
+  if (Status st = validateIfname(spec.name); !st) return withContext(st.error(), what);
+  if (Status st = validateIfname(spec.peerName); !st) return withContext(st.error(), what);
+  if (spec.mtu < 0) return Error{EINVAL, what + ": negative MTU"};
+
+  FileDesc nsfd;
+  if (!spec.peerNetns.isCurrent()) {
+    auto fd = spec.peerNetns.open();
+    if (!fd) return withContext(fd.error(), what);
+    nsfd = FileDesc(*fd);
+  }
+  auto sk = RtnlSocket::open();
+  if (!sk) return withContext(sk.error(), what);
+
+  const MacAddr peerMac = spec.peerMac ? *spec.peerMac : randomMac();
+
+  LinkPtr link(rtnl_link_veth_alloc());
+  if (!link) return Error{ENOMEM, what};
+  // The peer is owned by `link` (freed with it); get_peer adds a reference
+  // that `peer` drops.
+  LinkPtr peer(rtnl_link_veth_get_peer(link.get()));
+  if (!peer) return Error{ENOMEM, what};
+
+  // Host end: created down; markConfigureUp brings it up once IPv6 is off.
+  rtnl_link_set_name(link.get(), spec.name.c_str());
+  if (spec.mtu > 0) rtnl_link_set_mtu(link.get(), static_cast<unsigned>(spec.mtu));
+  if (spec.mac) {
+    AddrPtr a = macAddr(*spec.mac);
+    if (!a) return Error{ENOMEM, what};
+    rtnl_link_set_addr(link.get(), a.get());
+  }
+
+  // Peer: created directly inside its namespace (IFLA_NET_NS_FD inside
+  // VETH_INFO_PEER), with its name, MAC and MTU. Not up yet: the kernel
+  // applies the peer's flags before it links the two ends, and veth_open()
+  // refuses (ENOTCONN) to open an end without a peer.
+  rtnl_link_set_name(peer.get(), spec.peerName.c_str());
+  if (spec.mtu > 0) rtnl_link_set_mtu(peer.get(), static_cast<unsigned>(spec.mtu));
+  {
+    AddrPtr a = macAddr(peerMac);
+    if (!a) return Error{ENOMEM, what};
+    rtnl_link_set_addr(peer.get(), a.get());
+  }
+  if (nsfd.valid()) rtnl_link_set_ns_fd(peer.get(), nsfd.get());
+
+  int rc = sk->run([&](nl_sock* s) { return rtnl_link_add(s, link.get(), NLM_F_CREATE | NLM_F_EXCL); });
+  if (rc < 0) return sk->error(rc, what);
+
+  // From here on the pair exists: any failure deletes it again.
+  auto host = getKernelLink(*sk, spec.name, what + ": look up " + spec.name);
+  if (!host) {
+    deleteByName(*sk, spec.name);
+    return host.error();
+  }
+  const LinkState hs = stateOf(host->get());
+  auto undo = [&](const Error& e) {
+    deleteByIndex(*sk, hs.ifindex);  // takes the peer with it
+    return withContext(e, what);
+  };
+
+  // The host end first: marked (so that from now on vdev may delete it),
+  // IPv6 off, up. Its carrier stays off until the peer is up too.
+  if (Status st = markConfigureUp(*sk, hs.ifindex, spec.name, std::nullopt, 0); !st) return undo(st.error());
+
+  // Then the peer, from a socket inside its namespace (ifindexes are per
+  // namespace; IFLA_LINK of the host end is the peer's index there).
+  {
+    Result<RtnlSocket> inNs = Error{};
+    if (nsfd.valid()) inNs = RtnlSocket::openInNetns(nsfd.get(), spec.peerNetns.describe());
+    RtnlSocket* psk = nsfd.valid() ? (inNs ? &*inNs : nullptr) : &*sk;
+    if (!psk) return undo(inNs.error());
+    LinkPtr up(rtnl_link_alloc());
+    if (!up) return undo(Error{ENOMEM, "bring up " + spec.peerName});
+    rtnl_link_set_flags(up.get(), IFF_UP);
+    if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
+      return undo(st.error());
+    // TX checksum offload off: a frame the container's stack leaves for the
+    // "hardware" to checksum (CHECKSUM_PARTIAL) reaches vdevd through XDP
+    // with the checksum unfinished, and AF_XDP carries no offload metadata
+    // to finish it later -- the receiver would drop it (UdpInCsumErrors).
+    // With it off the stack checksums (and segments) every frame itself.
+    // GRO on (--fast-path): NAPI, so redirected XDP frames are delivered.
+    Status st = spec.peerGro ? setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
+                                           {{ETHTOOL_STXCSUM, 0}, {ETHTOOL_SGRO, 1}})
+                             : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
+                                           {{ETHTOOL_STXCSUM, 0}});
+    if (!st) return undo(st.error());
+  }
+
+  VethInfo info;
+  info.name = spec.name;
+  info.ifindex = hs.ifindex;
+  info.peerName = spec.peerName;
+  info.peerIfindex = hs.linkIfindex;
+  info.mac = hs.mac;
+  info.peerMac = peerMac;
+  info.mtu = hs.mtu;
+  return info;
+}
+
+// ---------------------------------------------------------------------------
+// tap
+
+Result<TapInfo> createTap(const TapSpec& spec) {
+  std::string what = spec.name.empty() ? std::string("create tap") : "create tap " + spec.name;
+  if (!spec.name.empty()) {
+    if (Status st = validateIfname(spec.name); !st) return withContext(st.error(), what);
+  }
+  if (spec.mtu < 0) return Error{EINVAL, what + ": negative MTU"};
+
+  // Order: everything is configured while this fd holds the device, and
+  // TUNSETPERSIST comes last. Until then any failure (or a crash) closes the
+  // fd and the kernel deletes the non-persistent device: nothing to undo.
+  FileDesc tun(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+  if (!tun.valid()) {
+    int err = errno;
+    return Error{err, what + ": open /dev/net/tun"};
+  }
+
+  struct ifreq ifr {};
+  std::strncpy(ifr.ifr_name, spec.name.c_str(), IFNAMSIZ - 1);
+  // IFF_TUN_EXCL: fail if a device of this name exists, instead of
+  // attaching to it (as root we would be allowed to) and marking someone
+  // else's tap as ours.
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_TUN_EXCL;
+  if (spec.multiQueue) ifr.ifr_flags |= IFF_MULTI_QUEUE;
+  if (ioctl(tun.get(), TUNSETIFF, &ifr) < 0) {
+    int err = errno;
+    if (err == EBUSY) err = EEXIST;  // IFF_TUN_EXCL's answer for "exists"
+    return Error{err, what};
+  }
+  const std::string name(ifr.ifr_name, strnlen(ifr.ifr_name, IFNAMSIZ));
+  what = "create tap " + name;
+
+  auto sk = RtnlSocket::open();
+  if (!sk) return withContext(sk.error(), what);
+  auto link = getKernelLink(*sk, name, what + ": look up " + name);
+  if (!link) return link.error();
+  const int ifindex = rtnl_link_get_ifindex(link->get());
+
+  if (Status st = markConfigureUp(*sk, ifindex, name, spec.mac, spec.mtu); !st)
+    return withContext(st.error(), what);
+
+  auto tunIoctl = [&](unsigned long req, unsigned long arg, const std::string& step) -> Status {
+    if (ioctl(tun.get(), req, arg) == 0) return {};
+    int err = errno;
+    return Error{err, what + ": " + step};
+  };
+  if (spec.owner) {
+    if (Status st = tunIoctl(TUNSETOWNER, *spec.owner, "set owner uid " + std::to_string(*spec.owner)); !st)
+      return st.error();
+  }
+  if (spec.group) {
+    if (Status st = tunIoctl(TUNSETGROUP, *spec.group, "set group gid " + std::to_string(*spec.group)); !st)
+      return st.error();
+  }
+  if (Status st = tunIoctl(TUNSETPERSIST, 1, "make persistent"); !st) return st.error();
+  tun.reset();  // detach: the device stays (persistent), its carrier goes off
+
+  auto now = getKernelLink(*sk, name, what + ": look up " + name);
+  if (!now) return now.error();
+  const LinkState s = stateOf(now->get());
+  TapInfo info;
+  info.name = name;
+  info.ifindex = s.ifindex;
+  info.mac = s.mac;
+  info.mtu = s.mtu;
+  info.multiQueue = spec.multiQueue;
+  return info;
+}
+
+// ---------------------------------------------------------------------------
+// delete, queries
+
+Status deleteManagedLink(const std::string& name) {
+  const std::string what = "delete link " + name;
+  if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
+  auto sk = RtnlSocket::open();
+  if (!sk) return withContext(sk.error(), what);
+  auto link = getKernelLink(*sk, name, what);
+  if (!link) return link.error();
+  const LinkState s = stateOf(link->get());
+  if (!s.managed)
+    return Error{EPERM, what + ": not created by vdev (its alias is " +
+                            (s.alias.empty() ? std::string("empty") : "'" + s.alias + "'") +
+                            ", not '" + kManagedAlias + "')"};
+  // By ifindex alone: if the name has moved to another device since the
+  // check, this deletes the one that was checked (or fails with ENODEV).
+  LinkPtr del(rtnl_link_alloc());
+  if (!del) return Error{ENOMEM, what};
+  rtnl_link_set_ifindex(del.get(), s.ifindex);
+  int rc = sk->run([&](nl_sock* so) { return rtnl_link_delete(so, del.get()); });
+  if (rc < 0) return sk->error(rc, what);
+  return {};
+}
+
+Result<LinkState> getLink(const std::string& name, const NetnsRef& netns) {
+  std::string what = "look up link " + name;
+  if (!netns.isCurrent()) what += " in " + netns.describe();
+  if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
+
+  Result<RtnlSocket> sk = Error{};
+  if (netns.isCurrent()) {
+    sk = RtnlSocket::open();
+  } else {
+    auto fd = netns.open();
+    if (!fd) return withContext(fd.error(), what);
+    FileDesc nsfd(*fd);
+    sk = RtnlSocket::openInNetns(nsfd.get(), netns.describe());
+  }
+  if (!sk) return withContext(sk.error(), what);
+  auto link = getKernelLink(*sk, name, what);
+  if (!link) return link.error();
+  return stateOf(link->get());
+}
+
+Result<int> ifindexOf(const std::string& name) {
+  auto s = getLink(name);
+  if (!s) return s.error();
+  return s->ifindex;
+}
+
+bool linkExists(const std::string& name) { return getLink(name).ok(); }
+
+bool linkIsManaged(const std::string& name) {
+  auto s = getLink(name);
+  return s.ok() && s->managed;
+}
+
+}  // namespace vdev::rtnl
