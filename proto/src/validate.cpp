@@ -309,29 +309,5 @@ std::optional<XdpMode> parseXdpMode(std::string_view s) {
   return std::nullopt;
 }
 
-std::string formatMac(const Mac& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-                m[5]);
-  return buf;
-}
-
-std::optional<Mac> parseMac(std::string_view s) {
-  if (s.size() != 17) return std::nullopt;
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  Mac m{};
-  for (size_t i = 0; i < 6; ++i) {
-    int hi = hex(s[i * 3]), lo = hex(s[i * 3 + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    if (i < 5 && s[i * 3 + 2] != ':') return std::nullopt;
-    m[i] = static_cast<uint8_t>(hi * 16 + lo);
-  }
-  return m;
-}
 
 }  // namespace vdev::proto

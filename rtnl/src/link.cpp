@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "socket.h"
+
+#include "base/netns.h"
 #include "base/fd.h"
 #include "rtnl/link.h"
 
@@ -39,21 +41,12 @@ using detail::withContext;
 using vdev::errnoError;
 using vdev::FileDesc;
 
-namespace {
-
-std::string formatMac(const MacAddr& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return buf;
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // MAC addresses and names
 
-MacAddr randomMac() {
-  MacAddr mac{};
+Mac randomMac() {
+  Mac mac{};
   size_t got = 0;
   while (got < mac.size()) {
     ssize_t n = getrandom(mac.data() + got, mac.size() - got, 0);
@@ -141,12 +134,12 @@ namespace {
 // ---------------------------------------------------------------------------
 // helpers
 
-AddrPtr macAddr(const MacAddr& mac) {
+AddrPtr macAddr(const Mac& mac) {
   return AddrPtr(nl_addr_build(AF_LLC, mac.data(), mac.size()));
 }
 
-MacAddr macOf(rtnl_link* link) {
-  MacAddr mac{};
+Mac macOf(rtnl_link* link) {
+  Mac mac{};
   nl_addr* a = rtnl_link_get_addr(link);
   if (a && nl_addr_get_len(a) == mac.size())
     std::memcpy(mac.data(), nl_addr_get_binary_addr(a), mac.size());
@@ -213,7 +206,7 @@ Status disableIpv6(const std::string& name) {
 // so that the device never runs with IPv6 on; the mark is first so that a
 // crash in between leaves a device vdev can still clean up.
 Status markConfigureUp(RtnlSocket& sk, int ifindex, const std::string& name,
-                       const std::optional<MacAddr>& mac, int mtu) {
+                       const std::optional<Mac>& mac, int mtu) {
   LinkPtr changes(rtnl_link_alloc());
   if (!changes) return Error{ENOMEM, "configure " + name};
   rtnl_link_set_ifalias(changes.get(), kManagedAlias);
@@ -264,20 +257,7 @@ Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDes
     return {};
   };
   if (nsfd < 0) return doIt();
-  std::optional<Status> out;
-  try {
-    std::thread t([&] {
-      if (::setns(nsfd, CLONE_NEWNET) != 0) {
-        out.emplace(errnoError("enter " + nsDesc));
-        return;
-      }
-      out.emplace(doIt());
-    });
-    t.join();
-  } catch (const std::system_error& e) {
-    return Error{e.code().value() ? e.code().value() : EAGAIN, "start a thread to enter " + nsDesc};
-  }
-  return std::move(*out);
+  return runInNetns(nsfd, nsDesc, doIt);
 }
 
 }  // namespace
@@ -298,7 +278,7 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
   auto sk = RtnlSocket::open();
   if (!sk) return withContext(sk.error(), what);
 
-  const MacAddr peerMac = spec.peerMac ? *spec.peerMac : randomMac();
+  const Mac peerMac = spec.peerMac ? *spec.peerMac : randomMac();
 
   LinkPtr link(rtnl_link_veth_alloc());
   if (!link) return Error{ENOMEM, what};

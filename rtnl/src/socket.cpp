@@ -1,5 +1,7 @@
 #include "socket.h"
 
+#include "base/netns.h"
+
 #include <linux/netlink.h>
 #include <netlink/errno.h>
 #include <netlink/handlers.h>
@@ -112,23 +114,9 @@ Result<RtnlSocket> RtnlSocket::open() {
 }
 
 Result<RtnlSocket> RtnlSocket::openInNetns(int nsfd, const std::string& nsDesc) {
-  // setns() moves only the calling thread; doing it on a throw-away thread
-  // keeps every other thread (and this one) where it is. A netlink socket
-  // belongs to the namespace it was created in for its whole life.
-  std::optional<Result<RtnlSocket>> out;
-  try {
-    std::thread t([&] {
-      if (::setns(nsfd, CLONE_NEWNET) != 0) {
-        out.emplace(errnoError("enter " + nsDesc));
-        return;
-      }
-      out.emplace(open());
-    });
-    t.join();
-  } catch (const std::system_error& e) {
-    return Error{e.code().value() ? e.code().value() : EAGAIN, "start a thread to enter " + nsDesc};
-  }
-  return std::move(*out);
+  // A netlink socket belongs to the namespace it was created in for its
+  // whole life: create it there (base/netns.h), use it from here.
+  return runInNetns(nsfd, nsDesc, [] { return open(); });
 }
 
 Result<LinkPtr> getKernelLink(RtnlSocket& sk, const std::string& name, const std::string& what) {

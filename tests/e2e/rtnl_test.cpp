@@ -61,7 +61,7 @@ std::string vrName(char role) {
   return "vr" + base36(uint64_t(getpid())) + role + base36(uint64_t(counter++));
 }
 
-rtnl::MacAddr mac(uint8_t last) { return {0x02, 0x72, 0x74, 0x6e, 0x6c, last}; }
+rtnl::Mac mac(uint8_t last) { return {0x02, 0x72, 0x74, 0x6e, 0x6c, last}; }
 
 std::string readTrimmed(const std::string& path) {
   std::string s = e2e::readFile(path);
@@ -95,7 +95,7 @@ class RtnlTest : public ::testing::Test {
   void track(const std::string& n) { made_.push_back(n); }
 
   // Everything createVeth promises, checked from outside.
-  void expectVeth(const rtnl::VethInfo& info, const e2e::Netns& ns, const rtnl::MacAddr& peerMac, int mtu) {
+  void expectVeth(const rtnl::VethInfo& info, const e2e::Netns& ns, const rtnl::Mac& peerMac, int mtu) {
     const e2e::LinkInfo host = e2e::linkInfo(info.name);
     EXPECT_EQ(host.ifindex, info.ifindex);
     EXPECT_EQ(host.mtu, mtu);

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/mac.h"
 #include "base/result.h"
 #include "proto/protocol.h"
 
@@ -29,7 +30,7 @@ using vdev::Error;
 using vdev::Result;
 using vdev::Status;
 
-using Mac = std::array<uint8_t, 6>;
+using vdev::Mac;
 
 // ---------------------------------------------------------------- requests
 
@@ -306,7 +307,5 @@ const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
 const char* dropName(uint32_t i);          // "ring_full", ... (vdevd's JSON names)
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
-std::string formatMac(const Mac& mac);                    // "02:00:00:00:00:01"
-std::optional<Mac> parseMac(std::string_view s);          // "aa:bb:cc:dd:ee:ff"
 
 }  // namespace vdev::proto

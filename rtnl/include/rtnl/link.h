@@ -39,6 +39,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mac.h"
 #include "base/result.h"
 
 namespace vdev::rtnl {
@@ -51,11 +52,11 @@ inline constexpr const char* kManagedAlias = "vdev:managed";
 
 // The same type as vdev::proto::Mac (codec.h); spelled out so that this header
 // does not need the protocol's.
-using MacAddr = std::array<uint8_t, 6>;
+using vdev::Mac;
 
 // A random locally administered unicast MAC (02-style, bit 1 of byte 0 set,
 // bit 0 clear), from getrandom().
-MacAddr randomMac();
+Mac randomMac();
 
 // Checks a Linux interface name: 1..15 bytes, not "." or "..", no '/', ':'
 // or whitespace. EINVAL with the reason otherwise. Every function below
@@ -107,8 +108,8 @@ struct VethSpec {
   std::string name;      // host end: stays in the caller's namespace, vdevd's port
   std::string peerName;  // the container's interface, e.g. "eth0"
   NetnsRef peerNetns;    // where the peer goes; current() keeps it here
-  std::optional<MacAddr> mac;      // host end; default: the kernel's random MAC
-  std::optional<MacAddr> peerMac;  // default: randomMac() (so VethInfo knows it)
+  std::optional<Mac> mac;      // host end; default: the kernel's random MAC
+  std::optional<Mac> peerMac;  // default: randomMac() (so VethInfo knows it)
   int mtu = 0;                     // both ends; 0 keeps the kernel default (1500)
   // GRO on the peer: gives it NAPI, so that XDP frames redirected into the
   // host end (vdevd --fast-path) are delivered; the container then receives
@@ -121,8 +122,8 @@ struct VethInfo {
   int ifindex = 0;      // in the caller's namespace
   std::string peerName;
   int peerIfindex = 0;  // in the peer's namespace
-  MacAddr mac{};        // host end
-  MacAddr peerMac{};
+  Mac mac{};        // host end
+  Mac peerMac{};
   int mtu = 0;          // both ends
 };
 
@@ -148,14 +149,14 @@ struct TapSpec {
   std::optional<uid_t> owner;     // TUNSETOWNER: this user may attach (QEMU's user)
   std::optional<gid_t> group;     // TUNSETGROUP: members of this group may attach
   bool multiQueue = false;        // IFF_MULTI_QUEUE: attachers must ask for it too
-  std::optional<MacAddr> mac;     // the host end's MAC (not the guest's)
+  std::optional<Mac> mac;     // the host end's MAC (not the guest's)
   int mtu = 0;                    // 0 keeps 1500
 };
 
 struct TapInfo {
   std::string name;
   int ifindex = 0;
-  MacAddr mac{};
+  Mac mac{};
   int mtu = 0;
   bool multiQueue = false;
 };
@@ -192,7 +193,7 @@ struct LinkState {
   int ifindex = 0;
   std::string name;
   std::string kind;   // IFLA_INFO_KIND: "veth", "tun" (also taps), "" for hardware
-  MacAddr mac{};      // zero if the device has no 6-byte address
+  Mac mac{};      // zero if the device has no 6-byte address
   int mtu = 0;
   unsigned flags = 0; // IFF_*
   bool up = false;      // IFF_UP: administratively up

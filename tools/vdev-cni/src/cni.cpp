@@ -6,7 +6,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "proto/codec.h"  // parseMac, validateUnicastMac
+#include "proto/codec.h"  // validateUnicastMac (and base/mac.h)
 #include "proto/protocol.h"
 
 namespace vdev::cni {
@@ -108,11 +108,11 @@ bool validIdentifier(std::string_view s) {
 }
 
 std::string checkMac(const std::string& text, std::string_view what, unsigned code) {
-  const auto mac = vdev::proto::parseMac(text);
+  const auto mac = vdev::parseMac(text);
   if (!mac) throw CniError(code, std::string(what) + ": \"" + text + "\" is not a MAC address");
   if (auto st = vdev::proto::validateUnicastMac(*mac, what); !st)
     throw CniError(code, st.error().what);
-  return vdev::proto::formatMac(*mac);
+  return vdev::formatMac(*mac);
 }
 
 }  // namespace

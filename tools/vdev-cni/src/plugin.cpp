@@ -145,13 +145,13 @@ std::string lower(std::string s) {
 std::optional<vdev::proto::Mac> containerMac(const NetConf& c, const Env& env) {
   std::optional<std::string> text = c.mac;
   if (auto it = env.argPairs.find("MAC"); it != env.argPairs.end()) {
-    if (!vdev::proto::parseMac(it->second))
+    if (!vdev::parseMac(it->second))
       throw CniError(kErrInvalidEnv, "CNI_ARGS: MAC=" + it->second + " is not a MAC address");
     text = it->second;
   }
   if (c.runtimeMac) text = c.runtimeMac;
   if (!text) return std::nullopt;
-  const auto mac = vdev::proto::parseMac(*text);
+  const auto mac = vdev::parseMac(*text);
   if (auto st = vdev::proto::validateUnicastMac(*mac, "MAC"); !st)
     throw CniError(kErrInvalidEnv, st.error().what);
   return mac;
@@ -213,7 +213,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
     if (!peer)
       throw CniError(kErrContainer, "vdevd made port " + port + " but " + env.ifname +
                                         " is not in " + env.netns);
-    r.interfaces.push_back({port, vdev::proto::formatMac(host->mac), uint32_t(host->mtu), ""});
+    r.interfaces.push_back({port, vdev::formatMac(host->mac), uint32_t(host->mtu), ""});
     r.interfaces.push_back({env.ifname, peer->mac, peer->mtu, env.netns});
   }
   const int sandboxIdx = hostIdx + 1;

@@ -97,7 +97,7 @@ double Args::seconds(std::string_view keyword, double lo, double hi) {
 vdev::proto::Mac Args::mac(std::string_view keyword) {
   const std::string k(keyword);
   const std::string s = next("MAC address after '" + k + "'");
-  const auto m = vdev::proto::parseMac(s);
+  const auto m = vdev::parseMac(s);
   if (!m) usage("invalid MAC address '" + s + "' for " + k + " (expected xx:xx:xx:xx:xx:xx)");
   if ((*m)[0] & 1) usage(k + " " + s + " is a multicast address (a station needs a unicast one)");
   if (*m == vdev::proto::Mac{}) usage(k + " 00:00:00:00:00:00 is not an address");

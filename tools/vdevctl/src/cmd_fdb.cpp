@@ -19,7 +19,7 @@ int cmdFdbShow(Context& ctx, Args& a) {
     w.beginArray();
     for (const auto& e : entries) {
       w.beginObject();
-      w.field("mac", vdev::proto::formatMac(e.mac));
+      w.field("mac", vdev::formatMac(e.mac));
       w.field("port", e.port);
       w.field("static", e.is_static);
       w.field("age_ms", e.age_ms);
@@ -30,7 +30,7 @@ int cmdFdbShow(Context& ctx, Args& a) {
   }
   Table t({{"MAC"}, {"PORT"}, {"TYPE"}, {"AGE", true}});
   for (const auto& e : entries)
-    t.row({vdev::proto::formatMac(e.mac), e.port, e.is_static ? "static" : "learned",
+    t.row({vdev::formatMac(e.mac), e.port, e.is_static ? "static" : "learned",
            e.is_static ? "-" : fixed(double(e.age_ms) / 1000.0, 1) + "s"});
   return Context::print(t.render());
 }

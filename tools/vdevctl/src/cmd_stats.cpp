@@ -36,7 +36,7 @@ void writePortInfo(JsonWriter& w, const PortInfo& p) {
   w.field("mtu", p.mtu);
   w.field("live", p.live);
   w.field("fast_rx", p.fast_rx);
-  if (p.mac) w.field("mac", vdev::proto::formatMac(*p.mac));
+  if (p.mac) w.field("mac", vdev::formatMac(*p.mac));
 }
 
 // Field names and order: vdevd's --stats-json (daemon/src/stats_format.cpp,

@@ -1,0 +1,43 @@
+#include <charconv>
+#include <cstdio>
+
+#include "base/mac.h"
+#include "base/parse.h"
+
+namespace vdev {
+
+std::optional<uint64_t> parseU64(std::string_view s, uint64_t lo, uint64_t hi) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+namespace {
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+std::optional<Mac> parseMac(std::string_view s) {
+  if (s.size() != 17) return std::nullopt;
+  Mac m{};
+  for (size_t i = 0; i < 6; i++) {
+    const int hi = hexDigit(s[i * 3]), lo = hexDigit(s[i * 3 + 1]);
+    if (hi < 0 || lo < 0 || (i < 5 && s[i * 3 + 2] != ':')) return std::nullopt;
+    m[i] = uint8_t(hi << 4 | lo);
+  }
+  return m;
+}
+
+std::string formatMac(const Mac& m) {
+  char buf[18];
+  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
+}
+
+}  // namespace vdev

@@ -1,0 +1,137 @@
+// Datapath statistics (datapath/stats.h): the frame accounting and the
+// per-port counters, read by the datapath thread between bursts.
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+namespace {
+
+uint64_t readSysfsU64(const std::string& path) {
+  std::ifstream in(path);
+  uint64_t v = 0;
+  in >> v;
+  return v;
+}
+
+// The device's driver name (ETHTOOL_GDRVINFO), "" when it has none.
+std::string driverName(int sock, const std::string& ifname) {
+  ethtool_drvinfo info = {};
+  info.cmd = ETHTOOL_GDRVINFO;
+  ifreq ifr = {};
+  std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname.c_str());
+  ifr.ifr_data = reinterpret_cast<char*>(&info);
+  if (::ioctl(sock, SIOCETHTOOL, &ifr) < 0) return "";
+  return std::string(info.driver, strnlen(info.driver, sizeof info.driver));
+}
+
+}  // namespace
+
+// Fast-path frames a tun or veth device refused because its queue was full
+// are in its own tx_dropped as well as in vdevd's fast_xmit; the device's
+// figure vdevd reports leaves them out, so every lost frame is counted
+// once. Counted from when the port's current device appeared.
+uint64_t Datapath::fastDropsCountedByDevice(const Port& p) {
+  if (!fast_ || !p.ifindex()) return 0;
+  const uint16_t slot = p.index();
+  if (slot >= fast_dev_base_.size()) fast_dev_base_.resize(slot + 1);
+  FastDevBase& b = fast_dev_base_[slot];
+  const uint64_t full = fast_->read(slot).queue_full;
+  if (b.ifindex != p.ifindex()) {  // a new device (or a new port in the slot)
+    const std::string drv = driverName(ctl_sock_.get(), p.name());
+    b = FastDevBase{p.ifindex(), drv == "tun" || drv == "veth", b.ifindex ? full : 0};
+  }
+  return b.counts ? full - std::min(full, b.base) : 0;
+}
+
+PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
+  PortCounterSnapshot s = p.snapshot();
+  if (!fast_) return s;
+  const FastPortStats f = fast_->read(p.index());
+  s.rx_packets += f.rx_packets;
+  s.rx_bytes += f.rx_bytes;
+  // Redirected to the port, less what its device refused: delivered. (The
+  // kernel reports only the number of refused frames, so tx_bytes of the
+  // fast path includes the bytes of refused ones.)
+  s.tx_packets += f.tx_packets - std::min(f.drops, f.tx_packets);
+  s.tx_bytes += f.tx_bytes;
+  s.drops[kDropFastXmit] += f.drops;
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Statistics.
+
+PoolStats Datapath::poolStats() const {
+  PoolStats s;
+  s.total = pool_->total();
+  s.free = pool_->available();
+  for (Port* pp : active_) {
+    QueueAccounting a = pp->accounting();
+    s.fill_ring += a.fill_ring;
+    s.kernel_rx += a.kernel_rx;
+    s.rx_ring += a.rx_ring;
+    s.port_rings += a.port_ring;
+    s.tx_ring += a.tx_ring;
+    s.kernel_tx += a.kernel_tx;
+    s.comp_ring += a.comp_ring;
+  }
+  s.rx_burst = 0;  // taken between bursts
+  return s;
+}
+
+// Owner-thread part of a statistics snapshot: what only the thread that
+// owns the sockets may read (ring indices, socket options of sockets it may
+// close at any time).
+void Datapath::collectOwned(DatapathStats& out) const {
+  out.pool = poolStats();
+  out.ports.clear();
+  for (Port* pp : active_) {
+    const Port& p = *pp;
+    PortStats ps;
+    ps.slot = p.index();
+    ps.name = p.name();
+    ps.ifindex = p.ifindex();
+    ps.queues = uint32_t(p.queues().size());
+    ps.queues_bound = ps.queues - p.unboundQueues();
+    ps.live = p.live();
+    ps.fast_rx = p.fastRx();
+    ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
+    ps.tx_outstanding = p.txOutstanding();
+    ps.xdp = p.xdpStats();
+    out.ports.push_back(std::move(ps));
+  }
+  out.fdb_entries = fdb_.dump(monotonicNs()).size();
+}
+
+DatapathStats Datapath::stats() {
+  DatapathStats out;
+  runOnDatapath([&] {
+    collectOwned(out);
+    // Counters, program counters and device counters, read by the thread
+    // that may remove the port: the Port cannot go away underneath.
+    for (PortStats& ps : out.ports) {
+      Port& p = *ports_[ps.slot];
+      ps.mtu = p.mtu();
+      ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
+      ps.c = portSnapshot(p);
+      if (p.xdp()) ps.prog = p.xdp()->counters();
+      ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
+      ps.dev_tx_dropped -= std::min(ps.dev_tx_dropped, fastDropsCountedByDevice(p));
+    }
+    out.removed = removed_;
+    out.removed_ports = removed_ports_;
+  });
+  return out;
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,61 @@
+// base/: MAC text form and strict number parsing, the one copy every module uses.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <fcntl.h>
+
+#include "base/fd.h"
+#include "base/mac.h"
+#include "base/netns.h"
+#include "base/parse.h"
+
+namespace vdev {
+namespace {
+
+TEST(Mac, ParsesEitherCaseAndFormatsLowerCase) {
+  const auto m = parseMac("02:aB:00:ff:10:01");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, (Mac{0x02, 0xab, 0x00, 0xff, 0x10, 0x01}));
+  EXPECT_EQ(formatMac(*m), "02:ab:00:ff:10:01");
+  EXPECT_TRUE(macIsLocal(*m));
+  EXPECT_FALSE(macIsMulticast(*m));
+}
+
+TEST(Mac, RefusesEverythingElse) {
+  for (const char* s : {"", "02:ab:00:ff:10", "02:ab:00:ff:10:01:02", "02-ab-00-ff-10-01", "0g:ab:00:ff:10:01",
+                        "2:ab:00:ff:10:01:", " 02:ab:00:ff:10:01", "02:ab:00:ff:10:1"})
+    EXPECT_FALSE(parseMac(s)) << s;
+  EXPECT_TRUE(macIsMulticast(Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
+  EXPECT_TRUE(macIsZero(Mac{}));
+}
+
+TEST(Parse, WholeDecimalInsideTheRange) {
+  EXPECT_EQ(parseU64("0"), 0u);
+  EXPECT_EQ(parseU64("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(parseU32("4096", 64, 4096), 4096u);
+  for (const char* s : {"", "-1", "+1", " 1", "1 ", "0x10", "1e3", "18446744073709551616", "12a"})
+    EXPECT_FALSE(parseU64(s)) << s;
+  EXPECT_FALSE(parseU32("63", 64, 4096));
+  EXPECT_FALSE(parseU32("4097", 64, 4096));
+  EXPECT_FALSE(parseU32("4294967296"));
+}
+
+TEST(Netns, ReportsAFileThatIsNoNamespace) {
+  // /dev/null is not a network namespace: setns fails and names the subject;
+  // the calling thread never moved (it runs nothing but the wait).
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  FileDesc own(fd);
+  bool ran = false;
+  Status st = runInNetns(fd, "netns /dev/null", [&]() -> Status {
+    ran = true;
+    return {};
+  });
+  ASSERT_FALSE(st);
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(st.error().err, EINVAL);
+  EXPECT_NE(st.error().what.find("netns /dev/null"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vdev
