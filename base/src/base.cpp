@@ -1,4 +1,5 @@
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "base/mac.h"
@@ -11,6 +12,16 @@ std::optional<uint64_t> parseU64(std::string_view s, uint64_t lo, uint64_t hi) {
   uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
   if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parseDouble(std::string_view s, double lo, double hi) {
+  if (s.empty() || !(s.front() == '-' || s.front() == '.' || (s.front() >= '0' && s.front() <= '9')))
+    return std::nullopt;  // from_chars would take "inf" and "nan"
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < lo || v > hi)
+    return std::nullopt;
   return v;
 }
 

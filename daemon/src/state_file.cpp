@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/fd.h"
+#include "base/parse.h"
 
 namespace vdev::daemon {
 
@@ -70,10 +71,9 @@ Result<DaemonState> parseState(const std::string& text) {
         if (v != "tap" && v != "veth" && v != "netdev") return bad("invalid type '" + v + "'");
         r.type = v;
       } else if (k == "queues") {
-        char* end = nullptr;
-        unsigned long q = std::strtoul(v.c_str(), &end, 10);
-        if (v.empty() || *end || q > 64) return bad("invalid queues '" + v + "' (0..64)");
-        r.queues = uint32_t(q);
+        const auto q = vdev::parseU32(v, 0, 64);
+        if (!q) return bad("invalid queues '" + v + "' (0..64)");
+        r.queues = *q;
       } else if (k == "xdp-mode") {
         if (v != "native" && v != "generic" && v != "auto") return bad("invalid xdp-mode '" + v + "'");
         r.xdp_mode = v;

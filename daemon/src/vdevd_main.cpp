@@ -1,5 +1,4 @@
 // vdevd: the vdev datapath daemon (foreground).
-#include <getopt.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -9,19 +8,20 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/cli.h"
+#include "base/parse.h"
 #include "daemon_control.h"
 #include "datapath/datapath.h"
 #include "daemon/sd_notify.h"
 #include "daemon/state_file.h"
 #include "daemon/stats_format.h"
-#include "base/version.h"
 #include "rtnl/monitor.h"
 #include "proto/server.h"
 
@@ -67,10 +67,9 @@ Sizes and tuning:
                            (SO_PREFER_BUSY_POLL, SO_BUSY_POLL USECS, budget =
                            --batch): while vdevd polls, an empty RX ring makes
                            it run the queue's NAPI itself (0 = off, default).
-                           Measured on veth/tap it gains nothing (their NAPI
-                           runs in the sender's softirq at once); for NICs,
-                           with napi_defer_hard_irqs and gro_flush_timeout set
-                           on the device (docs/vdevd.md)
+                           For NICs, with napi_defer_hard_irqs and
+                           gro_flush_timeout set on the device (docs/vdevd.md);
+                           what it does on veth and tap: docs/performance.md
       --no-fast-path       turn the kernel fast path off: every frame goes
                            through vdevd (AF_XDP)
       --fast-path          require it: refuse to start if it cannot be set up
@@ -95,10 +94,9 @@ Sizes and tuning:
                            VM whose single sending thread is its bottleneck:
                            a tap's XDP program runs inside the VM's write(),
                            so the fast path delivers on the VM's CPU, where
-                           vdevd takes the delivery onto its own (measured:
-                           1.75 Mpps through vdevd, 1.14 with the fast path);
-                           costs latency. Ports added with vdevctl:
-                           "port add ... fast-rx off"
+                           vdevd takes the delivery onto its own (figures in
+                           docs/performance.md); costs latency. Ports added
+                           with vdevctl: "port add ... fast-rx off"
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
       --fdb-size N         MAC table slots (default 4096)
 
@@ -145,32 +143,6 @@ Exit status: 0 clean stop, 1 runtime failure or leaked frame, 2 bad usage.
 See docs/vdevd.md for the statistics and their meaning.
 )";
 
-bool parseU32(const char* s, uint32_t lo, uint32_t hi, uint32_t& out) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long v = std::strtoul(s, &end, 10);
-  if (errno || !end || *end || end == s || v < lo || v > hi) return false;
-  out = uint32_t(v);
-  return true;
-}
-
-bool parseMac(const char* s, std::array<uint8_t, 6>& mac) {
-  unsigned v[6];
-  char tail;
-  if (std::sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-    return false;
-  for (int i = 0; i < 6; i++) {
-    if (v[i] > 255) return false;
-    mac[size_t(i)] = uint8_t(v[i]);
-  }
-  return true;
-}
-
-[[noreturn]] void usageError(const std::string& msg) {
-  std::fprintf(stderr, "vdevd: %s\nTry 'vdevd --help'.\n", msg.c_str());
-  std::exit(2);
-}
-
 bool writeFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");
@@ -207,151 +179,100 @@ int main(int argc, char** argv) {
   std::string socket_path = vdev::proto::kDefaultSocketPath;
   std::string state_path = "/var/lib/vdev/vdevd.state";
   std::string group_name;
-  enum {
-    kHostMac = 256, kFrames, kFrameSize, kRingSize, kPortRing, kBatch, kTxBudget, kCompletion,
-    kIdleSpin, kFdbAging, kFdbSize, kStatsJson, kNoSocket, kState, kNoState, kFdbPortLimit,
-    kFdbHold, kMaxInflight, kFastPath, kNoFastPath, kBusyPoll, kNoFastRx
-  };
-  static const struct option opts[] = {
-      {"port", required_argument, nullptr, 'p'},
-      {"mode", required_argument, nullptr, 'm'},
-      {"xdp-mode", required_argument, nullptr, 'x'},
-      {"force", no_argument, nullptr, 'f'},
-      {"host-mac", required_argument, nullptr, kHostMac},
-      {"frames", required_argument, nullptr, kFrames},
-      {"frame-size", required_argument, nullptr, kFrameSize},
-      {"ring-size", required_argument, nullptr, kRingSize},
-      {"port-ring", required_argument, nullptr, kPortRing},
-      {"batch", required_argument, nullptr, kBatch},
-      {"tx-budget", required_argument, nullptr, kTxBudget},
-      {"completion", required_argument, nullptr, kCompletion},
-      {"idle-spin-us", required_argument, nullptr, kIdleSpin},
-      {"fdb-aging", required_argument, nullptr, kFdbAging},
-      {"fdb-size", required_argument, nullptr, kFdbSize},
-      {"fdb-port-limit", required_argument, nullptr, kFdbPortLimit},
-      {"fdb-hold-ms", required_argument, nullptr, kFdbHold},
-      {"max-inflight", required_argument, nullptr, kMaxInflight},
-      {"fast-path", no_argument, nullptr, kFastPath},
-      {"no-fast-path", no_argument, nullptr, kNoFastPath},
-      {"no-fast-rx", required_argument, nullptr, kNoFastRx},
-      {"busy-poll", required_argument, nullptr, kBusyPoll},
-      {"stats-json", required_argument, nullptr, kStatsJson},
-      {"socket", required_argument, nullptr, 's'},
-      {"no-socket", no_argument, nullptr, kNoSocket},
-      {"group", required_argument, nullptr, 'g'},
-      {"state", required_argument, nullptr, kState},
-      {"no-state", no_argument, nullptr, kNoState},
-      {"verbose", no_argument, nullptr, 'v'},
-      {"version", no_argument, nullptr, 'V'},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0},
-  };
-  int c;
-  uint32_t v = 0;
-  while ((c = getopt_long(argc, argv, "p:m:x:fs:g:vVh", opts, nullptr)) != -1) {
-    switch (c) {
-      case 'p': ports.emplace_back(optarg); break;
-      case 'm':
-        if (!std::strcmp(optarg, "switch")) cfg.mode = vdev::datapath::SwitchMode::kSwitch;
-        else if (!std::strcmp(optarg, "xconnect")) cfg.mode = vdev::datapath::SwitchMode::kXconnect;
-        else usageError(std::string("unknown mode '") + optarg + "' (switch or xconnect)");
-        break;
-      case 'x':
-        if (!std::strcmp(optarg, "native")) cfg.port.xdp_mode = vdev::datapath::XdpMode::kNative;
-        else if (!std::strcmp(optarg, "generic")) cfg.port.xdp_mode = vdev::datapath::XdpMode::kGeneric;
-        else if (!std::strcmp(optarg, "auto")) cfg.port.xdp_mode = vdev::datapath::XdpMode::kAuto;
-        else usageError(std::string("unknown XDP mode '") + optarg + "' (native, generic or auto)");
-        break;
-      case 'f': cfg.port.force = true; break;
-      case kHostMac: {
-        std::array<uint8_t, 6> mac;
-        if (!parseMac(optarg, mac)) usageError(std::string("invalid MAC address '") + optarg + "'");
-        cfg.host_macs.push_back(mac);
-        break;
-      }
-      case kFrames:
-        if (!parseU32(optarg, 512, 1u << 22, cfg.frames)) usageError("--frames must be 512..4194304");
-        break;
-      case kFrameSize:
-        if (!parseU32(optarg, 2048, 4096, cfg.frame_size) || (cfg.frame_size != 2048 && cfg.frame_size != 4096))
-          usageError("--frame-size must be 2048 or 4096");
-        break;
-      case kRingSize:
-        if (!parseU32(optarg, 64, 16384, v) || (v & (v - 1)))
-          usageError("--ring-size must be a power of two, 64..16384");
-        cfg.port.xsk.rx_size = cfg.port.xsk.tx_size = cfg.port.xsk.comp_size = v;
-        cfg.port.xsk.fill_size = 2 * v;
-        break;
-      case kPortRing:
-        if (!parseU32(optarg, 1, 1u << 20, cfg.port.ring_capacity)) usageError("--port-ring must be 1..1048576");
-        break;
-      case kBatch:
-        if (!parseU32(optarg, 1, 256, cfg.port.batch)) usageError("--batch must be 1..256");
-        break;
-      case kTxBudget:
-        if (!parseU32(optarg, 0, 16384, cfg.port.xsk.tx_budget)) usageError("--tx-budget must be 0..16384");
-        tx_budget_given = true;
-        break;
-      case kCompletion:
-        if (!std::strcmp(optarg, "eager")) {
-          cfg.port.completion = vdev::datapath::CompletionMode::kEager;
-        } else if (!std::strncmp(optarg, "lazy", 4) && (optarg[4] == 0 || optarg[4] == ':')) {
-          cfg.port.completion = vdev::datapath::CompletionMode::kLazy;
-          if (optarg[4] == ':' && !parseU32(optarg + 5, 1, 1u << 20, cfg.port.lazy_threshold))
-            usageError("--completion lazy:N needs N in 1..1048576");
-        } else {
-          usageError(std::string("unknown completion mode '") + optarg + "' (eager or lazy[:N])");
-        }
-        break;
-      case kIdleSpin:
-        if (!parseU32(optarg, 0, 1000000, v)) usageError("--idle-spin-us must be 0..1000000");
-        cfg.idle_spin_ns = uint64_t(v) * 1000;
-        break;
-      case kFdbAging:
-        if (!parseU32(optarg, 1, 1000000, v)) usageError("--fdb-aging must be 1..1000000 seconds");
-        cfg.fdb_ageing_ns = uint64_t(v) * 1000000000ull;
-        break;
-      case kFdbSize:
-        if (!parseU32(optarg, 16, 1u << 20, cfg.fdb_size)) usageError("--fdb-size must be 16..1048576");
-        break;
-      case kFdbPortLimit:
-        if (!parseU32(optarg, 0, 1u << 20, cfg.fdb_max_per_port))
-          usageError("--fdb-port-limit must be 0..1048576 (0: no limit)");
-        break;
-      case kFdbHold:
-        if (!parseU32(optarg, 0, 3600000, v)) usageError("--fdb-hold-ms must be 0..3600000");
-        cfg.fdb_hold_ns = uint64_t(v) * 1000000ull;
-        break;
-      case kFastPath: cfg.fast_path = cfg.fast_path_required = true; break;
-      case kNoFastPath: cfg.fast_path = cfg.fast_path_required = false; break;
-      case kNoFastRx: no_fast_rx.emplace_back(optarg); break;
-      case kBusyPoll:
-        if (!parseU32(optarg, 0, 10000, cfg.port.xsk.busy_poll_us)) usageError("--busy-poll must be 0..10000");
-        break;
-      case kMaxInflight:
-        if (!parseU32(optarg, 1, 1u << 24, cfg.max_inflight)) usageError("--max-inflight must be 1..16777216");
-        break;
-      case kStatsJson: json_path = optarg; break;
-      case 's': socket_path = optarg; break;
-      case kNoSocket: socket_path.clear(); break;
-      case 'g': group_name = optarg; break;
-      case kState: state_path = optarg; break;
-      case kNoState: state_path.clear(); break;
-      case 'v': verbose = true; break;
-      case 'V': std::printf("vdevd %s\n", VDEV_VERSION); return 0;
-      case 'h': std::fputs(kUsage, stdout); return 0;
-      default: usageError("bad option");
-    }
-  }
-  if (optind < argc) usageError(std::string("unexpected argument '") + argv[optind] + "'");
-  // Checked after every option is read: --no-fast-rx may come before its --port.
-  for (const auto& n : no_fast_rx)
-    if (std::find(ports.begin(), ports.end(), n) == ports.end())
-      usageError("--no-fast-rx " + n + ": not a port given with --port (ports added with vdevctl take \"fast-rx off\")");
-  if (ports.empty() && socket_path.empty())
-    usageError("no ports and no control socket: give --port IFNAME, or leave the socket on");
-  if (cfg.mode == vdev::datapath::SwitchMode::kXconnect && ports.size() != 2 && !ports.empty())
-    usageError("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
+  namespace cli = vdev::cli;
+  using cli::Arg;
+  const cli::Parser parser({"vdevd", kUsage}, {
+      {"port", 'p', Arg::kRequired, [&](std::string_view v) { ports.emplace_back(v); }},
+      {"mode", 'm', Arg::kRequired, [&](std::string_view v) {
+         if (v == "switch") cfg.mode = vdev::datapath::SwitchMode::kSwitch;
+         else if (v == "xconnect") cfg.mode = vdev::datapath::SwitchMode::kXconnect;
+         else cli::fail("unknown mode '" + std::string(v) + "' (switch or xconnect)");
+       }},
+      {"xdp-mode", 'x', Arg::kRequired, [&](std::string_view v) {
+         if (v == "native") cfg.port.xdp_mode = vdev::datapath::XdpMode::kNative;
+         else if (v == "generic") cfg.port.xdp_mode = vdev::datapath::XdpMode::kGeneric;
+         else if (v == "auto") cfg.port.xdp_mode = vdev::datapath::XdpMode::kAuto;
+         else cli::fail("unknown XDP mode '" + std::string(v) + "' (native, generic or auto)");
+       }},
+      {"force", 'f', Arg::kNone, [&](std::string_view) { cfg.port.force = true; }},
+      {"host-mac", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.host_macs.push_back(cli::mac(v, "invalid MAC address '" + std::string(v) + "'"));
+       }},
+      {"frames", 0, Arg::kRequired,
+       [&](std::string_view v) { cfg.frames = cli::u32(v, 512, 1u << 22, "--frames must be 512..4194304"); }},
+      {"frame-size", 0, Arg::kRequired, [&](std::string_view v) {
+         const auto n = vdev::parseU32(v, 2048, 4096);
+         if (!n || (*n != 2048 && *n != 4096)) cli::fail("--frame-size must be 2048 or 4096");
+         cfg.frame_size = *n;
+       }},
+      {"ring-size", 0, Arg::kRequired, [&](std::string_view v) {
+         const auto n = vdev::parseU32(v, 64, 16384);
+         if (!n || (*n & (*n - 1))) cli::fail("--ring-size must be a power of two, 64..16384");
+         cfg.port.xsk.rx_size = cfg.port.xsk.tx_size = cfg.port.xsk.comp_size = *n;
+         cfg.port.xsk.fill_size = 2 * *n;
+       }},
+      {"port-ring", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.port.ring_capacity = cli::u32(v, 1, 1u << 20, "--port-ring must be 1..1048576");
+       }},
+      {"batch", 0, Arg::kRequired,
+       [&](std::string_view v) { cfg.port.batch = cli::u32(v, 1, 256, "--batch must be 1..256"); }},
+      {"tx-budget", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.port.xsk.tx_budget = cli::u32(v, 0, 16384, "--tx-budget must be 0..16384");
+         tx_budget_given = true;
+       }},
+      {"completion", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "eager") {
+           cfg.port.completion = vdev::datapath::CompletionMode::kEager;
+         } else if (v == "lazy" || v.starts_with("lazy:")) {
+           cfg.port.completion = vdev::datapath::CompletionMode::kLazy;
+           if (v.size() > 4)
+             cfg.port.lazy_threshold = cli::u32(v.substr(5), 1, 1u << 20, "--completion lazy:N needs N in 1..1048576");
+         } else {
+           cli::fail("unknown completion mode '" + std::string(v) + "' (eager or lazy[:N])");
+         }
+       }},
+      {"idle-spin-us", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.idle_spin_ns = uint64_t(cli::u32(v, 0, 1000000, "--idle-spin-us must be 0..1000000")) * 1000;
+       }},
+      {"fdb-aging", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.fdb_ageing_ns =
+             uint64_t(cli::u32(v, 1, 1000000, "--fdb-aging must be 1..1000000 seconds")) * 1000000000ull;
+       }},
+      {"fdb-size", 0, Arg::kRequired,
+       [&](std::string_view v) { cfg.fdb_size = cli::u32(v, 16, 1u << 20, "--fdb-size must be 16..1048576"); }},
+      {"fdb-port-limit", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.fdb_max_per_port = cli::u32(v, 0, 1u << 20, "--fdb-port-limit must be 0..1048576 (0: no limit)");
+       }},
+      {"fdb-hold-ms", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.fdb_hold_ns = uint64_t(cli::u32(v, 0, 3600000, "--fdb-hold-ms must be 0..3600000")) * 1000000ull;
+       }},
+      {"max-inflight", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.max_inflight = cli::u32(v, 1, 1u << 24, "--max-inflight must be 1..16777216");
+       }},
+      {"fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = true; }},
+      {"no-fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = false; }},
+      {"no-fast-rx", 0, Arg::kRequired, [&](std::string_view v) { no_fast_rx.emplace_back(v); }},
+      {"busy-poll", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
+       }},
+      {"stats-json", 0, Arg::kRequired, [&](std::string_view v) { json_path = v; }},
+      {"socket", 's', Arg::kRequired, [&](std::string_view v) { socket_path = v; }},
+      {"no-socket", 0, Arg::kNone, [&](std::string_view) { socket_path.clear(); }},
+      {"group", 'g', Arg::kRequired, [&](std::string_view v) { group_name = v; }},
+      {"state", 0, Arg::kRequired, [&](std::string_view v) { state_path = v; }},
+      {"no-state", 0, Arg::kNone, [&](std::string_view) { state_path.clear(); }},
+      {"verbose", 'v', Arg::kNone, [&](std::string_view) { verbose = true; }},
+  });
+  parser.parseOrExit(argc, argv, [&](const std::vector<std::string>&) {
+    // After every option is read: --no-fast-rx may come before its --port.
+    for (const auto& n : no_fast_rx)
+      if (std::find(ports.begin(), ports.end(), n) == ports.end())
+        cli::fail("--no-fast-rx " + n + ": not a port given with --port (ports added with vdevctl take \"fast-rx off\")");
+    if (ports.empty() && socket_path.empty())
+      cli::fail("no ports and no control socket: give --port IFNAME, or leave the socket on");
+    if (cfg.mode == vdev::datapath::SwitchMode::kXconnect && ports.size() != 2 && !ports.empty())
+      cli::fail("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
+  });
   if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
   cfg.port.xsk.busy_poll_budget = cfg.port.batch;
   uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;

@@ -465,17 +465,13 @@ Result<LinkState> getLink(const std::string& name, const NetnsRef& netns) {
   if (!netns.isCurrent()) what += " in " + netns.describe();
   if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
 
-  Result<RtnlSocket> sk = Error{};
-  if (netns.isCurrent()) {
-    sk = RtnlSocket::open();
-  } else {
-    auto fd = netns.open();
-    if (!fd) return withContext(fd.error(), what);
-    FileDesc nsfd(*fd);
-    sk = RtnlSocket::openInNetns(nsfd.get(), netns.describe());
-  }
+  auto sk = RtnlSocket::open(netns);
   if (!sk) return withContext(sk.error(), what);
-  auto link = getKernelLink(*sk, name, what);
+  return detail::getLinkState(*sk, name, what);
+}
+
+Result<LinkState> detail::getLinkState(RtnlSocket& sk, const std::string& name, const std::string& what) {
+  auto link = getKernelLink(sk, name, what);
   if (!link) return link.error();
   return stateOf(link->get());
 }

@@ -1,5 +1,6 @@
 #include "socket.h"
 
+#include "base/fd.h"
 #include "base/netns.h"
 
 #include <linux/netlink.h>
@@ -117,6 +118,14 @@ Result<RtnlSocket> RtnlSocket::openInNetns(int nsfd, const std::string& nsDesc) 
   // A netlink socket belongs to the namespace it was created in for its
   // whole life: create it there (base/netns.h), use it from here.
   return runInNetns(nsfd, nsDesc, [] { return open(); });
+}
+
+Result<RtnlSocket> RtnlSocket::open(const NetnsRef& netns) {
+  if (netns.isCurrent()) return open();
+  auto fd = netns.open();
+  if (!fd) return fd.error();
+  FileDesc nsfd(*fd);
+  return openInNetns(nsfd.get(), netns.describe());
 }
 
 Result<LinkPtr> getKernelLink(RtnlSocket& sk, const std::string& name, const std::string& what) {

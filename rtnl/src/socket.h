@@ -4,13 +4,16 @@
 
 #include <netlink/cache.h>
 #include <netlink/netlink.h>
+#include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/route.h>
 
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "base/result.h"
+#include "rtnl/link.h"
 
 namespace vdev::rtnl::detail {
 
@@ -31,10 +34,18 @@ struct AddrDeleter {
 struct CacheDeleter {
   void operator()(nl_cache* c) const noexcept { nl_cache_free(c); }
 };
+struct RtAddrDeleter {
+  void operator()(rtnl_addr* a) const noexcept { rtnl_addr_put(a); }
+};
+struct RouteDeleter {
+  void operator()(rtnl_route* r) const noexcept { rtnl_route_put(r); }
+};
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
 using LinkPtr = std::unique_ptr<rtnl_link, LinkDeleter>;
 using AddrPtr = std::unique_ptr<nl_addr, AddrDeleter>;
 using CachePtr = std::unique_ptr<nl_cache, CacheDeleter>;
+using RtAddrPtr = std::unique_ptr<rtnl_addr, RtAddrDeleter>;  // an IP address (rtnl_addr)
+using RoutePtr = std::unique_ptr<rtnl_route, RouteDeleter>;
 
 // The errno closest to a libnl NLE_* code (positive or negative), for errors
 // the kernel did not report itself (EIO for libnl-internal failures).
@@ -59,6 +70,9 @@ class RtnlSocket {
   // opens the socket and exits; the socket stays bound to that namespace.
   // Needs CAP_SYS_ADMIN. The calling thread is never moved.
   static Result<RtnlSocket> openInNetns(int nsfd, const std::string& nsDesc);
+  // open() for NetnsRef::current(), else openInNetns() on netns.open().
+  // Errors: also those of NetnsRef::open().
+  static Result<RtnlSocket> open(const NetnsRef& netns);
 
   nl_sock* get() const { return s_->sock.get(); }
 
@@ -89,5 +103,7 @@ class RtnlSocket {
 
 // rtnl_link_get_kernel by name, as an owned object. Errors: ENODEV.
 Result<LinkPtr> getKernelLink(RtnlSocket& sk, const std::string& name, const std::string& what);
+// The same, as the public LinkState (link.cpp). Errors: ENODEV.
+Result<LinkState> getLinkState(RtnlSocket& sk, const std::string& name, const std::string& what);
 
 }  // namespace vdev::rtnl::detail

@@ -6,8 +6,8 @@
 // guest: frames the host transmits on the tap are what this process reads, and
 // what it writes is what the host receives on the tap.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <linux/if_tun.h>
 #include <net/if.h>  // and not <linux/if.h>: the two clash
 #include <poll.h>
@@ -25,8 +25,10 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/cli.h"
 #include "test_frame.h"
 
 namespace {
@@ -47,7 +49,8 @@ DESCRIPTION
     reads; frames vdev-vm writes are what the host receives on the tap.
 
     Once the tap is open, vdev-vm prints "vdev-vm: ready" on stdout.
-    It stops on SIGTERM or SIGINT and exits 0, or 1 on an error.
+    It stops on SIGTERM or SIGINT and exits 0, or 1 on an error; bad usage
+    exits 2.
 
 OPTIONS
     -t, --tap NAME     the tap device (at most 15 characters)
@@ -58,6 +61,7 @@ OPTIONS
                        "ip tuntap add mode tap name NAME [multi_queue]").
     -m, --mac MAC      with --create: the tap's host-side MAC address
     -q, --queues N     open N queues (1..16, default 1)
+    -V, --version      print vdev-vm's version
     -h, --help         this text
 
 COMMANDS
@@ -98,25 +102,14 @@ EXAMPLES
   std::exit(1);
 }
 
-[[noreturn]] void usageError(const std::string& msg) {
-  std::fprintf(stderr, "vdev-vm: %s\nTry 'vdev-vm --help'.\n", msg.c_str());
-  std::exit(1);
+// A number option's value, or a usage error naming the option and the range.
+uint64_t number(std::string_view v, const char* what, uint64_t lo, uint64_t hi) {
+  return vdev::cli::u64(v, lo, hi, std::string("invalid ") + what + " '" + std::string(v) + "' (" +
+                                       std::to_string(lo) + ".." + std::to_string(hi) + ")");
 }
 
-uint64_t parseNumber(const char* s, const char* what, uint64_t lo, uint64_t hi) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(s, &end, 0);
-  if (errno || end == s || *end || v < lo || v > hi || s[0] == '-')
-    usageError(std::string("invalid ") + what + " '" + s + "' (" + std::to_string(lo) + ".." +
-               std::to_string(hi) + ")");
-  return v;
-}
-
-tf::Mac parseMacArg(const char* s, const char* what) {
-  tf::Mac m;
-  if (!tf::parseMac(s, m)) usageError(std::string("invalid ") + what + " MAC '" + s + "'");
-  return m;
+tf::Mac macArg(std::string_view v, const char* what) {
+  return vdev::cli::mac(v, std::string("invalid ") + what + " MAC '" + std::string(v) + "'");
 }
 
 struct Options {
@@ -367,70 +360,63 @@ int runSend(const Options& o, const std::vector<int>& queues) {
 }
 
 Options parseArgs(int argc, char** argv) {
+  namespace cli = vdev::cli;
+  using cli::Arg;
   Options o;
   o.spec.flow = 1;
-  enum { kDst = 256, kSrc, kCount, kSize, kFlow, kUdp, kInterval, kGuestMac, kIp };
-  static const struct option longOpts[] = {
-      {"tap", required_argument, nullptr, 't'},
-      {"create", no_argument, nullptr, 'c'},
-      {"mac", required_argument, nullptr, 'm'},
-      {"queues", required_argument, nullptr, 'q'},
-      {"help", no_argument, nullptr, 'h'},
-      {"dst", required_argument, nullptr, kDst},
-      {"src", required_argument, nullptr, kSrc},
-      {"count", required_argument, nullptr, kCount},
-      {"size", required_argument, nullptr, kSize},
-      {"flow", required_argument, nullptr, kFlow},
-      {"udp", no_argument, nullptr, kUdp},
-      {"interval", required_argument, nullptr, kInterval},
-      {"guest-mac", required_argument, nullptr, kGuestMac},
-      {"ip", required_argument, nullptr, kIp},
-      {nullptr, 0, nullptr, 0},
-  };
   // Options may come before or after the command (GNU getopt permutes).
-  int c;
-  while ((c = getopt_long(argc, argv, "t:cm:q:h", longOpts, nullptr)) != -1) {
-    switch (c) {
-      case 't': o.tap = optarg; break;
-      case 'c': o.create = true; break;
-      case 'm': o.mac = parseMacArg(optarg, "--mac"); o.haveMac = true; break;
-      case 'q': o.queues = unsigned(parseNumber(optarg, "--queues", 1, 16)); break;
-      case 'h': std::fputs(kUsage, stdout); std::exit(0);
-      case kDst: o.spec.dst = parseMacArg(optarg, "--dst"); o.haveDst = true; break;
-      case kSrc: o.spec.src = parseMacArg(optarg, "--src"); o.haveSrc = true; break;
-      case kCount: o.count = parseNumber(optarg, "--count", 0, UINT64_MAX); o.haveCount = true; break;
-      case kSize: o.spec.size = parseNumber(optarg, "--size", 60, tf::kMaxSize); break;
-      case kFlow: o.spec.flow = uint32_t(parseNumber(optarg, "--flow", 0, UINT32_MAX)); break;
-      case kUdp: o.spec.kind = tf::Kind::kIpv4Udp; break;
-      case kInterval: o.intervalUs = parseNumber(optarg, "--interval", 0, 10000000); break;
-      case kGuestMac: o.guestMac = parseMacArg(optarg, "--guest-mac"); o.haveGuestMac = true; break;
-      case kIp: {
-        unsigned b[4];
-        char tail;
-        if (std::sscanf(optarg, "%u.%u.%u.%u%c", &b[0], &b[1], &b[2], &b[3], &tail) != 4 ||
-            b[0] > 255 || b[1] > 255 || b[2] > 255 || b[3] > 255)
-          usageError(std::string("invalid --ip '") + optarg + "'");
-        for (int k = 0; k < 4; k++) o.ip[k] = uint8_t(b[k]);
-        o.haveIp = true;
-        break;
-      }
-      default: usageError("invalid option");
+  const cli::Parser parser({"vdev-vm", kUsage, cli::Operands::kAny}, {
+      {"tap", 't', Arg::kRequired, [&](std::string_view v) { o.tap = v; }},
+      {"create", 'c', Arg::kNone, [&](std::string_view) { o.create = true; }},
+      {"mac", 'm', Arg::kRequired, [&](std::string_view v) {
+         o.mac = macArg(v, "--mac");
+         o.haveMac = true;
+       }},
+      {"queues", 'q', Arg::kRequired, [&](std::string_view v) { o.queues = unsigned(number(v, "--queues", 1, 16)); }},
+      {"dst", 0, Arg::kRequired, [&](std::string_view v) {
+         o.spec.dst = macArg(v, "--dst");
+         o.haveDst = true;
+       }},
+      {"src", 0, Arg::kRequired, [&](std::string_view v) {
+         o.spec.src = macArg(v, "--src");
+         o.haveSrc = true;
+       }},
+      {"count", 0, Arg::kRequired, [&](std::string_view v) {
+         o.count = number(v, "--count", 0, UINT64_MAX);
+         o.haveCount = true;
+       }},
+      {"size", 0, Arg::kRequired, [&](std::string_view v) { o.spec.size = number(v, "--size", 60, tf::kMaxSize); }},
+      {"flow", 0, Arg::kRequired,
+       [&](std::string_view v) { o.spec.flow = uint32_t(number(v, "--flow", 0, UINT32_MAX)); }},
+      {"udp", 0, Arg::kNone, [&](std::string_view) { o.spec.kind = tf::Kind::kIpv4Udp; }},
+      {"interval", 0, Arg::kRequired,
+       [&](std::string_view v) { o.intervalUs = number(v, "--interval", 0, 10000000); }},
+      {"guest-mac", 0, Arg::kRequired, [&](std::string_view v) {
+         o.guestMac = macArg(v, "--guest-mac");
+         o.haveGuestMac = true;
+       }},
+      {"ip", 0, Arg::kRequired, [&](std::string_view v) {
+         const std::string s(v);
+         if (::inet_pton(AF_INET, s.c_str(), o.ip) != 1) cli::fail("invalid --ip '" + s + "'");
+         o.haveIp = true;
+       }},
+  });
+  parser.parseOrExit(argc, argv, [&](const std::vector<std::string>& rest) {
+    if (rest.size() != 1) cli::fail(rest.empty() ? "missing command" : "one command expected");
+    o.command = rest.front();
+    if (o.tap.empty()) cli::fail("--tap NAME is required");
+    if (o.tap.size() >= IFNAMSIZ) cli::fail("tap name longer than 15 characters");
+    if (o.haveMac && !o.create) cli::fail("--mac needs --create");
+    if (o.command == "send") {
+      if (!o.haveDst || !o.haveSrc || !o.haveCount) cli::fail("send needs --dst, --src and --count");
+    } else if (o.command == "respond") {
+      if (!o.haveGuestMac || !o.haveIp) cli::fail("respond needs --guest-mac and --ip");
+      if (o.haveMac && o.mac == o.guestMac)
+        cli::fail("--guest-mac must differ from the tap's own --mac (frames to that go to the host)");
+    } else if (o.command != "echo" && o.command != "sink") {
+      cli::fail("unknown command '" + o.command + "'");
     }
-  }
-  if (optind != argc - 1) usageError(optind == argc ? "missing command" : "one command expected");
-  o.command = argv[optind];
-  if (o.tap.empty()) usageError("--tap NAME is required");
-  if (o.tap.size() >= IFNAMSIZ) usageError("tap name longer than 15 characters");
-  if (o.haveMac && !o.create) usageError("--mac needs --create");
-  if (o.command == "send") {
-    if (!o.haveDst || !o.haveSrc || !o.haveCount) usageError("send needs --dst, --src and --count");
-  } else if (o.command == "respond") {
-    if (!o.haveGuestMac || !o.haveIp) usageError("respond needs --guest-mac and --ip");
-    if (o.haveMac && o.mac == o.guestMac)
-      usageError("--guest-mac must differ from the tap's own --mac (frames to that go to the host)");
-  } else if (o.command != "echo" && o.command != "sink") {
-    usageError("unknown command '" + o.command + "'");
-  }
+  });
   return o;
 }
 

@@ -21,4 +21,9 @@ inline std::optional<uint32_t> parseU32(std::string_view s, uint32_t lo = 0,
   return static_cast<uint32_t>(*v);
 }
 
+// A finite decimal number ("2", "0.5", "1e-3", "-1.5") inside [lo, hi]: the
+// whole text, no leading '+' or space, no hex, no inf or nan. Durations,
+// fractions and rates on command lines.
+std::optional<double> parseDouble(std::string_view s, double lo, double hi);
+
 }  // namespace vdev

@@ -166,8 +166,7 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
 
 int main(int argc, char** argv) {
   Options o;
-  int code = 0;
-  if (!parseOptions(argc, argv, &o, &code)) return code;
+  if (const auto code = parseOptions(argc, argv, &o)) return *code;
   setVerbose(o.verbose);
 
   if (geteuid() != 0) {

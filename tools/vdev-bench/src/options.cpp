@@ -1,15 +1,18 @@
 // options.cpp - see options.h.
 #include "options.h"
 
-#include <getopt.h>
-
-#include <cstdlib>
 #include <sstream>
+#include <string_view>
 
+#include "base/cli.h"
+#include "base/parse.h"
 #include "datapath.h"
 #include "frame.h"
 
 namespace vdev::bench {
+
+namespace cli = vdev::cli;
+using cli::Arg;
 
 const char* napiTimingName(NapiTiming t) {
   switch (t) {
@@ -29,9 +32,9 @@ const char* latencyModeName(LatencyMode m) {
   return "?";
 }
 
-void printUsage(FILE* f) {
-  fputs(
-      R"(NAME
+namespace {
+
+constexpr const char kHelp[] = R"(NAME
     vdev-bench - forwarding benchmark: vdevd against the Linux bridge and kernel XDP redirect
 
 SYNOPSIS
@@ -133,9 +136,9 @@ OPTIONS
                           on while paced (--rate, --find-rate), which needs its CPU; on: for
                           every measurement, on a shared machine. Rates are unaffected, but
                           on Linux 6.18 the run times in /proc/TID/schedstat were wrong for
-                          boosted threads sharing a CPU with an RT task (the tap reader:
-                          0.11 s/s reported where perf sampled 0.33): the CPU split of
-                          veth-tap runs is not to be trusted with --boost on.
+                          boosted threads sharing a CPU with an RT task (the tap reader;
+                          docs/performance.md): the CPU split of veth-tap runs is not to be
+                          trusted with --boost on.
         --dp-prio N       run vdevd at SCHED_FIFO priority N (default 0: SCHED_OTHER, as
                           installed), as a unit with CPUSchedulingPolicy=fifo would. A
                           vdevd at normal priority shares its CPU with whatever else runs
@@ -160,8 +163,9 @@ OPTIONS
                           threaded" keeps the sink's receive work off the datapath CPU while
                           the ports' NAPI stays in softirq. Needs --sink xdp: with the tc
                           sink, skbs reach Ps through the per-CPU backlog whatever its NAPI.
-        --gen-threads N   generator threads calling BPF_PROG_RUN (default 2; 1 shows the
-                          ~25 ms gap per call).
+        --gen-threads N   generator threads calling BPF_PROG_RUN (default 2; with 1 the
+                          offered load has a gap while each call sets up and tears down its
+                          page pool, see docs/performance.md).
         --repeat N        frames per BPF_PROG_RUN call (default 2000000).
         --batch N         frames per kernel batch inside a call, 1..256 (default 64).
         --sport-count N   vary the UDP source port over N values, per frame (default off).
@@ -171,10 +175,11 @@ OPTIONS
                           when to time the NAPI polls that run in softirq (BPF programs on
                           the softirq_entry/softirq_exit/napi_poll tracepoints; this is what
                           splits softirq work between datapath, generator and sink). They
-                          cost ~0.25 us per NET_RX softirq, and copy-mode AF_XDP transmit
+                          cost time in every NET_RX softirq, and copy-mode AF_XDP transmit
                           into a veth without NAPI (vdevd -> tc sink) raises one softirq
                           per frame: attached during the measurement they slow vdevd down
-                          by a third. split (default): not during the measured window; they
+                          (by how much: docs/performance.md, CPU accounting).
+                          split (default): not during the measured window; they
                           are attached for a CPU window (--cpu-window) right after it, and
                           the CPU figures come from that window. on: attached throughout,
                           CPU figures from the measured window (rates are then lower).
@@ -234,6 +239,7 @@ OPTIONS
         --max-trials N    trials per search at most (default 12).
 
     -v, --verbose         log every command and vdevd's output on stderr.
+    -V, --version         print vdev-bench's version.
     -h, --help            this text.
 
 OUTPUT
@@ -265,353 +271,182 @@ EXAMPLES
 
 SEE ALSO
     docs/performance.md (method and results), docs/vdevd.md
-)",
-      f);
-}
-
-namespace {
-
-bool parseDouble(const char* s, double lo, double hi, double* out) {
-  char* end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || end == s || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parseInt(const char* s, long lo, long hi, long* out) {
-  char* end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || end == s || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-enum LongOnly {
-  kVdevd = 256,
-  kVdevdArg,
-  kGenCpu,
-  kDpCpu,
-  kSinkCpu,
-  kNapi,
-  kSinkPrio,
-  kSinkNapi,
-  kGenThreads,
-  kRepeat,
-  kBatch,
-  kSportCount,
-  kGapFraction,
-  kTimeline,
-  kSink,
-  kNapiTiming,
-  kCpuWindow,
-  kBridgeNfCall,
-  kRate,
-  kPaceBatch,
-  kTapWriters,
-  kLatency,
-  kLatSamples,
-  kLatInterval,
-  kLatPauseSamples,
-  kLatPause,
-  kLatPrio,
-  kLatTimeout,
-  kFindRate,
-  kLossMax,
-  kTrial,
-  kResolution,
-  kMaxTrials,
-  kDpPrio,
-  kLatUdpChecksum,
-  kBoost,
-};
+)";
 
 // A rate with an optional k/M suffix: "1500000", "1.5M", "800k".
-bool parseRate(const char* s, uint64_t* out) {
-  char* end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0) return false;
-  if (*end == 'k' || *end == 'K') {
-    v *= 1e3;
-    ++end;
-  } else if (*end == 'M' || *end == 'm') {
-    v *= 1e6;
-    ++end;
-  }
-  if (*end || v > 100e6) return false;
-  *out = static_cast<uint64_t>(v);
-  return true;
+std::optional<uint64_t> parseRate(std::string_view s) {
+  double unit = 1;
+  if (!s.empty() && (s.back() == 'k' || s.back() == 'K')) unit = 1e3;
+  if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) unit = 1e6;
+  if (unit != 1) s.remove_suffix(1);
+  const auto v = parseDouble(s, 0, 100e6 / unit);
+  if (!v) return std::nullopt;
+  return static_cast<uint64_t>(*v * unit);
 }
 
 }  // namespace
 
-bool parseOptions(int argc, char** argv, Options* o, int* exitCode) {
+std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   for (int i = 0; i < argc; ++i) o->argv.emplace_back(argv[i]);
-  static const option longOpts[] = {
-      {"scenario", required_argument, nullptr, 's'},
-      {"datapath", required_argument, nullptr, 'd'},
-      {"duration", required_argument, nullptr, 't'},
-      {"warmup", required_argument, nullptr, 'w'},
-      {"runs", required_argument, nullptr, 'n'},
-      {"size", required_argument, nullptr, 'b'},
-      {"frame-size", required_argument, nullptr, 'b'},
-      {"json", no_argument, nullptr, 'j'},
-      {"verbose", no_argument, nullptr, 'v'},
-      {"help", no_argument, nullptr, 'h'},
-      {"vdevd", required_argument, nullptr, kVdevd},
-      {"vdevd-arg", required_argument, nullptr, kVdevdArg},
-      {"gen-cpu", required_argument, nullptr, kGenCpu},
-      {"dp-cpu", required_argument, nullptr, kDpCpu},
-      {"sink-cpu", required_argument, nullptr, kSinkCpu},
-      {"napi", required_argument, nullptr, kNapi},
-      {"sink-prio", required_argument, nullptr, kSinkPrio},
-      {"sink-napi", required_argument, nullptr, kSinkNapi},
-      {"gen-threads", required_argument, nullptr, kGenThreads},
-      {"repeat", required_argument, nullptr, kRepeat},
-      {"batch", required_argument, nullptr, kBatch},
-      {"sport-count", required_argument, nullptr, kSportCount},
-      {"gap-fraction", required_argument, nullptr, kGapFraction},
-      {"timeline", no_argument, nullptr, kTimeline},
-      {"sink", required_argument, nullptr, kSink},
-      {"napi-timing", required_argument, nullptr, kNapiTiming},
-      {"cpu-window", required_argument, nullptr, kCpuWindow},
-      {"bridge-nf-call", required_argument, nullptr, kBridgeNfCall},
-      {"rate", required_argument, nullptr, kRate},
-      {"pace-batch", required_argument, nullptr, kPaceBatch},
-      {"tap-writers", required_argument, nullptr, kTapWriters},
-      {"latency", required_argument, nullptr, kLatency},
-      {"lat-samples", required_argument, nullptr, kLatSamples},
-      {"lat-interval-us", required_argument, nullptr, kLatInterval},
-      {"lat-pause-samples", required_argument, nullptr, kLatPauseSamples},
-      {"lat-pause-ms", required_argument, nullptr, kLatPause},
-      {"lat-prio", required_argument, nullptr, kLatPrio},
-      {"lat-timeout-ms", required_argument, nullptr, kLatTimeout},
-      {"find-rate", no_argument, nullptr, kFindRate},
-      {"loss-max", required_argument, nullptr, kLossMax},
-      {"trial", required_argument, nullptr, kTrial},
-      {"resolution", required_argument, nullptr, kResolution},
-      {"max-trials", required_argument, nullptr, kMaxTrials},
-      {"dp-prio", required_argument, nullptr, kDpPrio},
-      {"lat-udp-checksum", no_argument, nullptr, kLatUdpChecksum},
-      {"boost", required_argument, nullptr, kBoost},
-      {nullptr, 0, nullptr, 0},
+  // Each value's range, in the form every message of this tool has.
+  const auto integer = [](std::string_view v, uint32_t lo, uint32_t hi, const std::string& message) {
+    return cli::u32(v, lo, hi, message);
   };
-  auto usage = [&](const std::string& msg) {
-    fprintf(stderr, "vdev-bench: %s\nTry 'vdev-bench --help'.\n", msg.c_str());
-    *exitCode = 2;
-    return false;
+  const auto seconds = [](std::string_view v, double lo, double hi, const std::string& message) {
+    return cli::number(v, lo, hi, message);
   };
-  int c;
-  long l;
-  double d;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":s:d:t:w:n:b:jvh", longOpts, nullptr)) != -1) {
-    std::string arg = optarg ? optarg : "";
-    switch (c) {
-      case 's':
-        if (!parseScenario(arg, &o->scenario))
-          return usage("unknown scenario '" + arg + "' (veth-veth, veth-tap, tap-veth or switch)");
-        break;
-      case 'd': {
-        o->datapaths.clear();
-        o->datapathsGiven = true;
-        std::stringstream ss(arg);
-        std::string item;
-        while (std::getline(ss, item, ',')) {
-          if (item.empty()) continue;
-          if (!isKnownDatapath(item))
-            return usage("unknown datapath '" + item +
-                           "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect)");
-          o->datapaths.push_back(item);
-        }
-        if (o->datapaths.empty()) return usage("--datapath needs at least one datapath");
-        break;
-      }
-      case 't':
-        if (!parseDouble(optarg, 0.1, 3600, &d)) return usage("--duration: 0.1 .. 3600 seconds");
-        o->duration = d;
-        break;
-      case 'w':
-        if (!parseDouble(optarg, 0, 600, &d)) return usage("--warmup: 0 .. 600 seconds");
-        o->warmup = d;
-        break;
-      case 'n':
-        if (!parseInt(optarg, 1, 1000, &l)) return usage("--runs: 1 .. 1000");
-        o->runs = static_cast<int>(l);
-        break;
-      case 'b':
-        if (!parseInt(optarg, kMinFrameSize, kMaxFrameSize, &l))
-          return usage("--size: " + std::to_string(kMinFrameSize) + " .. " + std::to_string(kMaxFrameSize) +
-                       " (frame size with FCS)");
-        o->frameSize = static_cast<size_t>(l);
-        break;
-      case 'j': o->json = true; break;
-      case 'v': o->verbose = true; break;
-      case 'h':
-        printUsage(stdout);
-        *exitCode = 0;
-        return false;
-      case kVdevd: o->vdevdPath = arg; break;
-      case kVdevdArg: o->vdevdArgs.push_back(arg); break;
-      case kGenCpu:
-        if (!parseInt(optarg, 0, 4095, &l)) return usage("--gen-cpu: a CPU number");
-        o->genCpu = static_cast<int>(l);
-        break;
-      case kDpCpu:
-        if (!parseInt(optarg, 0, 4095, &l)) return usage("--dp-cpu: a CPU number");
-        o->dutCpu = static_cast<int>(l);
-        break;
-      case kSinkCpu:
-        if (!parseInt(optarg, 0, 4095, &l)) return usage("--sink-cpu: a CPU number");
-        o->sinkCpu = static_cast<int>(l);
-        break;
-      case kNapi:
-        if (arg == "threaded") o->napiThreaded = true;
-        else if (arg == "softirq") o->napiThreaded = false;
-        else return usage("--napi: threaded or softirq");
-        break;
-      case kSinkNapi:
-        if (arg == "threaded") o->sinkNapiThreaded = 1;
-        else if (arg == "softirq") o->sinkNapiThreaded = 0;
-        else return usage("--sink-napi: threaded or softirq");
-        break;
-      case kSinkPrio:
-        if (!parseInt(optarg, 0, 99, &l)) return usage("--sink-prio: 0 .. 99");
-        o->sinkPrio = static_cast<int>(l);
-        break;
-      case kGenThreads:
-        if (!parseInt(optarg, 1, 16, &l)) return usage("--gen-threads: 1 .. 16");
-        o->genThreads = static_cast<int>(l);
-        break;
-      case kRepeat:
-        if (!parseInt(optarg, 1000, 1'000'000'000, &l)) return usage("--repeat: 1000 .. 1000000000");
-        o->repeat = static_cast<uint32_t>(l);
-        break;
-      case kBatch:
-        if (!parseInt(optarg, 1, 256, &l)) return usage("--batch: 1 .. 256");
-        o->batch = static_cast<uint32_t>(l);
-        break;
-      case kSportCount:
-        if (!parseInt(optarg, 0, 65535, &l)) return usage("--sport-count: 0 .. 65535");
-        o->sportCount = static_cast<uint32_t>(l);
-        break;
-      case kGapFraction:
-        if (!parseDouble(optarg, 0, 1, &d)) return usage("--gap-fraction: 0 .. 1");
-        o->gapFraction = d;
-        break;
-      case kTimeline: o->timeline = true; break;
-      case kNapiTiming:
-        if (arg == "split") o->napiTiming = NapiTiming::kSplit;
-        else if (arg == "on") o->napiTiming = NapiTiming::kOn;
-        else if (arg == "off") o->napiTiming = NapiTiming::kOff;
-        else return usage("--napi-timing: split, on or off");
-        break;
-      case kBridgeNfCall:
-        if (arg == "on") o->bridgeNfCall = 1;
-        else if (arg == "off") o->bridgeNfCall = 0;
-        else return usage("--bridge-nf-call: on or off");
-        break;
-      case kCpuWindow:
-        if (!parseDouble(optarg, 0.2, 600, &d)) return usage("--cpu-window: 0.2 .. 600 seconds");
-        o->cpuWindow = d;
-        break;
-      case kRate:
-        if (!parseRate(optarg, &o->ratePps)) return usage("--rate: frames per second, e.g. 1500000 or 1.5M");
-        break;
-      case kPaceBatch:
-        if (!parseInt(optarg, 1, 256, &l)) return usage("--pace-batch: 1 .. 256");
-        o->paceBatch = static_cast<uint32_t>(l);
-        break;
-      case kTapWriters:
-        if (!parseInt(optarg, 1, 16, &l)) return usage("--tap-writers: 1 .. 16");
-        o->tapWriters = static_cast<int>(l);
-        break;
-      case kLatency:
-        if (arg == "on") o->latency = LatencyMode::kOn;
-        else if (arg == "off") o->latency = LatencyMode::kOff;
-        else if (arg == "only") o->latency = LatencyMode::kOnly;
-        else return usage("--latency: on, off or only");
-        o->latencyGiven = true;
-        break;
-      case kLatSamples:
-        if (!parseInt(optarg, 1, 1'000'000, &l)) return usage("--lat-samples: 1 .. 1000000");
-        o->latSamples = static_cast<int>(l);
-        break;
-      case kLatInterval:
-        if (!parseInt(optarg, 0, 10'000'000, &l)) return usage("--lat-interval-us: 0 .. 10000000");
-        o->latIntervalS = l * 1e-6;
-        break;
-      case kLatPauseSamples:
-        if (!parseInt(optarg, 0, 100'000, &l)) return usage("--lat-pause-samples: 0 .. 100000");
-        o->latPauseSamples = static_cast<int>(l);
-        break;
-      case kLatPause:
-        if (!parseInt(optarg, 1, 600'000, &l)) return usage("--lat-pause-ms: 1 .. 600000");
-        o->latPauseS = l * 1e-3;
-        break;
-      case kLatPrio:
-        if (!parseInt(optarg, 0, 99, &l)) return usage("--lat-prio: 0 .. 99");
-        o->latPrio = static_cast<int>(l);
-        break;
-      case kLatTimeout:
-        if (!parseInt(optarg, 1, 60'000, &l)) return usage("--lat-timeout-ms: 1 .. 60000");
-        o->latTimeoutS = l * 1e-3;
-        break;
-      case kFindRate: o->findRate = true; break;
-      case kLatUdpChecksum: o->latUdpChecksum = true; break;
-      case kBoost:
-        if (arg == "on") o->boost = 1;
-        else if (arg == "off") o->boost = 0;
-        else if (arg == "auto") o->boost = -1;
-        else return usage("--boost: on, off or auto");
-        break;
-      case kDpPrio:
-        if (!parseInt(optarg, 0, 99, &l)) return usage("--dp-prio: 0 .. 99");
-        o->dpPrio = static_cast<int>(l);
-        break;
-      case kLossMax:
-        if (!parseDouble(optarg, 0, 100, &d)) return usage("--loss-max: 0 .. 100 (%)");
-        o->lossMaxPct = d;
-        break;
-      case kTrial:
-        if (!parseDouble(optarg, 0.1, 600, &d)) return usage("--trial: 0.1 .. 600 seconds");
-        o->trialS = d;
-        break;
-      case kResolution:
-        if (!parseDouble(optarg, 0.001, 0.5, &d)) return usage("--resolution: 0.001 .. 0.5");
-        o->resolution = d;
-        break;
-      case kMaxTrials:
-        if (!parseInt(optarg, 1, 100, &l)) return usage("--max-trials: 1 .. 100");
-        o->maxTrials = static_cast<int>(l);
-        break;
-      case kSink:
-        if (arg == "tc") o->sinkMode = SinkMode::kTc;
-        else if (arg == "xdp") o->sinkMode = SinkMode::kXdp;
-        else return usage("--sink: tc or xdp");
-        break;
-      case ':': return usage(std::string("option '") + argv[optind - 1] + "' needs a value");
-      default: return usage(std::string("unknown option '") + argv[optind - 1] + "'");
+  const auto cpu = [](std::string_view v, const char* what) {
+    return int(cli::u32(v, 0, 4095, std::string(what) + ": a CPU number"));
+  };
+  const auto onOff = [](std::string_view v, const char* message) {
+    if (v == "on") return 1;
+    if (v == "off") return 0;
+    cli::fail(message);
+  };
+  const auto napi = [](std::string_view v, const char* message) {
+    if (v == "threaded") return true;
+    if (v == "softirq") return false;
+    cli::fail(message);
+  };
+  const auto frameSize = [&](std::string_view v) {
+    o->frameSize = integer(v, kMinFrameSize, kMaxFrameSize,
+                           "--size: " + std::to_string(kMinFrameSize) + " .. " + std::to_string(kMaxFrameSize) +
+                               " (frame size with FCS)");
+  };
+  const cli::Parser parser({"vdev-bench", kHelp}, {
+      {"scenario", 's', Arg::kRequired, [&](std::string_view v) {
+         if (!parseScenario(std::string(v), &o->scenario))
+           cli::fail("unknown scenario '" + std::string(v) + "' (veth-veth, veth-tap, tap-veth or switch)");
+       }},
+      {"datapath", 'd', Arg::kRequired, [&](std::string_view v) {
+         o->datapaths.clear();
+         o->datapathsGiven = true;
+         std::stringstream ss{std::string(v)};
+         std::string item;
+         while (std::getline(ss, item, ',')) {
+           if (item.empty()) continue;
+           if (!isKnownDatapath(item))
+             cli::fail("unknown datapath '" + item +
+                       "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect)");
+           o->datapaths.push_back(item);
+         }
+         if (o->datapaths.empty()) cli::fail("--datapath needs at least one datapath");
+       }},
+      {"duration", 't', Arg::kRequired,
+       [&](std::string_view v) { o->duration = seconds(v, 0.1, 3600, "--duration: 0.1 .. 3600 seconds"); }},
+      {"warmup", 'w', Arg::kRequired,
+       [&](std::string_view v) { o->warmup = seconds(v, 0, 600, "--warmup: 0 .. 600 seconds"); }},
+      {"runs", 'n', Arg::kRequired, [&](std::string_view v) { o->runs = int(integer(v, 1, 1000, "--runs: 1 .. 1000")); }},
+      {"size", 'b', Arg::kRequired, frameSize},
+      {"frame-size", 0, Arg::kRequired, frameSize},
+      {"json", 'j', Arg::kNone, [&](std::string_view) { o->json = true; }},
+      {"verbose", 'v', Arg::kNone, [&](std::string_view) { o->verbose = true; }},
+      {"vdevd", 0, Arg::kRequired, [&](std::string_view v) { o->vdevdPath = v; }},
+      {"vdevd-arg", 0, Arg::kRequired, [&](std::string_view v) { o->vdevdArgs.emplace_back(v); }},
+      {"gen-cpu", 0, Arg::kRequired, [&](std::string_view v) { o->genCpu = cpu(v, "--gen-cpu"); }},
+      {"dp-cpu", 0, Arg::kRequired, [&](std::string_view v) { o->dutCpu = cpu(v, "--dp-cpu"); }},
+      {"sink-cpu", 0, Arg::kRequired, [&](std::string_view v) { o->sinkCpu = cpu(v, "--sink-cpu"); }},
+      {"napi", 0, Arg::kRequired,
+       [&](std::string_view v) { o->napiThreaded = napi(v, "--napi: threaded or softirq"); }},
+      {"sink-prio", 0, Arg::kRequired,
+       [&](std::string_view v) { o->sinkPrio = int(integer(v, 0, 99, "--sink-prio: 0 .. 99")); }},
+      {"sink-napi", 0, Arg::kRequired,
+       [&](std::string_view v) { o->sinkNapiThreaded = napi(v, "--sink-napi: threaded or softirq") ? 1 : 0; }},
+      {"gen-threads", 0, Arg::kRequired,
+       [&](std::string_view v) { o->genThreads = int(integer(v, 1, 16, "--gen-threads: 1 .. 16")); }},
+      {"repeat", 0, Arg::kRequired, [&](std::string_view v) {
+         o->repeat = integer(v, 1000, 1'000'000'000, "--repeat: 1000 .. 1000000000");
+       }},
+      {"batch", 0, Arg::kRequired, [&](std::string_view v) { o->batch = integer(v, 1, 256, "--batch: 1 .. 256"); }},
+      {"sport-count", 0, Arg::kRequired,
+       [&](std::string_view v) { o->sportCount = integer(v, 0, 65535, "--sport-count: 0 .. 65535"); }},
+      {"gap-fraction", 0, Arg::kRequired,
+       [&](std::string_view v) { o->gapFraction = seconds(v, 0, 1, "--gap-fraction: 0 .. 1"); }},
+      {"timeline", 0, Arg::kNone, [&](std::string_view) { o->timeline = true; }},
+      {"sink", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "tc") o->sinkMode = SinkMode::kTc;
+         else if (v == "xdp") o->sinkMode = SinkMode::kXdp;
+         else cli::fail("--sink: tc or xdp");
+       }},
+      {"napi-timing", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "split") o->napiTiming = NapiTiming::kSplit;
+         else if (v == "on") o->napiTiming = NapiTiming::kOn;
+         else if (v == "off") o->napiTiming = NapiTiming::kOff;
+         else cli::fail("--napi-timing: split, on or off");
+       }},
+      {"cpu-window", 0, Arg::kRequired,
+       [&](std::string_view v) { o->cpuWindow = seconds(v, 0.2, 600, "--cpu-window: 0.2 .. 600 seconds"); }},
+      {"bridge-nf-call", 0, Arg::kRequired,
+       [&](std::string_view v) { o->bridgeNfCall = onOff(v, "--bridge-nf-call: on or off"); }},
+      {"rate", 0, Arg::kRequired, [&](std::string_view v) {
+         const auto r = parseRate(v);
+         if (!r) cli::fail("--rate: frames per second, e.g. 1500000 or 1.5M");
+         o->ratePps = *r;
+       }},
+      {"pace-batch", 0, Arg::kRequired,
+       [&](std::string_view v) { o->paceBatch = integer(v, 1, 256, "--pace-batch: 1 .. 256"); }},
+      {"tap-writers", 0, Arg::kRequired,
+       [&](std::string_view v) { o->tapWriters = int(integer(v, 1, 16, "--tap-writers: 1 .. 16")); }},
+      {"latency", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "on") o->latency = LatencyMode::kOn;
+         else if (v == "off") o->latency = LatencyMode::kOff;
+         else if (v == "only") o->latency = LatencyMode::kOnly;
+         else cli::fail("--latency: on, off or only");
+         o->latencyGiven = true;
+       }},
+      {"lat-samples", 0, Arg::kRequired, [&](std::string_view v) {
+         o->latSamples = int(integer(v, 1, 1'000'000, "--lat-samples: 1 .. 1000000"));
+       }},
+      {"lat-interval-us", 0, Arg::kRequired, [&](std::string_view v) {
+         o->latIntervalS = integer(v, 0, 10'000'000, "--lat-interval-us: 0 .. 10000000") * 1e-6;
+       }},
+      {"lat-pause-samples", 0, Arg::kRequired, [&](std::string_view v) {
+         o->latPauseSamples = int(integer(v, 0, 100'000, "--lat-pause-samples: 0 .. 100000"));
+       }},
+      {"lat-pause-ms", 0, Arg::kRequired, [&](std::string_view v) {
+         o->latPauseS = integer(v, 1, 600'000, "--lat-pause-ms: 1 .. 600000") * 1e-3;
+       }},
+      {"lat-prio", 0, Arg::kRequired,
+       [&](std::string_view v) { o->latPrio = int(integer(v, 0, 99, "--lat-prio: 0 .. 99")); }},
+      {"lat-timeout-ms", 0, Arg::kRequired, [&](std::string_view v) {
+         o->latTimeoutS = integer(v, 1, 60'000, "--lat-timeout-ms: 1 .. 60000") * 1e-3;
+       }},
+      {"find-rate", 0, Arg::kNone, [&](std::string_view) { o->findRate = true; }},
+      {"loss-max", 0, Arg::kRequired,
+       [&](std::string_view v) { o->lossMaxPct = seconds(v, 0, 100, "--loss-max: 0 .. 100 (%)"); }},
+      {"trial", 0, Arg::kRequired,
+       [&](std::string_view v) { o->trialS = seconds(v, 0.1, 600, "--trial: 0.1 .. 600 seconds"); }},
+      {"resolution", 0, Arg::kRequired,
+       [&](std::string_view v) { o->resolution = seconds(v, 0.001, 0.5, "--resolution: 0.001 .. 0.5"); }},
+      {"max-trials", 0, Arg::kRequired,
+       [&](std::string_view v) { o->maxTrials = int(integer(v, 1, 100, "--max-trials: 1 .. 100")); }},
+      {"dp-prio", 0, Arg::kRequired,
+       [&](std::string_view v) { o->dpPrio = int(integer(v, 0, 99, "--dp-prio: 0 .. 99")); }},
+      {"lat-udp-checksum", 0, Arg::kNone, [&](std::string_view) { o->latUdpChecksum = true; }},
+      {"boost", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "on") o->boost = 1;
+         else if (v == "off") o->boost = 0;
+         else if (v == "auto") o->boost = -1;
+         else cli::fail("--boost: on, off or auto");
+       }},
+  });
+  // Checks that need every option.
+  const auto check = [&](const std::vector<std::string>&) {
+    if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
+    for (const auto& d : o->datapaths) {
+      std::string why = datapathFitsScenario(d, o->scenario);
+      if (!why.empty()) cli::fail(d + " in scenario " + scenarioName(o->scenario) + ": " + why);
     }
-  }
-  if (optind < argc) return usage(std::string("unexpected argument '") + argv[optind] + "'");
-  if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
-  for (const auto& d : o->datapaths) {
-    std::string why = datapathFitsScenario(d, o->scenario);
-    if (!why.empty()) return usage(d + " in scenario " + scenarioName(o->scenario) + ": " + why);
-  }
-  if (o->findRate && !o->latencyGiven) o->latency = LatencyMode::kOff;
-  if (o->findRate && o->latency == LatencyMode::kOnly) return usage("--find-rate and --latency only exclude each other");
-  if (o->findRate && o->ratePps) return usage("--find-rate sets the rate itself; drop --rate");
-  if (o->napiThreaded && o->scenario == Scenario::kTapVeth)
-    return usage("--napi threaded: the ingress port of tap-veth is a tap (no NAPI; the VM's write() does the work)");
-  if (o->scenario != Scenario::kVethTap && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
-    return usage("--sink-napi threaded needs --sink xdp (with the tc sink, skbs reach the sink veth through "
-                 "the per-CPU backlog of the transmitting CPU, not through its NAPI)");
-  return true;
+    if (o->findRate && !o->latencyGiven) o->latency = LatencyMode::kOff;
+    if (o->findRate && o->latency == LatencyMode::kOnly) cli::fail("--find-rate and --latency only exclude each other");
+    if (o->findRate && o->ratePps) cli::fail("--find-rate sets the rate itself; drop --rate");
+    if (o->napiThreaded && o->scenario == Scenario::kTapVeth)
+      cli::fail("--napi threaded: the ingress port of tap-veth is a tap (no NAPI; the VM's write() does the work)");
+    if (o->scenario != Scenario::kVethTap && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
+      cli::fail("--sink-napi threaded needs --sink xdp (with the tc sink, skbs reach the sink veth through "
+                "the per-CPU backlog of the transmitting CPU, not through its NAPI)");
+  };
+  return parser.parse(argc, argv, check).exit;
 }
 
 }  // namespace vdev::bench

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,9 +86,9 @@ struct Options {
   std::vector<std::string> argv;  // as given, for the report
 };
 
-// Parses argv. Returns 0 to proceed, or an exit code (--help printed: 0 is
-// signalled through *exitCode with a false return).
-bool parseOptions(int argc, char** argv, Options* o, int* exitCode);
-void printUsage(FILE* f);
+// Parses argv into *o with the shared option layer (base/cli.h). Returns
+// nullopt to go on, or the status to exit with at once: 0 after --help or
+// --version, 2 after a usage error (printed on stderr).
+std::optional<int> parseOptions(int argc, char** argv, Options* o);
 
 }  // namespace vdev::bench

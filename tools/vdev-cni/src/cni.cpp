@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 
+#include "base/parse.h"
 #include "proto/codec.h"  // validateUnicastMac (and base/mac.h)
 #include "proto/protocol.h"
 
@@ -131,16 +131,17 @@ bool isSupported(std::string_view version) {
 
 int compareVersions(std::string_view a, std::string_view b) {
   const auto parts = [](std::string_view s) {
-    std::array<unsigned, 3> p{};
-    size_t i = 0;
-    for (unsigned& n : p) {
-      if (i >= s.size()) break;
-      const auto [ptr, ec] = std::from_chars(s.data() + i, s.data() + s.size(), n);
-      if (ec != std::errc()) throw CniError(kErrDecode, "invalid version \"" + std::string(s) + "\"");
-      i = size_t(ptr - s.data());
-      if (i < s.size() && s[i] != '.')
-        throw CniError(kErrDecode, "invalid version \"" + std::string(s) + "\"");
-      ++i;
+    const auto invalid = [&] { return CniError(kErrDecode, "invalid version \"" + std::string(s) + "\""); };
+    std::array<uint32_t, 3> p{};
+    // Up to three parts, each up to the next '.'; what follows a third is
+    // not looked at.
+    std::string_view rest = s;
+    for (size_t n = 0; n < p.size() && !rest.empty(); ++n) {
+      const size_t dot = rest.find('.');
+      const auto v = vdev::parseU32(rest.substr(0, dot));
+      if (!v) throw invalid();
+      p[n] = *v;
+      rest.remove_prefix(dot == std::string_view::npos ? rest.size() : dot + 1);
     }
     return p;
   };

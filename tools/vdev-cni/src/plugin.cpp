@@ -13,14 +13,11 @@
 #include <set>
 #include <vector>
 
+#include "base/version.h"
 #include "delegate.h"
-#include "netns_route.h"
 #include "proto/client.h"
 #include "rtnl/link.h"
-
-#ifndef VDEV_CNI_VERSION
-#define VDEV_CNI_VERSION "unknown"
-#endif
+#include "rtnl/netns_ip.h"
 
 namespace vdev::cni {
 
@@ -157,13 +154,54 @@ std::optional<vdev::proto::Mac> containerMac(const NetConf& c, const Env& env) {
   return mac;
 }
 
+// ------------------------------------------------- the container's namespace
+
+// rtnl's answer, or the CNI error for "something in the container failed"
+// (102) with rtnl's message: the operation, the namespace and the errno.
+template <typename T>
+T inContainer(vdev::Result<T> r) {
+  if (!r) throw CniError(kErrContainer, r.error().message());
+  return std::move(r.value());
+}
+void inContainer(const vdev::Status& st) {
+  if (!st) throw CniError(kErrContainer, st.error().message());
+}
+
+// Addresses and routes are set through one netlink socket inside the
+// namespace (rtnl/netns_ip.h); the plugin itself never changes namespace.
+vdev::rtnl::NetnsIp openNetns(const std::string& path) {
+  return inContainer(vdev::rtnl::NetnsIp::open(vdev::rtnl::NetnsRef::byPath(path)));
+}
+
+// The interface `name` in the namespace, or nullopt if there is none.
+std::optional<vdev::rtnl::LinkState> findLink(vdev::rtnl::NetnsIp& ns, const std::string& name) {
+  auto l = ns.link(name);
+  if (!l && l.error().err == ENODEV) return std::nullopt;
+  return inContainer(std::move(l));
+}
+
+// A CNI route through `ifindex`, via `gw` when given (else the route's own
+// gateway; without either a link-scope route).
+vdev::rtnl::Route toRoute(const Route& rt, int ifindex, const std::optional<std::string>& gw) {
+  vdev::rtnl::Route r;
+  r.dst = rt.dst;
+  r.ifindex = ifindex;
+  r.gateway = gw;
+  if (rt.table) r.table = *rt.table;
+  if (rt.scope) r.scope = uint8_t(*rt.scope);
+  r.priority = rt.priority;
+  r.mtu = rt.mtu;
+  r.advmss = rt.advmss;
+  return r;
+}
+
 // ---------------------------------------------------------------- commands
 
 void cmdAdd(const Env& env, const NetConf& c) {
   const std::string port = portName(c.name, env.containerId, env.ifname);
   // The namespace first: nothing is made for a container that is not there.
-  NetnsRoute ns(env.netns);
-  if (ns.link(env.ifname))
+  vdev::rtnl::NetnsIp ns = openNetns(env.netns);
+  if (findLink(ns, env.ifname))
     throw CniError(kErrContainer, "interface " + env.ifname + " already exists in " + env.netns);
   const auto mac = containerMac(c, env);
   std::optional<Delegate> ipam;
@@ -209,26 +247,26 @@ void cmdAdd(const Env& env, const NetConf& c) {
     auto host = vdev::rtnl::getLink(port);
     if (!host)
       throw CniError(kErrContainer, "host end of the veth: " + host.error().message());
-    auto peer = ns.link(env.ifname);
+    const auto peer = findLink(ns, env.ifname);
     if (!peer)
       throw CniError(kErrContainer, "vdevd made port " + port + " but " + env.ifname +
                                         " is not in " + env.netns);
     r.interfaces.push_back({port, vdev::formatMac(host->mac), uint32_t(host->mtu), ""});
-    r.interfaces.push_back({env.ifname, peer->mac, peer->mtu, env.netns});
+    r.interfaces.push_back({env.ifname, vdev::formatMac(peer->mac), uint32_t(peer->mtu), env.netns});
   }
   const int sandboxIdx = hostIdx + 1;
 
   if (ipam) {
     Result ir = ipam->add(c.raw, ipamVersion);
     undo.add([&, v = ipamVersion] { ipam->run(Command::kDel, c.raw, v); });
-    const int ifindex = ns.link(env.ifname)->ifindex;
+    const int ifindex = inContainer(ns.link(env.ifname)).ifindex;
     for (auto& ip : ir.ips) {
       ip.interface = sandboxIdx;
-      ns.addAddress(ifindex, ip.address);
+      inContainer(ns.addAddress(ifindex, ip.address));
     }
     for (const auto& rt : ir.routes) {
       const bool v6 = rt.dst.find(':') != std::string::npos;
-      ns.addRoute(ifindex, rt, rt.gw ? rt.gw : defaultGateway(ir, v6));
+      inContainer(ns.addRoute(toRoute(rt, ifindex, rt.gw ? rt.gw : defaultGateway(ir, v6))));
     }
     r.ips.insert(r.ips.end(), ir.ips.begin(), ir.ips.end());
     r.routes.insert(r.routes.end(), ir.routes.begin(), ir.routes.end());
@@ -295,14 +333,15 @@ void cmdCheck(const Env& env, const NetConf& c) {
     throw CniError(kErrCheckFailed,
                    "prevResult has no interface " + env.ifname + " in sandbox " + env.netns);
 
-  NetnsRoute ns(env.netns);
-  const auto link = ns.link(env.ifname);
+  vdev::rtnl::NetnsIp ns = openNetns(env.netns);
+  const auto link = findLink(ns, env.ifname);
   if (!link) throw CniError(kErrCheckFailed, "no interface " + env.ifname + " in " + env.netns);
   const auto& want = prev.interfaces[size_t(sandboxIdx)];
-  if (!want.mac.empty() && lower(want.mac) != link->mac)
-    throw CniError(kErrCheckFailed, "interface " + env.ifname + " has MAC " + link->mac +
+  const std::string mac = vdev::formatMac(link->mac);
+  if (!want.mac.empty() && lower(want.mac) != mac)
+    throw CniError(kErrCheckFailed, "interface " + env.ifname + " has MAC " + mac +
                                         ", prevResult says " + want.mac);
-  if (c.mtu && link->mtu != *c.mtu)
+  if (c.mtu && uint32_t(link->mtu) != *c.mtu)
     throw CniError(kErrCheckFailed, "interface " + env.ifname + " has MTU " +
                                         std::to_string(link->mtu) + ", the configuration says " +
                                         std::to_string(*c.mtu));
@@ -315,7 +354,7 @@ void cmdCheck(const Env& env, const NetConf& c) {
   for (const auto& ip : prev.ips) {
     if (ip.interface && *ip.interface != sandboxIdx) continue;
     own.ips.push_back(ip);
-    if (!ns.hasAddress(link->ifindex, ip.address))
+    if (!inContainer(ns.hasAddress(link->ifindex, ip.address)))
       throw CniError(kErrCheckFailed,
                      "address " + ip.address + " is missing on " + env.ifname + " in " + env.netns);
   }
@@ -323,7 +362,8 @@ void cmdCheck(const Env& env, const NetConf& c) {
   for (const auto& rt : prev.routes) {
     const bool v6 = rt.dst.find(':') != std::string::npos;
     const auto gw = rt.gw ? rt.gw : defaultGateway(own, v6);
-    if (!ns.hasRoute(link->ifindex, rt, gw) && !(chained && ns.hasRoute(0, rt, rt.gw)))
+    if (!inContainer(ns.hasRoute(toRoute(rt, link->ifindex, gw))) &&
+        !(chained && inContainer(ns.hasRoute(toRoute(rt, 0, rt.gw)))))
       throw CniError(kErrCheckFailed, "route " + rt.dst + (gw ? " via " + *gw : "") +
                                           " is missing on " + env.ifname + " in " + env.netns);
   }
@@ -411,7 +451,7 @@ int run() {
       std::fprintf(stderr,
                    "vdev-cni %s: the CNI plugin of vdev (docs/containers.md)\n"
                    "CNI protocol versions supported: %s\n",
-                   VDEV_CNI_VERSION, v.c_str());
+                   VDEV_VERSION, v.c_str());
       return 0;
     }
     // stdin before the environment is checked, so that even an error about

@@ -1,32 +1,20 @@
 #include "cli.h"
 
-#include <getopt.h>
 #include <grp.h>
 #include <pwd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/cli.h"
+#include "base/parse.h"
 #include "output.h"
 
 namespace vdev::ctl {
 
 namespace {
-
-bool allDigits(std::string_view s) {
-  if (s.empty() || s.size() > 10) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-std::optional<uint64_t> parseUnsigned(std::string_view s) {
-  if (!allDigits(s)) return std::nullopt;
-  return std::strtoull(std::string(s).c_str(), nullptr, 10);
-}
 
 bool hasWord(const char* list, std::string_view w) {
   if (!list) return false;
@@ -76,8 +64,8 @@ bool Args::accept(std::string_view word) {
 uint32_t Args::u32(std::string_view keyword, uint32_t lo, uint32_t hi) {
   const std::string k(keyword);
   const std::string s = next("value after '" + k + "'");
-  const auto v = parseUnsigned(s);
-  if (!v || *v < lo || *v > hi)
+  const auto v = vdev::parseU32(s, lo, hi);
+  if (!v)
     usage("invalid " + k + " '" + s + "' (expected " + std::to_string(lo) + ".." +
           std::to_string(hi) + ")");
   return uint32_t(*v);
@@ -86,12 +74,9 @@ uint32_t Args::u32(std::string_view keyword, uint32_t lo, uint32_t hi) {
 double Args::seconds(std::string_view keyword, double lo, double hi) {
   const std::string k(keyword);
   const std::string s = next("value after '" + k + "'");
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno || end == s.c_str() || *end || !std::isfinite(v) || v < lo || v > hi)
-    usage("invalid " + k + " '" + s + "' (seconds, " + fixed(lo, 3) + ".." + fixed(hi, 3) + ")");
-  return v;
+  const auto v = vdev::parseDouble(s, lo, hi);
+  if (!v) usage("invalid " + k + " '" + s + "' (seconds, " + fixed(lo, 3) + ".." + fixed(hi, 3) + ")");
+  return *v;
 }
 
 vdev::proto::Mac Args::mac(std::string_view keyword) {
@@ -99,8 +84,8 @@ vdev::proto::Mac Args::mac(std::string_view keyword) {
   const std::string s = next("MAC address after '" + k + "'");
   const auto m = vdev::parseMac(s);
   if (!m) usage("invalid MAC address '" + s + "' for " + k + " (expected xx:xx:xx:xx:xx:xx)");
-  if ((*m)[0] & 1) usage(k + " " + s + " is a multicast address (a station needs a unicast one)");
-  if (*m == vdev::proto::Mac{}) usage(k + " 00:00:00:00:00:00 is not an address");
+  if (vdev::macIsMulticast(*m)) usage(k + " " + s + " is a multicast address (a station needs a unicast one)");
+  if (vdev::macIsZero(*m)) usage(k + " 00:00:00:00:00:00 is not an address");
   return *m;
 }
 
@@ -125,7 +110,7 @@ uid_t Args::user(std::string_view keyword) {
   errno = 0;
   if (const struct passwd* pw = ::getpwnam(s.c_str())) return pw->pw_uid;
   const int err = errno;
-  if (const auto v = parseUnsigned(s); v && *v < UINT32_MAX) return uid_t(*v);
+  if (const auto v = vdev::parseU32(s, 0, UINT32_MAX - 1)) return uid_t(*v);
   if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
     usage(k + " " + s + ": cannot look up the user: " + std::strerror(err));
   usage(k + " " + s + ": no such user");
@@ -137,7 +122,7 @@ gid_t Args::group(std::string_view keyword) {
   errno = 0;
   if (const struct group* gr = ::getgrnam(s.c_str())) return gr->gr_gid;
   const int err = errno;
-  if (const auto v = parseUnsigned(s); v && *v < UINT32_MAX) return gid_t(*v);
+  if (const auto v = vdev::parseU32(s, 0, UINT32_MAX - 1)) return gid_t(*v);
   if (err && err != ENOENT && err != ESRCH && err != EBADF && err != EPERM)
     usage(k + " " + s + ": cannot look up the group: " + std::strerror(err));
   usage(k + " " + s + ": no such group");
@@ -178,64 +163,35 @@ int Context::print(const std::string& text) {
 
 // ---------------------------------------------------------------- main
 
-void globalUsage(const std::string& msg) {
-  std::fprintf(stderr, "vdevctl: %s\nTry 'vdevctl --help'.\n", msg.c_str());
-  std::exit(kExitUsage);
-}
-
 int runCli(int argc, char** argv) {
   GlobalOptions opt;
-  static const option kOpts[] = {
-      {"json", no_argument, nullptr, 'j'},
-      {"pretty", no_argument, nullptr, 'p'},
-      {"stats", no_argument, nullptr, 's'},
-      {"socket", required_argument, nullptr, 'S'},
-      {"help", no_argument, nullptr, 'h'},
-      {"version", no_argument, nullptr, 'V'},
-      {nullptr, 0, nullptr, 0},
-  };
-  opterr = 0;  // our own messages, and exit 2
-  int c;
-  // '+': options end at OBJECT; what follows belongs to the command.
-  while ((c = getopt_long(argc, argv, "+:jpsS:hV", kOpts, nullptr)) != -1) {
-    switch (c) {
-      case 'j':
-        opt.json = true;
-        break;
-      case 'p':
-        opt.json = opt.pretty = true;
-        break;
-      case 's':
-        opt.stats = true;
-        break;
-      case 'S':
-        if (!*optarg) globalUsage("empty socket path");
-        opt.socket = optarg;
-        break;
-      case 'h':
-        return Context::print(toolHelp());
-      case 'V':
-        return Context::print("vdevctl " VDEVCTL_VERSION "\n");
-      case ':':
-        globalUsage(std::string("option '") + argv[optind - 1] + "' needs a value");
-      default: {
-        const std::string bad = optopt ? std::string("-") + char(optopt) : argv[optind - 1];
-        globalUsage("unknown option '" + bad + "'");
-      }
-    }
-  }
-  if (optind >= argc) {
+  using vdev::cli::Arg;
+  // Options end at OBJECT: what follows belongs to the command (Args).
+  const vdev::cli::Parser parser({"vdevctl", toolHelp(), vdev::cli::Operands::kCommand}, {
+      {"json", 'j', Arg::kNone, [&](std::string_view) { opt.json = true; }},
+      {"pretty", 'p', Arg::kNone, [&](std::string_view) { opt.json = opt.pretty = true; }},
+      {"stats", 's', Arg::kNone, [&](std::string_view) { opt.stats = true; }},
+      {"socket", 'S', Arg::kRequired, [&](std::string_view v) {
+         if (v.empty()) vdev::cli::fail("empty socket path");
+         opt.socket = v;
+       }},
+  });
+  auto parsed = parser.parse(argc, argv);
+  if (parsed.exit) return *parsed.exit;
+  const std::vector<std::string>& operands = parsed.operands;
+  if (operands.empty()) {
     std::fputs(toolHelp().c_str(), stderr);
     return kExitUsage;
   }
-  const std::string object = argv[optind++];
+  const auto globalUsage = [&](const std::string& msg) { return parser.report(msg); };
+  const std::string& object = operands.front();
   if (isHelp(object)) {
     // `vdevctl help port`: that object's commands.
-    if (object == "help" && optind < argc) {
+    if (object == "help" && operands.size() > 1) {
       for (const Command& cmd : commandTable())
-        if (argv[optind] == std::string_view(cmd.object))
+        if (operands[1] == cmd.object)
           return Context::print(cmd.verb ? objectHelp(cmd.object) : std::string(cmd.help));
-      globalUsage(std::string("unknown object '") + argv[optind] + "'");
+      return globalUsage("unknown object '" + operands[1] + "'");
     }
     return Context::print(toolHelp());
   }
@@ -243,13 +199,13 @@ int runCli(int argc, char** argv) {
   const auto table = commandTable();
   bool known = false;
   for (const Command& cmd : table) known = known || object == cmd.object;
-  if (!known) globalUsage("unknown object '" + object + "'");
+  if (!known) return globalUsage("unknown object '" + object + "'");
 
   // Single-word objects: the command is the object itself.
   const Command* chosen = nullptr;
   for (const Command& cmd : table)
     if (object == cmd.object && !cmd.verb) chosen = &cmd;
-  std::vector<std::string> rest(argv + optind, argv + argc);
+  std::vector<std::string> rest(operands.begin() + 1, operands.end());
   if (!chosen) {
     std::string verb = rest.empty() ? defaultVerb(object) : rest.front();
     if (!rest.empty()) rest.erase(rest.begin());

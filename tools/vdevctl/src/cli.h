@@ -1,6 +1,6 @@
-// vdevctl's shared command-line layer: global options, the command table,
-// argument parsing helpers with uniform usage errors, and the lazily opened
-// connection to vdevd. Every command is `int run(Context&, Args&)`: it parses
+// vdevctl's command layer: the command table, argument parsing helpers with
+// uniform usage errors, and the lazily opened connection to vdevd. The
+// global options before OBJECT go through base/cli.h, as every tool's do. Every command is `int run(Context&, Args&)`: it parses
 // all of its arguments first (so bad usage never needs the daemon), then asks
 // the context for the client.
 //
@@ -16,13 +16,14 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cli.h"
 #include "proto/client.h"
 
 namespace vdev::ctl {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFail = 1;
-inline constexpr int kExitUsage = 2;
+inline constexpr int kExitOk = vdev::cli::kExitOk;
+inline constexpr int kExitFail = vdev::cli::kExitFail;
+inline constexpr int kExitUsage = vdev::cli::kExitUsage;
 
 struct GlobalOptions {
   bool json = false;    // -j: JSON output
@@ -111,8 +112,6 @@ class Context {
   GlobalOptions opt_;
   std::optional<vdev::proto::ControlClient> client_;
 };
-
-[[noreturn]] void globalUsage(const std::string& msg);
 
 // Runs vdevctl; returns the exit status.
 int runCli(int argc, char** argv);

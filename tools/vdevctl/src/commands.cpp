@@ -56,9 +56,9 @@ ARGUMENTS
                         Use it for a VM whose single sending thread is its
                         bottleneck: a tap's XDP program runs inside the VM's
                         write(), so with the fast path the whole delivery
-                        runs on that thread (measured: 1.14 Mpps with it,
-                        1.75 Mpps with off). It costs latency and vdevd CPU:
-                        on has the lower round-trip time
+                        runs on that thread (figures in docs/performance.md).
+                        It costs latency and vdevd CPU: on has the lower
+                        round-trip time
     create              create the device; the arguments after it describe it:
 
   veth only:
