@@ -326,7 +326,7 @@ TEST_F(VdevVmTest, HelpAndUsageErrors) {
                           "--tap x --size 10 send --dst ff:ff:ff:ff:ff:ff --src 02:00:00:00:00:01 --count 1",
                           "--tap 0123456789abcdef sink", "--tap x --mac 02:00:00:00:00:01 sink"}) {
     const CmdResult r = tryRun(bin_ + " " + bad);
-    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_EQ(r.status, 2) << bad;  // usage errors exit 2, as in every tool
     EXPECT_NE(r.err.find("vdev-vm: "), std::string::npos) << bad;
   }
   const std::string missing = uniqueName('t');
