@@ -58,7 +58,8 @@ struct ImageOutcome {
 };
 const ImageOutcome& guestImage();
 
-// qemu-system-x86_64: $VDEV_QEMU if set, else the first in $PATH; "" if none.
+// qemu-system-x86_64: $VDEV_QEMU if set, else the first in $PATH; "" if
+// that is not an executable file.
 std::string qemuBinary();
 
 struct GuestOptions {
