@@ -6,6 +6,11 @@
 # but the machine's configured Debian archive.
 set -eu
 
+# qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio, iperf3:
+# the test guest that tests/qemu boots (scripts/vm-guest-image.sh builds it
+# from them; the kernel package is only read, the host does not boot it).
+# tcpdump: that test's packet captures (VDEV_QEMU_PCAP).
+
 PACKAGES="
 build-essential cmake pkg-config make
 clang llvm lld libclang-rt-14-dev
@@ -18,6 +23,7 @@ libgtest-dev libgmock-dev libbenchmark-dev
 libsystemd-dev systemd
 iproute2 ethtool iputils-ping
 python3
+qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 "
 
 missing=""
