@@ -18,6 +18,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "rtnl/netdev.h"
+
 namespace vdev::datapath {
 
 namespace {
@@ -798,7 +800,7 @@ void Datapath::syncFastPort(Port& p) {
   if (want && st == 0) {
     // Only a device that takes redirected frames now: a tap, a veth whose
     // container end has NAPI. Checked again every second (GRO may change).
-    auto takes = deviceTakesXdpFrames(p.ifindex());
+    auto takes = rtnl::deviceTakesXdpFrames(p.ifindex());
     if (!takes || !*takes) {
       if (!p.fastWarned())
         std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
@@ -853,7 +855,7 @@ void Datapath::fastHousekeeping(uint64_t now_ns) {
     if (slot >= fast_state_.size() || !pp->live()) continue;
     uint64_t& seen = fast_refused_[slot];
     const uint64_t refused = fast_->read(slot).refused;
-    auto takes = deviceTakesXdpFrames(pp->ifindex());
+    auto takes = rtnl::deviceTakesXdpFrames(pp->ifindex());
     const bool ok = takes && *takes && refused == seen;
     seen = refused;
     if (fast_state_[slot] == 1 && !ok) {

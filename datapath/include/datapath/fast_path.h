@@ -21,7 +21,7 @@
 // container's end) has NAPI: GRO on, or an XDP program. vdevd turns GRO on
 // for the veths it creates; a veth whose peer refuses (-ENXIO) is detected
 // from the first refused frames (counted as fast_xmit drops) and taken off
-// the fast path.
+// the fast path (rtnl/netdev.h asks the device).
 //
 // Thread safety: owned by the datapath thread.
 #pragma once
@@ -37,11 +37,6 @@ struct vdev_fast;
 struct bpf_link;
 
 namespace vdev::datapath {
-
-// Whether the device accepts redirected XDP frames now (its XDP features
-// include NDO_XMIT): a tap does; a veth does when its peer has NAPI (GRO on
-// or an XDP program).
-Result<bool> deviceTakesXdpFrames(int ifindex);
 
 struct FastPortStats {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
