@@ -38,6 +38,10 @@ constexpr uint64_t kMtuRefreshNs = 1000ull * 1000 * 1000;
 constexpr uint32_t kEthHlen = 14;
 constexpr uint32_t kVlanHlen = 4;
 
+struct IfaddrsDeleter {
+  void operator()(struct ifaddrs* a) const noexcept { ::freeifaddrs(a); }
+};
+
 // Doorbell notifier of every delivery ring: wakes the owner thread's poll().
 void notifyDatapath(void* ctx) {
   uint64_t one = 1;
@@ -759,13 +763,14 @@ bool Datapath::isHostMac(uint64_t key) const noexcept {
 
 void Datapath::refreshHostAddrs() {
   refreshHostMacKeys();  // a port added, removed or re-created: its MAC with it
-  struct ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return;  // kept as they were; tried again in a second
+  struct ifaddrs* raw = nullptr;
+  if (::getifaddrs(&raw) != 0) return;  // kept as they were; tried again in a second
+  const std::unique_ptr<struct ifaddrs, IfaddrsDeleter> list(raw);
   for (Port* pp : active_) {
     if (!pp->xdp()) continue;
     std::vector<uint32_t> addrs;
     std::vector<std::array<uint8_t, 16>> addrs6;
-    for (struct ifaddrs* a = list; a; a = a->ifa_next) {
+    for (struct ifaddrs* a = list.get(); a; a = a->ifa_next) {
       if (!a->ifa_addr || !a->ifa_name || pp->name() != a->ifa_name) continue;
       if (a->ifa_addr->sa_family == AF_INET) {
         addrs.push_back(reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
@@ -782,7 +787,6 @@ void Datapath::refreshHostAddrs() {
     if (addrs6.size() > VDEV_XDP_MAX_HOST_IPS) addrs6.resize(VDEV_XDP_MAX_HOST_IPS);
     (void)pp->xdp()->setHostIpv6(addrs6);
   }
-  ::freeifaddrs(list);
 }
 
 // ---------------------------------------------------------------------------

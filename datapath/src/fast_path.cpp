@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "vdev_fast.skel.h"
@@ -10,16 +11,19 @@
 
 namespace vdev::datapath {
 
+void FastPath::SkelDeleter::operator()(struct ::vdev_fast* s) const noexcept { vdev_fast__destroy(s); }
+void FastPath::LinkDeleter::operator()(struct ::bpf_link* l) const noexcept { bpf_link__destroy(l); }
+
 Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
   std::unique_ptr<FastPath> f(new FastPath());
   f->ncpu_ = libbpf_num_possible_cpus();
   if (f->ncpu_ <= 0) return makeError(-f->ncpu_, "kernel fast path: count CPUs");
   f->percpu_.resize(size_t(f->ncpu_));
-  f->skel_ = vdev_fast__open();
+  f->skel_.reset(vdev_fast__open());
   if (!f->skel_) return errnoError("kernel fast path: open BPF object");
   if (bpf_map__set_max_entries(f->skel_->maps.fast_fdb, fdb_capacity < 16 ? 16 : fdb_capacity))
     return errnoError("kernel fast path: size the MAC map");
-  if (vdev_fast__load(f->skel_)) return errnoError("kernel fast path: load BPF maps and tracepoints");
+  if (vdev_fast__load(f->skel_.get())) return errnoError("kernel fast path: load BPF maps and tracepoints");
   struct bpf_map_info info = {};
   uint32_t len = sizeof info;
   if (bpf_obj_get_info_by_fd(bpf_map__fd(f->skel_->maps.fast_ports), &info, &len))
@@ -28,15 +32,12 @@ Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
   for (struct bpf_program* p : {f->skel_->progs.vdev_fast_xmit, f->skel_->progs.vdev_fast_redirect_err}) {
     struct bpf_link* l = bpf_program__attach(p);
     if (!l) return errnoError(std::string("kernel fast path: attach tracepoint ") + bpf_program__name(p));
-    f->links_.push_back(l);
+    f->links_.emplace_back(l);
   }
   return f;
 }
 
-FastPath::~FastPath() {
-  for (auto* l : links_) bpf_link__destroy(l);
-  if (skel_) vdev_fast__destroy(skel_);
-}
+FastPath::~FastPath() = default;  // links_, then skel_
 
 int FastPath::fdbFd() const { return bpf_map__fd(skel_->maps.fast_fdb); }
 int FastPath::portsFd() const { return bpf_map__fd(skel_->maps.fast_ports); }

@@ -15,15 +15,18 @@ namespace vdev::datapath {
 
 namespace {
 
+struct DirCloser {
+  void operator()(DIR* d) const noexcept { ::closedir(d); }
+};
+
 // RX queues the device has (sysfs lists one rx-N directory per queue).
 uint32_t deviceQueues(const std::string& ifname) {
   std::string path = "/sys/class/net/" + ifname + "/queues";
-  DIR* d = ::opendir(path.c_str());
+  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
   if (!d) return 1;
   uint32_t n = 0;
-  while (struct dirent* e = ::readdir(d))
+  while (struct dirent* e = ::readdir(d.get()))
     if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
-  ::closedir(d);
   return n ? n : 1;
 }
 

@@ -23,7 +23,8 @@
 // from the first refused frames (counted as fast_xmit drops) and taken off
 // the fast path (rtnl/netdev.h asks the device).
 //
-// Thread safety: owned by the datapath thread.
+// Ownership: the object owns the BPF skeleton (its maps) and the tracepoint
+// links; the links go first. Thread safety: owned by the datapath thread.
 #pragma once
 
 #include <cstdint>
@@ -75,8 +76,15 @@ class FastPath {
 
  private:
   FastPath() = default;
-  struct ::vdev_fast* skel_ = nullptr;
-  std::vector<::bpf_link*> links_;
+  struct SkelDeleter {
+    void operator()(struct ::vdev_fast* s) const noexcept;
+  };
+  struct LinkDeleter {
+    void operator()(struct ::bpf_link* l) const noexcept;
+  };
+  // Declared in this order: the links are destroyed before the object.
+  std::unique_ptr<struct ::vdev_fast, SkelDeleter> skel_;
+  std::vector<std::unique_ptr<struct ::bpf_link, LinkDeleter>> links_;
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
 };

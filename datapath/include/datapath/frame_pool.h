@@ -10,6 +10,9 @@
 // "taken"; each Frame also carries an owner tag so that the frames held by a
 // socket that died (device deleted) can be found and returned.
 //
+// Ownership: the pool owns its UMEM mapping (MmapRegion, unmapped with it);
+// every socket that registers or shares the UMEM must be closed first.
+//
 // Thread safety: a FramePool belongs to one datapath thread; none of its
 // methods may be called concurrently.
 #pragma once
@@ -21,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "base/mmap.h"
 #include "base/result.h"
 
 namespace vdev::datapath {
@@ -54,7 +58,7 @@ class FramePool {
   FramePool(const FramePool&) = delete;
   FramePool& operator=(const FramePool&) = delete;
 
-  char* area() const { return area_; }
+  char* area() const { return area_.get(); }
   size_t areaSize() const { return size_t(total_) * frame_size_; }
   uint32_t frameSize() const { return frame_size_; }
   uint32_t total() const { return total_; }
@@ -67,7 +71,7 @@ class FramePool {
   }
   // UMEM offset of the frame's chunk start (what the fill ring takes).
   uint64_t chunkAddr(const Frame* f) const { return uint64_t(f - frames_.data()) << shift_; }
-  uint8_t* data(const Frame* f) const { return reinterpret_cast<uint8_t*>(area_ + f->addr); }
+  uint8_t* data(const Frame* f) const { return reinterpret_cast<uint8_t*>(area_.get() + f->addr); }
   // Bytes available to a frame's data from its current offset to the chunk end.
   uint32_t room(const Frame* f) const {
     return frame_size_ - uint32_t(f->addr & (frame_size_ - 1));
@@ -101,9 +105,9 @@ class FramePool {
   }
 
  private:
-  FramePool(char* area, uint32_t nframes, uint32_t frame_size);
+  FramePool(MmapRegion area, uint32_t nframes, uint32_t frame_size);
 
-  char* area_;
+  MmapRegion area_;  // the UMEM: total_ chunks of frame_size_ bytes
   uint32_t total_;
   uint32_t frame_size_;
   uint32_t shift_;

@@ -24,8 +24,9 @@
 #include <string>
 
 #include "base/fd.h"
-#include "datapath/frame_pool.h"
+#include "base/mmap.h"
 #include "base/result.h"
+#include "datapath/frame_pool.h"
 
 namespace vdev::datapath {
 
@@ -79,17 +80,17 @@ class XskSocket {
 
  private:
   XskSocket() = default;
-  struct Mapping {
-    void* addr = nullptr;
-    size_t len = 0;
-  };
+  // Declared first, so destroyed last: the rings are unmapped, then the
+  // socket is closed (the kernel does not require the order; it is tidy).
   FileDesc fd_;
+  // The four rings' shared mappings (XDP_PGOFF_RX_RING, ...): the ring
+  // structs above point into them.
+  MmapRegion rx_map_, tx_map_, fill_map_, comp_map_;
   uint16_t slot_ = 0;
   uint32_t queue_ = 0;
   bool zerocopy_ = false;
   bool tx_budget_set_ = false;
   bool busy_poll_ = false;
-  Mapping maps_[4];
 };
 
 // a += x, field by field.
