@@ -123,15 +123,15 @@ void Datapath::rebuildActive() {
 
 void Datapath::adoptPort(std::unique_ptr<Port> p) {
   for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
-  const size_t slot = p->index();
-  if (slot >= ports_.size()) {
-    ports_.resize(slot + 1);
-    pending_.resize(slot + 1);
-    pending_n_.resize(slot + 1, 0);
+  const size_t index = p->index();
+  if (index >= ports_.size()) {
+    ports_.resize(index + 1);
+    pending_.resize(index + 1);
+    pending_n_.resize(index + 1, 0);
   }
-  pending_[slot].assign(cfg_.port.batch, nullptr);
-  pending_n_[slot] = 0;
-  ports_[slot] = std::move(p);
+  pending_[index].assign(cfg_.port.batch, nullptr);
+  pending_n_[index] = 0;
+  ports_[index] = std::move(p);
   rebuildActive();
 }
 
@@ -145,20 +145,20 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (findPort(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
   if (cfg_.mode == SwitchMode::kXconnect && active_.size() >= 2)
     return Error{ENOSPC, "xconnect mode takes exactly two ports"};
-  // The lowest free slot: port numbers stay small and FDB entries of a
+  // The lowest free index: port indexes stay small and FDB entries of a
   // removed port were flushed with it.
-  size_t slot = 0;
-  while (slot < ports_.size() && ports_[slot]) slot++;
-  if (slot >= 0xfff0) return Error{ENOSPC, "too many ports"};
+  size_t index = 0;
+  while (index < ports_.size() && ports_[index]) index++;
+  if (index >= 0xfff0) return Error{ENOSPC, "too many ports"};
   if (fast_) {
-    if (slot >= fast_state_.size()) {
-      fast_state_.resize(slot + 1, 0);
-      fast_refused_.resize(slot + 1, 0);
+    if (index >= fast_state_.size()) {
+      fast_state_.resize(index + 1, 0);
+      fast_refused_.resize(index + 1, 0);
     }
-    fast_state_[slot] = 0;
-    fast_refused_[slot] = 0;
-    fast_->reset(uint16_t(slot));  // the slot's fast-path counters start at 0 for its new port
-    if (slot < fast_dev_base_.size()) fast_dev_base_[slot] = FastDevBase{};
+    fast_state_[index] = 0;
+    fast_refused_[index] = 0;
+    fast_->reset(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
+    if (index < fast_dev_base_.size()) fast_dev_base_[index] = FastDevBase{};
   }
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
@@ -166,16 +166,16 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
     // Configured, device not there: a port that waits for it (checkLink).
-    auto shell = Port::absent(ifname, uint16_t(slot), pc, cfg_.host_macs);
+    auto shell = Port::absent(ifname, uint16_t(index), pc, cfg_.host_macs);
     if (!shell) return shell.error();
     adoptPort(std::move(shell.value()));
     std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
     return {};
   }
-  auto port = Port::open(ifname, uint16_t(slot), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_slot_);
+  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_tag_);
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
-  Port& np = *ports_[slot];
+  Port& np = *ports_[index];
   for (auto& q : np.queues()) refill(*q);
   if (np.unboundQueues())
     std::fprintf(stderr, "vdevd: port %s: the device has %zu of the port's %zu queues; the others are bound as they appear\n",
@@ -190,16 +190,16 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
 Status Datapath::removePortNow(const std::string& ifname) {
   Port* p = findPort(ifname);
   if (!p) return Error{ENOENT, "no port " + ifname};
-  const uint16_t slot = p->index();
+  const uint16_t index = p->index();
   // Frames already collected for it this burst are flushed by now (control
   // requests run between bursts); its rings and sockets give everything back.
   p->detachXdp();
   p->shutdown(*pool_);
   syncFastPort(*p);
-  fdb_.flushPort(slot);
+  fdb_.flushPort(index);
   removed_ += portSnapshot(*p);  // its counters stay in the totals
   removed_ports_++;
-  ports_[slot].reset();
+  ports_[index].reset();
   rebuildActive();
   return {};
 }
@@ -284,10 +284,10 @@ bool Datapath::hasPort(const std::string& name) {
   return found;
 }
 
-std::string Datapath::portName(uint16_t slot) {
+std::string Datapath::portName(uint16_t index) {
   std::string n;
   runOnDatapath([&] {
-    if (slot < ports_.size() && ports_[slot]) n = ports_[slot]->name();
+    if (index < ports_.size() && ports_[index]) n = ports_[index]->name();
   });
   return n;
 }
@@ -315,27 +315,28 @@ void Datapath::stop() {
 void Datapath::refill(Port::Queue& q) noexcept {
   if (!q.xsk) return;
   XskSocket& s = *q.xsk;
+  struct xsk_ring_prod& fill = s.fill();
   // Keep the fill ring (twice the RX ring) full: frames in the fill ring, in
   // the kernel and on the RX ring are all "given".
   const uint64_t given = q.fill_given - q.rx_got;
-  const uint32_t target = s.fill.size;
+  const uint32_t target = fill.size;
   if (given >= target) return;
   uint32_t want = uint32_t(target - given);
   if (want < cfg_.port.batch && given > 0) return;  // refill in batches
   Frame* frames[256];
   if (want > 256) want = 256;
-  want = std::min(want, xsk_prod_nb_free(&s.fill, want));
+  want = std::min(want, xsk_prod_nb_free(&fill, want));
   uint32_t got = pool_->allocBulk(std::span<Frame*>(frames, want));
   if (!got) return;  // pool empty: the kernel counts rx_fill_ring_empty_descs
   uint32_t idx = 0;
-  xsk_ring_prod__reserve(&s.fill, got, &idx);
+  xsk_ring_prod__reserve(&fill, got, &idx);
   for (uint32_t i = 0; i < got; i++) {
-    frames[i]->owner = s.slot();
-    *xsk_ring_prod__fill_addr(&s.fill, idx + i) = pool_->chunkAddr(frames[i]);
+    frames[i]->owner = s.tag();
+    *xsk_ring_prod__fill_addr(&fill, idx + i) = pool_->chunkAddr(frames[i]);
   }
-  xsk_ring_prod__submit(&s.fill, got);
+  xsk_ring_prod__submit(&fill, got);
   q.fill_given += got;
-  if (s.zerocopy() && xsk_ring_prod__needs_wakeup(&s.fill)) {
+  if (s.zerocopy() && xsk_ring_prod__needs_wakeup(&fill)) {
     // Zero-copy drivers may wait for a wake-up once the fill ring ran dry.
     ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     (void)rc;
@@ -345,8 +346,9 @@ void Datapath::refill(Port::Queue& q) noexcept {
 
 uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   XskSocket& s = *q.xsk;
+  struct xsk_ring_cons& rx = s.rx();
   uint32_t idx = 0;
-  const uint32_t n = xsk_ring_cons__peek(&s.rx, uint32_t(burst_.size()), &idx);
+  const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
   if (n == 0) {
     // Busy polling: an empty RX ring asks the kernel to run the queue's NAPI
     // here, now (one syscall per empty poll of the queue, never per frame).
@@ -359,18 +361,18 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   uint64_t bytes = 0;
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
-    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&s.rx, idx + i);
+    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
     Frame* f = pool_->frameAt(d->addr);
     if (!f) [[unlikely]]
       continue;  // the kernel validates addresses; cannot happen
     f->addr = d->addr;
     f->len = d->len;
     f->owner = kOwnerApp;
-    f->in_port = p.index();
+    f->in_port_index = p.index();
     bytes += d->len;
     burst_[k++] = f;
   }
-  xsk_ring_cons__release(&s.rx, n);
+  xsk_ring_cons__release(&rx, n);
   q.rx_got += n;
   PortCounters& c = p.counters();
   c.rx_packets.add(n);
@@ -417,17 +419,17 @@ void Datapath::flushPending() noexcept {
 
 void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept {
   PortCounters& ic = in.counters();
-  const uint16_t in_idx = in.index();
+  const uint16_t in_index = in.index();
   for (uint32_t i = 0; i < n; i++) {
     Frame* f = frames[i];
     // Fair share: a port whose frames are still in flight up to its bound
     // (a flood towards slow destinations) gets no more of the pool.
-    if (pool_->inflight(in_idx) >= cfg_.max_inflight) [[unlikely]] {
+    if (pool_->inflight(in_index) >= cfg_.max_inflight) [[unlikely]] {
       ic.drops[kDropInflight].add(1);
       pool_->free(f);
       continue;
     }
-    pool_->charge(f, in_idx);
+    pool_->charge(f, in_index);
     const uint8_t* d = pool_->data(f);
     if (f->len < kEthHlen) [[unlikely]] {
       ic.drops[kDropRunt].add(1);
@@ -472,7 +474,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       pool_->free(f);
       continue;
     }
-    switch (fdb_.learn(macKey(src), in_idx, now_ns)) {
+    switch (fdb_.learn(macKey(src), in_index, now_ns)) {
       case Fdb::Learn::kOk:
       case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
         break;
@@ -488,7 +490,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
     if (!macIsMulticast(d)) {
       int p = fdb_.lookup(macKey(d), now_ns);
       if (p >= 0) {
-        if (p == in_idx) {
+        if (p == in_index) {
           // Destination lives behind the ingress port: nothing to do (no hairpin).
           ic.drops[kDropNoRoute].add(1);
           pool_->free(f);
@@ -503,7 +505,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
     bool first = true;
     for (Port* pp : active_) {
       Port& out = *pp;
-      if (out.index() == in_idx || !out.live()) continue;
+      if (out.index() == in_index || !out.live()) continue;
       if (first) {
         first = false;
         continue;  // sent last, after the copies were taken from it
@@ -515,7 +517,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       }
       std::memcpy(pool_->data(copy), d, f->len);
       copy->len = f->len;
-      pool_->charge(copy, in_idx);
+      pool_->charge(copy, in_index);
       enqueue(out, copy);
     }
     if (first) {
@@ -524,7 +526,7 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
       continue;
     }
     for (Port* pp : active_)
-      if (pp->index() != in_idx && pp->live()) {
+      if (pp->index() != in_index && pp->live()) {
         enqueue(*pp, f);
         break;
       }
@@ -565,7 +567,7 @@ void Datapath::checkLinkNow(Port& p) {
   if (p.gone()) {
     // A configured port whose device comes back (same name) is attached again.
     if (!::if_nametoindex(p.name().c_str())) return;
-    if (auto st = p.attachDevice(*pool_, anyLiveSocket(), next_slot_); !st) {
+    if (auto st = p.attachDevice(*pool_, anyLiveSocket(), next_tag_); !st) {
       if (!p.reattachWarned()) {
         std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
                      st.error().message().c_str());
@@ -598,7 +600,7 @@ void Datapath::checkLinkNow(Port& p) {
   if (p.live() && (!up || err == ENETDOWN)) {
     killPort(p, "link down", false);
   } else if (!p.live() && up) {
-    if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_slot_); !st) {
+    if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_tag_); !st) {
       p.shutdown(*pool_);
       const uint64_t now = monotonicNs();
       if (st.error().err == EBUSY) {
@@ -624,7 +626,7 @@ void Datapath::checkLinkNow(Port& p) {
   }
   if (p.live() && p.unboundQueues()) {
     // A multi-queue tap grows queues as the VM opens them.
-    auto n = p.bindNewQueues(*pool_, anyLiveSocket(), next_slot_);
+    auto n = p.bindNewQueues(*pool_, anyLiveSocket(), next_tag_);
     if (!n) {
       if (!p.reattachWarned())
         std::fprintf(stderr, "vdevd: port %s: new queue, but: %s\n", p.name().c_str(),
@@ -794,12 +796,12 @@ void Datapath::refreshHostAddrs() {
 
 void Datapath::syncFastPort(Port& p) {
   if (!fast_) return;
-  const uint16_t slot = p.index();
-  if (slot >= fast_state_.size()) {
-    fast_state_.resize(slot + 1, 0);
-    fast_refused_.resize(slot + 1, 0);
+  const uint16_t index = p.index();
+  if (index >= fast_state_.size()) {
+    fast_state_.resize(index + 1, 0);
+    fast_refused_.resize(index + 1, 0);
   }
-  uint8_t& st = fast_state_[slot];
+  uint8_t& st = fast_state_[index];
   bool want = p.live() && st != 2;
   if (want && st == 0) {
     // Only a device that takes redirected frames now: a tap, a veth whose
@@ -815,7 +817,7 @@ void Datapath::syncFastPort(Port& p) {
       return;
     }
     p.setFastWarned(false);
-    if (auto r = fast_->enablePort(slot, p.ifindex()); r) {
+    if (auto r = fast_->enablePort(index, p.ifindex()); r) {
       st = 1;
     } else {
       std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
@@ -823,7 +825,7 @@ void Datapath::syncFastPort(Port& p) {
       st = 2;
     }
   } else if (!want && st == 1) {
-    fast_->disablePort(slot, p.ifindex());
+    fast_->disablePort(index, p.ifindex());
     st = 0;
   }
 }
@@ -833,12 +835,12 @@ void Datapath::syncFastPort(Port& p) {
 void Datapath::syncFastFdb(uint64_t now_ns) {
   if (fdb_.journalOverflowed()) {
     fast_->clear();
-    for (const Fdb::Entry& e : fdb_.dump(now_ns)) (void)fast_->set(e.mac, e.port, now_ns);
+    for (const Fdb::Entry& e : fdb_.dump(now_ns)) (void)fast_->set(e.mac, e.port_index, now_ns);
   } else {
     for (uint64_t mac : fdb_.journal()) {
-      const int port = fdb_.lookup(mac, now_ns);
-      if (port >= 0)
-        (void)fast_->set(mac, uint16_t(port), now_ns);
+      const int port_index = fdb_.lookup(mac, now_ns);
+      if (port_index >= 0)
+        (void)fast_->set(mac, uint16_t(port_index), now_ns);
       else
         fast_->erase(mac);
     }
@@ -849,25 +851,25 @@ void Datapath::syncFastFdb(uint64_t now_ns) {
 void Datapath::fastHousekeeping(uint64_t now_ns) {
   // Stations that talk only through the kernel are seen there: keep their
   // entries from ageing (and held against moves).
-  fast_->forEach([&](uint64_t mac, uint16_t slot, uint64_t seen) { fdb_.touch(mac, slot, seen); });
+  fast_->forEach([&](uint64_t mac, uint16_t port_index, uint64_t seen) { fdb_.touch(mac, port_index, seen); });
   (void)now_ns;
   // A device that stopped taking redirected frames (a container turned GRO
   // off) leaves the fast path; frames it refused meanwhile were counted as
   // fast_xmit drops. One that can take them (GRO turned on) joins.
   for (Port* pp : active_) {
-    const uint16_t slot = pp->index();
-    if (slot >= fast_state_.size() || !pp->live()) continue;
-    uint64_t& seen = fast_refused_[slot];
-    const uint64_t refused = fast_->read(slot).refused;
+    const uint16_t index = pp->index();
+    if (index >= fast_state_.size() || !pp->live()) continue;
+    uint64_t& seen = fast_refused_[index];
+    const uint64_t refused = fast_->read(index).refused;
     auto takes = rtnl::deviceTakesXdpFrames(pp->ifindex());
     const bool ok = takes && *takes && refused == seen;
     seen = refused;
-    if (fast_state_[slot] == 1 && !ok) {
-      fast_->disablePort(slot, pp->ifindex());
-      fast_state_[slot] = 0;
+    if (fast_state_[index] == 1 && !ok) {
+      fast_->disablePort(index, pp->ifindex());
+      fast_state_[index] = 0;
       std::fprintf(stderr, "vdevd: port %s: the device refuses redirected XDP frames now; off the kernel fast path\n",
                    pp->name().c_str());
-    } else if (fast_state_[slot] == 0) {
+    } else if (fast_state_[index] == 0) {
       syncFastPort(*pp);
     }
   }

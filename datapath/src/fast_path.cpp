@@ -44,48 +44,48 @@ int FastPath::portsFd() const { return bpf_map__fd(skel_->maps.fast_ports); }
 int FastPath::statsFd() const { return bpf_map__fd(skel_->maps.fast_stats); }
 int FastPath::ifindexFd() const { return bpf_map__fd(skel_->maps.fast_ifindex); }
 
-Status FastPath::enablePort(uint16_t slot, int ifindex) {
-  if (slot >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's devmap");
-  uint32_t k = slot, v = uint32_t(ifindex);
-  if (bpf_map_update_elem(ifindexFd(), &v, &k, BPF_ANY)) return errnoError("fast path: ifindex map");
-  if (bpf_map_update_elem(portsFd(), &k, &v, BPF_ANY)) return errnoError("fast path: devmap");
+Status FastPath::enablePort(uint16_t port_index, int ifindex) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's devmap");
+  uint32_t key = port_index, v = uint32_t(ifindex);
+  if (bpf_map_update_elem(ifindexFd(), &v, &key, BPF_ANY)) return errnoError("fast path: ifindex map");
+  if (bpf_map_update_elem(portsFd(), &key, &v, BPF_ANY)) return errnoError("fast path: devmap");
   return {};
 }
 
-void FastPath::disablePort(uint16_t slot, int ifindex) {
-  uint32_t k = slot;
-  (void)bpf_map_delete_elem(portsFd(), &k);
-  // The ifindex entry stays until the slot is reused: drops of frames
-  // already queued for the device are still counted.
+void FastPath::disablePort(uint16_t port_index, int ifindex) {
+  uint32_t key = port_index;
+  (void)bpf_map_delete_elem(portsFd(), &key);
+  // The ifindex entry stays until the index gets a new port: drops of
+  // frames already queued for the device are still counted.
   (void)ifindex;
 }
 
-FastPortStats FastPath::read(uint16_t slot) const {
+FastPortStats FastPath::read(uint16_t port_index) const {
   FastPortStats s;
-  if (slot >= VDEV_FAST_MAX_PORTS) return s;
+  if (port_index >= VDEV_FAST_MAX_PORTS) return s;
   uint64_t* out[VDEV_FAST_NSTATS] = {&s.rx_packets, &s.rx_bytes, &s.tx_packets,
                                      &s.tx_bytes,   &s.drops,    &s.refused,
                                      &s.queue_full};
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
-    uint32_t k = uint32_t(slot) * VDEV_FAST_NSTATS + c;
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
     if (bpf_map_lookup_elem(statsFd(), &k, percpu_.data())) continue;
     for (uint64_t v : percpu_) *out[c] += v;
   }
   return s;
 }
 
-void FastPath::reset(uint16_t slot) {
-  if (slot >= VDEV_FAST_MAX_PORTS) return;
+void FastPath::reset(uint16_t port_index) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return;
   std::fill(percpu_.begin(), percpu_.end(), 0);
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
-    uint32_t k = uint32_t(slot) * VDEV_FAST_NSTATS + c;
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
     (void)bpf_map_update_elem(statsFd(), &k, percpu_.data(), BPF_ANY);
   }
 }
 
-Status FastPath::set(uint64_t mac, uint16_t slot, uint64_t now_ns) {
+Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns) {
   struct vdev_fast_entry e = {};
-  e.port = slot;
+  e.port_index = port_index;
   e.seen_ns = now_ns;
   if (bpf_map_update_elem(fdbFd(), &mac, &e, BPF_ANY)) return errnoError("fast path: MAC map");
   return {};
@@ -106,7 +106,7 @@ void FastPath::forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& 
   const uint64_t* prev = nullptr;
   while (bpf_map_get_next_key(fdbFd(), prev, &next) == 0) {
     struct vdev_fast_entry e;
-    if (bpf_map_lookup_elem(fdbFd(), &next, &e) == 0) fn(next, uint16_t(e.port), e.seen_ns);
+    if (bpf_map_lookup_elem(fdbFd(), &next, &e) == 0) fn(next, uint16_t(e.port_index), e.seen_ns);
     key = next;
     prev = &key;
   }

@@ -62,7 +62,7 @@ void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
     }
     f->owner = kOwnerPool;
     if (f->charged) {
-      inflight_[f->in_port]--;
+      inflight_[f->in_port_index]--;
       f->charged = false;
     }
     free_[top_++] = uint32_t(f - frames_.data());

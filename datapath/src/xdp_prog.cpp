@@ -194,7 +194,7 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   // before the program sees its first frame.
   p->skel_.reset(vdev_xdp__open());
   if (!p->skel_) return errnoError("open XDP program for " + ifname);
-  p->skel_->rodata->port_slot = fast.slot;
+  p->skel_->rodata->port_index = fast.port_index;
   // fast-rx off: the maps are shared all the same (the port stays a
   // destination, which is the devmap's business, not its program's), but
   // the program itself never redirects there.

@@ -39,11 +39,11 @@ uint32_t loadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQ
 
 Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifindex,
                                                      const std::string& ifname, uint32_t queue,
-                                                     int share_fd, uint16_t slot,
+                                                     int share_fd, uint16_t tag,
                                                      const XskConfig& cfg) {
   const std::string who = ifname + " queue " + std::to_string(queue);
   std::unique_ptr<XskSocket> s(new XskSocket());
-  s->slot_ = slot;
+  s->tag_ = tag;
   s->queue_ = queue;
   s->fd_ = FileDesc(::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0));
   if (!s->fd_.valid()) return errnoError("AF_XDP socket for " + who);
@@ -109,10 +109,10 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     r.cached_prod = *r.producer;
     r.cached_cons = *r.consumer + size;
   };
-  setCons(s->rx, s->rx_map_.get(), off.rx, cfg.rx_size);
-  setProd(s->tx, s->tx_map_.get(), off.tx, cfg.tx_size);
-  setProd(s->fill, s->fill_map_.get(), off.fr, cfg.fill_size);
-  setCons(s->comp, s->comp_map_.get(), off.cr, cfg.comp_size);
+  setCons(s->rx_, s->rx_map_.get(), off.rx, cfg.rx_size);
+  setProd(s->tx_, s->tx_map_.get(), off.tx, cfg.tx_size);
+  setProd(s->fill_, s->fill_map_.get(), off.fr, cfg.fill_size);
+  setCons(s->comp_, s->comp_map_.get(), off.cr, cfg.comp_size);
 
   struct sockaddr_xdp sxdp = {};
   sxdp.sxdp_family = AF_XDP;
@@ -185,10 +185,10 @@ int XskSocket::pendingError() const {
 }
 
 // Producer rings: our producer index minus the kernel's consumer index.
-uint32_t XskSocket::fillRingCount() const { return *fill.producer - loadAcquire(fill.consumer); }
-uint32_t XskSocket::txRingCount() const { return *tx.producer - loadAcquire(tx.consumer); }
+uint32_t XskSocket::fillRingCount() const { return *fill_.producer - loadAcquire(fill_.consumer); }
+uint32_t XskSocket::txRingCount() const { return *tx_.producer - loadAcquire(tx_.consumer); }
 // Consumer rings: the kernel's producer index minus our consumer index.
-uint32_t XskSocket::rxRingCount() const { return loadAcquire(rx.producer) - *rx.consumer; }
-uint32_t XskSocket::compRingCount() const { return loadAcquire(comp.producer) - *comp.consumer; }
+uint32_t XskSocket::rxRingCount() const { return loadAcquire(rx_.producer) - *rx_.consumer; }
+uint32_t XskSocket::compRingCount() const { return loadAcquire(comp_.producer) - *comp_.consumer; }
 
 }  // namespace vdev::datapath

@@ -93,7 +93,8 @@ class Datapath {
   Result<std::vector<Fdb::Entry>> fdbDump();
   Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
   Status fdbDel(const uint8_t mac[6]);
-  std::string portName(uint16_t slot);
+  // The name of the port at index ("" if none), as FDB entries name it.
+  std::string portName(uint16_t index);
   void start();
   // Stops the thread (returns once it has exited).
   void stop();
@@ -112,7 +113,7 @@ class Datapath {
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
   FramePool& pool() { return *pool_; }
   Fdb& fdb() { return fdb_; }
-  Port& port(size_t slot) { return *ports_[slot]; }
+  Port& port(size_t index) { return *ports_[index]; }
   // Adds a port object built elsewhere (tests: a Port without a device).
   void adoptPort(std::unique_ptr<Port> p);
 
@@ -156,17 +157,17 @@ class Datapath {
 
   DatapathConfig cfg_;
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
-  std::vector<uint8_t> fast_state_;     // by slot: 0 off, 1 on, 2 cannot be (no devmap slot)
-  std::vector<uint64_t> fast_refused_;  // by slot: refused frames seen at the last check
+  std::vector<uint8_t> fast_state_;     // by port index: 0 off, 1 on, 2 cannot be (no devmap key)
+  std::vector<uint64_t> fast_refused_;  // by port index: refused frames seen at the last check
   struct FastDevBase {
     int ifindex = 0;      // the device the figures below belong to
     bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
     uint64_t base = 0;    // queue-full drops before this device appeared
   };
-  std::vector<FastDevBase> fast_dev_base_;  // by slot
+  std::vector<FastDevBase> fast_dev_base_;  // by port index
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
-  std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot
+  std::vector<std::unique_ptr<Port>> ports_;  // by port index; null: a free index
   std::vector<Port*> active_;                  // the non-null ones, in order (hot loops)
   PortCounterSnapshot removed_;  // summed counters of removed ports
   uint64_t removed_ports_ = 0;
@@ -176,10 +177,10 @@ class Datapath {
   std::vector<uint16_t> pending_ports_;  // ports with pending frames this burst
   std::vector<uint64_t> host_mac_keys_;  // sorted macKey()s (refreshHostMacKeys)
   std::vector<Frame*> burst_;
-  uint16_t next_slot_ = 0;
+  uint16_t next_tag_ = 0;  // the owner tag of the next socket (XskSocket::tag())
   FileDesc wake_fd_;  // eventfd: doorbells and control requests
-  int wake_fd_raw_ = -1;
-  FileDesc ctl_sock_;  // for SIOCGIFFLAGS (link state)  // its number, the notifier context of every delivery ring
+  int wake_fd_raw_ = -1;  // its number, the notifier context of every delivery ring
+  FileDesc ctl_sock_;  // for SIOCGIFFLAGS (link state) and ethtool (driver names)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

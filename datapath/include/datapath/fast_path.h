@@ -23,6 +23,9 @@
 // from the first refused frames (counted as fast_xmit drops) and taken off
 // the fast path (rtnl/netdev.h asks the device).
 //
+// Ports are named by their index (Port::index()), which is also their key in
+// the devmap and their row in the counters map.
+//
 // Ownership: the object owns the BPF skeleton (its maps) and the tracepoint
 // links; the links go first. Thread safety: owned by the datapath thread.
 #pragma once
@@ -60,18 +63,20 @@ class FastPath {
   int statsFd() const;
   int ifindexFd() const;
 
-  // slot may receive fast-path frames, on device ifindex.
-  Status enablePort(uint16_t slot, int ifindex);
-  void disablePort(uint16_t slot, int ifindex);
-  // Counters of a slot: read, and zeroed when a slot gets a new port.
-  FastPortStats read(uint16_t slot) const;
-  void reset(uint16_t slot);
+  // The port may receive fast-path frames, on device ifindex: its devmap key
+  // (the port index) names the device. ENOSPC: an index beyond the devmap.
+  Status enablePort(uint16_t port_index, int ifindex);
+  void disablePort(uint16_t port_index, int ifindex);
+  // A port's fast-path counters: read, and zeroed when an index gets a new
+  // port.
+  FastPortStats read(uint16_t port_index) const;
+  void reset(uint16_t port_index);
 
-  // MAC table mirror. set(): mac lives behind slot (seen = now).
-  Status set(uint64_t mac, uint16_t slot, uint64_t now_ns);
+  // MAC table mirror. set(): mac lives behind the port (seen = now).
+  Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns);
   void erase(uint64_t mac);
   void clear();
-  // Calls fn(mac, slot, seen_ns) for every entry (housekeeping).
+  // Calls fn(mac, port_index, seen_ns) for every entry (housekeeping).
   void forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& fn) const;
 
  private:

@@ -29,10 +29,11 @@
 
 namespace vdev::datapath {
 
-// Where a frame is. Socket-owned frames carry the socket's slot number.
+// Where a frame is. Socket-owned frames carry the socket's tag
+// (XskSocket::tag(), 0 .. kMaxSocketTags - 1).
 inline constexpr uint16_t kOwnerPool = 0xffff;  // free, in the pool
 inline constexpr uint16_t kOwnerApp = 0xfffe;   // in vdevd's hands: RX burst or a port ring
-inline constexpr uint16_t kMaxSocketSlots = 0xfff0;
+inline constexpr uint16_t kMaxSocketTags = 0xfff0;
 
 // Data offset used for frames vdevd fills itself (flood copies), mirroring
 // the kernel's XDP_PACKET_HEADROOM on received frames.
@@ -43,9 +44,9 @@ class FramePool;
 struct Frame {
   uint64_t addr = 0;         // UMEM offset of the first data byte
   uint32_t len = 0;          // data length in bytes
-  uint16_t in_port = 0;      // ingress port index (switching)
-  uint16_t owner = kOwnerPool;
-  bool charged = false;       // counted in the pool's in-flight count of in_port
+  uint16_t in_port_index = 0;  // the ingress port's index (switching)
+  uint16_t owner = kOwnerPool;  // kOwnerPool, kOwnerApp or a socket's tag
+  bool charged = false;       // counted in the pool's in-flight count of in_port_index
   FramePool* pool = nullptr;  // the pool the chunk returns to
 };
 
@@ -88,12 +89,12 @@ class FramePool {
   // In-flight accounting by ingress port: a frame charged to a port counts
   // against it until it returns to the pool (fair share: one port's frames
   // cannot take the whole pool).
-  void charge(Frame* f, uint16_t port) noexcept {
-    f->in_port = port;
+  void charge(Frame* f, uint16_t port_index) noexcept {
+    f->in_port_index = port_index;
     f->charged = true;
-    inflight_[port]++;
+    inflight_[port_index]++;
   }
-  uint32_t inflight(uint16_t port) const noexcept { return inflight_[port]; }
+  uint32_t inflight(uint16_t port_index) const noexcept { return inflight_[port_index]; }
 
   // Counts frames by owner tag (not a hot-path call): for accounting checks.
   uint32_t countOwned(uint16_t owner) const;
@@ -114,7 +115,7 @@ class FramePool {
   std::vector<Frame> frames_;
   std::vector<uint32_t> free_;  // stack of free chunk indices
   uint32_t top_ = 0;           // number of entries in free_
-  std::vector<uint32_t> inflight_;  // charged frames by port number
+  std::vector<uint32_t> inflight_;  // charged frames by port index
 };
 
 }  // namespace vdev::datapath

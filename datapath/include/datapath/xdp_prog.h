@@ -36,7 +36,7 @@ class FastPath;
 // The kernel fast path as one port's program sees it (see fast_path.h).
 struct XdpFastConfig {
   const FastPath* fast = nullptr;  // null: off
-  uint32_t slot = 0;               // the port's number
+  uint32_t port_index = 0;         // the port's index (Port::index()): its rows in the shared maps
   bool rx = true;                  // false: this program sends nothing on the fast path (fast-rx off)
 };
 
