@@ -78,7 +78,7 @@ Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t i
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
   std::unique_ptr<Port> p(new Port(ifname, index, cfg.queues ? cfg.queues : 1, cfg, 1500));
   p->host_macs_ = host_macs;
-  p->gone_ = true;
+  p->link_.gone();
   return p;
 }
 
@@ -113,8 +113,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
     return xdp.error();
   }
   xdp_ = std::move(xdp.value());
-  gone_ = false;
-  setLive(true);
+  link_.attached();
   return {};
 }
 
@@ -354,7 +353,7 @@ void Port::detachXdp() {
 }
 
 uint32_t Port::shutdown(FramePool& pool) noexcept {
-  setLive(false);
+  link_.closed();
   uint32_t returned = 0;
   Counter& down = counters().drops[kDropPortDown];
   for (auto& qp : queues_) {
