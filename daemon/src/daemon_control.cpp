@@ -161,7 +161,7 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           const uint64_t now = datapath::monotonicNs();
           FdbList l;
           for (const auto& e : entries.value())
-            l.entries.push_back(toFdbEntryMsg(e, ctx_.dp->portName(e.port), now));
+            l.entries.push_back(toFdbEntryMsg(e, ctx_.dp->portName(e.port_index), now));
           return l;
         } else if constexpr (std::is_same_v<T, FdbAddRequest>) {
           if (auto st = ctx_.dp->fdbAdd(b.mac.data(), b.port); !st) return fail(st.error());

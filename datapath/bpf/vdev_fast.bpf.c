@@ -29,19 +29,19 @@ int BPF_PROG(vdev_fast_xmit, const struct net_device *from_dev, const struct net
 	     int sent, int drops, int err)
 {
 	__u32 ifindex;
-	__u32 *slot;
+	__u32 *port_index;
 
 	if (drops <= 0)
 		return 0;
 	ifindex = (__u32)BPF_CORE_READ(to_dev, ifindex);
-	slot = bpf_map_lookup_elem(&fast_ifindex, &ifindex);
-	if (!slot)
+	port_index = bpf_map_lookup_elem(&fast_ifindex, &ifindex);
+	if (!port_index)
 		return 0;  /* not one of ours */
-	fast_add(*slot, VDEV_FAST_XMIT_DROPS, (__u64)drops);
+	fast_add(*port_index, VDEV_FAST_XMIT_DROPS, (__u64)drops);
 	if (err == -6 /* ENXIO */ || err == -95 /* EOPNOTSUPP */)
-		fast_add(*slot, VDEV_FAST_XMIT_REFUSED, (__u64)drops);
+		fast_add(*port_index, VDEV_FAST_XMIT_REFUSED, (__u64)drops);
 	else if (err == 0)
-		fast_add(*slot, VDEV_FAST_XMIT_FULL, (__u64)drops);
+		fast_add(*port_index, VDEV_FAST_XMIT_FULL, (__u64)drops);
 	return 0;
 }
 
@@ -50,16 +50,17 @@ volatile __u32 fast_ports_id;
 
 /* xdp_redirect_err(dev, xdp, tgt, err, map_type, map_id, index): a redirect
  * that failed before the xmit (destination down, frame over its MTU, no
- * NDO_XMIT). Only redirects through our fast_ports map count. */
+ * NDO_XMIT). Only redirects through our fast_ports map count; the kernel's
+ * "index" is then the devmap key, the destination's port index. */
 SEC("raw_tp/xdp_redirect_err")
 int BPF_PROG(vdev_fast_redirect_err, const struct net_device *dev, const void *xdp, const void *tgt,
-	     int err, int map_type, __u32 map_id, __u32 index)
+	     int err, int map_type, __u32 map_id, __u32 key)
 {
-	if (!fast_ports_id || map_id != fast_ports_id || index >= VDEV_FAST_MAX_PORTS)
+	if (!fast_ports_id || map_id != fast_ports_id || key >= VDEV_FAST_MAX_PORTS)
 		return 0;
-	fast_add(index, VDEV_FAST_XMIT_DROPS, 1);
+	fast_add(key, VDEV_FAST_XMIT_DROPS, 1);
 	if (err == -6 /* ENXIO */ || err == -95 /* EOPNOTSUPP */)
-		fast_add(index, VDEV_FAST_XMIT_REFUSED, 1);
+		fast_add(key, VDEV_FAST_XMIT_REFUSED, 1);
 	return 0;
 }
 

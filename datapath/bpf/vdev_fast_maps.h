@@ -11,7 +11,8 @@ struct {
 	__type(value, struct vdev_fast_entry);
 } fast_fdb SEC(".maps");
 
-/* Destination ports the fast path may use: slot -> ifindex. */
+/* Destination ports the fast path may use: devmap key (the port index) ->
+ * ifindex. */
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
 	__uint(max_entries, VDEV_FAST_MAX_PORTS);
@@ -26,7 +27,8 @@ struct {
 	__type(value, __u64);
 } fast_stats SEC(".maps");
 
-/* ifindex -> slot of the fast path's destination ports (the tracepoint). */
+/* ifindex -> port index of the fast path's destination ports (the
+ * tracepoint). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, VDEV_FAST_MAX_PORTS);
@@ -34,9 +36,9 @@ struct {
 	__type(value, __u32);
 } fast_ifindex SEC(".maps");
 
-static __always_inline void fast_add(__u32 port, __u32 stat, __u64 n)
+static __always_inline void fast_add(__u32 port_index, __u32 stat, __u64 n)
 {
-	__u32 k = port * VDEV_FAST_NSTATS + stat;
+	__u32 k = port_index * VDEV_FAST_NSTATS + stat;
 	__u64 *c = bpf_map_lookup_elem(&fast_stats, &k);
 
 	if (c)

@@ -28,8 +28,9 @@
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
 
-/* Set by vdevd before loading. */
-const volatile __u32 port_slot = 0;
+/* Set by vdevd before loading: this port's index, and whether its frames
+ * may take the fast path. */
+const volatile __u32 port_index = 0;
 const volatile __u32 fast_enabled = 0;
 
 struct {
@@ -128,20 +129,20 @@ int vdev_xdp(struct xdp_md *ctx)
 			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
 		__builtin_memcpy(&src, eth + 6, 6);
 		s = bpf_map_lookup_elem(&fast_fdb, &src);
-		if (!s || s->port != port_slot)
+		if (!s || s->port_index != port_index)
 			goto slow;
 		d = bpf_map_lookup_elem(&fast_fdb, &key);
-		if (!d || d->port == port_slot || d->port >= VDEV_FAST_MAX_PORTS)
+		if (!d || d->port_index == port_index || d->port_index >= VDEV_FAST_MAX_PORTS)
 			goto slow;
-		__u32 out = d->port;
+		__u32 out = d->port_index;  /* the destination's devmap key */
 		if (!bpf_map_lookup_elem(&fast_ports, &out))
 			goto slow;
 		__u64 now = bpf_ktime_get_coarse_ns();
 		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
 			s->seen_ns = now;
 		__u64 len = (__u64)(data_end - data);
-		fast_add(port_slot, VDEV_FAST_RX_PKTS, 1);
-		fast_add(port_slot, VDEV_FAST_RX_BYTES, len);
+		fast_add(port_index, VDEV_FAST_RX_PKTS, 1);
+		fast_add(port_index, VDEV_FAST_RX_BYTES, len);
 		fast_add(out, VDEV_FAST_TX_PKTS, 1);
 		fast_add(out, VDEV_FAST_TX_BYTES, len);
 		count(VDEV_XDP_FAST);

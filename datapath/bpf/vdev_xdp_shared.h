@@ -25,17 +25,20 @@ enum vdev_xdp_counter {
  * kernel's bulk ndo_xdp_xmit, bypassing AF_XDP. */
 #define VDEV_FAST_MAX_PORTS 1024
 
-/* fast_fdb value: the port (slot) a MAC was learned on, and when the XDP
- * program last saw it as a source (CLOCK_MONOTONIC ns, refreshed at most
+/* Ports are named by their index (vdevd's Port::index()): the fast_fdb
+ * value, the fast_ports devmap key, the fast_stats row. */
+
+/* fast_fdb value: the index of the port a MAC was learned on, and when the
+ * XDP program last saw it as a source (CLOCK_MONOTONIC ns, refreshed at most
  * every VDEV_FAST_SEEN_NS) so vdevd can age and hold entries. */
 struct vdev_fast_entry {
-	__u32 port;
+	__u32 port_index;
 	__u32 pad;
 	__u64 seen_ns;
 };
 #define VDEV_FAST_SEEN_NS 100000000ULL
 
-/* fast_stats: per-CPU counters, index port * VDEV_FAST_NSTATS + counter. */
+/* fast_stats: per-CPU counters, key port_index * VDEV_FAST_NSTATS + counter. */
 enum vdev_fast_stat {
 	VDEV_FAST_RX_PKTS = 0,  /* received on this port, sent by the fast path */
 	VDEV_FAST_RX_BYTES = 1,

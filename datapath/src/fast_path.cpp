@@ -2,10 +2,8 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/genl.h>
-#include <netlink/netlink.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "vdev_fast.skel.h"
@@ -13,65 +11,19 @@
 
 namespace vdev::datapath {
 
-namespace {
-// The "netdev" generic netlink family (linux/netdev.h, newer than Debian's
-// kernel headers): DEV_GET answers a device's XDP features.
-constexpr uint8_t kNetdevCmdDevGet = 1;
-constexpr int kNetdevAttrIfindex = 1;
-constexpr int kNetdevAttrXdpFeatures = 3;
-constexpr uint64_t kNetdevXdpActNdoXmit = 1u << 2;
-}  // namespace
-
-Result<bool> deviceTakesXdpFrames(int ifindex) {
-  struct nl_sock* sk = nl_socket_alloc();
-  if (!sk) return makeError(ENOMEM, "netlink socket");
-  struct Closer {
-    nl_sock* s;
-    ~Closer() { nl_socket_free(s); }
-  } closer{sk};
-  if (int err = genl_connect(sk); err < 0) return makeError(EIO, std::string("genetlink: ") + nl_geterror(err));
-  const int family = genl_ctrl_resolve(sk, "netdev");
-  if (family < 0) return makeError(EOPNOTSUPP, "no netdev genetlink family (kernel before 6.3)");
-  struct nl_msg* msg = nlmsg_alloc();
-  if (!msg) return makeError(ENOMEM, "netlink message");
-  genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, kNetdevCmdDevGet, 1);
-  nla_put_u32(msg, kNetdevAttrIfindex, uint32_t(ifindex));
-  int err = nl_send_auto(sk, msg);
-  nlmsg_free(msg);
-  if (err < 0) return makeError(EIO, std::string("netdev DEV_GET: ") + nl_geterror(err));
-  struct Ctx {
-    bool found = false;
-    uint64_t features = 0;
-  } ctx;
-  nl_socket_modify_cb(
-      sk, NL_CB_VALID, NL_CB_CUSTOM,
-      [](struct nl_msg* m, void* arg) -> int {
-        auto* c = static_cast<Ctx*>(arg);
-        struct nlattr* tb[kNetdevAttrXdpFeatures + 1] = {};
-        if (genlmsg_parse(nlmsg_hdr(m), 0, tb, kNetdevAttrXdpFeatures, nullptr) == 0 &&
-            tb[kNetdevAttrXdpFeatures]) {
-          c->found = true;
-          c->features = nla_get_u64(tb[kNetdevAttrXdpFeatures]);
-        }
-        return NL_OK;
-      },
-      &ctx);
-  if (err = nl_recvmsgs_default(sk); err < 0)
-    return makeError(EIO, std::string("netdev DEV_GET: ") + nl_geterror(err));
-  if (!ctx.found) return makeError(EIO, "netdev DEV_GET: no XDP features in the reply");
-  return (ctx.features & kNetdevXdpActNdoXmit) != 0;
-}
+void FastPath::SkelDeleter::operator()(struct ::vdev_fast* s) const noexcept { vdev_fast__destroy(s); }
+void FastPath::LinkDeleter::operator()(struct ::bpf_link* l) const noexcept { bpf_link__destroy(l); }
 
 Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
   std::unique_ptr<FastPath> f(new FastPath());
   f->ncpu_ = libbpf_num_possible_cpus();
   if (f->ncpu_ <= 0) return makeError(-f->ncpu_, "kernel fast path: count CPUs");
   f->percpu_.resize(size_t(f->ncpu_));
-  f->skel_ = vdev_fast__open();
+  f->skel_.reset(vdev_fast__open());
   if (!f->skel_) return errnoError("kernel fast path: open BPF object");
   if (bpf_map__set_max_entries(f->skel_->maps.fast_fdb, fdb_capacity < 16 ? 16 : fdb_capacity))
     return errnoError("kernel fast path: size the MAC map");
-  if (vdev_fast__load(f->skel_)) return errnoError("kernel fast path: load BPF maps and tracepoints");
+  if (vdev_fast__load(f->skel_.get())) return errnoError("kernel fast path: load BPF maps and tracepoints");
   struct bpf_map_info info = {};
   uint32_t len = sizeof info;
   if (bpf_obj_get_info_by_fd(bpf_map__fd(f->skel_->maps.fast_ports), &info, &len))
@@ -80,63 +32,60 @@ Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
   for (struct bpf_program* p : {f->skel_->progs.vdev_fast_xmit, f->skel_->progs.vdev_fast_redirect_err}) {
     struct bpf_link* l = bpf_program__attach(p);
     if (!l) return errnoError(std::string("kernel fast path: attach tracepoint ") + bpf_program__name(p));
-    f->links_.push_back(l);
+    f->links_.emplace_back(l);
   }
   return f;
 }
 
-FastPath::~FastPath() {
-  for (auto* l : links_) bpf_link__destroy(l);
-  if (skel_) vdev_fast__destroy(skel_);
-}
+FastPath::~FastPath() = default;  // links_, then skel_
 
 int FastPath::fdbFd() const { return bpf_map__fd(skel_->maps.fast_fdb); }
 int FastPath::portsFd() const { return bpf_map__fd(skel_->maps.fast_ports); }
 int FastPath::statsFd() const { return bpf_map__fd(skel_->maps.fast_stats); }
 int FastPath::ifindexFd() const { return bpf_map__fd(skel_->maps.fast_ifindex); }
 
-Status FastPath::enablePort(uint16_t slot, int ifindex) {
-  if (slot >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's devmap");
-  uint32_t k = slot, v = uint32_t(ifindex);
-  if (bpf_map_update_elem(ifindexFd(), &v, &k, BPF_ANY)) return errnoError("fast path: ifindex map");
-  if (bpf_map_update_elem(portsFd(), &k, &v, BPF_ANY)) return errnoError("fast path: devmap");
+Status FastPath::enablePort(uint16_t port_index, int ifindex) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's devmap");
+  uint32_t key = port_index, v = uint32_t(ifindex);
+  if (bpf_map_update_elem(ifindexFd(), &v, &key, BPF_ANY)) return errnoError("fast path: ifindex map");
+  if (bpf_map_update_elem(portsFd(), &key, &v, BPF_ANY)) return errnoError("fast path: devmap");
   return {};
 }
 
-void FastPath::disablePort(uint16_t slot, int ifindex) {
-  uint32_t k = slot;
-  (void)bpf_map_delete_elem(portsFd(), &k);
-  // The ifindex entry stays until the slot is reused: drops of frames
-  // already queued for the device are still counted.
+void FastPath::disablePort(uint16_t port_index, int ifindex) {
+  uint32_t key = port_index;
+  (void)bpf_map_delete_elem(portsFd(), &key);
+  // The ifindex entry stays until the index gets a new port: drops of
+  // frames already queued for the device are still counted.
   (void)ifindex;
 }
 
-FastPortStats FastPath::read(uint16_t slot) const {
+FastPortStats FastPath::read(uint16_t port_index) const {
   FastPortStats s;
-  if (slot >= VDEV_FAST_MAX_PORTS) return s;
+  if (port_index >= VDEV_FAST_MAX_PORTS) return s;
   uint64_t* out[VDEV_FAST_NSTATS] = {&s.rx_packets, &s.rx_bytes, &s.tx_packets,
                                      &s.tx_bytes,   &s.drops,    &s.refused,
                                      &s.queue_full};
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
-    uint32_t k = uint32_t(slot) * VDEV_FAST_NSTATS + c;
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
     if (bpf_map_lookup_elem(statsFd(), &k, percpu_.data())) continue;
     for (uint64_t v : percpu_) *out[c] += v;
   }
   return s;
 }
 
-void FastPath::reset(uint16_t slot) {
-  if (slot >= VDEV_FAST_MAX_PORTS) return;
+void FastPath::reset(uint16_t port_index) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return;
   std::fill(percpu_.begin(), percpu_.end(), 0);
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
-    uint32_t k = uint32_t(slot) * VDEV_FAST_NSTATS + c;
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
     (void)bpf_map_update_elem(statsFd(), &k, percpu_.data(), BPF_ANY);
   }
 }
 
-Status FastPath::set(uint64_t mac, uint16_t slot, uint64_t now_ns) {
+Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns) {
   struct vdev_fast_entry e = {};
-  e.port = slot;
+  e.port_index = port_index;
   e.seen_ns = now_ns;
   if (bpf_map_update_elem(fdbFd(), &mac, &e, BPF_ANY)) return errnoError("fast path: MAC map");
   return {};
@@ -157,7 +106,7 @@ void FastPath::forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& 
   const uint64_t* prev = nullptr;
   while (bpf_map_get_next_key(fdbFd(), prev, &next) == 0) {
     struct vdev_fast_entry e;
-    if (bpf_map_lookup_elem(fdbFd(), &next, &e) == 0) fn(next, uint16_t(e.port), e.seen_ns);
+    if (bpf_map_lookup_elem(fdbFd(), &next, &e) == 0) fn(next, uint16_t(e.port_index), e.seen_ns);
     key = next;
     prev = &key;
   }

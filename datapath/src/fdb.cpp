@@ -4,13 +4,13 @@
 
 namespace vdev::datapath {
 
-// Probe chains never have holes: a slot, once used, stays "used" and is only
-// marked not live on removal or reused when it has aged out. A lookup can
-// therefore stop at the first never-used slot.
+// Probe chains never have holes: a bucket, once used, stays "used" and is
+// only marked not live on removal or reused when it has aged out. A lookup
+// can therefore stop at the first never-used bucket.
 
 Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port, uint64_t hold_ns)
-    : slots_(std::bit_ceil(capacity < 16 ? 16u : capacity)),
-      mask_(uint32_t(slots_.size() - 1)),
+    : buckets_(std::bit_ceil(capacity < 16 ? 16u : capacity)),
+      mask_(uint32_t(buckets_.size() - 1)),
       ageing_ns_(ageing_ns),
       max_per_port_(max_per_port),
       hold_ns_(hold_ns),
@@ -19,21 +19,21 @@ Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port, uint64_t 
 int Fdb::lookup(uint64_t mac, uint64_t now_ns) const noexcept {
   uint32_t i = home(mac);
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
-    const Entry& e = slots_[i];
+    const Entry& e = buckets_[i];
     if (!e.used) return kNone;
-    if (e.live && e.mac == mac) return expired(e, now_ns) ? kNone : e.port;
+    if (e.live && e.mac == mac) return expired(e, now_ns) ? kNone : e.port_index;
   }
   return kNone;
 }
 
-Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
-  const bool full = max_per_port_ && per_port_[port] >= max_per_port_;
+Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexcept {
+  const bool full = max_per_port_ && per_port_[port_index] >= max_per_port_;
   uint32_t i = home(mac);
   Entry* reuse = nullptr;
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
-    Entry& e = slots_[i];
+    Entry& e = buckets_[i];
     if (e.used && e.live && e.mac == mac) {
-      if (e.port == port) {
+      if (e.port_index == port_index) {
         if (!e.is_static) e.seen_ns = now_ns;
         return Learn::kOk;
       }
@@ -42,9 +42,9 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
       // (an aged-out entry is free to take).
       if (!expired(e, now_ns) && now_ns - e.seen_ns < hold_ns_) return Learn::kLocked;
       if (full) return Learn::kPortLimit;
-      per_port_[e.port]--;
-      per_port_[port]++;
-      e.port = port;
+      per_port_[e.port_index]--;
+      per_port_[port_index]++;
+      e.port_index = port_index;
       e.seen_ns = now_ns;
       note(mac);
       return Learn::kOk;
@@ -57,20 +57,20 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept {
   }
   if (full) return Learn::kPortLimit;
   if (!reuse) return Learn::kTableFull;
-  kill(*reuse);  // an aged-out entry gives its slot and its port's count back
-  *reuse = Entry{mac, now_ns, port, true, true, false};
-  per_port_[port]++;
+  kill(*reuse);  // an aged-out entry gives its bucket and its port's count back
+  *reuse = Entry{mac, now_ns, port_index, true, true, false};
+  per_port_[port_index]++;
   note(mac);
   return Learn::kOk;
 }
 
-void Fdb::touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept {
+void Fdb::touch(uint64_t mac, uint16_t port_index, uint64_t seen_ns) noexcept {
   uint32_t i = home(mac);
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
-    Entry& e = slots_[i];
+    Entry& e = buckets_[i];
     if (!e.used) return;
     if (e.live && e.mac == mac) {
-      if (e.port == port && !e.is_static && seen_ns > e.seen_ns) e.seen_ns = seen_ns;
+      if (e.port_index == port_index && !e.is_static && seen_ns > e.seen_ns) e.seen_ns = seen_ns;
       return;
     }
   }
@@ -82,13 +82,13 @@ void Fdb::enableJournal(uint32_t capacity) {
   journal_.reserve(capacity);
 }
 
-bool Fdb::addStatic(uint64_t mac, uint16_t port) {
+bool Fdb::addStatic(uint64_t mac, uint16_t port_index) {
   remove(mac);
   uint32_t i = home(mac);
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
-    Entry& e = slots_[i];
+    Entry& e = buckets_[i];
     if (!e.used || !e.live) {
-      e = Entry{mac, 0, port, true, true, true};
+      e = Entry{mac, 0, port_index, true, true, true};
       note(mac);
       return true;
     }
@@ -99,7 +99,7 @@ bool Fdb::addStatic(uint64_t mac, uint16_t port) {
 bool Fdb::remove(uint64_t mac) {
   uint32_t i = home(mac);
   for (uint32_t p = 0; p < kMaxProbe; p++, i = (i + 1) & mask_) {
-    Entry& e = slots_[i];
+    Entry& e = buckets_[i];
     if (!e.used) return false;
     if (e.live && e.mac == mac) {
       kill(e);
@@ -109,19 +109,19 @@ bool Fdb::remove(uint64_t mac) {
   return false;
 }
 
-void Fdb::flushPort(uint16_t port) {
-  for (auto& e : slots_)
-    if (e.live && e.port == port) kill(e);
+void Fdb::flushPort(uint16_t port_index) {
+  for (auto& e : buckets_)
+    if (e.live && e.port_index == port_index) kill(e);
 }
 
 void Fdb::expire(uint64_t now_ns) {
-  for (auto& e : slots_)
+  for (auto& e : buckets_)
     if (e.live && expired(e, now_ns)) kill(e);
 }
 
 std::vector<Fdb::Entry> Fdb::dump(uint64_t now_ns) const {
   std::vector<Entry> out;
-  for (const auto& e : slots_)
+  for (const auto& e : buckets_)
     if (e.live && !expired(e, now_ns)) out.push_back(e);
   return out;
 }

@@ -15,14 +15,14 @@ Result<std::unique_ptr<FramePool>> FramePool::create(uint32_t nframes, uint32_t 
     return makeError(EINVAL, "frame pool: frame size " + std::to_string(frame_size) +
                                  " must be a power of two from 2048 to the page size");
   size_t size = size_t(nframes) * frame_size;
-  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-  if (p == MAP_FAILED) return errnoError("frame pool: mmap " + std::to_string(size) + " bytes");
-  return std::unique_ptr<FramePool>(new FramePool(static_cast<char*>(p), nframes, frame_size));
+  MmapRegion area =
+      MmapRegion::map(size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (!area.valid()) return errnoError("frame pool: mmap " + std::to_string(size) + " bytes");
+  return std::unique_ptr<FramePool>(new FramePool(std::move(area), nframes, frame_size));
 }
 
-FramePool::FramePool(char* area, uint32_t nframes, uint32_t frame_size)
-    : area_(area),
+FramePool::FramePool(MmapRegion area, uint32_t nframes, uint32_t frame_size)
+    : area_(std::move(area)),
       total_(nframes),
       frame_size_(frame_size),
       shift_(uint32_t(std::countr_zero(frame_size))),
@@ -39,7 +39,7 @@ FramePool::FramePool(char* area, uint32_t nframes, uint32_t frame_size)
   top_ = nframes;
 }
 
-FramePool::~FramePool() { ::munmap(area_, areaSize()); }
+FramePool::~FramePool() = default;  // area_ unmaps the UMEM
 
 uint32_t FramePool::allocBulk(std::span<Frame*> out) noexcept {
   uint32_t n = uint32_t(out.size()) < top_ ? uint32_t(out.size()) : top_;
@@ -62,7 +62,7 @@ void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
     }
     f->owner = kOwnerPool;
     if (f->charged) {
-      inflight_[f->in_port]--;
+      inflight_[f->in_port_index]--;
       f->charged = false;
     }
     free_[top_++] = uint32_t(f - frames_.data());

@@ -15,15 +15,18 @@ namespace vdev::datapath {
 
 namespace {
 
+struct DirCloser {
+  void operator()(DIR* d) const noexcept { ::closedir(d); }
+};
+
 // RX queues the device has (sysfs lists one rx-N directory per queue).
 uint32_t deviceQueues(const std::string& ifname) {
   std::string path = "/sys/class/net/" + ifname + "/queues";
-  DIR* d = ::opendir(path.c_str());
+  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
   if (!d) return 1;
   uint32_t n = 0;
-  while (struct dirent* e = ::readdir(d))
+  while (struct dirent* e = ::readdir(d.get()))
     if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
-  ::closedir(d);
   return n ? n : 1;
 }
 
@@ -57,14 +60,14 @@ Port::~Port() = default;
 Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t index, FramePool& pool,
                                          const PortConfig& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                         int share_fd, uint16_t& next_slot) {
+                                         int share_fd, uint16_t& next_tag) {
   if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
   if (!::if_nametoindex(ifname.c_str())) return errnoError("port " + ifname);
   uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
   std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, 1500));
   p->host_macs_ = host_macs;
-  if (auto st = p->attachDevice(pool, share_fd, next_slot); !st) return st.error();
+  if (auto st = p->attachDevice(pool, share_fd, next_tag); !st) return st.error();
   return p;
 }
 
@@ -75,11 +78,11 @@ Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t i
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
   std::unique_ptr<Port> p(new Port(ifname, index, cfg.queues ? cfg.queues : 1, cfg, 1500));
   p->host_macs_ = host_macs;
-  p->gone_ = true;
+  p->link_.gone();
   return p;
 }
 
-Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
+Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
   const int ifindex = int(::if_nametoindex(name_.c_str()));
   if (!ifindex) return errnoError("port " + name_);
   uint32_t mtu = 0;
@@ -92,7 +95,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
   // Sockets first, then the program, loaded with its maps filled before it
   // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
   // while the port is being set up.
-  if (auto st = openSockets(pool, share_fd, next_slot); !st) {
+  if (auto st = openSockets(pool, share_fd, next_tag); !st) {
     shutdown(pool);
     return st;
   }
@@ -110,8 +113,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
     return xdp.error();
   }
   xdp_ = std::move(xdp.value());
-  gone_ = false;
-  setLive(true);
+  link_.attached();
   return {};
 }
 
@@ -119,15 +121,15 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot) {
 // tap has one until the VM opens the others (AF_XDP can only bind a queue
 // that exists). Those that exist are bound now, the rest by bindNewQueues()
 // when they appear. Queue 0 always exists.
-Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_slot) {
+Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
   const uint32_t have = std::min<uint32_t>(deviceQueues(name_), uint32_t(queues_.size()));
   for (uint32_t q = 0; q < have; q++) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
-    if (next_slot >= kMaxSocketSlots) return Error{ENOSPC, "too many AF_XDP sockets"};
-    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_slot, cfg_.xsk);
+    if (next_tag >= kMaxSocketTags) return Error{ENOSPC, "too many AF_XDP sockets"};
+    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_tag, cfg_.xsk);
     if (!xsk) return xsk.error();
-    next_slot++;
+    next_tag++;
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
@@ -146,10 +148,10 @@ uint32_t Port::unboundQueues() const {
   return n;
 }
 
-Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot) {
+Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_tag) {
   const uint32_t before = unboundQueues();
   if (before == 0 || deviceQueues(name_) <= bound_) return 0u;
-  if (auto st = openSockets(pool, share_fd, next_slot); !st) return st.error();
+  if (auto st = openSockets(pool, share_fd, next_tag); !st) return st.error();
   return before - unboundQueues();
 }
 
@@ -224,14 +226,15 @@ uint32_t Port::reap(Queue& q, FramePool& pool) noexcept {
   uint32_t total = 0, idx = 0, n;
   Frame* done[64];
   // Drain the completion ring completely, not one batch.
-  while ((n = xsk_ring_cons__peek(&s.comp, 64, &idx)) > 0) {
+  struct xsk_ring_cons& comp = s.comp();
+  while ((n = xsk_ring_cons__peek(&comp, 64, &idx)) > 0) {
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
-      Frame* f = pool.frameAt(*xsk_ring_cons__comp_addr(&s.comp, idx + i));
+      Frame* f = pool.frameAt(*xsk_ring_cons__comp_addr(&comp, idx + i));
       if (f) [[likely]]
         done[k++] = f;
     }
-    xsk_ring_cons__release(&s.comp, n);
+    xsk_ring_cons__release(&comp, n);
     pool.freeBulk(std::span<Frame* const>(done, k));
     total += n;
   }
@@ -253,6 +256,7 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
     Queue& q = *qp;
     if (!q.xsk) continue;
     XskSocket& s = *q.xsk;
+    struct xsk_ring_prod& tx = s.tx();
     if (cfg_.completion == CompletionMode::kEager ||
         q.tx_submitted - q.tx_completed >= cfg_.lazy_threshold)
       reap(q, pool);
@@ -261,29 +265,29 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
     for (uint32_t pass = 0; pass * batch < q.ring.capacity(); pass++) {
       const uint32_t n = q.ring.consumeBatch(std::span<Frame*>(scratch_.data(), batch));
       if (n == 0) break;
-      uint32_t room = xsk_prod_nb_free(&s.tx, n);
+      uint32_t room = xsk_prod_nb_free(&tx, n);
       // TX ring full: reclaim completions, kick, retry; then drop what is left.
       for (uint32_t r = 0; room < n && r < cfg_.tx_retries; r++) {
         reap(q, pool);
         kick(q);
-        room = xsk_prod_nb_free(&s.tx, n);
+        room = xsk_prod_nb_free(&tx, n);
       }
       const uint32_t k = std::min(room, n);
       PortCounters& c = counters();
       if (k) {
         uint32_t idx = 0;
-        xsk_ring_prod__reserve(&s.tx, k, &idx);
+        xsk_ring_prod__reserve(&tx, k, &idx);
         uint64_t bytes = 0;
         for (uint32_t i = 0; i < k; i++) {
           Frame* f = scratch_[i];
-          struct xdp_desc* d = xsk_ring_prod__tx_desc(&s.tx, idx + i);
+          struct xdp_desc* d = xsk_ring_prod__tx_desc(&tx, idx + i);
           d->addr = f->addr;
           d->len = f->len;
           d->options = 0;
-          f->owner = s.slot();
+          f->owner = s.tag();
           bytes += f->len;
         }
-        xsk_ring_prod__submit(&s.tx, k);
+        xsk_ring_prod__submit(&tx, k);
         // Counted when put on the TX ring, not at completion.
         c.tx_packets.add(k);
         c.tx_bytes.add(bytes);
@@ -296,7 +300,7 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
       }
       if (n < batch) break;
     }
-    if (qsent && (!s.zerocopy() || xsk_ring_prod__needs_wakeup(&s.tx))) kick(q);
+    if (qsent && (!s.zerocopy() || xsk_ring_prod__needs_wakeup(&tx))) kick(q);
     sent += qsent;
   }
   return sent;
@@ -349,7 +353,7 @@ void Port::detachXdp() {
 }
 
 uint32_t Port::shutdown(FramePool& pool) noexcept {
-  setLive(false);
+  link_.closed();
   uint32_t returned = 0;
   Counter& down = counters().drops[kDropPortDown];
   for (auto& qp : queues_) {
@@ -368,13 +372,14 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     if (unsent) {
       // Counted as transmitted when drainTx put them there: one outcome each.
       uint64_t bytes = 0;
-      const uint32_t cons = *q.xsk->tx.consumer;
-      for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&q.xsk->tx, cons + i)->len;
+      struct xsk_ring_prod& tx = q.xsk->tx();
+      const uint32_t cons = *tx.consumer;
+      for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&tx, cons + i)->len;
       counters().tx_packets.add(uint64_t(0) - unsent);
       counters().tx_bytes.add(uint64_t(0) - bytes);
     }
     down.add(unsent);
-    uint16_t slot = q.xsk->slot();
+    const uint16_t tag = q.xsk->tag();
     addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
     // Frames the kernel put on the RX ring that vdevd never took die with
@@ -386,7 +391,7 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     // Once the socket is closed the kernel no longer touches its rings; every
     // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.
     q.xsk.reset();
-    pool.forEachOwned(slot, [&](Frame* f) {
+    pool.forEachOwned(tag, [&](Frame* f) {
       pool.free(f);
       returned++;
     });

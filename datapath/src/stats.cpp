@@ -43,8 +43,7 @@ std::string driverName(int sock, const std::string& ifname) {
 uint64_t Datapath::fastDropsCountedByDevice(const Port& p) {
   if (!fast_ || !p.ifindex()) return 0;
   const uint16_t slot = p.index();
-  if (slot >= fast_dev_base_.size()) fast_dev_base_.resize(slot + 1);
-  FastDevBase& b = fast_dev_base_[slot];
+  FastDevBase& b = fast_sync_.devBase(slot);
   const uint64_t full = fast_->read(slot).queue_full;
   if (b.ifindex != p.ifindex()) {  // a new device (or a new port in the slot)
     const std::string drv = driverName(ctl_sock_.get(), p.name());
@@ -75,7 +74,7 @@ PoolStats Datapath::poolStats() const {
   PoolStats s;
   s.total = pool_->total();
   s.free = pool_->available();
-  for (Port* pp : active_) {
+  for (Port* pp : ports_.active()) {
     QueueAccounting a = pp->accounting();
     s.fill_ring += a.fill_ring;
     s.kernel_rx += a.kernel_rx;
@@ -95,7 +94,7 @@ PoolStats Datapath::poolStats() const {
 void Datapath::collectOwned(DatapathStats& out) const {
   out.pool = poolStats();
   out.ports.clear();
-  for (Port* pp : active_) {
+  for (Port* pp : ports_.active()) {
     const Port& p = *pp;
     PortStats ps;
     ps.slot = p.index();

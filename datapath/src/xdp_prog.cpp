@@ -4,7 +4,6 @@
 #include <linux/if_link.h>
 #include <bpf/libbpf.h>
 #include <net/if.h>
-#include <unistd.h>
 #include <xdp/libxdp.h>
 
 #include <cstdarg>
@@ -13,13 +12,29 @@
 #include <cstring>
 #include <vector>
 
+#include "base/fd.h"
 #include "datapath/fast_path.h"
 #include "vdev_xdp.skel.h"
 #include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
 
+void XdpProgram::SkelDeleter::operator()(struct ::vdev_xdp* s) const noexcept { vdev_xdp__destroy(s); }
+void XdpProgram::ProgDeleter::operator()(struct ::xdp_program* p) const noexcept { xdp_program__close(p); }
+
 namespace {
+
+struct MultiprogDeleter {
+  void operator()(struct xdp_multiprog* mp) const noexcept { xdp_multiprog__close(mp); }
+};
+using MultiprogPtr = std::unique_ptr<struct xdp_multiprog, MultiprogDeleter>;
+
+// libxdp's view of what is attached to ifindex; null if none (or an error).
+MultiprogPtr multiprogOf(int ifindex) {
+  struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (!mp || libxdp_get_error(mp)) return nullptr;
+  return MultiprogPtr(mp);
+}
 
 constexpr const char* kProgName = "vdev_xdp";
 bool g_verbose = false;
@@ -81,12 +96,11 @@ Existing existingPrograms(int ifindex) {
       if (!e.any) e.ours = true;
       e.any = true;
       std::string n = "?";
-      int fd = bpf_prog_get_fd_by_id(id);
-      if (fd >= 0) {
+      const FileDesc fd(bpf_prog_get_fd_by_id(id));
+      if (fd.valid()) {
         struct bpf_prog_info info = {};
         uint32_t len = sizeof info;
-        if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) n = info.name;
-        ::close(fd);
+        if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) == 0) n = info.name;
       }
       if (!e.names.empty()) e.names += ", ";
       e.names += n + " (id " + std::to_string(id) + ")";
@@ -96,14 +110,12 @@ Existing existingPrograms(int ifindex) {
     if (!dispatcher) return e;
     e = Existing{};
   }
-  struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
-  if (!mp || libxdp_get_error(mp)) return e;
+  const MultiprogPtr owner = multiprogOf(ifindex);
+  if (!owner) return e;
+  struct xdp_multiprog* mp = owner.get();
   struct xdp_program* main = xdp_multiprog__main_prog(mp);
   struct xdp_program* hw = xdp_multiprog__hw_prog(mp);
-  if (!main && !hw) {
-    xdp_multiprog__close(mp);
-    return e;
-  }
+  if (!main && !hw) return e;
   e.any = true;
   e.ours = true;
   auto note = [&](struct xdp_program* p) {
@@ -125,7 +137,6 @@ Existing existingPrograms(int ifindex) {
     note(hw);
     e.ours = false;
   }
-  xdp_multiprog__close(mp);
   return e;
 }
 
@@ -138,10 +149,9 @@ Status removeExisting(int ifindex, const std::string& ifname, bool dispatcher) {
       return errnoError("detach existing XDP program from " + ifname);
     return {};
   }
-  struct xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
-  if (!mp || libxdp_get_error(mp)) return {};
-  int err = xdp_multiprog__detach(mp);
-  xdp_multiprog__close(mp);
+  const MultiprogPtr mp = multiprogOf(ifindex);
+  if (!mp) return {};
+  int err = xdp_multiprog__detach(mp.get());
   if (err) return Error{-err, "detach existing XDP program from " + ifname + ": " + xdpStrerror(err)};
   return {};
 }
@@ -182,9 +192,9 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   p->ifname_ = ifname;
   // Loaded first, attached last: the maps (host MACs, sockets) are filled
   // before the program sees its first frame.
-  p->skel_ = vdev_xdp__open();
+  p->skel_.reset(vdev_xdp__open());
   if (!p->skel_) return errnoError("open XDP program for " + ifname);
-  p->skel_->rodata->port_slot = fast.slot;
+  p->skel_->rodata->port_index = fast.port_index;
   // fast-rx off: the maps are shared all the same (the port stays a
   // destination, which is the devmap's business, not its program's), but
   // the program itself never redirects there.
@@ -206,14 +216,14 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
     (void)bpf_map__set_max_entries(p->skel_->maps.fast_stats, 1);
     (void)bpf_map__set_max_entries(p->skel_->maps.fast_ifindex, 1);
   }
-  if (vdev_xdp__load(p->skel_)) return errnoError("load XDP program for " + ifname);
+  if (vdev_xdp__load(p->skel_.get())) return errnoError("load XDP program for " + ifname);
   if (prepare)
     if (auto st = prepare(*p); !st) return st.error();
-  p->prog_ = xdp_program__from_fd(bpf_program__fd(p->skel_->progs.vdev_xdp));
-  if (long err = libxdp_get_error(p->prog_); err || !p->prog_) {
-    p->prog_ = nullptr;
+  // An error comes back as an error pointer, which is nobody's to close.
+  struct xdp_program* prog = xdp_program__from_fd(bpf_program__fd(p->skel_->progs.vdev_xdp));
+  if (long err = libxdp_get_error(prog); err || !prog)
     return Error{int(err ? -err : EINVAL), "create XDP program for " + ifname};
-  }
+  p->prog_.reset(prog);
 
   std::vector<XdpMode> tries;
   if (mode == XdpMode::kAuto)
@@ -224,7 +234,7 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   std::string log;
   if (!g_verbose) g_capture = &log;
   for (XdpMode m : tries) {
-    err = xdp_program__attach(p->prog_, ifindex,
+    err = xdp_program__attach(p->prog_.get(), ifindex,
                               m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
     if (err == 0) {
       p->mode_ = m;
@@ -241,11 +251,7 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   return p;
 }
 
-XdpProgram::~XdpProgram() {
-  detach();
-  if (prog_) xdp_program__close(prog_);
-  if (skel_) vdev_xdp__destroy(skel_);
-}
+XdpProgram::~XdpProgram() { detach(); }  // then prog_, then skel_
 
 void XdpProgram::detach() {
   if (!attached_) return;
@@ -267,7 +273,7 @@ void XdpProgram::detach() {
     LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
     err = bpf_xdp_detach(ifindex_, mode_flag | XDP_FLAGS_REPLACE, &opts);
   } else {
-    err = xdp_program__detach(prog_, ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    err = xdp_program__detach(prog_.get(), ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
   }
   if (err && err != -ENOENT && err != -ENODEV)
     std::fprintf(stderr, "vdevd: detach XDP program from %s: %s\n", ifname_.c_str(),

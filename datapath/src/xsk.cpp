@@ -39,11 +39,11 @@ uint32_t loadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQ
 
 Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifindex,
                                                      const std::string& ifname, uint32_t queue,
-                                                     int share_fd, uint16_t slot,
+                                                     int share_fd, uint16_t tag,
                                                      const XskConfig& cfg) {
   const std::string who = ifname + " queue " + std::to_string(queue);
   std::unique_ptr<XskSocket> s(new XskSocket());
-  s->slot_ = slot;
+  s->tag_ = tag;
   s->queue_ = queue;
   s->fd_ = FileDesc(::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0));
   if (!s->fd_.valid()) return errnoError("AF_XDP socket for " + who);
@@ -72,19 +72,18 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
   if (::getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen))
     return errnoError("AF_XDP ring offsets for " + who);
 
-  auto map = [&](int i, uint64_t len, uint64_t pgoff) -> Status {
-    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, off_t(pgoff));
-    if (p == MAP_FAILED) return errnoError("map AF_XDP ring for " + who);
-    s->maps_[i] = {p, len};
+  auto map = [&](MmapRegion& m, uint64_t len, uint64_t pgoff) -> Status {
+    m = MmapRegion::map(len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, off_t(pgoff));
+    if (!m.valid()) return errnoError("map AF_XDP ring for " + who);
     return {};
   };
-  if (auto st = map(0, off.rx.desc + cfg.rx_size * sizeof(struct xdp_desc), XDP_PGOFF_RX_RING); !st)
+  if (auto st = map(s->rx_map_, off.rx.desc + cfg.rx_size * sizeof(struct xdp_desc), XDP_PGOFF_RX_RING); !st)
     return st.error();
-  if (auto st = map(1, off.tx.desc + cfg.tx_size * sizeof(struct xdp_desc), XDP_PGOFF_TX_RING); !st)
+  if (auto st = map(s->tx_map_, off.tx.desc + cfg.tx_size * sizeof(struct xdp_desc), XDP_PGOFF_TX_RING); !st)
     return st.error();
-  if (auto st = map(2, off.fr.desc + cfg.fill_size * sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING); !st)
+  if (auto st = map(s->fill_map_, off.fr.desc + cfg.fill_size * sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING); !st)
     return st.error();
-  if (auto st = map(3, off.cr.desc + cfg.comp_size * sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING);
+  if (auto st = map(s->comp_map_, off.cr.desc + cfg.comp_size * sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING);
       !st)
     return st.error();
 
@@ -110,10 +109,10 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     r.cached_prod = *r.producer;
     r.cached_cons = *r.consumer + size;
   };
-  setCons(s->rx, s->maps_[0].addr, off.rx, cfg.rx_size);
-  setProd(s->tx, s->maps_[1].addr, off.tx, cfg.tx_size);
-  setProd(s->fill, s->maps_[2].addr, off.fr, cfg.fill_size);
-  setCons(s->comp, s->maps_[3].addr, off.cr, cfg.comp_size);
+  setCons(s->rx_, s->rx_map_.get(), off.rx, cfg.rx_size);
+  setProd(s->tx_, s->tx_map_.get(), off.tx, cfg.tx_size);
+  setProd(s->fill_, s->fill_map_.get(), off.fr, cfg.fill_size);
+  setCons(s->comp_, s->comp_map_.get(), off.cr, cfg.comp_size);
 
   struct sockaddr_xdp sxdp = {};
   sxdp.sxdp_family = AF_XDP;
@@ -168,11 +167,8 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
   return s;
 }
 
-XskSocket::~XskSocket() {
-  // Close before unmapping is not required by the kernel; unmap, then close.
-  for (auto& m : maps_)
-    if (m.addr) ::munmap(m.addr, m.len);
-}
+// The members own everything: the ring mappings go first, then the socket.
+XskSocket::~XskSocket() = default;
 
 struct xdp_statistics XskSocket::stats() const {
   struct xdp_statistics st = {};
@@ -189,10 +185,10 @@ int XskSocket::pendingError() const {
 }
 
 // Producer rings: our producer index minus the kernel's consumer index.
-uint32_t XskSocket::fillRingCount() const { return *fill.producer - loadAcquire(fill.consumer); }
-uint32_t XskSocket::txRingCount() const { return *tx.producer - loadAcquire(tx.consumer); }
+uint32_t XskSocket::fillRingCount() const { return *fill_.producer - loadAcquire(fill_.consumer); }
+uint32_t XskSocket::txRingCount() const { return *tx_.producer - loadAcquire(tx_.consumer); }
 // Consumer rings: the kernel's producer index minus our consumer index.
-uint32_t XskSocket::rxRingCount() const { return loadAcquire(rx.producer) - *rx.consumer; }
-uint32_t XskSocket::compRingCount() const { return loadAcquire(comp.producer) - *comp.consumer; }
+uint32_t XskSocket::rxRingCount() const { return loadAcquire(rx_.producer) - *rx_.consumer; }
+uint32_t XskSocket::compRingCount() const { return loadAcquire(comp_.producer) - *comp_.consumer; }
 
 }  // namespace vdev::datapath

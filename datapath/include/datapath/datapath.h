@@ -10,29 +10,44 @@
 //
 // Thread safety: addPort() before start(); stats() from any thread;
 // stop()/teardown() from the thread that called start().
+//
+// The class is a façade over one file per concern (datapath/src):
+//   datapath.cpp      creation, the thread and its loop, housekeeping, idle sleep
+//   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination batches
+//   port_table.cpp    the ports by index (PortTable), adding and removing ports
+//   link.cpp          the link state machine's checks (Link, link_state.h), the relink timer
+//   host_addrs.cpp    the host's MACs and IP addresses (HostAddrs)
+//   fast_sync.cpp     the kernel fast path kept in step with ports and FDB (FastSync)
+//   control.cpp       control requests run on the datapath thread (ControlChannel)
+//   teardown.cpp      shutdown: drain, close, every frame back
+//   stats.cpp         statistics
 #pragma once
 
 #include <linux/if_xdp.h>
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <memory>
-#include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/fd.h"
+#include "base/result.h"
+#include "datapath/control_channel.h"
 #include "datapath/fast_path.h"
+#include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
 #include "datapath/frame_pool.h"
+#include "datapath/host_addrs.h"
+#include "datapath/link_state.h"
 #include "datapath/port.h"
+#include "datapath/port_table.h"
 #include "datapath/stats.h"
-#include "base/result.h"
 
 namespace vdev::datapath {
 
@@ -83,7 +98,7 @@ class Datapath {
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);
-  size_t numPorts() const { return active_.size(); }
+  size_t numPorts() const { return ports_.size(); }
   // Whether learned unicast may take the kernel fast path (set up at create).
   bool fastPath() const { return fast_ != nullptr; }
   bool hasPort(const std::string& name);
@@ -93,7 +108,8 @@ class Datapath {
   Result<std::vector<Fdb::Entry>> fdbDump();
   Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
   Status fdbDel(const uint8_t mac[6]);
-  std::string portName(uint16_t slot);
+  // The name of the port at index ("" if none), as FDB entries name it.
+  std::string portName(uint16_t index);
   void start();
   // Stops the thread (returns once it has exited).
   void stop();
@@ -112,91 +128,83 @@ class Datapath {
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
   FramePool& pool() { return *pool_; }
   Fdb& fdb() { return fdb_; }
-  Port& port(size_t slot) { return *ports_[slot]; }
+  Port& port(size_t index) { return *ports_[index]; }
   // Adds a port object built elsewhere (tests: a Port without a device).
   void adoptPort(std::unique_ptr<Port> p);
 
  private:
   explicit Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool);
+
+  // The thread (datapath.cpp).
   void run();
+  void housekeeping(uint64_t now_ns);
+  void sleepUntilWork();
+
+  // The hot path (switching.cpp).
   uint32_t rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept;
   void refill(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   void flushPending() noexcept;
-  void housekeeping(uint64_t now_ns);
-  void sleepUntilWork();
-  // Looks again at the ports waiting for the kernel to release their old
-  // sockets (relink_at_ns_).
-  void relink();
-  void collectOwned(DatapathStats& out) const;
-  void serveControl();
-  void rebuildActive();
-  Port* findPort(const std::string& name) const;
+  // Counts one drop of `why` in counters c (the port it is charged to) and
+  // returns f to the pool: the end of every frame forward() refuses.
+  void drop(PortCounters& c, DropReason why, Frame* f) noexcept {
+    c.drops[why].add(1);
+    pool_->free(f);
+  }
+  // The same for a whole batch (a destination that went down).
+  void drop(PortCounters& c, DropReason why, std::span<Frame* const> fs) noexcept {
+    c.drops[why].add(fs.size());
+    pool_->freeBulk(fs);
+  }
+
+  // Ports (port_table.cpp).
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
-  PoolStats poolStats() const;
-  void killPort(Port& p, const char* why, bool forget_macs);
+  // A bound socket of a live port whose UMEM new sockets share, or -1.
+  int anyLiveSocket() const;
+
+  // Link state (link.cpp): a port transmits only while its device is up
+  // with carrier.
   void checkLink(Port& p);
   void checkLinkNow(Port& p);
-  int anyLiveSocket() const;
-  // Kernel fast path: the port's devmap entry follows its state; the MAC
-  // map follows the FDB; counters merge into the port's.
-  // The host's IPv4 addresses on each port's device, for the XDP programs
-  // (ARP requests for them go to the host stack). Every second and on add.
-  void refreshHostAddrs();
-  // The host's own MACs -- every port's device MAC and the configured host
-  // MACs -- which the switch never learns from a guest (host_mac_keys_).
-  void refreshHostMacKeys();
-  bool isHostMac(uint64_t key) const noexcept;
-  void syncFastPort(Port& p);
-  void syncFastFdb(uint64_t now_ns);
-  void fastHousekeeping(uint64_t now_ns);
+  void killPort(Port& p, const char* why, bool forget_macs);
+  // Looks again at the ports waiting for the kernel to release their old
+  // sockets (LinkState::kReleasing), when relink_ is due.
+  void relink();
+
+  // Statistics (stats.cpp).
+  void collectOwned(DatapathStats& out) const;
+  PoolStats poolStats() const;
+  // Kernel fast path: its counters merge into the port's.
   PortCounterSnapshot portSnapshot(const Port& p) const;
   uint64_t fastDropsCountedByDevice(const Port& p);
 
   DatapathConfig cfg_;
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
-  std::vector<uint8_t> fast_state_;     // by slot: 0 off, 1 on, 2 cannot be (no devmap slot)
-  std::vector<uint64_t> fast_refused_;  // by slot: refused frames seen at the last check
-  struct FastDevBase {
-    int ifindex = 0;      // the device the figures below belong to
-    bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
-    uint64_t base = 0;    // queue-full drops before this device appeared
-  };
-  std::vector<FastDevBase> fast_dev_base_;  // by slot
+  FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
-  std::vector<std::unique_ptr<Port>> ports_;  // by port number; null: free slot
-  std::vector<Port*> active_;                  // the non-null ones, in order (hot loops)
+  PortTable ports_;
   PortCounterSnapshot removed_;  // summed counters of removed ports
   uint64_t removed_ports_ = 0;
-  // Per destination port: frames collected during one burst.
+  HostAddrs host_;
+  // Hot path, per destination port index: frames collected during one burst.
   std::vector<std::vector<Frame*>> pending_;
   std::vector<uint32_t> pending_n_;
-  std::vector<uint16_t> pending_ports_;  // ports with pending frames this burst
-  std::vector<uint64_t> host_mac_keys_;  // sorted macKey()s (refreshHostMacKeys)
+  std::vector<uint16_t> pending_ports_;  // indexes of the ports with pending frames this burst
   std::vector<Frame*> burst_;
-  uint16_t next_slot_ = 0;
-  FileDesc wake_fd_;  // eventfd: doorbells and control requests
-  int wake_fd_raw_ = -1;
-  FileDesc ctl_sock_;  // for SIOCGIFFLAGS (link state)  // its number, the notifier context of every delivery ring
+  uint16_t next_tag_ = 0;  // the owner tag of the next socket (XskSocket::tag())
+  FileDesc wake_fd_;       // eventfd: doorbells and control requests
+  int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
+  FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
   bool running_ = false;
   bool torn_down_ = false;
   uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
-  // When to look again at ports whose link came up while the kernel was
-  // still releasing their old sockets (EBUSY); 0 = none waiting.
-  uint64_t relink_at_ns_ = 0;
-
-  // Control requests (stats, port add/remove, FDB): run on the owner thread.
-  std::mutex call_mu_;
-  std::mutex ctl_mu_;
-  std::condition_variable ctl_cv_;
-  std::atomic<bool> ctl_req_{false};
-  const std::function<void()>* ctl_fn_ = nullptr;
-  bool ctl_done_ = false;
+  RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
+  ControlChannel control_;
 };
 
 uint64_t monotonicNs() noexcept;

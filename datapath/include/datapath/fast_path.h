@@ -21,9 +21,14 @@
 // container's end) has NAPI: GRO on, or an XDP program. vdevd turns GRO on
 // for the veths it creates; a veth whose peer refuses (-ENXIO) is detected
 // from the first refused frames (counted as fast_xmit drops) and taken off
-// the fast path.
+// the fast path (FastSync, fast_sync.h, decides; rtnl/netdev.h asks the
+// device).
 //
-// Thread safety: owned by the datapath thread.
+// Ports are named by their index (Port::index()), which is also their key in
+// the devmap and their row in the counters map.
+//
+// Ownership: the object owns the BPF skeleton (its maps) and the tracepoint
+// links; the links go first. Thread safety: owned by the datapath thread.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +42,6 @@ struct vdev_fast;
 struct bpf_link;
 
 namespace vdev::datapath {
-
-// Whether the device accepts redirected XDP frames now (its XDP features
-// include NDO_XMIT): a tap does; a veth does when its peer has NAPI (GRO on
-// or an XDP program).
-Result<bool> deviceTakesXdpFrames(int ifindex);
 
 struct FastPortStats {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
@@ -64,24 +64,33 @@ class FastPath {
   int statsFd() const;
   int ifindexFd() const;
 
-  // slot may receive fast-path frames, on device ifindex.
-  Status enablePort(uint16_t slot, int ifindex);
-  void disablePort(uint16_t slot, int ifindex);
-  // Counters of a slot: read, and zeroed when a slot gets a new port.
-  FastPortStats read(uint16_t slot) const;
-  void reset(uint16_t slot);
+  // The port may receive fast-path frames, on device ifindex: its devmap key
+  // (the port index) names the device. ENOSPC: an index beyond the devmap.
+  Status enablePort(uint16_t port_index, int ifindex);
+  void disablePort(uint16_t port_index, int ifindex);
+  // A port's fast-path counters: read, and zeroed when an index gets a new
+  // port.
+  FastPortStats read(uint16_t port_index) const;
+  void reset(uint16_t port_index);
 
-  // MAC table mirror. set(): mac lives behind slot (seen = now).
-  Status set(uint64_t mac, uint16_t slot, uint64_t now_ns);
+  // MAC table mirror. set(): mac lives behind the port (seen = now).
+  Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns);
   void erase(uint64_t mac);
   void clear();
-  // Calls fn(mac, slot, seen_ns) for every entry (housekeeping).
+  // Calls fn(mac, port_index, seen_ns) for every entry (housekeeping).
   void forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& fn) const;
 
  private:
   FastPath() = default;
-  struct ::vdev_fast* skel_ = nullptr;
-  std::vector<::bpf_link*> links_;
+  struct SkelDeleter {
+    void operator()(struct ::vdev_fast* s) const noexcept;
+  };
+  struct LinkDeleter {
+    void operator()(struct ::bpf_link* l) const noexcept;
+  };
+  // Declared in this order: the links are destroyed before the object.
+  std::unique_ptr<struct ::vdev_fast, SkelDeleter> skel_;
+  std::vector<std::unique_ptr<struct ::bpf_link, LinkDeleter>> links_;
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
 };

@@ -1,5 +1,8 @@
 // Fdb: the learning switch's MAC table (fixed size, no allocation after
-// construction, open addressing with linear probing).
+// construction, open addressing with linear probing: a MAC's home bucket and
+// the next kMaxProbe - 1 buckets are its probe window).
+//
+// Ports are named by their index (Port::index()).
 //
 // Entries age out `ageing_ns` after they were last seen; static entries never
 // age and are never moved by learning. Time is passed in by the caller (the
@@ -39,7 +42,7 @@ class Fdb {
 
   enum class Learn : uint8_t {
     kOk,         // learned, refreshed or moved
-    kTableFull,  // no free slot in the MAC's probe window: not learned
+    kTableFull,  // no free bucket in the MAC's probe window: not learned
     kPortLimit,  // the port already holds max_per_port learned entries
     kLocked,     // static on another port, or held by another port (hold time)
   };
@@ -47,8 +50,8 @@ class Fdb {
   struct Entry {
     uint64_t mac = 0;
     uint64_t seen_ns = 0;
-    uint16_t port = 0;
-    bool used = false;       // slot is part of a probe chain (never reset: no holes)
+    uint16_t port_index = 0;
+    bool used = false;       // the bucket is part of a probe chain (never reset: no holes)
     bool live = false;       // holds an address (false: free or removed)
     bool is_static = false;
   };
@@ -57,24 +60,24 @@ class Fdb {
   // no per-port limit. hold_ns 0: a learned MAC moves at once.
   Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port = 0, uint64_t hold_ns = 0);
 
-  // The port of mac, or kNone if unknown or aged out.
+  // The port index of mac, or kNone if unknown or aged out.
   int lookup(uint64_t mac, uint64_t now_ns) const noexcept;
-  // Learns (or refreshes, or moves) mac -> port. Static entries are not
-  // changed.
-  Learn learn(uint64_t mac, uint16_t port, uint64_t now_ns) noexcept;
-  bool addStatic(uint64_t mac, uint16_t port);
+  // Learns (or refreshes, or moves) mac -> port_index. Static entries are
+  // not changed.
+  Learn learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexcept;
+  bool addStatic(uint64_t mac, uint16_t port_index);
   bool remove(uint64_t mac);
-  // Forgets every entry pointing at port (port removed).
-  void flushPort(uint16_t port);
+  // Forgets every entry pointing at the port (port removed).
+  void flushPort(uint16_t port_index);
   // Forgets entries that aged out, so they no longer count against their
   // port's limit (housekeeping; not a hot-path call).
   void expire(uint64_t now_ns);
-  // Learned (not static) entries held for port, aged-out ones included until
-  // expire() or reuse.
-  uint32_t learnedOn(uint16_t port) const { return per_port_[port]; }
-  // A learned entry of mac on port was seen at seen_ns elsewhere (the kernel
-  // fast path): keeps it from ageing and holds it for the hold time.
-  void touch(uint64_t mac, uint16_t port, uint64_t seen_ns) noexcept;
+  // Learned (not static) entries held for the port, aged-out ones included
+  // until expire() or reuse.
+  uint32_t learnedOn(uint16_t port_index) const { return per_port_[port_index]; }
+  // A learned entry of mac on the port was seen at seen_ns elsewhere (the
+  // kernel fast path): keeps it from ageing and holds it for the hold time.
+  void touch(uint64_t mac, uint16_t port_index, uint64_t seen_ns) noexcept;
 
   // Journal of changed MACs (added, moved, removed), for mirroring the table
   // (the kernel fast path). Off by default. Bounded: past its capacity it
@@ -88,7 +91,7 @@ class Fdb {
     journal_overflow_ = false;
   }
 
-  uint32_t capacity() const { return uint32_t(slots_.size()); }
+  uint32_t capacity() const { return uint32_t(buckets_.size()); }
   uint64_t ageingNs() const { return ageing_ns_; }
   uint32_t maxPerPort() const { return max_per_port_; }
   uint64_t holdNs() const { return hold_ns_; }
@@ -105,7 +108,7 @@ class Fdb {
   bool reusable(const Entry& e, uint64_t now) const noexcept { return !e.live || expired(e, now); }
   // Takes e out of the table (keeps it "used": probe chains have no holes).
   void kill(Entry& e) noexcept {
-    if (e.live && !e.is_static) per_port_[e.port]--;
+    if (e.live && !e.is_static) per_port_[e.port_index]--;
     if (e.live) note(e.mac);
     e.live = false;
     e.is_static = false;
@@ -118,12 +121,12 @@ class Fdb {
       journal_overflow_ = true;
   }
 
-  std::vector<Entry> slots_;
+  std::vector<Entry> buckets_;
   uint32_t mask_;
   uint64_t ageing_ns_;
   uint32_t max_per_port_;
   uint64_t hold_ns_;
-  std::vector<uint32_t> per_port_;  // learned entries by port number
+  std::vector<uint32_t> per_port_;  // learned entries by port index
   bool journal_on_ = false;
   bool journal_overflow_ = false;
   std::vector<uint64_t> journal_;  // capacity reserved once: no allocation when noting

@@ -10,6 +10,9 @@
 // "taken"; each Frame also carries an owner tag so that the frames held by a
 // socket that died (device deleted) can be found and returned.
 //
+// Ownership: the pool owns its UMEM mapping (MmapRegion, unmapped with it);
+// every socket that registers or shares the UMEM must be closed first.
+//
 // Thread safety: a FramePool belongs to one datapath thread; none of its
 // methods may be called concurrently.
 #pragma once
@@ -21,14 +24,16 @@
 #include <span>
 #include <vector>
 
+#include "base/mmap.h"
 #include "base/result.h"
 
 namespace vdev::datapath {
 
-// Where a frame is. Socket-owned frames carry the socket's slot number.
+// Where a frame is. Socket-owned frames carry the socket's tag
+// (XskSocket::tag(), 0 .. kMaxSocketTags - 1).
 inline constexpr uint16_t kOwnerPool = 0xffff;  // free, in the pool
 inline constexpr uint16_t kOwnerApp = 0xfffe;   // in vdevd's hands: RX burst or a port ring
-inline constexpr uint16_t kMaxSocketSlots = 0xfff0;
+inline constexpr uint16_t kMaxSocketTags = 0xfff0;
 
 // Data offset used for frames vdevd fills itself (flood copies), mirroring
 // the kernel's XDP_PACKET_HEADROOM on received frames.
@@ -39,9 +44,9 @@ class FramePool;
 struct Frame {
   uint64_t addr = 0;         // UMEM offset of the first data byte
   uint32_t len = 0;          // data length in bytes
-  uint16_t in_port = 0;      // ingress port index (switching)
-  uint16_t owner = kOwnerPool;
-  bool charged = false;       // counted in the pool's in-flight count of in_port
+  uint16_t in_port_index = 0;  // the ingress port's index (switching)
+  uint16_t owner = kOwnerPool;  // kOwnerPool, kOwnerApp or a socket's tag
+  bool charged = false;       // counted in the pool's in-flight count of in_port_index
   FramePool* pool = nullptr;  // the pool the chunk returns to
 };
 
@@ -54,7 +59,7 @@ class FramePool {
   FramePool(const FramePool&) = delete;
   FramePool& operator=(const FramePool&) = delete;
 
-  char* area() const { return area_; }
+  char* area() const { return area_.get(); }
   size_t areaSize() const { return size_t(total_) * frame_size_; }
   uint32_t frameSize() const { return frame_size_; }
   uint32_t total() const { return total_; }
@@ -67,7 +72,7 @@ class FramePool {
   }
   // UMEM offset of the frame's chunk start (what the fill ring takes).
   uint64_t chunkAddr(const Frame* f) const { return uint64_t(f - frames_.data()) << shift_; }
-  uint8_t* data(const Frame* f) const { return reinterpret_cast<uint8_t*>(area_ + f->addr); }
+  uint8_t* data(const Frame* f) const { return reinterpret_cast<uint8_t*>(area_.get() + f->addr); }
   // Bytes available to a frame's data from its current offset to the chunk end.
   uint32_t room(const Frame* f) const {
     return frame_size_ - uint32_t(f->addr & (frame_size_ - 1));
@@ -84,12 +89,12 @@ class FramePool {
   // In-flight accounting by ingress port: a frame charged to a port counts
   // against it until it returns to the pool (fair share: one port's frames
   // cannot take the whole pool).
-  void charge(Frame* f, uint16_t port) noexcept {
-    f->in_port = port;
+  void charge(Frame* f, uint16_t port_index) noexcept {
+    f->in_port_index = port_index;
     f->charged = true;
-    inflight_[port]++;
+    inflight_[port_index]++;
   }
-  uint32_t inflight(uint16_t port) const noexcept { return inflight_[port]; }
+  uint32_t inflight(uint16_t port_index) const noexcept { return inflight_[port_index]; }
 
   // Counts frames by owner tag (not a hot-path call): for accounting checks.
   uint32_t countOwned(uint16_t owner) const;
@@ -101,16 +106,16 @@ class FramePool {
   }
 
  private:
-  FramePool(char* area, uint32_t nframes, uint32_t frame_size);
+  FramePool(MmapRegion area, uint32_t nframes, uint32_t frame_size);
 
-  char* area_;
+  MmapRegion area_;  // the UMEM: total_ chunks of frame_size_ bytes
   uint32_t total_;
   uint32_t frame_size_;
   uint32_t shift_;
   std::vector<Frame> frames_;
   std::vector<uint32_t> free_;  // stack of free chunk indices
   uint32_t top_ = 0;           // number of entries in free_
-  std::vector<uint32_t> inflight_;  // charged frames by port number
+  std::vector<uint32_t> inflight_;  // charged frames by port index
 };
 
 }  // namespace vdev::datapath

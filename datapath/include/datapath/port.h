@@ -21,6 +21,7 @@
 #include "ringbuf/ptr_ring.h"
 #include "datapath/counters.h"
 #include "datapath/frame_pool.h"
+#include "datapath/link_state.h"
 #include "datapath/xdp_prog.h"
 #include "datapath/xsk.h"
 
@@ -76,7 +77,9 @@ class Port {
     uint64_t tx_submitted = 0, tx_completed = 0;
   };
 
-  // A port with delivery rings only and no device (for tests and benches).
+  // A port with delivery rings only and no device (for tests and benches),
+  // down until setLive(true). index: its place in the Datapath's port table
+  // (PortTable), which FDB entries and frames (Frame::in_port_index) name.
   Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig& cfg, uint32_t mtu = 1500);
   ~Port();
   Port(const Port&) = delete;
@@ -84,11 +87,11 @@ class Port {
 
   // Opens a netdev: attaches the XDP program and binds one socket per queue.
   // share_fd: a bound socket whose UMEM to share, or -1 (see XskSocket).
-  // next_slot: owner-tag allocator for the sockets.
+  // next_tag: the owner-tag allocator for the sockets (XskSocket::tag()).
   static Result<std::unique_ptr<Port>> open(const std::string& ifname, uint16_t index,
                                             FramePool& pool, const PortConfig& cfg,
                                             const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                            int share_fd, uint16_t& next_slot);
+                                            int share_fd, uint16_t& next_tag);
 
   // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
   //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
@@ -106,8 +109,18 @@ class Port {
   // Owner thread: reaps every completion on every queue. Returns frames freed.
   uint32_t reapCompletions(FramePool& pool) noexcept;
 
-  bool live() const noexcept { return live_.load(std::memory_order_acquire); }  // L1 pairs with L0
-  void setLive(bool v) noexcept { live_.store(v, std::memory_order_release); }  // L0
+  // The link state machine (link_state.h): the port takes frames only while
+  // live. live() from any thread; transitions on the owner thread.
+  bool live() const noexcept { return link_.live(); }
+  Link& link() noexcept { return link_; }
+  const Link& link() const noexcept { return link_; }
+  // A port without a device (tests, benches): up or down by hand.
+  void setLive(bool up) noexcept {
+    if (up)
+      (void)link_.bound(0);
+    else
+      link_.closed();
+  }
 
   const std::string& name() const { return name_; }
   uint16_t index() const { return index_; }
@@ -127,49 +140,39 @@ class Port {
   uint64_t txOutstanding() const;  // owner thread or quiescent
   QueueAccounting accounting() const;  // owner thread or quiescent
 
-  // A port whose device does not exist yet: down and "gone" until a device
-  // of that name appears (then attachDevice()).
+  // A port whose device does not exist yet: kAbsent until a device of that
+  // name appears (then attachDevice()).
   static Result<std::unique_ptr<Port>> absent(const std::string& ifname, uint16_t index,
                                               const PortConfig& cfg,
                                               const std::vector<std::array<uint8_t, 6>>& host_macs);
 
   // Owner thread: opens one socket per queue the device has (up to the
   // port's queue count) and registers it with the XDP program (after a link
-  // came back up). Does not set the port live.
-  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // came back up). Does not change the link state.
+  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_tag);
   // Queues of the port without a socket: the device has fewer RX queues
   // than the port (a multi-queue tap before the VM opened them all).
   uint32_t unboundQueues() const;
   // Owner thread, live port: binds queues that appeared on the device since.
   // Returns how many were bound.
-  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_slot);
+  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_tag);
   // Owner thread: takes the port down (link down, device gone, removal): no
-  // new frames are accepted, frames in the delivery rings and frames on the
-  // TX rings that the kernel never took are dropped (port_down), the sockets
-  // are closed, and every frame they still held is swept back into the pool.
-  // The port can be opened again with openSockets(). Returns frames returned.
+  // new frames are accepted (a live port goes kDown), frames in the delivery
+  // rings and frames on the TX rings that the kernel never took are dropped
+  // (port_down), the sockets are closed, and every frame they still held is
+  // swept back into the pool. The port can be opened again with
+  // openSockets(). Returns frames returned.
   uint32_t shutdown(FramePool& pool) noexcept;
   bool hasSockets() const;
   // XDP_STATISTICS summed over the open sockets and every socket the port
   // had before (owner thread).
   struct xdp_statistics xdpStats() const;
-  // The device is gone for good (deleted): the port stays down.
-  bool gone() const { return gone_; }
-  void setGone() { gone_ = true; }
-  bool reattachWarned() const { return reattach_warned_; }
-  bool fastWarned() const { return fast_warned_; }
-  void setFastWarned(bool v) { fast_warned_ = v; }
-  void setReattachWarned(bool v) { reattach_warned_ = v; }
-  // Since when (monotonic ns) the port's link is up but binding its queues
-  // fails with EBUSY; 0 = not waiting (owner thread).
-  uint64_t rebindWaitSince() const { return rebind_wait_since_ns_; }
-  void setRebindWaitSince(uint64_t ns) { rebind_wait_since_ns_ = ns; }
   // Detaches the XDP program (device kept).
   void detachXdp();
   // Owner thread: (re)binds to the device now carrying the port's name --
   // after it was deleted and created again: new ifindex, MAC, MTU, XDP
-  // program, sockets. On success the port is live.
-  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_slot);
+  // program, sockets. On success the port is live (Link::attached()).
+  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag);
 
  private:
   uint32_t kick(Queue& q) noexcept;
@@ -181,11 +184,7 @@ class Port {
   std::atomic<uint32_t> mtu_;
   uint8_t mac_[6] = {};
   PortConfig cfg_;
-  std::atomic<bool> live_{false};
-  bool gone_ = false;
-  bool reattach_warned_ = false;
-  bool fast_warned_ = false;
-  uint64_t rebind_wait_since_ns_ = 0;
+  Link link_;
   std::unique_ptr<XdpProgram> xdp_;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;

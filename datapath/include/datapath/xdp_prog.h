@@ -4,8 +4,9 @@
 // dispatcher cannot load (freplace refused), libxdp attaches the single
 // program directly; both ways work here.
 //
-// Ownership: the object owns the BPF skeleton and the libxdp program handle;
-// the destructor detaches the program from the device (if it still exists).
+// Ownership: the object owns the BPF skeleton and the libxdp program handle
+// (the handle is closed before the skeleton is destroyed); the destructor
+// detaches the program from the device (if it still exists).
 // Not thread safe; control-plane only.
 #pragma once
 
@@ -35,7 +36,7 @@ class FastPath;
 // The kernel fast path as one port's program sees it (see fast_path.h).
 struct XdpFastConfig {
   const FastPath* fast = nullptr;  // null: off
-  uint32_t slot = 0;               // the port's number
+  uint32_t port_index = 0;         // the port's index (Port::index()): its rows in the shared maps
   bool rx = true;                  // false: this program sends nothing on the fast path (fast-rx off)
 };
 
@@ -76,11 +77,19 @@ class XdpProgram {
 
  private:
   XdpProgram() = default;
+  struct SkelDeleter {
+    void operator()(struct ::vdev_xdp* s) const noexcept;
+  };
+  struct ProgDeleter {
+    void operator()(struct ::xdp_program* p) const noexcept;
+  };
   int ifindex_ = 0;
   std::string ifname_;
   XdpMode mode_ = XdpMode::kNative;
-  struct ::vdev_xdp* skel_ = nullptr;
-  struct ::xdp_program* prog_ = nullptr;
+  // Declared in this order: the libxdp handle is closed before the skeleton
+  // it was made from is destroyed.
+  std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel_;
+  std::unique_ptr<struct ::xdp_program, ProgDeleter> prog_;
   bool attached_ = false;
   std::vector<uint32_t> host_ipv4_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;

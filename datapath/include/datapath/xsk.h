@@ -24,8 +24,9 @@
 #include <string>
 
 #include "base/fd.h"
-#include "datapath/frame_pool.h"
+#include "base/mmap.h"
 #include "base/result.h"
+#include "datapath/frame_pool.h"
 
 namespace vdev::datapath {
 
@@ -46,16 +47,17 @@ class XskSocket {
  public:
   // share_fd < 0: register pool's area as a new UMEM on this socket.
   // share_fd >= 0: share the UMEM of that (bound) socket.
+  // tag: the owner tag of the frames this socket's rings hold (frame_pool.h).
   static Result<std::unique_ptr<XskSocket>> create(FramePool& pool, int ifindex,
                                                    const std::string& ifname, uint32_t queue,
-                                                   int share_fd, uint16_t slot,
+                                                   int share_fd, uint16_t tag,
                                                    const XskConfig& cfg);
   ~XskSocket();
   XskSocket(const XskSocket&) = delete;
   XskSocket& operator=(const XskSocket&) = delete;
 
   int fd() const { return fd_.get(); }
-  uint16_t slot() const { return slot_; }  // owner tag of frames it holds
+  uint16_t tag() const { return tag_; }  // owner tag of the frames it holds
   bool zerocopy() const { return zerocopy_; }
   uint32_t queue() const { return queue_; }
   bool txBudgetSet() const { return tx_budget_set_; }
@@ -65,11 +67,11 @@ class XskSocket {
   // Pending socket error (ENETDOWN once the device is gone), 0 if none.
   int pendingError() const;
 
-  // Rings (datapath thread only).
-  struct xsk_ring_cons rx {};
-  struct xsk_ring_prod tx {};
-  struct xsk_ring_prod fill {};
-  struct xsk_ring_cons comp {};
+  // Rings (datapath thread only): libxdp's ring state over the mappings below.
+  struct xsk_ring_cons& rx() noexcept { return rx_; }
+  struct xsk_ring_prod& tx() noexcept { return tx_; }
+  struct xsk_ring_prod& fill() noexcept { return fill_; }
+  struct xsk_ring_cons& comp() noexcept { return comp_; }
 
   // Occupancy read from the shared ring indices (accounting only).
   uint32_t fillRingCount() const;  // frames in the fill ring not yet taken by the kernel
@@ -79,17 +81,21 @@ class XskSocket {
 
  private:
   XskSocket() = default;
-  struct Mapping {
-    void* addr = nullptr;
-    size_t len = 0;
-  };
+  // Declared first, so destroyed last: the rings are unmapped, then the
+  // socket is closed (the kernel does not require the order; it is tidy).
   FileDesc fd_;
-  uint16_t slot_ = 0;
+  // The four rings' shared mappings (XDP_PGOFF_RX_RING, ...): the ring
+  // structs below point into them.
+  MmapRegion rx_map_, tx_map_, fill_map_, comp_map_;
+  struct xsk_ring_cons rx_ {};
+  struct xsk_ring_prod tx_ {};
+  struct xsk_ring_prod fill_ {};
+  struct xsk_ring_cons comp_ {};
+  uint16_t tag_ = 0;
   uint32_t queue_ = 0;
   bool zerocopy_ = false;
   bool tx_budget_set_ = false;
   bool busy_poll_ = false;
-  Mapping maps_[4];
 };
 
 // a += x, field by field.

@@ -1,0 +1,76 @@
+// FastSync: keeps the kernel fast path (fast_path.h) in step with the
+// datapath, on the datapath thread.
+//
+//  - Each port's devmap entry follows its link and its device: a port is a
+//    fast-path destination while it is live and its device takes redirected
+//    XDP frames (rtnl::deviceTakesXdpFrames), checked again every second; a
+//    device that starts refusing them (a container turned GRO off) leaves.
+//  - The kernel's MAC map follows the FDB's journal after every burst that
+//    changed it, and the FDB learns the last-seen times of stations that
+//    talk only through the kernel.
+//  - What the statistics need to merge the kernel's counters into a port's
+//    (FastDevBase).
+//
+// One record per port index, reset when the index gets a new port.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "datapath/fast_path.h"
+#include "datapath/fdb.h"
+#include "datapath/port.h"
+
+namespace vdev::datapath {
+
+enum class FastState : uint8_t {
+  kOff,        // not a destination now: the port is down, or its device takes no XDP frames
+  kOn,         // a destination: in the devmap under its index
+  kImpossible, // never, for this port: the devmap refused it (an index beyond the devmap)
+};
+
+// The device behind a port, for the device counters vdevd reports: tun and
+// veth count fast-path frames their queue refused in their own tx_dropped
+// too (see Datapath::fastDropsCountedByDevice).
+struct FastDevBase {
+  int ifindex = 0;      // the device the figures below belong to
+  bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
+  uint64_t base = 0;    // queue-full drops before this device appeared
+};
+
+class FastSync {
+ public:
+  struct PortRecord {
+    FastState state = FastState::kOff;
+    bool warned = false;        // "not on the kernel fast path" was logged; quiet until it joins
+    uint64_t refused_seen = 0;  // the kernel's refused-frames counter at the last check
+    FastDevBase dev;
+  };
+
+  // fast: the Datapath's fast path, null when off (then every call is a no-op
+  // but devBase()).
+  explicit FastSync(FastPath* fast = nullptr) : fast_(fast) {}
+
+  // The index got a new port: its record and its kernel counters start at 0.
+  void resetPort(uint16_t port_index);
+  // The port's devmap entry follows its state now (link change, removal).
+  void syncPort(const Port& p);
+  // The MAC table's changes since the last sync go to the kernel's copy
+  // (fdb's journal: pending after a burst that changed it).
+  void syncFdb(Fdb& fdb, uint64_t now_ns);
+  // Once a second: last-seen times from the kernel into the FDB; devices
+  // that stopped (or started) taking redirected frames leave (or join).
+  void housekeeping(Fdb& fdb, const std::vector<Port*>& ports);
+  FastDevBase& devBase(uint16_t port_index) { return record(port_index).dev; }
+
+ private:
+  PortRecord& record(uint16_t port_index) {
+    if (port_index >= records_.size()) records_.resize(size_t(port_index) + 1);
+    return records_[port_index];
+  }
+
+  FastPath* fast_;
+  std::vector<PortRecord> records_;  // by port index
+};
+
+}  // namespace vdev::datapath

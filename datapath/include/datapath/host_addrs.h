@@ -1,0 +1,50 @@
+// HostAddrs: the host's own addresses on the ports, as the switch and the
+// ports' XDP programs need them.
+//
+//  - MACs: every port's device MAC and the configured host MACs
+//    (DatapathConfig::host_macs). The switch never learns one of them from a
+//    guest (a guest posing as the host would otherwise draw the host's
+//    frames); isHostMac() is asked on the hot path.
+//  - IPv4 and IPv6 addresses the host has on each port's device, pushed into
+//    that port's XDP program (XdpProgram::setHostIpv4/6): ARP requests and
+//    Neighbour Solicitations for them go to the host's stack.
+//
+// Both are refreshed when a port is added and once a second (a port added,
+// removed or re-created brings its MAC with it; addresses come and go).
+//
+// Thread safety: owned by the datapath thread.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "datapath/port.h"
+
+namespace vdev::datapath {
+
+class HostAddrs {
+ public:
+  // Both of the below (port added; housekeeping, once a second).
+  void refresh(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports) {
+    refreshMacs(configured, ports);
+    pushIps(ports);
+  }
+  // Rebuilds the host MACs from the configured ones and the ports' devices.
+  // Keeps the vector's capacity: no allocation once the ports are there.
+  void refreshMacs(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports);
+  // Reads the host's addresses (getifaddrs) and gives each port's program
+  // those on its device. Kept as they were if they cannot be read (tried
+  // again in a second).
+  void pushIps(const std::vector<Port*>& ports);
+  // Hot path: whether key (macKey()) is one of the host's MACs.
+  bool isHostMac(uint64_t key) const noexcept {
+    return !mac_keys_.empty() && std::binary_search(mac_keys_.begin(), mac_keys_.end(), key);
+  }
+
+ private:
+  std::vector<uint64_t> mac_keys_;  // sorted, unique macKey()s
+};
+
+}  // namespace vdev::datapath

@@ -1,0 +1,99 @@
+// Control requests: what the control thread may ask of a Datapath, each run
+// on the datapath thread between two bursts (ControlChannel,
+// control_channel.h). Control path only: a request may allocate, log and
+// make syscalls; traffic waits meanwhile (the rings absorb a short pause).
+#include "datapath/control_channel.h"
+
+#include <unistd.h>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+void ControlChannel::call(const std::function<void()>& fn, const bool& served, int wake_fd) {
+  std::lock_guard<std::mutex> caller(call_mu_);  // one request at a time
+  if (!served) {
+    fn();
+    return;
+  }
+  std::unique_lock<std::mutex> lk(mu_);
+  fn_ = &fn;
+  done_ = false;
+  req_.store(true, std::memory_order_release);  // R0 pairs with R1 in pending()
+  uint64_t one = 1;
+  ssize_t rc = ::write(wake_fd, &one, sizeof one);
+  (void)rc;
+  cv_.wait(lk, [this] { return done_; });
+}
+
+void ControlChannel::serve() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (fn_) (*fn_)();
+  fn_ = nullptr;
+  done_ = true;
+  req_.store(false, std::memory_order_relaxed);
+  cv_.notify_all();
+}
+
+void Datapath::runOnDatapath(const std::function<void()>& fn) { control_.call(fn, running_, wake_fd_.get()); }
+
+Status Datapath::addPort(const std::string& ifname) { return addPort(ifname, PortOptions{}); }
+
+Status Datapath::addPort(const std::string& ifname, const PortOptions& opts) {
+  Status st;
+  runOnDatapath([&] { st = addPortNow(ifname, opts); });
+  return st;
+}
+
+Status Datapath::removePort(const std::string& ifname) {
+  Status st;
+  runOnDatapath([&] { st = removePortNow(ifname); });
+  return st;
+}
+
+Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
+  std::vector<Fdb::Entry> out;
+  runOnDatapath([&] { out = fdb_.dump(monotonicNs()); });
+  return out;
+}
+
+Status Datapath::fdbAdd(const uint8_t mac[6], const std::string& port) {
+  Status st;
+  runOnDatapath([&] {
+    Port* p = ports_.find(port);
+    if (!p) st = Error{ENOENT, "no port " + port};
+    else if (macIsMulticast(mac) || macIsZero(mac)) st = Error{EINVAL, "not a unicast MAC address"};
+    else if (!fdb_.addStatic(macKey(mac), p->index())) st = Error{ENOSPC, "MAC table full"};
+  });
+  return st;
+}
+
+Status Datapath::fdbDel(const uint8_t mac[6]) {
+  Status st;
+  runOnDatapath([&] {
+    if (!fdb_.remove(macKey(mac))) st = Error{ENOENT, "MAC address not in the table"};
+  });
+  return st;
+}
+
+void Datapath::checkLinks() {
+  runOnDatapath([&] {
+    for (Port* p : ports_.active()) checkLink(*p);
+  });
+}
+
+bool Datapath::hasPort(const std::string& name) {
+  bool found = false;
+  runOnDatapath([&] { found = ports_.find(name) != nullptr; });
+  return found;
+}
+
+std::string Datapath::portName(uint16_t index) {
+  std::string n;
+  runOnDatapath([&] {
+    if (const Port* p = ports_.get(index)) n = p->name();
+  });
+  return n;
+}
+
+}  // namespace vdev::datapath

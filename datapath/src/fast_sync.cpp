@@ -1,0 +1,92 @@
+// The kernel fast path kept in step with the datapath (FastSync, fast_sync.h).
+#include "datapath/fast_sync.h"
+
+#include <cstdio>
+
+#include "rtnl/netdev.h"
+
+namespace vdev::datapath {
+
+void FastSync::resetPort(uint16_t port_index) {
+  if (!fast_) return;
+  record(port_index) = PortRecord{};
+  fast_->reset(port_index);
+}
+
+void FastSync::syncPort(const Port& p) {
+  if (!fast_) return;
+  const uint16_t index = p.index();
+  PortRecord& r = record(index);
+  const bool want = p.live() && r.state != FastState::kImpossible;
+  if (want && r.state == FastState::kOff) {
+    // Only a device that takes redirected frames now: a tap, a veth whose
+    // container end has NAPI. Checked again every second (GRO may change).
+    auto takes = rtnl::deviceTakesXdpFrames(p.ifindex());
+    if (!takes || !*takes) {
+      if (!r.warned)
+        std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
+                     takes ? "the device takes no redirected XDP frames (a veth: turn GRO on in the "
+                             "container, e.g. 'ethtool -K eth0 gro on')"
+                           : takes.error().message().c_str());
+      r.warned = true;
+      return;
+    }
+    r.warned = false;
+    if (auto st = fast_->enablePort(index, p.ifindex()); st) {
+      r.state = FastState::kOn;
+    } else {
+      std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
+                   st.error().message().c_str());
+      r.state = FastState::kImpossible;
+    }
+  } else if (!want && r.state == FastState::kOn) {
+    fast_->disablePort(index, p.ifindex());
+    r.state = FastState::kOff;
+  }
+}
+
+// A station moved, aged out or removed stops being fast-pathed at once.
+void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
+  if (fdb.journalOverflowed()) {
+    fast_->clear();
+    for (const Fdb::Entry& e : fdb.dump(now_ns)) (void)fast_->set(e.mac, e.port_index, now_ns);
+  } else {
+    for (uint64_t mac : fdb.journal()) {
+      const int port_index = fdb.lookup(mac, now_ns);
+      if (port_index >= 0)
+        (void)fast_->set(mac, uint16_t(port_index), now_ns);
+      else
+        fast_->erase(mac);
+    }
+  }
+  fdb.clearJournal();
+}
+
+void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports) {
+  // Stations that talk only through the kernel are seen there: keep their
+  // entries from ageing (and held against moves).
+  fast_->forEach([&](uint64_t mac, uint16_t port_index, uint64_t seen) { fdb.touch(mac, port_index, seen); });
+  // A device that stopped taking redirected frames (a container turned GRO
+  // off) leaves the fast path; frames it refused meanwhile were counted as
+  // fast_xmit drops. One that can take them (GRO turned on) joins. Ports
+  // without a record (never added through addPort: tests) are left alone.
+  for (Port* pp : ports) {
+    const uint16_t index = pp->index();
+    if (index >= records_.size() || !pp->live()) continue;
+    PortRecord& r = records_[index];
+    const uint64_t refused = fast_->read(index).refused;
+    auto takes = rtnl::deviceTakesXdpFrames(pp->ifindex());
+    const bool ok = takes && *takes && refused == r.refused_seen;
+    r.refused_seen = refused;
+    if (r.state == FastState::kOn && !ok) {
+      fast_->disablePort(index, pp->ifindex());
+      r.state = FastState::kOff;
+      std::fprintf(stderr, "vdevd: port %s: the device refuses redirected XDP frames now; off the kernel fast path\n",
+                   pp->name().c_str());
+    } else if (r.state == FastState::kOff) {
+      syncPort(*pp);
+    }
+  }
+}
+
+}  // namespace vdev::datapath

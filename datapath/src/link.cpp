@@ -1,0 +1,112 @@
+// Link state: a port transmits only while its device is up and has carrier
+// (IFF_UP and IFF_RUNNING). A port whose link goes down is taken down like a
+// deleted one -- frames for it are counted as port_down instead of being
+// parked on its TX ring and delivered stale later -- and opened again when
+// the link comes back. A deleted device waits for one of the same name.
+//
+// The states and their transitions are Link's (link_state.h); this file
+// looks at the device and the link and says which transition happened.
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+void Datapath::checkLink(Port& p) {
+  // A port without a device (unit tests): nothing to look at.
+  if (p.ifindex() == 0 && p.link().state() != LinkState::kAbsent) return;
+  checkLinkNow(p);
+  fast_sync_.syncPort(p);
+}
+
+void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
+  std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
+  p.shutdown(*pool_);
+  fast_sync_.syncPort(p);
+  // A link that is only down keeps its learned MACs: frames for them are
+  // counted as port_down rather than flooded to every other port (another
+  // guest's traffic is not theirs to see). A deleted device forgets them.
+  if (forget_macs) fdb_.flushPort(p.index());
+}
+
+void Datapath::checkLinkNow(Port& p) {
+  Link& link = p.link();
+  if (link.state() == LinkState::kAbsent) {
+    // A configured port whose device comes back (same name) is attached again.
+    if (!::if_nametoindex(p.name().c_str())) return;
+    if (auto st = p.attachDevice(*pool_, anyLiveSocket(), next_tag_); !st) {
+      if (link.report())
+        std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
+                     st.error().message().c_str());
+      return;
+    }
+    for (auto& q : p.queues()) refill(*q);
+    std::fprintf(stderr, "vdevd: port %s: device is back (ifindex %d); attached again\n",
+                 p.name().c_str(), p.ifindex());
+    return;
+  }
+  const unsigned idx = ::if_nametoindex(p.name().c_str());
+  int err = 0;
+  if (p.live())
+    for (auto& q : p.queues())
+      if (q->xsk && !err) err = q->xsk->pendingError();
+  if (idx != unsigned(p.ifindex()) || (err && err != ENETDOWN)) {
+    link.gone();
+    if (p.xdp()) p.xdp()->forget();
+    killPort(p, idx ? "device replaced" : "device gone", true);
+    return;
+  }
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, p.name().c_str(), IFNAMSIZ - 1);
+  const bool up = ::ioctl(ctl_sock_.get(), SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) &&
+                  (ifr.ifr_flags & IFF_RUNNING);
+  if (!up) link.down();  // a wait for the kernel ends; a new one starts when the link is next up
+  if (p.live() && (!up || err == ENETDOWN)) {
+    killPort(p, "link down", false);
+  } else if (!p.live() && up) {
+    if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_tag_); !st) {
+      p.shutdown(*pool_);
+      const uint64_t now = monotonicNs();
+      if (st.error().err == EBUSY && link.busy(now)) {
+        relink_.arm(now);  // the kernel is still releasing the old sockets: again in a moment
+        return;
+      }
+      if (link.report())
+        std::fprintf(stderr, "vdevd: port %s: link up, but: %s\n", p.name().c_str(), st.error().message().c_str());
+      return;
+    }
+    const uint64_t now = monotonicNs();
+    for (auto& q : p.queues()) refill(*q);
+    const uint64_t waited = link.bound(now);
+    const std::string after =
+        waited ? " (after " + std::to_string(waited / 1000000) + " ms for the kernel to release its old sockets)" : "";
+    std::fprintf(stderr, "vdevd: port %s: link up; attached again%s\n", p.name().c_str(), after.c_str());
+  }
+  if (p.live() && p.unboundQueues()) {
+    // A multi-queue tap grows queues as the VM opens them.
+    auto n = p.bindNewQueues(*pool_, anyLiveSocket(), next_tag_);
+    if (!n) {
+      if (link.report())
+        std::fprintf(stderr, "vdevd: port %s: new queue, but: %s\n", p.name().c_str(),
+                     n.error().message().c_str());
+    } else if (*n) {
+      for (auto& q : p.queues()) refill(*q);
+      std::fprintf(stderr, "vdevd: port %s: %u more queue(s) bound, %u of %zu still absent\n",
+                   p.name().c_str(), *n, p.unboundQueues(), p.queues().size());
+    }
+  }
+}
+
+void Datapath::relink() {
+  relink_.fired();  // checkLink arms it again for a port still waiting
+  for (Port* p : ports_.active())
+    if (p->link().state() == LinkState::kReleasing) checkLink(*p);
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,126 @@
+// The port table (PortTable, port_table.h) and the Datapath's ports going
+// in and out of it: adding (a device, or a name waiting for its device),
+// adopting (tests), removing.
+#include "datapath/port_table.h"
+
+#include <net/if.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+namespace {
+
+// Doorbell notifier of every delivery ring: wakes the owner thread's poll().
+void notifyDatapath(void* ctx) {
+  uint64_t one = 1;
+  ssize_t rc = ::write(*static_cast<int*>(ctx), &one, sizeof one);
+  (void)rc;  // EAGAIN: the counter is saturated, and the fd is readable anyway
+}
+
+}  // namespace
+
+Port* PortTable::find(const std::string& name) const noexcept {
+  for (Port* p : active_)
+    if (p->name() == name) return p;
+  return nullptr;
+}
+
+size_t PortTable::freeIndex() const noexcept {
+  size_t i = 0;
+  while (i < by_index_.size() && by_index_[i]) i++;
+  return i;
+}
+
+void PortTable::put(std::unique_ptr<Port> p) {
+  const size_t i = p->index();
+  if (i >= by_index_.size()) by_index_.resize(i + 1);
+  by_index_[i] = std::move(p);
+  rebuildActive();
+}
+
+void PortTable::remove(size_t index) {
+  by_index_[index].reset();
+  rebuildActive();
+}
+
+void PortTable::rebuildActive() {
+  active_.clear();
+  for (auto& p : by_index_)
+    if (p) active_.push_back(p.get());
+}
+
+void Datapath::adoptPort(std::unique_ptr<Port> p) {
+  for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
+  const size_t index = p->index();
+  if (index >= pending_.size()) {
+    pending_.resize(index + 1);
+    pending_n_.resize(index + 1, 0);
+  }
+  pending_[index].assign(cfg_.port.batch, nullptr);
+  pending_n_[index] = 0;
+  ports_.put(std::move(p));
+}
+
+Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) {
+  if (ports_.find(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
+  if (cfg_.mode == SwitchMode::kXconnect && ports_.size() >= 2)
+    return Error{ENOSPC, "xconnect mode takes exactly two ports"};
+  const size_t index = ports_.freeIndex();
+  if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
+  fast_sync_.resetPort(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
+  PortConfig pc = cfg_.port;
+  if (opts.queues) pc.queues = *opts.queues;
+  if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
+  if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
+  if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
+    // Configured, device not there: a port that waits for it (checkLink).
+    auto shell = Port::absent(ifname, uint16_t(index), pc, cfg_.host_macs);
+    if (!shell) return shell.error();
+    adoptPort(std::move(shell.value()));
+    std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
+    return {};
+  }
+  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_tag_);
+  if (!port) return port.error();
+  adoptPort(std::move(port.value()));
+  Port& np = *ports_[index];
+  for (auto& q : np.queues()) refill(*q);
+  if (np.unboundQueues())
+    std::fprintf(stderr, "vdevd: port %s: the device has %zu of the port's %zu queues; the others are bound as they appear\n",
+                 ifname.c_str(), np.queues().size() - np.unboundQueues(), np.queues().size());
+  // Link state now, not at the next housekeeping: a tap without a reader
+  // (no carrier) is reported down from the first `port show`.
+  checkLink(np);
+  host_.refresh(cfg_.host_macs, ports_.active());
+  return {};
+}
+
+Status Datapath::removePortNow(const std::string& ifname) {
+  Port* p = ports_.find(ifname);
+  if (!p) return Error{ENOENT, "no port " + ifname};
+  const uint16_t index = p->index();
+  // Frames already collected for it this burst are flushed by now (control
+  // requests run between bursts); its rings and sockets give everything back.
+  p->detachXdp();
+  p->shutdown(*pool_);
+  fast_sync_.syncPort(*p);
+  fdb_.flushPort(index);
+  removed_ += portSnapshot(*p);  // its counters stay in the totals
+  removed_ports_++;
+  ports_.remove(index);
+  return {};
+}
+
+int Datapath::anyLiveSocket() const {
+  for (Port* p : ports_.active())
+    if (p->live())
+      for (auto& q : p->queues())
+        if (q->xsk) return q->xsk->fd();
+  return -1;
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,232 @@
+// The hot path: an RX burst, the switching of its frames (forward), their
+// per-destination batches handed over with one Port::xmitBulk() each, and
+// the fill-ring refill. No allocation, exception, log line, lock or syscall
+// per frame; every frame ends delivered or counted as exactly one drop.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+namespace {
+
+constexpr uint32_t kEthHlen = 14;
+constexpr uint32_t kVlanHlen = 4;
+
+// Longest frame a port may transmit: its MTU plus the Ethernet header, plus
+// a VLAN tag when the frame carries one.
+inline uint32_t maxFrameLen(const Port& p, const uint8_t* data) {
+  uint16_t type = uint16_t(data[12] << 8 | data[13]);
+  return p.mtu() + kEthHlen + ((type == 0x8100 || type == 0x88a8) ? kVlanHlen : 0);
+}
+
+}  // namespace
+
+void Datapath::refill(Port::Queue& q) noexcept {
+  if (!q.xsk) return;
+  XskSocket& s = *q.xsk;
+  struct xsk_ring_prod& fill = s.fill();
+  // Keep the fill ring (twice the RX ring) full: frames in the fill ring, in
+  // the kernel and on the RX ring are all "given".
+  const uint64_t given = q.fill_given - q.rx_got;
+  const uint32_t target = fill.size;
+  if (given >= target) return;
+  uint32_t want = uint32_t(target - given);
+  if (want < cfg_.port.batch && given > 0) return;  // refill in batches
+  Frame* frames[256];
+  if (want > 256) want = 256;
+  want = std::min(want, xsk_prod_nb_free(&fill, want));
+  uint32_t got = pool_->allocBulk(std::span<Frame*>(frames, want));
+  if (!got) return;  // pool empty: the kernel counts rx_fill_ring_empty_descs
+  uint32_t idx = 0;
+  xsk_ring_prod__reserve(&fill, got, &idx);
+  for (uint32_t i = 0; i < got; i++) {
+    frames[i]->owner = s.tag();
+    *xsk_ring_prod__fill_addr(&fill, idx + i) = pool_->chunkAddr(frames[i]);
+  }
+  xsk_ring_prod__submit(&fill, got);
+  q.fill_given += got;
+  if (s.zerocopy() && xsk_ring_prod__needs_wakeup(&fill)) {
+    // Zero-copy drivers may wait for a wake-up once the fill ring ran dry.
+    ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+    (void)rc;
+  }
+  if (got == want && q.fill_given - q.rx_got < target) refill(q);
+}
+
+uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
+  XskSocket& s = *q.xsk;
+  struct xsk_ring_cons& rx = s.rx();
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  if (n == 0) {
+    // Busy polling: an empty RX ring asks the kernel to run the queue's NAPI
+    // here, now (one syscall per empty poll of the queue, never per frame).
+    if (s.busyPoll()) {
+      ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      (void)rc;
+    }
+    return 0;
+  }
+  uint64_t bytes = 0;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
+    Frame* f = pool_->frameAt(d->addr);
+    if (!f) [[unlikely]]
+      continue;  // the kernel validates addresses; cannot happen
+    f->addr = d->addr;
+    f->len = d->len;
+    f->owner = kOwnerApp;
+    f->in_port_index = p.index();
+    bytes += d->len;
+    burst_[k++] = f;
+  }
+  xsk_ring_cons__release(&rx, n);
+  q.rx_got += n;
+  PortCounters& c = p.counters();
+  c.rx_packets.add(n);
+  c.rx_bytes.add(bytes);
+  forward(p, burst_.data(), k, now_ns);
+  return n;
+}
+
+void Datapath::enqueue(Port& dst, Frame* f) noexcept {
+  if (f->len > maxFrameLen(dst, pool_->data(f))) [[unlikely]] {
+    drop(dst.counters(), kDropOversize, f);
+    return;
+  }
+  const uint16_t i = dst.index();
+  uint32_t& n = pending_n_[i];
+  if (n == 0) pending_ports_.push_back(i);
+  pending_[i][n++] = f;
+  if (n == pending_[i].size()) {
+    // A full batch goes now (no flush: more may follow in this burst).
+    const std::span<Frame* const> batch(pending_[i].data(), n);
+    if (dst.xmitBulk(batch, 0) < 0) [[unlikely]]
+      drop(dst.counters(), kDropPortDown, batch);  // -ENXIO: the port went down; the frames are ours
+    n = 0;  // stays in pending_ports_; flushPending rings the doorbell
+  }
+}
+
+void Datapath::flushPending() noexcept {
+  for (uint16_t i : pending_ports_) {
+    Port& dst = *ports_[i];
+    uint32_t& n = pending_n_[i];
+    const std::span<Frame* const> batch(pending_[i].data(), n);
+    if (dst.xmitBulk(batch, kXmitFlush) < 0) [[unlikely]]
+      drop(dst.counters(), kDropPortDown, batch);  // -ENXIO: the port went down; the frames are ours
+    n = 0;
+  }
+  pending_ports_.clear();
+}
+
+void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept {
+  PortCounters& ic = in.counters();
+  const uint16_t in_index = in.index();
+  const std::vector<Port*>& active = ports_.active();
+  for (uint32_t i = 0; i < n; i++) {
+    Frame* f = frames[i];
+    // Fair share: a port whose frames are still in flight up to its bound
+    // (a flood towards slow destinations) gets no more of the pool.
+    if (pool_->inflight(in_index) >= cfg_.max_inflight) [[unlikely]] {
+      drop(ic, kDropInflight, f);
+      continue;
+    }
+    pool_->charge(f, in_index);
+    const uint8_t* d = pool_->data(f);
+    if (f->len < kEthHlen) [[unlikely]] {
+      drop(ic, kDropRunt, f);
+      continue;
+    }
+    if (f->len > pool_->room(f)) [[unlikely]] {
+      drop(ic, kDropOversize, f);
+      continue;
+    }
+    const uint8_t* src = d + 6;
+    if (macIsMulticast(src) || macIsZero(src)) [[unlikely]] {
+      drop(ic, kDropInvalidSrc, f);
+      continue;
+    }
+    // Type/length: a length (802.3) no longer than the frame, or a type.
+    const uint32_t type = uint32_t(d[12]) << 8 | d[13];
+    if (type < 0x0600 && (type > 1500 || type > f->len - kEthHlen)) [[unlikely]] {
+      drop(ic, kDropBadType, f);
+      continue;
+    }
+    if (cfg_.mode == SwitchMode::kXconnect) {
+      // Two ports: the other one, whatever the MAC.
+      Port* out = nullptr;
+      if (active.size() == 2) out = active[0] == &in ? active[1] : active[0];
+      if (!out) {
+        drop(ic, kDropNoRoute, f);
+        continue;
+      }
+      enqueue(*out, f);
+      continue;
+    }
+    // A guest that sends as the host (a port's own MAC, a --host-mac) is
+    // not learned: frames for the host would follow it. Its ARP and NS for
+    // the host's addresses still reach the host (XDP passes those first).
+    if (host_.isHostMac(macKey(src))) [[unlikely]] {
+      drop(ic, kDropInvalidSrc, f);
+      continue;
+    }
+    switch (fdb_.learn(macKey(src), in_index, now_ns)) {
+      case Fdb::Learn::kOk:
+      case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
+        break;
+      case Fdb::Learn::kPortLimit:
+        drop(ic, kDropMacLimit, f);
+        continue;
+      case Fdb::Learn::kLocked:
+        drop(ic, kDropMacLocked, f);
+        continue;
+    }
+    if (!macIsMulticast(d)) {
+      const int out_index = fdb_.lookup(macKey(d), now_ns);
+      if (out_index >= 0) {
+        if (out_index == in_index)
+          drop(ic, kDropNoRoute, f);  // the destination lives behind the ingress port: no hairpin
+        else
+          enqueue(*ports_[size_t(out_index)], f);
+        continue;
+      }
+    }
+    // Broadcast, multicast, unknown unicast: every other live port; the
+    // original goes to the first, copies to the others.
+    bool first = true;
+    for (Port* pp : active) {
+      Port& out = *pp;
+      if (out.index() == in_index || !out.live()) continue;
+      if (first) {
+        first = false;
+        continue;  // sent last, after the copies were taken from it
+      }
+      Frame* copy = nullptr;
+      if (pool_->allocBulk(std::span<Frame*>(&copy, 1)) == 0) [[unlikely]] {
+        out.counters().drops[kDropPoolEmpty].add(1);
+        continue;
+      }
+      std::memcpy(pool_->data(copy), d, f->len);
+      copy->len = f->len;
+      pool_->charge(copy, in_index);
+      enqueue(out, copy);
+    }
+    if (first) {
+      drop(ic, kDropNoRoute, f);
+      continue;
+    }
+    for (Port* pp : active)
+      if (pp->index() != in_index && pp->live()) {
+        enqueue(*pp, f);
+        break;
+      }
+  }
+  flushPending();
+}
+
+}  // namespace vdev::datapath

@@ -1,0 +1,45 @@
+// Shutdown (Datapath::teardown): no new frames, the ones in flight
+// forwarded or counted, every socket closed, every frame back in the pool.
+#include <unistd.h>
+
+#include "datapath/datapath.h"
+
+namespace vdev::datapath {
+
+uint32_t Datapath::teardown() {
+  if (running_) stop();
+  if (torn_down_ || ports_.active().empty()) return 0;
+  torn_down_ = true;
+  const std::vector<Port*>& active = ports_.active();
+  // 1. No new frames: detach the programs (XDP now drops nothing of ours,
+  //    the device behaves as before vdevd).
+  for (Port* pp : active) pp->detachXdp();
+  // 2. Forward what the kernel already put on the RX rings, and let TX finish
+  //    (bounded: a device that stopped completing must not hang shutdown).
+  const uint64_t deadline = monotonicNs() + 200ull * 1000 * 1000;
+  for (;;) {
+    const uint64_t now = monotonicNs();
+    uint32_t work = 0;
+    for (Port* pp : active) {
+      if (!pp->live()) continue;
+      for (auto& q : pp->queues())
+        if (q->xsk) work += rxBurst(*pp, *q, now);
+    }
+    uint64_t pending = 0;
+    for (Port* pp : active) {
+      if (!pp->live()) continue;
+      work += pp->drainTx(*pool_);
+      pp->reapCompletions(*pool_);
+      pending += pp->txOutstanding();
+      for (auto& q : pp->queues()) pending += q->ring.size();
+    }
+    if ((!work && !pending) || now > deadline) break;
+    if (!work) ::usleep(1000);
+  }
+  // 3. Close the sockets; every frame comes back.
+  for (Port* pp : active) pp->shutdown(*pool_);
+  // The ports stay (down, without sockets) so final statistics can be read.
+  return pool_->total() - pool_->available();
+}
+
+}  // namespace vdev::datapath
