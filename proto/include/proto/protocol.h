@@ -128,7 +128,7 @@ enum CreateAttr : uint16_t {
 // Inside kAttrStats and kAttrPool: one u64 attribute per counter, the
 // attribute numbers of the counter table (stats/counters.h: a port's
 // counters inside STATS, kPortCounters; where every UMEM frame is inside
-// POOL, kPoolCounters, whose TOTAL is the sum of the others). The table keeps
+// POOL, kPoolCounters, whose total is the sum of the others). The table keeps
 // this header's rule for them: an attribute number is never renumbered or
 // reused, a new counter takes the next one. A client reads a counter its
 // peer did not send (an older vdevd) as 0 and ignores attributes it does not

@@ -343,6 +343,8 @@ constexpr std::string_view dropName(DropReason r) { return portCounter(r).name()
 // ------------------------------------------------------------------ values
 
 // Counter values by id. Plain data: copied, summed and compared whole.
+// Indexed by a row too (values[row]): a row of the matching table
+// (kPortCounters for PortValues, kPoolCounters for PoolValues).
 template <typename Id, uint32_t N>
 struct Values {
   std::array<uint64_t, N> v{};
