@@ -88,8 +88,8 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   xsk_ring_cons__release(&rx, n);
   q.rx_got += n;
   PortCounters& c = p.counters();
-  c.rx_packets.add(n);
-  c.rx_bytes.add(bytes);
+  c[kRxPackets].add(n);
+  c[kRxBytes].add(bytes);
   forward(p, burst_.data(), k, now_ns);
   return n;
 }
