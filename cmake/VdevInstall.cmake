@@ -1,0 +1,130 @@
+# VdevInstall: what `cmake --install` puts on a host besides the three
+# binaries (their rules sit next to their targets): the systemd unit and its
+# defaults file, the man pages, bash completion for vdevctl, the
+# documentation and an example CNI network configuration.
+#
+# Every destination is relative to the install prefix, so
+# `cmake --install build --prefix DIR` moves all of it, except where
+# GNUInstallDirs itself makes a path absolute: with the prefix /usr, the
+# configuration goes to /etc (not /usr/etc) and the unit to systemd's own
+# unit directory (/lib/systemd/system on Debian 12).
+#
+# Options (cache variables):
+#   VDEV_CNI_BIN_DIR       where vdev-cni goes (tools/vdev-cni/CMakeLists.txt)
+#   VDEV_SYSTEMD_UNIT_DIR  the unit's directory; empty: as described above
+#   VDEV_SOCKET_GROUP      the group /etc/default/vdevd gives the control
+#                          socket (vdevd --group); empty: root only. The
+#                          group must exist before vdevd starts (the Debian
+#                          package creates "vdev").
+#
+# Components: "vdev" (all of the above and the three binaries, the default
+# install) and "vdev-extra" (vdev-vm and vdev-bench, installed only when asked
+# for: `cmake --install build --component vdev-extra`).
+
+if(VDEV_INSTALL_TIME)
+  # Run by cmake_install.cmake: CMAKE_INSTALL_PREFIX is the install's.
+  function(_vdev_full var dir)
+    if(IS_ABSOLUTE "${dir}")
+      set(${var} "${dir}" PARENT_SCOPE)
+    else()
+      set(${var} "${CMAKE_INSTALL_PREFIX}/${dir}" PARENT_SCOPE)
+    endif()
+  endfunction()
+  _vdev_full(_sbin "${VDEV_I_SBIN}")
+  _vdev_full(_etc "${VDEV_I_ETC}")
+  _vdev_full(_doc "${VDEV_I_DOC}")
+  _vdev_full(_unit_dir "${VDEV_I_UNIT}")
+
+  file(READ "${VDEV_I_SRC}/contrib/systemd/vdevd.service" _unit)
+  foreach(_pair "ExecStart=/usr/sbin/vdevd |ExecStart=${_sbin}/vdevd "
+                "EnvironmentFile=-/etc/default/vdevd|EnvironmentFile=-${_etc}/default/vdevd"
+                "file:/usr/share/doc/vdev/|file:${_doc}/")
+    string(REPLACE "|" ";" _pair "${_pair}")
+    list(GET _pair 0 _from)
+    list(GET _pair 1 _to)
+    string(FIND "${_unit}" "${_from}" _at)
+    if(_at LESS 0)
+      message(FATAL_ERROR "contrib/systemd/vdevd.service has no '${_from}' to configure")
+    endif()
+    string(REPLACE "${_from}" "${_to}" _unit "${_unit}")
+  endforeach()
+  file(WRITE "${VDEV_I_GEN}/vdevd.service" "${_unit}")
+
+  file(READ "${VDEV_I_SRC}/contrib/systemd/vdevd.default" _def)
+  if(NOT VDEV_I_GROUP STREQUAL "")
+    string(FIND "${_def}" "\nVDEVD_ARGS=\"\"\n" _at)
+    if(_at LESS 0)
+      message(FATAL_ERROR "contrib/systemd/vdevd.default has no 'VDEVD_ARGS=\"\"' line to configure")
+    endif()
+    string(REPLACE "\nVDEVD_ARGS=\"\"\n" "\nVDEVD_ARGS=\"--group ${VDEV_I_GROUP}\"\n" _def "${_def}")
+  endif()
+  file(WRITE "${VDEV_I_GEN}/vdevd" "${_def}")
+
+  # file(INSTALL) adds DESTDIR and records the files in install_manifest.txt.
+  file(INSTALL DESTINATION "${_unit_dir}" TYPE FILE FILES "${VDEV_I_GEN}/vdevd.service")
+  # Local options survive a reinstall, as a conffile does.
+  if(EXISTS "$ENV{DESTDIR}${_etc}/default/vdevd")
+    message(STATUS "Keeping: $ENV{DESTDIR}${_etc}/default/vdevd (the new one: ${VDEV_I_GEN}/vdevd)")
+  else()
+    file(INSTALL DESTINATION "${_etc}/default" TYPE FILE FILES "${VDEV_I_GEN}/vdevd")
+  endif()
+  return()
+endif()
+
+include_guard(GLOBAL)
+include(GNUInstallDirs)
+
+set(VDEV_SYSTEMD_UNIT_DIR "" CACHE PATH
+    "systemd unit directory (empty: systemd's own for the prefix /usr, else lib/systemd/system under the prefix)")
+set(VDEV_SOCKET_GROUP "" CACHE STRING
+    "group that may use vdevd's control socket, written into /etc/default/vdevd (empty: root only)")
+
+if(VDEV_SYSTEMD_UNIT_DIR)
+  set(_vdev_unit_dir "${VDEV_SYSTEMD_UNIT_DIR}")
+elseif(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  pkg_get_variable(_vdev_unit_dir systemd systemdsystemunitdir)
+  if(NOT _vdev_unit_dir)
+    set(_vdev_unit_dir "lib/systemd/system")
+  endif()
+else()
+  set(_vdev_unit_dir "lib/systemd/system")
+endif()
+
+# GNUInstallDirs keeps CMAKE_INSTALL_SYSCONFDIR relative ("etc") and makes only
+# the FULL form /etc for the prefix /usr; an install rule needs the latter then.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(_vdev_sysconf_dir "${CMAKE_INSTALL_FULL_SYSCONFDIR}")
+else()
+  set(_vdev_sysconf_dir "${CMAKE_INSTALL_SYSCONFDIR}")
+endif()
+
+set(_vdev_src "${PROJECT_SOURCE_DIR}")
+set(_vdev_gen "${PROJECT_BINARY_DIR}/install-gen")
+
+# The unit and the defaults file carry absolute paths (ExecStart=,
+# EnvironmentFile=, Documentation=) that depend on the prefix, and
+# `cmake --install --prefix` changes the prefix after configuration: so they
+# are written at install time, by the end of this file run from the install
+# script, from contrib/systemd/ as it is in the tree (which names the Debian
+# paths: /usr/sbin/vdevd, /etc/default/vdevd, /usr/share/doc/vdev).
+install(CODE "
+  set(VDEV_INSTALL_TIME ON)
+  set(VDEV_I_SRC \"${PROJECT_SOURCE_DIR}\")
+  set(VDEV_I_GEN \"${PROJECT_BINARY_DIR}/install-gen\")
+  set(VDEV_I_SBIN \"${CMAKE_INSTALL_SBINDIR}\")
+  set(VDEV_I_ETC \"${_vdev_sysconf_dir}\")
+  set(VDEV_I_DOC \"${CMAKE_INSTALL_DOCDIR}\")
+  set(VDEV_I_UNIT \"${_vdev_unit_dir}\")
+  set(VDEV_I_GROUP \"${VDEV_SOCKET_GROUP}\")
+  include(\"${CMAKE_CURRENT_LIST_FILE}\")
+" COMPONENT vdev)
+
+install(FILES man/vdevd.8 man/vdevctl.8 man/vdev-cni.8
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT vdev)
+install(FILES contrib/bash-completion/vdevctl
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT vdev)
+
+file(GLOB _vdev_docs CONFIGURE_DEPENDS ${_vdev_src}/docs/*.md)
+install(FILES README.md ${_vdev_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT vdev)
+install(FILES contrib/cni/10-vdev.conflist
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT vdev)
