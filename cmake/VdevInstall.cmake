@@ -5,9 +5,12 @@
 #
 # Every destination is relative to the install prefix, so
 # `cmake --install build --prefix DIR` moves all of it, except where
-# GNUInstallDirs itself makes a path absolute: with the prefix /usr, the
-# configuration goes to /etc (not /usr/etc) and the unit to systemd's own
-# unit directory (/lib/systemd/system on Debian 12).
+# GNUInstallDirs puts things outside it for the prefix /usr: the
+# configuration goes to /etc (not /usr/etc), and the unit to systemd's own
+# unit directory (/lib/systemd/system on Debian 12). That choice is made for
+# the prefix of the install, not of the configuration, so a build configured
+# for /usr/local installs with `--prefix /usr` as one configured for /usr
+# (debian/rules packages a build tree that way for tests/e2e).
 #
 # Options (cache variables):
 #   VDEV_CNI_BIN_DIR       where vdev-cni goes (tools/vdev-cni/CMakeLists.txt)
@@ -15,7 +18,9 @@
 #   VDEV_SOCKET_GROUP      the group /etc/default/vdevd gives the control
 #                          socket (vdevd --group); empty: root only. The
 #                          group must exist before vdevd starts (the Debian
-#                          package creates "vdev").
+#                          package creates "vdev"). The environment
+#                          variable of the same name, at install time,
+#                          overrides it.
 #
 # Components: "vdev" (all of the above and the three binaries, the default
 # install) and "vdev-extra" (vdev-vm and vdev-bench, installed only when asked
@@ -31,9 +36,22 @@ if(VDEV_INSTALL_TIME)
     endif()
   endfunction()
   _vdev_full(_sbin "${VDEV_I_SBIN}")
-  _vdev_full(_etc "${VDEV_I_ETC}")
   _vdev_full(_doc "${VDEV_I_DOC}")
-  _vdev_full(_unit_dir "${VDEV_I_UNIT}")
+  if(NOT IS_ABSOLUTE "${VDEV_I_ETC}" AND CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(_etc "/etc")
+  else()
+    _vdev_full(_etc "${VDEV_I_ETC}")
+  endif()
+  if(VDEV_I_UNIT)
+    _vdev_full(_unit_dir "${VDEV_I_UNIT}")
+  elseif(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+    set(_unit_dir "${VDEV_I_UNIT_USR}")
+  else()
+    _vdev_full(_unit_dir "lib/systemd/system")
+  endif()
+  if(DEFINED ENV{VDEV_SOCKET_GROUP})
+    set(VDEV_I_GROUP "$ENV{VDEV_SOCKET_GROUP}")
+  endif()
 
   file(READ "${VDEV_I_SRC}/contrib/systemd/vdevd.service" _unit)
   foreach(_pair "ExecStart=/usr/sbin/vdevd |ExecStart=${_sbin}/vdevd "
@@ -79,27 +97,14 @@ set(VDEV_SYSTEMD_UNIT_DIR "" CACHE PATH
 set(VDEV_SOCKET_GROUP "" CACHE STRING
     "group that may use vdevd's control socket, written into /etc/default/vdevd (empty: root only)")
 
-if(VDEV_SYSTEMD_UNIT_DIR)
-  set(_vdev_unit_dir "${VDEV_SYSTEMD_UNIT_DIR}")
-elseif(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  pkg_get_variable(_vdev_unit_dir systemd systemdsystemunitdir)
-  if(NOT _vdev_unit_dir)
-    set(_vdev_unit_dir "lib/systemd/system")
-  endif()
-else()
-  set(_vdev_unit_dir "lib/systemd/system")
-endif()
-
-# GNUInstallDirs keeps CMAKE_INSTALL_SYSCONFDIR relative ("etc") and makes only
-# the FULL form /etc for the prefix /usr; an install rule needs the latter then.
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  set(_vdev_sysconf_dir "${CMAKE_INSTALL_FULL_SYSCONFDIR}")
-else()
-  set(_vdev_sysconf_dir "${CMAKE_INSTALL_SYSCONFDIR}")
+# systemd's unit directory, for an install to /usr ("/usr/lib/systemd/system"
+# where pkg-config does not know systemd).
+pkg_get_variable(_vdev_unit_dir_usr systemd systemdsystemunitdir)
+if(NOT _vdev_unit_dir_usr)
+  set(_vdev_unit_dir_usr "/usr/lib/systemd/system")
 endif()
 
 set(_vdev_src "${PROJECT_SOURCE_DIR}")
-set(_vdev_gen "${PROJECT_BINARY_DIR}/install-gen")
 
 # The unit and the defaults file carry absolute paths (ExecStart=,
 # EnvironmentFile=, Documentation=) that depend on the prefix, and
@@ -112,9 +117,10 @@ install(CODE "
   set(VDEV_I_SRC \"${PROJECT_SOURCE_DIR}\")
   set(VDEV_I_GEN \"${PROJECT_BINARY_DIR}/install-gen\")
   set(VDEV_I_SBIN \"${CMAKE_INSTALL_SBINDIR}\")
-  set(VDEV_I_ETC \"${_vdev_sysconf_dir}\")
+  set(VDEV_I_ETC \"${CMAKE_INSTALL_SYSCONFDIR}\")
   set(VDEV_I_DOC \"${CMAKE_INSTALL_DOCDIR}\")
-  set(VDEV_I_UNIT \"${_vdev_unit_dir}\")
+  set(VDEV_I_UNIT \"${VDEV_SYSTEMD_UNIT_DIR}\")
+  set(VDEV_I_UNIT_USR \"${_vdev_unit_dir_usr}\")
   set(VDEV_I_GROUP \"${VDEV_SOCKET_GROUP}\")
   include(\"${CMAKE_CURRENT_LIST_FILE}\")
 " COMPONENT vdev)
