@@ -53,30 +53,30 @@ if(VDEV_INSTALL_TIME)
     set(VDEV_I_GROUP "$ENV{VDEV_SOCKET_GROUP}")
   endif()
 
-  file(READ "${VDEV_I_SRC}/contrib/systemd/vdevd.service" _unit)
-  foreach(_pair "ExecStart=/usr/sbin/vdevd |ExecStart=${_sbin}/vdevd "
-                "EnvironmentFile=-/etc/default/vdevd|EnvironmentFile=-${_etc}/default/vdevd"
-                "file:/usr/share/doc/vdev/|file:${_doc}/")
-    string(REPLACE "|" ";" _pair "${_pair}")
-    list(GET _pair 0 _from)
-    list(GET _pair 1 _to)
-    string(FIND "${_unit}" "${_from}" _at)
-    if(_at LESS 0)
-      message(FATAL_ERROR "contrib/systemd/vdevd.service has no '${_from}' to configure")
-    endif()
-    string(REPLACE "${_from}" "${_to}" _unit "${_unit}")
-  endforeach()
-  file(WRITE "${VDEV_I_GEN}/vdevd.service" "${_unit}")
-
-  file(READ "${VDEV_I_SRC}/contrib/systemd/vdevd.default" _def)
-  if(NOT VDEV_I_GROUP STREQUAL "")
-    string(FIND "${_def}" "\nVDEVD_ARGS=\"\"\n" _at)
-    if(_at LESS 0)
-      message(FATAL_ERROR "contrib/systemd/vdevd.default has no 'VDEVD_ARGS=\"\"' line to configure")
-    endif()
-    string(REPLACE "\nVDEVD_ARGS=\"\"\n" "\nVDEVD_ARGS=\"--group ${VDEV_I_GROUP}\"\n" _def "${_def}")
+  # Writes contrib/systemd/NAME with each FROM replaced by its TO to
+  # VDEV_I_GEN/OUT; a FROM not in the file is an error (the file changed).
+  function(_vdev_configure name out)
+    file(READ "${VDEV_I_SRC}/contrib/systemd/${name}" _text)
+    while(ARGN)
+      list(POP_FRONT ARGN _from _to)
+      string(FIND "${_text}" "${_from}" _at)
+      if(_at LESS 0)
+        message(FATAL_ERROR "contrib/systemd/${name} has no '${_from}' to configure")
+      endif()
+      string(REPLACE "${_from}" "${_to}" _text "${_text}")
+    endwhile()
+    file(WRITE "${VDEV_I_GEN}/${out}" "${_text}")
+  endfunction()
+  _vdev_configure(vdevd.service vdevd.service
+    "ExecStart=/usr/sbin/vdevd " "ExecStart=${_sbin}/vdevd "
+    "EnvironmentFile=-/etc/default/vdevd" "EnvironmentFile=-${_etc}/default/vdevd"
+    "file:/usr/share/doc/vdev/" "file:${_doc}/")
+  if(VDEV_I_GROUP STREQUAL "")
+    _vdev_configure(vdevd.default vdevd)
+  else()
+    _vdev_configure(vdevd.default vdevd
+      "\nVDEVD_ARGS=\"\"\n" "\nVDEVD_ARGS=\"--group ${VDEV_I_GROUP}\"\n")
   endif()
-  file(WRITE "${VDEV_I_GEN}/vdevd" "${_def}")
 
   # file(INSTALL) adds DESTDIR and records the files in install_manifest.txt.
   file(INSTALL DESTINATION "${_unit_dir}" TYPE FILE FILES "${VDEV_I_GEN}/vdevd.service")

@@ -181,6 +181,27 @@ for m in vdevd vdevctl vdev-cni; do
   command -v lexgrog >/dev/null && check "lexgrog $page: $(lexgrog "$page" 2>&1 | sed 's/^[^:]*: //')" quiet lexgrog "$page"
 done
 
+# The man pages and the tools' --help name the same options: every long
+# option of the help texts is in the page, and every one the page describes
+# (before FILES) is in the help.
+long_opts() { grep -oE -- '--[a-z][a-z0-9-]*' | sort -u; }
+for m in vdevd vdevctl; do
+  page=/usr/share/man/man8/$m.8.gz
+  [ -f "$page" ] || continue
+  {
+    "/usr/sbin/$m" --help
+    if [ "$m" = vdevctl ]; then
+      for c in "port add" "port del" "port show" stats monitor "fdb show" "fdb add" "fdb del" info; do
+        # shellcheck disable=SC2086
+        /usr/sbin/vdevctl $c --help
+      done
+    fi
+  } 2>&1 | long_opts >"$tmp/$m.help"
+  zcat "$page" | sed 's/\\-/-/g' | sed '/^\.SH FILES/,$d' | long_opts >"$tmp/$m.man"
+  diff=$(comm -3 "$tmp/$m.help" "$tmp/$m.man" | xargs)
+  check "$m --help and $m(8) name the same options${diff:+ (differ: $diff)}" test -z "$diff"
+done
+
 comp=/usr/share/bash-completion/completions/vdevctl
 check "bash completion $comp" bash -n "$comp"
 check "README and systemd.md (the unit's Documentation=) uncompressed" \
