@@ -89,6 +89,7 @@ deb-only:
 	  --exclude='./debian/*.substvars' --exclude='./debian/*debhelper*' --exclude=./debian/files \
 	  --exclude='./$(patsubst $(CURDIR)/%,%,$(abspath $(DEB_DIR)))' . | tar -xf - -C $(DEB_DIR)/vdev
 	find $(DEB_DIR)/keep -mindepth 1 -maxdepth 1 -exec mv {} $(DEB_DIR)/vdev/ \;
+	rmdir $(DEB_DIR)/keep
 	rm -f $(DEB_DIR)/*.deb $(DEB_DIR)/*.changes $(DEB_DIR)/*.buildinfo
 	cd $(DEB_DIR)/vdev && DEB_BUILD_OPTIONS="parallel=$(JOBS) $(DEB_BUILD_OPTIONS)" \
 	  nice dpkg-buildpackage -us -uc -b --no-pre-clean
