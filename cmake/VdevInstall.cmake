@@ -92,7 +92,7 @@ endif()
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 
-set(VDEV_SYSTEMD_UNIT_DIR "" CACHE PATH
+set(VDEV_SYSTEMD_UNIT_DIR "" CACHE STRING
     "systemd unit directory (empty: systemd's own for the prefix /usr, else lib/systemd/system under the prefix)")
 set(VDEV_SOCKET_GROUP "" CACHE STRING
     "group that may use vdevd's control socket, written into /etc/default/vdevd (empty: root only)")
