@@ -352,11 +352,24 @@ TEST_F(VdevVmTest, SinkCountsAndEchoReflects) {
     const Mac vmMac = uniqueMac();
     host.sendFlow({vmMac, hostMac, Kind::kExperimental, 4, 0, 200}, 40);
     host.sendFlow({vmMac, hostMac, Kind::kIpv4Udp, 5, 0, 1514}, 2);
+    // SIGUSR1 asks for a counts line; wait for one that says 42, asking again
+    // every 200 ms. A line still being written (or the "ready" line) does
+    // not parse: that is "not yet", never an error.
+    auto asked = std::chrono::steady_clock::time_point{};
     ASSERT_TRUE(waitUntil([&] {
-      vm.signal(SIGUSR1);
-      std::this_thread::sleep_for(20ms);
-      return lastJsonLine(vm.out())["test_frames"].asU64() == 42;
-    }, 3s)) << vm.logs();
+      const std::string out = vm.out();
+      if (!out.empty() && out.back() == '\n') {
+        try {
+          if (lastJsonLine(out)["test_frames"].asU64() == 42) return true;
+        } catch (const std::exception&) {
+        }
+      }
+      if (std::chrono::steady_clock::now() - asked >= 200ms) {
+        vm.signal(SIGUSR1);
+        asked = std::chrono::steady_clock::now();
+      }
+      return false;
+    }, 20s, 5ms)) << vm.logs();
     vm.signal(SIGTERM);
     ASSERT_EQ(vm.wait(3s), 0) << vm.logs();
     const Json j = lastJsonLine(vm.out());
