@@ -33,6 +33,7 @@ struct Container {
   Container(const std::string& label, const VethOptions& opts = {})
       : veth(ns, opts), sock(veth.peerName(), &ns) {
     sock.setLabel(label);
+    waitTxReady(veth.peerName(), &ns);  // the container's frames go through its qdisc
   }
   const std::string& port() const { return veth.hostName(); }
 

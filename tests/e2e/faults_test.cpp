@@ -282,6 +282,7 @@ struct Container {
         veth(std::make_unique<VethPair>(*ns)),
         sock(std::make_unique<PacketSocket>(veth->peerName(), ns.get())) {
     sock->setLabel(label);
+    waitTxReady(veth->peerName(), ns.get());  // the container's frames go through its qdisc
   }
   const std::string& port() const { return veth->hostName(); }
   const Mac& mac() const { return veth->peerMac(); }
@@ -321,6 +322,7 @@ class FixedVeth {
       disableIpv6(peer_, &ns_);
       ns_.ip("link set dev " + peer_ + " up");
       run("ip link set dev " + host_ + " up");
+      waitTxReady(peer_, &ns_);  // C3's frames go through its qdisc
     } catch (...) {
       tryRun("ip link del dev " + host_);
       throw;
@@ -1172,11 +1174,20 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   traffic.start();
   EXPECT_TRUE(traffic.waitFor([&] { return vm.rx().count(11) >= 300; }, 10s));
 
-  // The VM exits: its last read, then its fd goes.
+  // The VM exits: it stops sending, vdevd takes what it sent (frames still
+  // in the tap's RX ring when the port goes down are counted, as kernel
+  // drops, but never reach A: under load that happened to the VM's last 5
+  // frames, and VM -> A must be exact), then its last read, then its fd goes.
   uint64_t aBefore = 0, toVmBefore = 0;
   {
     auto lk = traffic.hold();
     traffic.set({12}, false);
+  }
+  const Stats vmDone =
+      d.statsUntil([&](const Stats& s) { return s.port(vm.name()).rxPackets == vm.sentFrames(); }, 10s);
+  ASSERT_EQ(vmDone.port(vm.name()).rxPackets, vm.sentFrames()) << vmDone.dump();
+  {
+    auto lk = traffic.hold();
     traffic.pollReaders();
     traffic.removeReader(&vm);
     vm.detach();

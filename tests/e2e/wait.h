@@ -82,6 +82,21 @@ inline void expectFlowsBeforeMarker(const Endpoints& all, const FlowExpectations
   }
 }
 
+// A device that was just created and set up drops everything sent through
+// its queueing layer (a packet socket's frames, the stack's) until the
+// kernel's link watch has given it its qdisc: until then it has the noop
+// qdisc, which drops and counts nothing a test looks at. On a loaded
+// machine that can take a while (the first 138 of 300 frames, once). Waits,
+// up to 10 s, until `tc` shows a root qdisc on `ifname` in `ns` (root
+// namespace if null); throws HarnessError if it never comes.
+inline void waitTxReady(const std::string& ifname, const Netns* ns = nullptr) {
+  const std::string cmd = (ns ? "ip netns exec " + shellQuote(ns->name()) + " " : std::string()) +
+                          "tc -j qdisc show dev " + shellQuote(ifname);
+  if (!waitUntil([&] { return tryRun(cmd).out.find("\"root\":true") != std::string::npos; }, Millis(10000),
+                 Millis(5)))
+    throw HarnessError(ifname + ": still no qdisc 10 s after it was set up: " + tryRun(cmd).out);
+}
+
 // `ping` from namespace `ns` to `addr` until `count` echo replies came back
 // or `deadlineSec` passed (ping -w): a reply that is slow on a loaded
 // machine still counts, where `-c N -W 1` gives up on it after two round
