@@ -27,11 +27,27 @@
 #include <string>
 #include <vector>
 
-#include "test_frame.h"
+#include "testkit/frame.h"
 
 namespace {
 
-namespace tf = vdev::testframe;
+// The test frame format (testkit/frame.h), shared with the e2e tests.
+namespace tf {
+using Mac = vdev::Mac;
+using Kind = vdev::testkit::FrameKind;
+using Spec = vdev::testkit::TestFrameSpec;
+using Verdict = vdev::testkit::FrameVerdict;
+using Parsed = vdev::testkit::ParsedTestFrame;
+constexpr size_t kMaxSize = vdev::testkit::kTestFrameMaxSize;
+constexpr auto build = &vdev::testkit::buildTestFrame;
+constexpr auto parse = &vdev::testkit::parseTestFrame;
+// base/mac.h's text form; false on anything else.
+inline bool parseMac(const char* s, Mac& out) {
+  const auto m = vdev::parseMac(s);
+  if (m) out = *m;
+  return m.has_value();
+}
+}  // namespace tf
 
 constexpr const char* kUsage = R"(NAME
     vdev-vm - stand in for a virtual machine on a tap device
