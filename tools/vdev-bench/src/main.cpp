@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "datapath.h"
+#include "frame.h"
 #include "generator.h"
 #include "latency.h"
 #include "options.h"
@@ -28,7 +29,7 @@ namespace {
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
   auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall);
-  if (!topo) return topo.status();
+  if (!topo) return topo.error();
   Topology& t = *topo.value();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());
   rep->bridgeNfCallIptables = t.bridgeNfCallIptables();
@@ -58,7 +59,7 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
     gc.prog.sportBase = spec.srcPort;
     gc.prog.sportCount = o.sportCount;
     auto gen = Generator::create(t.genNs(), t.genIf(), gc);
-    if (!gen) return gen.status();
+    if (!gen) return gen.error();
     source = std::move(gen.value());
   }
   rep->generator = source->describe();
@@ -74,12 +75,12 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
       rep->latencyPairs.push_back(pair.name + ": " + pair.from->name + " -> " + pair.to->name);
       if (pair.to->ns && std::find(answering.begin(), answering.end(), pair.to) == answering.end()) {
         auto r = UdpResponder::create(*pair.to->ns, pair.to->ip, sinkCpu, o.latPrio, o.latUdpChecksum);
-        if (!r) return r.status();
+        if (!r) return r.error();
         responders.push_back(std::move(r.value()));
         answering.push_back(pair.to);
       }
       auto p = Pinger::create(*pair.from->ns, pair.from->ip, pair.to->ip, o.frameSize, o.latUdpChecksum);
-      if (!p) return p.status();
+      if (!p) return p.error();
       pingers.push_back(std::move(p.value()));
     }
   }
@@ -91,32 +92,32 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   std::unique_ptr<NapiTimer> timer;
   if (o.napiTiming != NapiTiming::kOff) {
     auto nt = NapiTimer::create(rep->prefix);
-    Status st = nt ? Status() : nt.status();
+    Status st = nt ? Status() : nt.error();
     if (nt && o.napiTiming == NapiTiming::kOn) st = nt.value()->attach();  // split: per run
     if (st.ok()) timer = std::move(nt.value());
-    else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", st.message().c_str());
+    else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", st.error().message().c_str());
   }
 
   Runner runner(t, *source, o, timer.get());
   for (const auto& name : datapaths) rep->results.push_back({name, "", {}, {}, {}, {}});
-  auto interrupted = [] { return Status::failText(EINTR, "interrupted by a signal"); };
+  auto interrupted = [] { return Error{0, "interrupted by a signal"}; };
   for (int run = 1; run <= o.runs; ++run) {
     double vdevdPeak = 0;  // --find-rate: the first vdevd datapath's peak in this run
     for (auto& dr : rep->results) {
       if (stopRequested()) return interrupted();
       auto fail = [&](const char* what, const Status& st) {
-        dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + st.message());
-        logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, st.message().c_str());
+        dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + st.error().message());
+        logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, st.error().message().c_str());
       };
       if (o.findRate) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s, loss search", run, o.runs, dr.datapath.c_str());
         auto rs = runner.findRate(*dp.value(), run, vdevdPeak);
         if (stopRequested()) return interrupted();
         if (!rs) {
-          fail("loss search", rs.status());
+          fail("loss search", rs.error());
         } else {
           if (vdevdPeak == 0 && isVdevd(dr.datapath)) vdevdPeak = rs->peak.forwardedPps();
           if (!o.json && !verbose())
@@ -126,13 +127,13 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
         }
       } else if (o.latency != LatencyMode::kOnly) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s", run, o.runs, dr.datapath.c_str());
         auto r = runner.measure(*dp.value(), run);
         if (stopRequested()) return interrupted();
         if (!r) {
-          fail("throughput", r.status());
+          fail("throughput", r.error());
         } else {
           if (!o.json && !verbose())
             fprintf(stderr, "vdev-bench: %-13s run %d: %.3f Mpps forwarded, %.3f offered\n", dr.datapath.c_str(),
@@ -142,13 +143,13 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
       }
       if (o.latency != LatencyMode::kOff && !pingerPtrs.empty()) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s, latency", run, o.runs, dr.datapath.c_str());
         auto lr = runner.measureLatency(*dp.value(), run, pingerPtrs);
         if (stopRequested()) return interrupted();
         if (!lr) {
-          fail("latency", lr.status());
+          fail("latency", lr.error());
         } else {
           if (!o.json && !verbose())
             for (const auto& p : lr->pairs)
@@ -218,7 +219,7 @@ int main(int argc, char** argv) {
   installStopSignals();
   // The main thread samples counters: keep it (and the helpers it starts) off
   // the datapath CPU.
-  if (Status s = pinTask(0, o.genCpu); !s.ok()) logWarn("%s", s.message().c_str());
+  if (Status s = pinTask(0, o.genCpu); !s.ok()) logWarn("%s", s.error().message().c_str());
 
   // --boost (auto: while paced). A paced generator spins and skips the
   // slots it misses: it needs its CPU. With autogrouping CFS first splits a
@@ -230,13 +231,13 @@ int main(int argc, char** argv) {
   struct AutogroupBoost {
     std::optional<int> old;
     ~AutogroupBoost() {
-      if (old) setAutogroupNice(*old);
+      if (old) (void)setAutogroupNice(*old);
     }
   } boost;
   if (o.boosted()) {
     if (auto n = autogroupNice(); n && *n > -20) {
       if (Status st = setAutogroupNice(-20); st.ok()) boost.old = n;
-      else logWarn("%s", st.message().c_str());
+      else logWarn("%s", st.error().message().c_str());
     }
   }
 
@@ -245,7 +246,7 @@ int main(int argc, char** argv) {
   if (mkdtemp(tmpl)) workDir = tmpl;
 
   Status s = benchmark(o, rep.vdevdPath, datapaths, workDir.empty() ? "/tmp" : workDir, &rep);
-  if (!s.ok()) rep.fatal = s.message();
+  if (!s.ok()) rep.fatal = s.error().message();
   if (!workDir.empty()) rmdir(workDir.c_str());
   rep.leftovers = leftovers(rep.prefix);
 
