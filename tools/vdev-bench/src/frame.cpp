@@ -6,7 +6,6 @@
 #include <cassert>
 
 #include "../bpf/bench_shared.h"
-#include "testkit/frame.h"
 
 namespace vdev::bench {
 
@@ -16,18 +15,12 @@ static_assert(sizeof(struct vb_counters) == 32, "vb_counters layout is shared wi
 // checks, or the sink would count 64-byte frames as "other".
 static_assert(testkit::kUdpPayloadOffset + sizeof(vb_payload) <= kMinFrameSize - kFcsLen);
 
-std::vector<uint8_t> buildFrame(const FrameSpec& spec) {
-  assert(spec.frameSize >= kMinFrameSize && spec.frameSize <= kMaxFrameSize);
+std::vector<uint8_t> buildFrame(testkit::UdpFrameSpec headers, size_t frameSize, bool magic) {
+  assert(frameSize >= kMinFrameSize && frameSize <= kMaxFrameSize);
+  headers.size = frameSize - kFcsLen;
   vb_payload pl = {};
-  pl.magic = spec.magic ? htonl(VB_MAGIC) : 0;
-  return testkit::buildUdpFrame({.dst = spec.dst,
-                                 .src = spec.src,
-                                 .src_ip = spec.srcIp,
-                                 .dst_ip = spec.dstIp,
-                                 .src_port = spec.srcPort,
-                                 .dst_port = spec.dstPort,
-                                 .size = spec.frameSize - kFcsLen},
-                                {reinterpret_cast<const uint8_t*>(&pl), sizeof pl});
+  pl.magic = magic ? htonl(VB_MAGIC) : 0;
+  return testkit::buildUdpFrame(headers, {reinterpret_cast<const uint8_t*>(&pl), sizeof pl});
 }
 
 }  // namespace vdev::bench

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/mac.h"
+#include "testkit/frame.h"
 
 namespace vdev::bench {
 
@@ -18,21 +18,13 @@ constexpr size_t kFcsLen = 4;
 constexpr size_t kMinFrameSize = 64;
 constexpr size_t kMaxFrameSize = 1518;
 
-struct FrameSpec {
-  Mac src{};
-  Mac dst{};
-  uint32_t srcIp = 0;  // host byte order
-  uint32_t dstIp = 0;
-  uint16_t srcPort = 0;
-  uint16_t dstPort = 0;
-  size_t frameSize = kMinFrameSize;  // on the wire, with FCS
-  bool magic = true;  // put VB_MAGIC in the payload (the sink counts only those)
-};
-
-// The frame (frameSize - kFcsLen bytes): IPv4 header checksum computed, UDP
-// checksum 0 ("none", legal for IPv4, so a generator may rewrite the ports
-// without fixing it up), DF set, TTL 64, payload zero after the vb_payload
-// header. frameSize must be within [64, 1518].
-std::vector<uint8_t> buildFrame(const FrameSpec& spec);
+// A frame of `frameSize` bytes on the wire (with FCS, 64..1518;
+// frameSize - kFcsLen in the buffer) with the Ethernet, IPv4 and UDP headers
+// of `headers` (whose size is set from frameSize): IPv4 header checksum
+// computed, UDP checksum 0 ("none", legal for IPv4, so a generator may
+// rewrite the ports without fixing it up), DF set, TTL 64. The payload is a
+// vb_payload, with VB_MAGIC when `magic` (the sink counts only those), then
+// zeros.
+std::vector<uint8_t> buildFrame(testkit::UdpFrameSpec headers, size_t frameSize, bool magic = true);
 
 }  // namespace vdev::bench

@@ -34,29 +34,27 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());
   rep->bridgeNfCallIptables = t.bridgeNfCallIptables();
 
-  FrameSpec spec;
-  spec.src = t.genMac();
-  spec.dst = t.sinkMac();
-  spec.srcIp = 0xc6120001;  // 198.18.0.1
-  spec.dstIp = 0xc6120101;  // 198.18.1.1
-  spec.srcPort = 1024;
-  spec.dstPort = VB_UDP_DPORT;
-  spec.frameSize = o.frameSize;
+  const vdev::testkit::UdpFrameSpec spec{.dst = t.sinkMac(),
+                                         .src = t.genMac(),
+                                         .src_ip = 0xc6120001,  // 198.18.0.1
+                                         .dst_ip = 0xc6120101,  // 198.18.1.1
+                                         .src_port = 1024,
+                                         .dst_port = VB_UDP_DPORT};
 
   // The offered load: the BPF generator into a veth, or the VM writing
   // into its tap (tap-veth).
   std::unique_ptr<TrafficSource> source;
   if (t.portAIsTap()) {
-    source = std::make_unique<TapWriter>(t.vm()->fd(), t.portA(), buildFrame(spec), o.tapWriters, o.genCpu);
+    source = std::make_unique<TapWriter>(t.vm()->fd(), t.portA(), buildFrame(spec, o.frameSize), o.tapWriters, o.genCpu);
   } else {
     GeneratorConfig gc;
-    gc.frame = buildFrame(spec);
+    gc.frame = buildFrame(spec, o.frameSize);
     gc.threads = o.genThreads;
     gc.cpu = o.genCpu;
     gc.repeatPerCall = o.repeat;
     gc.batchSize = o.batch;
     gc.pacedBatchSize = o.paceBatch;
-    gc.prog.sportBase = spec.srcPort;
+    gc.prog.sportBase = spec.src_port;
     gc.prog.sportCount = o.sportCount;
     auto gen = Generator::create(t.genNs(), t.genIf(), gc);
     if (!gen) return gen.error();

@@ -270,19 +270,17 @@ Status Runner::setUp(Datapath& dp) {
 
   // Tell learning switches where the sink (and the VM) are: frames with no
   // magic, so they are never counted as benchmark frames anywhere.
-  FrameSpec learn;
-  learn.src = topo_.sinkMac();
-  learn.dst = topo_.genMac();
-  learn.srcIp = 0xc6120101;  // 198.18.1.1
-  learn.dstIp = 0xc6120001;  // 198.18.0.1
-  learn.srcPort = VB_UDP_DPORT;
-  learn.dstPort = 1024;
-  learn.magic = false;
-  VB_TRY(topo_.sink().sendLearningFrames(buildFrame(learn), 3));
+  testkit::UdpFrameSpec learn{.dst = topo_.genMac(),
+                              .src = topo_.sinkMac(),
+                              .src_ip = 0xc6120101,  // 198.18.1.1
+                              .dst_ip = 0xc6120001,  // 198.18.0.1
+                              .src_port = VB_UDP_DPORT,
+                              .dst_port = 1024};
+  VB_TRY(topo_.sink().sendLearningFrames(buildFrame(learn, kMinFrameSize, /*magic=*/false), 3));
   if (topo_.scenario() == Scenario::kSwitch && topo_.vm()) {
     learn.src = topo_.vm()->mac();
-    learn.srcIp = 0xc6120201;  // 198.18.2.1
-    VB_TRY(topo_.vm()->sendLearningFrames(buildFrame(learn), 3));
+    learn.src_ip = 0xc6120201;  // 198.18.2.1
+    VB_TRY(topo_.vm()->sendLearningFrames(buildFrame(learn, kMinFrameSize, /*magic=*/false), 3));
   }
   if (!sleepUnlessStopped(0.05)) return makeError(EINTR, "measurement");
   return {};
