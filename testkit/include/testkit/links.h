@@ -26,7 +26,7 @@ struct VethSpec {
   std::string host_name;            // the end a datapath attaches to
   std::string peer_name;            // the container's interface
   const Netns* host_ns = nullptr;
-  const Netns* peer_ns = nullptr;
+  const Netns* peer_ns = nullptr;   // null: this process's namespace (named by pid)
   std::optional<Mac> host_mac;      // unset: the kernel's random one
   std::optional<Mac> peer_mac;
   int mtu = 0;                      // both ends; 0: the kernel's default

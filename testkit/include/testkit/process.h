@@ -44,7 +44,9 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int status = -1;  // exit status, 128 + signal if killed
+  // Exit status, 128 + signal if killed. The child itself exits 125 when it
+  // cannot take spec's user, CPU or priority, 127 when exec fails.
+  int status = -1;
   std::string out;
   std::string err;
   bool ok() const { return status == 0; }
