@@ -8,6 +8,11 @@
 
 namespace vdev::testkit {
 
+namespace {
+// For messages: never throws, whatever bytes a string holds.
+std::string text(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+}  // namespace
+
 Result<uint64_t> counter(const nlohmann::json& node, std::string_view name) {
   const nlohmann::json* at = &node;
   std::string_view rest = name;
@@ -21,7 +26,7 @@ Result<uint64_t> counter(const nlohmann::json& node, std::string_view name) {
     rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
   }
   if (!at->is_number_unsigned())
-    return Error{EINVAL, "statistics: counter " + std::string(name) + " is not an unsigned integer: " + at->dump()};
+    return Error{EINVAL, "statistics: counter " + std::string(name) + " is not an unsigned integer: " + text(*at)};
   return at->get<uint64_t>();
 }
 
@@ -54,7 +59,7 @@ std::string stringOf(const nlohmann::json& o, const char* key) {
 Result<PortStats> parsePort(const nlohmann::json& p) {
   PortStats ps;
   if (!p.is_object() || !p.contains("name") || !p["name"].is_string())
-    return Error{EINVAL, "statistics: a port without a name: " + p.dump()};
+    return Error{EINVAL, "statistics: a port without a name: " + text(p)};
   ps.name = p["name"].get<std::string>();
   const auto need = [&](const char* name, uint64_t& out) -> Status {
     auto v = counter(p, name);
