@@ -83,7 +83,7 @@ inline Outcome runPlugin(const Invocation& inv, const std::string& stdinText,
   set("CNI_PATH", inv.path.empty() ? pluginDir() + ":" + kDebianCniDir : inv.path);
   for (const auto& [k, v] : inv.extraEnv) env.push_back(k + "=" + v);
   const CmdResult c =
-      runProcess({.argv = {pluginBinary()}, .env = env, .stdinText = stdinText, .timeout = timeout});
+      runProcess({.argv = {pluginBinary()}, .env = env, .stdin_text = stdinText, .timeout = timeout});
   Outcome r;
   r.status = c.status;
   r.out = c.out;

@@ -1,11 +1,12 @@
-// vdev end-to-end test harness.
+// vdev end-to-end test harness: the gtest-facing layer over testkit/.
 //
-// RAII builders for the hosts the e2e tests need: network namespaces, veth
-// pairs, taps held by the test process (the VM stand-in), AF_PACKET sockets
-// opened inside a namespace, test frames that are checked byte for byte and
-// counted per flow, and a wrapper around the vdevd process.
+// testkit builds the hosts (network namespaces, veth pairs, taps held by the
+// test process -- the VM stand-in --, child processes, test frames, vdevd's
+// statistics) and reports failures as vdev::Result. This layer gives the
+// tests RAII objects that throw HarnessError instead, skips tests that cannot
+// run here, counts received test frames per flow, and wraps vdevd.
 //
-// Rules every helper follows:
+// Rules every helper follows (testkit's, see testkit/netns.h):
 //  - Names are unique per process and per object: "vt" + the pid in base 36 +
 //    a role letter + a counter, at most 12 characters (IFNAMSIZ is 16).
 //  - Only locally administered MACs (02:...) and 198.18.0.0/15 addresses.
@@ -20,16 +21,20 @@
 //
 // Thread safety: the objects are not thread safe, but different objects may be
 // used from different threads (e.g. one thread sends on one endpoint while
-// another reads from a second). NetnsGuard switches only the calling thread.
+// another reads from a second). Nothing moves a thread between namespaces.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -38,10 +43,42 @@
 #include <string_view>
 #include <vector>
 
-#include "json.h"
-#include "test_frame.h"
+#include <nlohmann/json.hpp>
+
+#include "base/mac.h"
+#include "testkit/files.h"
+#include "testkit/frame.h"
+#include "testkit/links.h"
+#include "testkit/netns.h"
+#include "testkit/process.h"
 
 namespace vdev::e2e {
+
+// The test frame format (testkit/frame.h) under the names the tests use.
+namespace testframe {
+using Mac = vdev::Mac;
+using Kind = testkit::FrameKind;
+using Spec = testkit::TestFrameSpec;
+using Verdict = testkit::FrameVerdict;
+using Parsed = testkit::ParsedTestFrame;
+inline constexpr Mac kBroadcast = testkit::kBroadcastMac;
+inline constexpr size_t kMaxSize = testkit::kTestFrameMaxSize;
+inline constexpr size_t minSize(Kind kind) { return testkit::testFrameMinSize(kind); }
+inline size_t build(const Spec& spec, std::span<uint8_t> out) { return testkit::buildTestFrame(spec, out); }
+inline Parsed parse(std::span<const uint8_t> frame) { return testkit::parseTestFrame(frame); }
+// base/mac.h's text form; false (out untouched) on anything else.
+inline bool parseMac(std::string_view s, Mac& out) {
+  const auto m = vdev::parseMac(s);
+  if (m) out = *m;
+  return m.has_value();
+}
+inline std::string formatMac(const Mac& m) { return vdev::formatMac(m); }
+inline bool isMulticast(const Mac& m) { return vdev::macIsMulticast(m); }
+namespace detail {
+inline uint32_t csumAdd(uint32_t sum, const uint8_t* p, size_t len) { return testkit::checksumAdd(sum, p, len); }
+inline uint16_t csumFold(uint32_t sum) { return testkit::checksumFold(sum); }
+}  // namespace detail
+}  // namespace testframe
 
 using testframe::Kind;
 using testframe::Mac;
@@ -52,6 +89,57 @@ using Millis = std::chrono::milliseconds;
 class HarnessError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------
+// JSON (vdevd's --stats-json, vdevctl -j, `ip -j`, bpftool -j)
+
+class JsonError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A parsed JSON document with typed accessors that throw JsonError on a
+// type mismatch or a missing member. nlohmann_json parses; unsigned integers
+// stay exact (counters are uint64), object members are sorted by key.
+class Json {
+ public:
+  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+
+  Json() = default;
+  explicit Json(const nlohmann::json& j);
+  // Parses a whole document; trailing non-space is an error.
+  static Json parse(std::string_view text);
+
+  Type type() const { return type_; }
+  bool isNull() const { return type_ == Type::kNull; }
+  bool isObject() const { return type_ == Type::kObject; }
+  bool isArray() const { return type_ == Type::kArray; }
+
+  // Typed access; throws JsonError naming the expected type on mismatch.
+  bool asBool() const;
+  uint64_t asU64() const;  // a non-negative integer that fits
+  int64_t asI64() const;
+  double asDouble() const;
+  const std::string& asString() const;
+  const std::vector<Json>& asArray() const;
+  const std::map<std::string, Json, std::less<>>& asObject() const;
+
+  bool has(std::string_view key) const;                // false if not an object
+  const Json& operator[](std::string_view key) const;  // throws if missing
+  const Json& operator[](size_t i) const;              // throws if out of range
+  size_t size() const;                                 // array or object size
+
+  // Compact re-serialisation, for failure messages.
+  std::string dump() const;
+
+ private:
+  nlohmann::json toNlohmann() const;
+  Type type_ = Type::kNull;
+  nlohmann::json scalar_;  // null, bool, number or string
+  std::string string_;
+  std::vector<Json> array_;
+  std::map<std::string, Json, std::less<>> object_;
 };
 
 // ---------------------------------------------------------------------------
@@ -75,23 +163,13 @@ void requireRoot();
 // ---------------------------------------------------------------------------
 // Commands
 
-struct CmdResult {
-  int status = -1;  // exit status, 128 + signal if killed
-  std::string out;
-  std::string err;
-  bool ok() const { return status == 0; }
-};
+// status: exit status, 128 + signal if killed, -1 if it could not start.
+using CmdResult = testkit::ProcessResult;
+// A child process (see testkit/process.h): argv[0] a path, or a name looked up in $PATH.
+using ProcessSpec = testkit::ProcessSpec;
 
-// A child process: argv[0] is a path (no PATH search).
-struct ProcessSpec {
-  std::vector<std::string> argv;
-  std::optional<uid_t> uid;  // with gid: run as this user (supplementary groups dropped)
-  gid_t gid = 0;
-  std::optional<std::vector<std::string>> env;  // "K=V" entries replacing the environment
-  std::string stdinText;                        // written to its stdin, which is then closed
-  Millis timeout = Millis(20000);               // then SIGKILL (status 137)
-};
-// Runs it, capturing stdout and stderr. Never throws (status -1: could not start).
+// Runs it, capturing stdout and stderr. Never throws (status -1 and the
+// reason in err: could not start).
 CmdResult runProcess(const ProcessSpec& spec);
 
 // Runs `cmd` with /bin/sh -c; captures stdout and stderr. Never throws.
@@ -102,7 +180,7 @@ CmdResult tryRun(const std::string& cmd);
 std::string run(const std::string& cmd);
 
 // Single-quotes `s` for /bin/sh.
-std::string shellQuote(std::string_view s);
+using testkit::shellQuote;
 
 // ---------------------------------------------------------------------------
 // Names and addresses
@@ -129,7 +207,8 @@ class Netns {
   Netns(const Netns&) = delete;
   Netns& operator=(const Netns&) = delete;
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return kit_.name(); }
+  const testkit::Netns& kit() const { return kit_; }
 
   // `ip -n NAME ARGS`; throws on failure.
   std::string ip(const std::string& args) const;
@@ -137,21 +216,7 @@ class Netns {
   std::string exec(const std::string& cmd) const;
 
  private:
-  std::string name_;
-};
-
-// Moves the calling thread into `ns` (nothing if null) until destruction.
-// Aborts if it cannot move back: a thread left in a test namespace would
-// silently break every later test.
-class NetnsGuard {
- public:
-  explicit NetnsGuard(const Netns* ns);
-  ~NetnsGuard();
-  NetnsGuard(const NetnsGuard&) = delete;
-  NetnsGuard& operator=(const NetnsGuard&) = delete;
-
- private:
-  int orig_ = -1;
+  testkit::Netns kit_;
 };
 
 // Writes net.ipv6.conf.<ifname>.disable_ipv6=1 in `ns` (root ns if null).
@@ -189,32 +254,31 @@ class VethPair {
   VethPair(const VethPair&) = delete;
   VethPair& operator=(const VethPair&) = delete;
 
-  const std::string& hostName() const { return host_; }
-  const std::string& peerName() const { return peer_; }
+  const std::string& hostName() const { return kit_->hostName(); }
+  const std::string& peerName() const { return kit_->peerName(); }
   const Netns& peerNs() const { return *peerNs_; }
   const Netns* hostNs() const { return hostNs_; }
   const Mac& peerMac() const { return peerMac_; }
   const Mac& hostMac() const { return hostMac_; }
 
-  LinkInfo hostInfo() const { return linkInfo(host_, hostNs_); }
-  LinkInfo peerInfo() const { return linkInfo(peer_, peerNs_); }
+  LinkInfo hostInfo() const { return linkInfo(hostName(), hostNs_); }
+  LinkInfo peerInfo() const { return linkInfo(peerName(), peerNs_); }
 
   // Deletes the pair now (both ends go); the destructor then does nothing.
   void remove();
 
  private:
-  std::string host_, peer_;
   const Netns* peerNs_;
   const Netns* hostNs_;
   Mac peerMac_{}, hostMac_{};
-  bool removed_ = false;
+  std::optional<testkit::VethPair> kit_;
 };
 
 // ---------------------------------------------------------------------------
 // Frames and counting
 
-// Builds a test frame (see tools/vdev-vm/test_frame.h); throws if spec.size is
-// out of range for spec.kind.
+// Builds a test frame (see testkit/frame.h); throws if spec.size is out of
+// range for spec.kind.
 std::vector<uint8_t> buildFrame(const Spec& spec);
 
 // An arbitrary frame of exactly `size` bytes: dst, src, ethertype, then a
@@ -322,16 +386,15 @@ bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis t
 void pumpFor(const Endpoints& eps, Millis duration);
 
 // An AF_PACKET SOCK_RAW socket bound to `ifname` inside `ns` (root ns if
-// null): the calling thread enters ns, creates and binds the socket, and
-// returns; the socket stays in ns. It ignores its own outgoing frames
+// null), created there so it stays there. It ignores its own outgoing frames
 // (PACKET_IGNORE_OUTGOING) and has a large receive buffer.
 class PacketSocket : public Endpoint {
  public:
   // `mac`: the station MAC; defaults to the interface's own address.
   PacketSocket(const std::string& ifname, const Netns* ns, std::optional<Mac> mac = {});
-  ~PacketSocket() override;
+  ~PacketSocket() override = default;
 
-  int fd() const override { return fd_; }
+  int fd() const override { return fd_.get(); }
   // Frames the kernel dropped because this socket's receive buffer was full
   // (PACKET_STATISTICS tp_drops), cumulative since the socket was opened.
   uint64_t kernelDrops();
@@ -342,8 +405,7 @@ class PacketSocket : public Endpoint {
   int writeRaw(std::span<const uint8_t> frame) override;
 
  private:
-  int fd_ = -1;
-  int ifindex_ = 0;
+  FileDesc fd_;
   uint64_t drops_ = 0;
 };
 
@@ -359,24 +421,23 @@ struct TapOptions {
 class Tap : public Endpoint {
  public:
   explicit Tap(const TapOptions& opts = {});
-  ~Tap() override;
+  ~Tap() override = default;
 
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return kit_.name(); }
   const Mac& hostMac() const { return hostMac_; }
-  int fd() const override { return fd_; }
-  LinkInfo info() const { return linkInfo(name_); }
+  int fd() const override { return kit_.fd(); }
+  LinkInfo info() const { return linkInfo(name()); }
 
   // Closes the fd now: the device disappears.
-  void close();
+  void close() { kit_.close(); }
 
  protected:
   ssize_t readRaw(std::span<uint8_t> buf) override;
   int writeRaw(std::span<const uint8_t> frame) override;
 
  private:
-  std::string name_;
   Mac hostMac_{};
-  int fd_ = -1;
+  testkit::Tap kit_;
 };
 
 // ---------------------------------------------------------------------------
@@ -389,11 +450,11 @@ class TempDir {
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+  const std::string& path() const { return kit_.path(); }
+  std::string file(std::string_view name) const { return kit_.file(name); }
 
  private:
-  std::string path_;
+  testkit::TempDir kit_;
 };
 
 std::string readFile(const std::string& path);  // "" if missing
@@ -408,8 +469,8 @@ class Child {
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
-  pid_t pid() const { return pid_; }
-  bool running();
+  pid_t pid() const { return kit_.pid(); }
+  bool running() { return kit_.running(); }
   // Waits until stdout has a line that is `line`, or starts with `line` and a
   // space (so "vdevd: ready (3 ports)" matches "vdevd: ready"). Throws
   // HarnessError with the logs if the child exits first or `timeout` passes.
@@ -417,18 +478,17 @@ class Child {
   void signal(int sig);
   // Waits for exit; returns the status (128 + signal if killed) or nullopt on
   // timeout.
-  std::optional<int> wait(Millis timeout);
-  std::string out() const { return readFile(outPath_); }
-  std::string err() const { return readFile(errPath_); }
+  std::optional<int> wait(Millis timeout) { return kit_.wait(timeout); }
+  std::string out() const { return readFile(kit_.output().stdout_path); }
+  std::string err() const { return readFile(kit_.output().stderr_path); }
   std::string logs() const;  // both, labelled, for failure messages
   const TempDir& dir() const { return dir_; }
+  testkit::Child& kit() { return kit_; }
 
  private:
   std::string label_;
   TempDir dir_;
-  std::string outPath_, errPath_;
-  pid_t pid_ = -1;
-  std::optional<int> status_;
+  testkit::Child kit_;
 };
 
 struct PortStats {
@@ -459,6 +519,7 @@ struct PoolStats {
   uint64_t inFlight() const { return rxBurst + portRings + txRing + kernelTx; }
 };
 
+// vdevd's --stats-json or `vdevctl -j stats` (one schema; testkit/stats.h).
 struct Stats {
   std::vector<PortStats> ports;
   PoolStats pool;
@@ -516,6 +577,6 @@ class Vdevd {
   Child child_;
 };
 
-inline std::string macString(const Mac& m) { return testframe::formatMac(m); }
+inline std::string macString(const Mac& m) { return vdev::formatMac(m); }
 
 }  // namespace vdev::e2e

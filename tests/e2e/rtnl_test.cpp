@@ -33,6 +33,7 @@
 #include "harness.h"
 #include "rtnl/link.h"
 #include "rtnl/monitor.h"
+#include "testkit/names.h"
 
 namespace {
 
@@ -45,21 +46,8 @@ constexpr gid_t kNogroup = 65534;
 constexpr uid_t kOtherUid = 1;  // "daemon" on Debian; any uid but nobody's
 constexpr gid_t kOtherGid = 1;
 
-std::string base36(uint64_t v) {
-  static const char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  std::string s;
-  do {
-    s.insert(s.begin(), kDigits[v % 36]);
-    v /= 36;
-  } while (v);
-  return s;
-}
-
-// "vr" + pid + role + counter: at most 2 + 5 + 1 + 2 = 10 bytes.
-std::string vrName(char role) {
-  static int counter = 0;
-  return "vr" + base36(uint64_t(getpid())) + role + base36(uint64_t(counter++));
-}
+// "vr" + pid + role + counter (testkit/names.h): at most 2 + 5 + 1 + 2 = 10 bytes.
+std::string vrName(char role) { return vdev::testkit::uniqueName("vr", role); }
 
 rtnl::Mac mac(uint8_t last) { return {0x02, 0x72, 0x74, 0x6e, 0x6c, last}; }
 

@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <stdexcept>
 
 #include "harness.h"
+#include "testkit/process.h"
 
 namespace vdev::qemutest {
 
@@ -73,15 +73,8 @@ const ImageOutcome& guestImage() {
 }
 
 std::string qemuBinary() {
-  if (const char* env = std::getenv("VDEV_QEMU"); env && *env)
-    return ::access(env, X_OK) == 0 ? env : "";
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');) {
-    const std::string p = (d.empty() ? "." : d) + "/qemu-system-x86_64";
-    if (::access(p.c_str(), X_OK) == 0) return p;
-  }
-  return "";
+  if (const char* env = std::getenv("VDEV_QEMU"); env && *env) return testkit::isExecutable(env) ? env : "";
+  return testkit::findExecutable("qemu-system-x86_64");
 }
 
 QemuGuest::QemuGuest(const GuestImage& image, const GuestOptions& opts, const std::string& tapMac)

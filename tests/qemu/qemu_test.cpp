@@ -61,7 +61,6 @@
 // this process (PR_SET_PDEATHSIG) if it is killed.
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -77,9 +76,9 @@
 #include <thread>
 
 #include "base/fd.h"
-#include "base/netns.h"
 #include "harness.h"
 #include "qemu_guest.h"
+#include "testkit/netns.h"
 
 namespace vdev::qemutest {
 namespace {
@@ -190,9 +189,7 @@ class Capture {
 
 // A TCP socket made inside the container's namespace (it stays there).
 Result<FileDesc> containerSocket(const e2e::Netns& ns) {
-  FileDesc nsfd(::open(("/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!nsfd.valid()) return errnoError("open /run/netns/" + ns.name());
-  return runInNetns(nsfd.get(), "netns " + ns.name(), [&]() -> Result<FileDesc> {
+  return testkit::inNetns(&ns.kit(), [&]() -> Result<FileDesc> {
     FileDesc s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!s.valid()) return errnoError("socket");
     return s;

@@ -29,11 +29,21 @@
 #include <vector>
 
 #include "base/cli.h"
-#include "test_frame.h"
+#include "testkit/frame.h"
 
 namespace {
 
-namespace tf = vdev::testframe;
+// The test frame format (testkit/frame.h), shared with the e2e tests.
+namespace tf {
+using Mac = vdev::Mac;
+using Kind = vdev::testkit::FrameKind;
+using Spec = vdev::testkit::TestFrameSpec;
+using Verdict = vdev::testkit::FrameVerdict;
+using Parsed = vdev::testkit::ParsedTestFrame;
+constexpr size_t kMaxSize = vdev::testkit::kTestFrameMaxSize;
+constexpr auto build = &vdev::testkit::buildTestFrame;
+constexpr auto parse = &vdev::testkit::parseTestFrame;
+}  // namespace tf
 
 constexpr const char* kUsage = R"(NAME
     vdev-vm - stand in for a virtual machine on a tap device

@@ -22,7 +22,7 @@ Result<Counters> readCounters(int mapFd) {
   std::vector<vb_counters> v(ncpu);
   __u32 key = VB_COUNTERS_KEY;
   if (bpf_map_lookup_elem(mapFd, &key, v.data()) < 0)
-    return Status::fromErrno("read per-CPU counters");
+    return errnoError("read per-CPU counters");
   Counters c;
   for (const auto& x : v) {
     c.pkts += x.pkts;
@@ -36,13 +36,13 @@ Result<Counters> readCounters(int mapFd) {
 // ---- XdpLink ----------------------------------------------------------------
 
 Result<XdpLink> XdpLink::attach(const Netns& ns, const std::string& ifname, bpf_program* prog) {
-  return inNetns(ns, [&]() -> Result<XdpLink> {
+  return testkit::inNetns(&ns, [&]() -> Result<XdpLink> {
     unsigned idx = if_nametoindex(ifname.c_str());
-    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    if (idx == 0) return errnoError("if_nametoindex " + ifname);
     // BPF_LINK_CREATE resolves the ifindex in this thread's namespace; the
     // default mode is native (driver) XDP where the driver has it (veth, tun).
     bpf_link* l = bpf_program__attach_xdp(prog, static_cast<int>(idx));
-    if (!l) return Status::fromErrno(std::string("attach XDP ") + bpf_program__name(prog) + " to " + ifname);
+    if (!l) return errnoError(std::string("attach XDP ") + bpf_program__name(prog) + " to " + ifname);
     return XdpLink(l);
   });
 }
@@ -64,44 +64,44 @@ XdpLink::~XdpLink() {
 Result<std::unique_ptr<TcIngress>> TcIngress::attach(const Netns& ns, const std::string& ifname,
                                                      bpf_program* prog) {
   std::unique_ptr<TcIngress> t(new TcIngress(ns, ifname));
-  Status s = inNetns(ns, [&]() -> Status {
+  Status s = testkit::inNetns(&ns, [&]() -> Status {
     unsigned idx = if_nametoindex(ifname.c_str());
-    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    if (idx == 0) return errnoError("if_nametoindex " + ifname);
     t->ifindex_ = static_cast<int>(idx);
     LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = t->ifindex_, .attach_point = BPF_TC_INGRESS);
     int err = bpf_tc_hook_create(&hook);  // the clsact qdisc
-    if (err && err != -EEXIST) return Status::fail(-err, "create clsact qdisc on " + ifname);
+    if (err && err != -EEXIST) return makeError(-err, "create clsact qdisc on " + ifname);
     t->createdHook_ = err == 0;
     LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = bpf_program__fd(prog));
     err = bpf_tc_attach(&hook, &opts);
-    if (err) return Status::fail(-err, std::string("attach tc ") + bpf_program__name(prog) + " to " + ifname);
+    if (err) return makeError(-err, std::string("attach tc ") + bpf_program__name(prog) + " to " + ifname);
     t->attached_ = true;
     t->handle_ = opts.handle;
     t->priority_ = opts.priority;
     return {};
   });
-  if (!s.ok()) return s;  // ~TcIngress removes what was done
+  if (!s.ok()) return s.error();  // ~TcIngress removes what was done
   return t;
 }
 
 TcIngress::~TcIngress() {
   if (!attached_ && !createdHook_) return;
-  Status s = inNetns(ns_, [&]() -> Status {
+  Status s = testkit::inNetns(&ns_, [&]() -> Status {
     LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex_, .attach_point = BPF_TC_INGRESS);
     if (attached_) {
       LIBBPF_OPTS(bpf_tc_opts, opts, .handle = handle_, .priority = priority_);
       int err = bpf_tc_detach(&hook, &opts);
-      if (err) return Status::fail(-err, "detach tc program from " + ifname_);
+      if (err) return makeError(-err, "detach tc program from " + ifname_);
     }
     if (createdHook_) {
       // INGRESS | EGRESS: delete the clsact qdisc itself.
       hook.attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS);
       int err = bpf_tc_hook_destroy(&hook);
-      if (err) return Status::fail(-err, "remove clsact qdisc from " + ifname_);
+      if (err) return makeError(-err, "remove clsact qdisc from " + ifname_);
     }
     return {};
   });
-  if (!s.ok()) logWarn("%s", s.message().c_str());
+  if (!s.ok()) logWarn("%s", s.error().message().c_str());
 }
 
 // ---- skeletons --------------------------------------------------------------
@@ -112,11 +112,11 @@ void FwdSkelDeleter::operator()(vb_fwd* s) const { vb_fwd__destroy(s); }
 
 Result<GenSkel> loadGenerator(const GenProgConfig& cfg) {
   GenSkel s(vb_gen__open());
-  if (!s) return Status::fromErrno("open generator BPF object");
+  if (!s) return errnoError("open generator BPF object");
   s->rodata->sport_base = cfg.sportBase;
   s->rodata->sport_count = cfg.sportCount;
   int err = vb_gen__load(s.get());
-  if (err) return Status::fail(-err, "load generator BPF object");
+  if (err) return makeError(-err, "load generator BPF object");
   return s;
 }
 bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
@@ -133,9 +133,9 @@ void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t frames
 
 Result<SinkSkel> loadSink() {
   SinkSkel s(vb_sink__open());
-  if (!s) return Status::fromErrno("open sink BPF object");
+  if (!s) return errnoError("open sink BPF object");
   int err = vb_sink__load(s.get());
-  if (err) return Status::fail(-err, "load sink BPF object");
+  if (err) return makeError(-err, "load sink BPF object");
   return s;
 }
 bpf_program* sinkProgram(vb_sink* s) { return s->progs.vb_sink; }
@@ -144,9 +144,9 @@ int sinkCountersFd(vb_sink* s) { return bpf_map__fd(s->maps.sink_counters); }
 
 Result<FwdSkel> loadFwd() {
   FwdSkel s(vb_fwd__open());
-  if (!s) return Status::fromErrno("open forwarding BPF object");
+  if (!s) return errnoError("open forwarding BPF object");
   int err = vb_fwd__load(s.get());
-  if (err) return Status::fail(-err, "load forwarding BPF object");
+  if (err) return makeError(-err, "load forwarding BPF object");
   return s;
 }
 bpf_program* fwdPassProgram(vb_fwd* s) { return s->progs.vb_fwd_pass; }
@@ -155,13 +155,13 @@ bpf_program* fwdRedirectRevProgram(vb_fwd* s) { return s->progs.vb_fwd_redirect_
 
 Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname, uint32_t slot) {
   int fd = bpf_map__fd(s->maps.tx_port);
-  return inNetns(ns, [&]() -> Status {
+  return testkit::inNetns(&ns, [&]() -> Status {
     unsigned idx = if_nametoindex(ifname.c_str());
-    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    if (idx == 0) return errnoError("if_nametoindex " + ifname);
     // A devmap resolves the ifindex at update time, in this thread's namespace.
     __u32 key = slot, val = idx;
     if (bpf_map_update_elem(fd, &key, &val, BPF_ANY) < 0)
-      return Status::fromErrno("devmap update to " + ifname);
+      return errnoError("devmap update to " + ifname);
     return {};
   });
 }
@@ -171,13 +171,13 @@ Status fwdSetEgress(vb_fwd* s, const Netns& ns, const std::string& ifname, uint3
 Result<std::unique_ptr<NapiTimer>> NapiTimer::create(const std::string& prefix) {
   std::unique_ptr<NapiTimer> t(new NapiTimer());
   t->skel_ = vb_napi_time__open();
-  if (!t->skel_) return Status::fromErrno("open NAPI timing BPF object");
-  if (prefix.size() >= VB_IFNAMSIZ) return Status::fail(EINVAL, "device prefix too long");
+  if (!t->skel_) return errnoError("open NAPI timing BPF object");
+  if (prefix.size() >= VB_IFNAMSIZ) return makeError(EINVAL, "device prefix too long");
   t->skel_->rodata->bench_tgid = static_cast<__u32>(getpid());
   std::memcpy(const_cast<char*>(t->skel_->rodata->prefix), prefix.data(), prefix.size());
   t->skel_->rodata->prefix_len = static_cast<__u32>(prefix.size());
   int err = vb_napi_time__load(t->skel_);
-  if (err) return Status::fail(-err, "load NAPI timing BPF object (raw tracepoints)");
+  if (err) return makeError(-err, "load NAPI timing BPF object (raw tracepoints)");
   return t;
 }
 
@@ -191,11 +191,11 @@ Status NapiTimer::attach() {
   std::vector<uint8_t> zero(static_cast<size_t>(ncpu) * ((bpf_map__value_size(skel_->maps.cpu_state) + 7) & ~7u));
   __u32 key = 0;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.cpu_state), &key, zero.data(), BPF_ANY) < 0)
-    return Status::fromErrno("reset NAPI timing state");
+    return errnoError("reset NAPI timing state");
   for (bpf_program* p : {skel_->progs.vb_softirq_exit, skel_->progs.vb_napi_poll, skel_->progs.vb_softirq_entry}) {
     bpf_link* l = bpf_program__attach(p);
     if (!l) {
-      Status s = Status::fromErrno(std::string("attach ") + bpf_program__name(p));
+      Status s = errnoError(std::string("attach ") + bpf_program__name(p));
       detach();
       return s;
     }
@@ -228,11 +228,11 @@ Status NapiTimer::setThreadContexts(const std::vector<std::pair<pid_t, int>>& ti
   __u32 key, next;
   while (bpf_map_get_next_key(fd, nullptr, &next) == 0) {
     key = next;
-    if (bpf_map_delete_elem(fd, &key) < 0) return Status::fromErrno("clear thread contexts");
+    if (bpf_map_delete_elem(fd, &key) < 0) return errnoError("clear thread contexts");
   }
   for (const auto& [tid, ctx] : tids) {
     __u32 k = static_cast<__u32>(tid), v = static_cast<__u32>(ctx);
-    if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) return Status::fromErrno("set thread context");
+    if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) return errnoError("set thread context");
   }
   return {};
 }

@@ -1,40 +1,23 @@
 // datapath.cpp - see datapath.h.
 #include "datapath.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
-#include <sched.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <sstream>
+#include <vector>
+
+#include "testkit/files.h"
+#include "testkit/process.h"
+#include "testkit/stats.h"
 
 namespace vdev::bench {
 
 namespace {
-
-bool isExecutable(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
-}
-
-std::string searchPath(const std::string& name) {
-  const char* path = getenv("PATH");
-  std::string p = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  std::stringstream ss(p);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    std::string cand = dir + "/" + name;
-    if (isExecutable(cand)) return cand;
-  }
-  return "";
-}
 
 std::string selfDir() {
   char buf[PATH_MAX];
@@ -61,20 +44,24 @@ std::string selfDir() {
 // nearest vdevd has to busy polling).
 class VdevdDatapath : public Datapath {
  public:
-  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath)
-      : topo_(t), opt_(o), path_(std::move(path)), kind_(std::move(kind)), statsPath_(std::move(statsPath)) {
+  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath,
+                std::string logPath)
+      : topo_(t),
+        opt_(o),
+        path_(std::move(path)),
+        kind_(std::move(kind)),
+        statsPath_(std::move(statsPath)),
+        logPath_(std::move(logPath)) {
     bool threePorts = topo_.ports().size() > 2;
     mode_ = kind_ == "vdevd-switch" || fastPath() || threePorts ? "switch" : "xconnect";
   }
-  ~VdevdDatapath() override { stop(); }
+  ~VdevdDatapath() override { (void)stop(); }
 
   std::string name() const override { return kind_; }
   // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
   bool fastPath() const { return kind_ == "vdevd-fast" || kind_ == "vdevd-rx-off"; }
 
   Status start() override {
-    std::string ip = searchPath("ip");
-    if (ip.empty()) return Status::fail(ENOENT, "ip (iproute2) not found in PATH");
     std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_};
     for (const auto& p : topo_.ports()) {
       args.push_back("--port");
@@ -98,146 +85,72 @@ class VdevdDatapath : public Datapath {
       args.push_back(topo_.portA());
     }
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
-    std::string cmd;
-    for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-    logInfo("+ %s  (cpu %d)", cmd.c_str(), opt_.dutCpu);
+    logInfo("+ %s  (cpu %d)", testkit::commandLine(args).c_str(), opt_.dutCpu);
     unlink(statsPath_.c_str());
 
-    std::vector<char*> cargv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) return Status::fromErrno("pipe2");
-    Fd rd(pfd[0]), wr(pfd[1]);
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    CPU_SET(opt_.dutCpu, &cpus);
-    pid_t parent = getpid();
-    const int prio = opt_.dpPrio;
+    // Pinned to the DUT CPU, at SCHED_FIFO --dp-prio (inherited through
+    // exec); if vdev-bench dies, vdevd gets SIGTERM and cleans up after
+    // itself. Its output goes to a file in the work directory, which it can
+    // never block on.
+    auto child = testkit::Child::start(
+        {.argv = args, .cpu = opt_.dutCpu, .fifo_prio = opt_.dpPrio, .term_with_parent = true},
+        {.stdout_path = logPath_});
+    if (!child) return child.error();
+    child_.emplace(std::move(*child));
 
-    pid_t pid = fork();
-    if (pid < 0) return Status::fromErrno("fork");
-    if (pid == 0) {
-      // Child: async-signal-safe calls only until exec.
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR2}) signal(sig, SIG_DFL);
-      // If vdev-bench dies, vdevd gets SIGTERM and cleans up after itself.
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(127);
-      sched_setaffinity(0, sizeof cpus, &cpus);
-      if (prio > 0) {
-        sched_param sp = {};
-        sp.sched_priority = prio;
-        sched_setscheduler(0, SCHED_FIFO, &sp);  // inherited through exec
-      }
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, 0);
-      dup2(pfd[1], 1);
-      dup2(pfd[1], 2);
-      execv(ip.c_str(), cargv.data());
-      _exit(127);
+    // "vdevd: ready" (docs/vdevd.md), at most 30 s.
+    Status ready = child_->waitForLine("vdevd: ready", std::chrono::seconds(30), [] { return stopRequested(); });
+    if (!ready.ok()) {
+      if (ready.error().err == EINTR) return Error{EINTR, "waiting for vdevd"};
+      if (ready.error().err == ECHILD)
+        return Error{0, "vdevd exited before it was ready (" + exitText(child_->status().value_or(-1)) + ")" + tail()};
+      return Error{0, "vdevd did not print 'vdevd: ready' within 30 s" + tail()};
     }
-    pid_ = pid;
-    wr.reset();
-
-    // Wait for "vdevd: ready" (docs/vdevd.md), at most 30 s.
-    std::string pending;
-    bool ready = false;
-    double deadline = monotonicSeconds() + 30;
-    while (!ready) {
-      if (stopRequested()) return Status::fail(EINTR, "waiting for vdevd");
-      double left = deadline - monotonicSeconds();
-      if (left <= 0) return Status::failText(ETIMEDOUT, "vdevd did not print 'vdevd: ready' within 30 s" + tail());
-      pollfd p = {rd.get(), POLLIN, 0};
-      int n = poll(&p, 1, static_cast<int>(left * 1000) < 100 ? static_cast<int>(left * 1000) : 100);
-      if (n <= 0) continue;
-      char buf[4096];
-      ssize_t r = read(rd.get(), buf, sizeof buf);
-      if (r <= 0) {
-        int st = reap(true);
-        return Status::failText(ECHILD, "vdevd exited before it was ready (" + exitText(st) + ")" + tail());
-      }
-      pending.append(buf, r);
-      size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        std::string line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
-        keepLine(line);
-        // "vdevd: ready", possibly followed by details in parentheses.
-        if (line.rfind("vdevd: ready", 0) == 0) ready = true;
-      }
-    }
-    // vdevd keeps writing (statistics on exit, warnings): keep its pipe
-    // drained so it never blocks on a full pipe.
-    drain_ = std::thread([this, fd = std::move(rd)]() mutable { drainMain(std::move(fd)); });
     return {};
   }
 
   Status stop() override {
-    if (pid_ <= 0) return {};
-    kill(pid_, SIGTERM);
-    int st = 0;
-    bool exited = false;
-    for (int i = 0; i < 1500 && !exited; ++i) {  // 15 s for drain + detach + leak check
-      pid_t r = waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) exited = true;
-      else usleep(10'000);
-    }
+    if (!child_) return {};
+    (void)child_->signal(SIGTERM);
+    std::optional<int> st = child_->wait(std::chrono::seconds(15));  // drain + detach + leak check
+    const bool exited = st.has_value();
     if (!exited) {
-      logWarn("vdevd (pid %d) did not exit 15 s after SIGTERM; killing it", pid_);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &st, 0);
+      logWarn("vdevd (pid %d) did not exit 15 s after SIGTERM; killing it", child_->pid());
+      (void)child_->signal(SIGKILL);
+      st = child_->wait(std::chrono::seconds(30));
     }
-    pid_ = -1;
-    if (drain_.joinable()) drain_.join();
-    std::ifstream f(statsPath_);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    stats_ = ss.str();
+    const std::string problemTail = tail();
+    if (verbose())
+      for (const auto& line : logLines(SIZE_MAX)) logInfo("vdevd: %s", line.c_str());
+    child_.reset();
+    auto text = testkit::readFile(statsPath_);
+    stats_ = text ? *text : "";
     while (!stats_.empty() && isspace(static_cast<unsigned char>(stats_.back()))) stats_.pop_back();
     if (stats_.empty() || stats_[0] != '{') stats_.clear();
     unlink(statsPath_.c_str());
-    if (!exited) return Status::failText(ETIMEDOUT, "vdevd did not exit after SIGTERM");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      return Status::failText(ECHILD, "vdevd " + exitText(st) +
-                                          (WIFEXITED(st) && WEXITSTATUS(st) == 1 ? " (frame leak reported)" : "") +
-                                          tail());
+    unlink(logPath_.c_str());
+    if (!exited) return Error{0, "vdevd did not exit after SIGTERM"};
+    if (*st != 0)
+      return Error{0, "vdevd " + exitText(*st) + (*st == 1 ? " (frame leak reported)" : "") + problemTail};
     return {};
   }
 
   std::optional<double> processCpuSeconds() const override {
-    if (pid_ <= 0) return std::nullopt;
-    auto c = taskCpuSeconds(pid_);
+    if (!child_) return std::nullopt;
+    auto c = taskCpuSeconds(child_->pid());
     if (!c) return std::nullopt;
-    return c.value();
+    return *c;
   }
 
   std::string statsJson() const override { return stats_; }
   // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
   // needs NAPI, which vdevd gives the container end of every veth it creates.
   bool transmitsXdpFrames() const override { return fastPath(); }
-  pid_t pid() const override { return pid_ > 0 ? pid_ : 0; }
+  pid_t pid() const override { return child_ ? child_->pid() : 0; }
   std::string liveStatsJson() override {
-    if (pid_ <= 0) return "";
-    struct stat before = {};
-    bool had = stat(statsPath_.c_str(), &before) == 0;
-    kill(pid_, SIGUSR1);
-    // vdevd writes PATH.tmp and renames it: a new inode (or mtime) means done.
-    for (int i = 0; i < 100; ++i) {
-      struct stat now = {};
-      if (stat(statsPath_.c_str(), &now) == 0 &&
-          (!had || now.st_ino != before.st_ino || now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
-           now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
-        std::ifstream f(statsPath_);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        return ss.str();
-      }
-      usleep(2000);
-    }
-    return "";
+    if (!child_) return "";
+    auto text = testkit::requestStats(*child_, statsPath_, std::chrono::milliseconds(200));
+    return text ? *text : "";
   }
   std::string describe() const override {
     std::string s = "vdevd --mode " + mode_;
@@ -252,58 +165,34 @@ class VdevdDatapath : public Datapath {
 
  private:
   static constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
+  // A testkit::Child status: the exit code, or 128 + the signal that killed it.
   static std::string exitText(int st) {
-    if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
-    if (WIFSIGNALED(st)) return std::string("killed by ") + strsignal(WTERMSIG(st));
-    return "status " + std::to_string(st);
+    if (st > 128 && st < 128 + NSIG) return std::string("killed by ") + strsignal(st - 128);
+    return "exit status " + std::to_string(st);
   }
-  int reap(bool block) {
-    int st = 0;
-    if (pid_ > 0 && waitpid(pid_, &st, block ? 0 : WNOHANG) == pid_) pid_ = -1;
-    return st;
+  // The last `max` lines vdevd printed (stdout and stderr).
+  std::vector<std::string> logLines(size_t max) const {
+    auto text = testkit::readFile(logPath_);
+    std::vector<std::string> lines;
+    if (!text) return lines;
+    std::stringstream ss(*text);
+    std::string line;
+    while (std::getline(ss, line)) lines.push_back(line);
+    if (lines.size() > max) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max));
+    return lines;
   }
-  void keepLine(const std::string& line) {
-    logInfo("vdevd: %s", line.c_str());
-    std::lock_guard<std::mutex> lk(mu_);
-    lines_.push_back(line);
-    if (lines_.size() > 40) lines_.pop_front();
-  }
-  std::string tail() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (lines_.empty()) return "";
+  std::string tail() const {
+    const auto lines = logLines(40);
+    if (lines.empty()) return "";
     std::string s = "; vdevd output:";
-    for (const auto& l : lines_) s += "\n    " + l;
+    for (const auto& l : lines) s += "\n    " + l;
     return s;
-  }
-  void drainMain(Fd fd) {
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, nullptr);
-    std::string pending;
-    char buf[4096];
-    for (;;) {
-      ssize_t r = read(fd.get(), buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      pending.append(buf, r);
-      size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        keepLine(pending.substr(0, nl));
-        pending.erase(0, nl + 1);
-      }
-    }
   }
 
   Topology& topo_;
   const Options& opt_;
-  std::string path_, kind_, mode_, statsPath_;
-  pid_t pid_ = -1;
-  std::thread drain_;
-  std::mutex mu_;
-  std::deque<std::string> lines_;  // guarded by mu_
+  std::string path_, kind_, mode_, statsPath_, logPath_;
+  std::optional<testkit::Child> child_;  // while started
   std::string stats_;
 };
 
@@ -312,7 +201,7 @@ class VdevdDatapath : public Datapath {
 class BridgeDatapath : public Datapath {
  public:
   BridgeDatapath(Topology& t, const Options& o) : topo_(t), opt_(o) {}
-  ~BridgeDatapath() override { stop(); }
+  ~BridgeDatapath() override { (void)stop(); }
   std::string name() const override { return "bridge"; }
   std::string describe() const override {
     return topo_.scenario() == Scenario::kSwitch ? "Linux bridge, learning" : "Linux bridge, static FDB entry for the sink";
@@ -339,10 +228,10 @@ class BridgeDatapath : public Datapath {
     // write(): nothing needed.
     if (topo_.portAIsTap()) return {};
     auto skel = loadFwd();
-    if (!skel) return skel.status();
+    if (!skel) return skel.error();
     skel_ = std::move(skel.value());
     auto link = XdpLink::attach(topo_.dutNs(), topo_.portA(), fwdPassProgram(skel_.get()));
-    if (!link) return link.status();
+    if (!link) return link.error();
     link_ = std::make_unique<XdpLink>(std::move(link.value()));
     return {};
   }
@@ -369,27 +258,27 @@ class BridgeDatapath : public Datapath {
 class XdpRedirectDatapath : public Datapath {
  public:
   explicit XdpRedirectDatapath(Topology& t) : topo_(t) {}
-  ~XdpRedirectDatapath() override { stop(); }
+  ~XdpRedirectDatapath() override { (void)stop(); }
   std::string name() const override { return "xdp-redirect"; }
   std::string describe() const override { return "XDP devmap redirect A->B, and B->A for the replies"; }
   bool transmitsXdpFrames() const override { return true; }
 
   Status start() override {
     if (topo_.ports().size() != 2)
-      return Status::failText(EINVAL, "xdp-redirect connects exactly two ports (not a learning switch)");
+      return Error{0, "xdp-redirect connects exactly two ports (not a learning switch)"};
     auto skel = loadFwd();
-    if (!skel) return skel.status();
+    if (!skel) return skel.error();
     skel_ = std::move(skel.value());
     VB_TRY(fwdSetEgress(skel_.get(), topo_.dutNs(), topo_.portB(), 0));
     VB_TRY(fwdSetEgress(skel_.get(), topo_.dutNs(), topo_.portA(), 1));
     auto link = XdpLink::attach(topo_.dutNs(), topo_.portA(), fwdRedirectProgram(skel_.get()));
-    if (!link) return link.status();
+    if (!link) return link.error();
     link_ = std::make_unique<XdpLink>(std::move(link.value()));
     // The way back (latency probes' replies). Nothing else comes back, so
     // the measured direction is unaffected: an XDP program on B changes
     // only what B receives.
     auto rev = XdpLink::attach(topo_.dutNs(), topo_.portB(), fwdRedirectRevProgram(skel_.get()));
-    if (!rev) return rev.status();
+    if (!rev) return rev.error();
     revLink_ = std::make_unique<XdpLink>(std::move(rev.value()));
     return {};
   }
@@ -416,17 +305,6 @@ bool isKnownDatapath(const std::string& k) {
 
 bool isVdevd(const std::string& kind) { return kind.rfind("vdevd", 0) == 0; }
 
-uint64_t sumJsonKey(const std::string& json, const std::string& key) {
-  std::string needle = "\"" + key + "\":";
-  uint64_t sum = 0;
-  for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
-    size_t i = at + needle.size();
-    while (i < json.size() && json[i] == ' ') ++i;
-    sum += strtoull(json.c_str() + i, nullptr, 10);
-  }
-  return sum;
-}
-
 std::string datapathFitsScenario(const std::string& kind, Scenario sc) {
   if (sc != Scenario::kSwitch) return "";
   if (kind == "vdevd") return "vdevd --mode xconnect joins exactly two ports; the switch scenario has three";
@@ -435,16 +313,16 @@ std::string datapathFitsScenario(const std::string& kind, Scenario sc) {
 }
 
 std::string findVdevd(const std::string& given) {
-  if (!given.empty()) return isExecutable(given) ? given : "";
+  if (!given.empty()) return testkit::isExecutable(given) ? given : "";
   std::string dir = selfDir();
   for (const char* rel : {"/../../daemon/vdevd", "/../daemon/vdevd", "/vdevd"}) {
     std::string cand = dir + rel;
-    if (isExecutable(cand)) {
+    if (testkit::isExecutable(cand)) {
       char real[PATH_MAX];
       return realpath(cand.c_str(), real) ? std::string(real) : cand;
     }
   }
-  return searchPath("vdevd");
+  return testkit::findExecutable("vdevd");
 }
 
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
@@ -452,15 +330,16 @@ Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology
   static int serial = 0;
   std::unique_ptr<Datapath> d;
   if (isVdevd(kind)) {
-    if (vdevdPath.empty()) return Status::fail(ENOENT, "vdevd not found (use --vdevd PATH)");
-    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind,
-                                        workDir + "/vdevd-stats-" + std::to_string(++serial) + ".json");
+    if (vdevdPath.empty()) return makeError(ENOENT, "vdevd not found (use --vdevd PATH)");
+    const std::string n = std::to_string(++serial);
+    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind, workDir + "/vdevd-stats-" + n + ".json",
+                                        workDir + "/vdevd-" + n + ".log");
   } else if (kind == "bridge") {
     d = std::make_unique<BridgeDatapath>(topo, o);
   } else if (kind == "xdp-redirect") {
     d = std::make_unique<XdpRedirectDatapath>(topo);
   } else {
-    return Status::fail(EINVAL, "unknown datapath " + kind);
+    return makeError(EINVAL, "unknown datapath " + kind);
   }
   return d;
 }

@@ -3,12 +3,9 @@
 
 #include <sys/types.h>
 
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bpf_objs.h"
@@ -48,9 +45,6 @@ class Datapath {
 // sleeps; switch mode in the switch scenario), "bridge", "xdp-redirect".
 bool isKnownDatapath(const std::string& kind);
 bool isVdevd(const std::string& kind);
-// Sum of every number that follows "key": in a JSON text (vdevd's statistics
-// name each drop counter once per port).
-uint64_t sumJsonKey(const std::string& json, const std::string& key);
 // Why kind cannot run in scenario sc, or "" when it can.
 std::string datapathFitsScenario(const std::string& kind, Scenario sc);
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,

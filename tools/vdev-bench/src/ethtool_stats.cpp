@@ -26,12 +26,12 @@ int ethtoolIoctl(int fd, const std::string& ifname, void* cmd) {
 Result<EthtoolStats> EthtoolStats::open(const Netns& ns, const std::string& ifname) {
   // A socket stays in the namespace it was created in; ioctls on it then
   // name devices of that namespace from any thread.
-  auto sock = inNetns(ns, []() -> Result<Fd> {
+  auto sock = testkit::inNetns(&ns, []() -> Result<FileDesc> {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return Status::fromErrno("socket");
-    return Fd(fd);
+    if (fd < 0) return errnoError("socket");
+    return FileDesc(fd);
   });
-  if (!sock) return sock.status();
+  if (!sock) return sock.error();
   int fd = sock->get();
 
   // ethtool_sset_info is followed by one __u32 per set asked for.
@@ -39,7 +39,7 @@ Result<EthtoolStats> EthtoolStats::open(const Netns& ns, const std::string& ifna
   auto* info = reinterpret_cast<ethtool_sset_info*>(infoBuf);
   info->cmd = ETHTOOL_GSSET_INFO;
   info->sset_mask = 1ULL << ETH_SS_STATS;
-  if (ethtoolIoctl(fd, ifname, info) < 0) return Status::fromErrno("ETHTOOL_GSSET_INFO " + ifname);
+  if (ethtoolIoctl(fd, ifname, info) < 0) return errnoError("ETHTOOL_GSSET_INFO " + ifname);
   uint32_t n = info->sset_mask ? info->data[0] : 0;
 
   std::vector<uint8_t> buf(sizeof(ethtool_gstrings) + n * ETH_GSTRING_LEN);
@@ -47,7 +47,7 @@ Result<EthtoolStats> EthtoolStats::open(const Netns& ns, const std::string& ifna
   gs->cmd = ETHTOOL_GSTRINGS;
   gs->string_set = ETH_SS_STATS;
   gs->len = n;
-  if (ethtoolIoctl(fd, ifname, gs) < 0) return Status::fromErrno("ETHTOOL_GSTRINGS " + ifname);
+  if (ethtoolIoctl(fd, ifname, gs) < 0) return errnoError("ETHTOOL_GSTRINGS " + ifname);
   std::vector<std::string> names;
   for (uint32_t i = 0; i < n; ++i) {
     const char* s = reinterpret_cast<const char*>(gs->data + i * ETH_GSTRING_LEN);
@@ -61,7 +61,7 @@ Result<std::map<std::string, uint64_t>> EthtoolStats::read() const {
   auto* st = reinterpret_cast<ethtool_stats*>(buf.data());
   st->cmd = ETHTOOL_GSTATS;
   st->n_stats = static_cast<uint32_t>(names_.size());
-  if (ethtoolIoctl(sock_.get(), ifname_, st) < 0) return Status::fromErrno("ETHTOOL_GSTATS " + ifname_);
+  if (ethtoolIoctl(sock_.get(), ifname_, st) < 0) return errnoError("ETHTOOL_GSTATS " + ifname_);
   std::map<std::string, uint64_t> m;
   for (size_t i = 0; i < names_.size(); ++i) m[names_[i]] = st->data[i];
   return m;
@@ -85,15 +85,15 @@ std::optional<uint64_t> EthtoolStats::sumQueues(const std::map<std::string, uint
 
 namespace {
 Status groIoctl(const Netns& ns, const std::string& ifname, uint32_t cmd, bool* value) {
-  return inNetns(ns, [&]() -> Status {
+  return testkit::inNetns(&ns, [&]() -> Status {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return Status::fromErrno("socket");
-    Fd sock(fd);
+    if (fd < 0) return errnoError("socket");
+    FileDesc sock(fd);
     ethtool_value v = {};
     v.cmd = cmd;
     v.data = *value ? 1 : 0;
     if (ethtoolIoctl(fd, ifname, &v) < 0)
-      return Status::fromErrno(std::string(cmd == ETHTOOL_SGRO ? "ETHTOOL_SGRO " : "ETHTOOL_GGRO ") + ifname);
+      return errnoError(std::string(cmd == ETHTOOL_SGRO ? "ETHTOOL_SGRO " : "ETHTOOL_GGRO ") + ifname);
     *value = v.data != 0;
     return {};
   });
@@ -110,21 +110,21 @@ Status setGro(const Netns& ns, const std::string& ifname, bool on) {
   bool v = on;
   VB_TRY(groIoctl(ns, ifname, ETHTOOL_SGRO, &v));
   auto now = getGro(ns, ifname);
-  if (!now) return now.status();
+  if (!now) return now.error();
   if (now.value() != on)
-    return Status::fail(EOPNOTSUPP, std::string("GRO stays ") + (on ? "off" : "on") + " on " + ifname);
+    return makeError(EOPNOTSUPP, std::string("GRO stays ") + (on ? "off" : "on") + " on " + ifname);
   return {};
 }
 
 // ---- LinkStats ----------------------------------------------------------------
 
 Result<LinkStats> LinkStats::open(const Netns& ns, const std::string& ifname) {
-  auto r = inNetns(ns, [&]() -> Result<LinkStats> {
+  auto r = testkit::inNetns(&ns, [&]() -> Result<LinkStats> {
     unsigned idx = if_nametoindex(ifname.c_str());
-    if (idx == 0) return Status::fromErrno("if_nametoindex " + ifname);
+    if (idx == 0) return errnoError("if_nametoindex " + ifname);
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    if (fd < 0) return Status::fromErrno("socket(NETLINK_ROUTE)");
-    return LinkStats(Fd(fd), static_cast<int>(idx));
+    if (fd < 0) return errnoError("socket(NETLINK_ROUTE)");
+    return LinkStats(FileDesc(fd), static_cast<int>(idx));
   });
   return r;
 }
@@ -140,14 +140,14 @@ Result<LinkCounters> LinkStats::read() const {
   req.nh.nlmsg_seq = 1;
   req.ifi.ifi_family = AF_UNSPEC;
   req.ifi.ifi_index = ifindex_;
-  if (send(sock_.get(), &req, sizeof req, 0) < 0) return Status::fromErrno("RTM_GETLINK");
+  if (send(sock_.get(), &req, sizeof req, 0) < 0) return errnoError("RTM_GETLINK");
   alignas(8) char buf[32768];
   ssize_t n = recv(sock_.get(), buf, sizeof buf, 0);
-  if (n < 0) return Status::fromErrno("RTM_GETLINK reply");
+  if (n < 0) return errnoError("RTM_GETLINK reply");
   for (auto* nh = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(nh, static_cast<unsigned>(n)); nh = NLMSG_NEXT(nh, n)) {
     if (nh->nlmsg_type == NLMSG_ERROR) {
       auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(nh));
-      return Status::fail(-e->error, "RTM_GETLINK");
+      return makeError(-e->error, "RTM_GETLINK");
     }
     if (nh->nlmsg_type != RTM_NEWLINK) continue;
     auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(nh));
@@ -159,7 +159,7 @@ Result<LinkCounters> LinkStats::read() const {
       return LinkCounters{st.rx_packets, st.tx_packets, st.rx_dropped, st.tx_dropped, ifi->ifi_flags};
     }
   }
-  return Status::fail(ENODATA, "RTM_GETLINK: no IFLA_STATS64");
+  return makeError(ENODATA, "RTM_GETLINK: no IFLA_STATS64");
 }
 
 }  // namespace vdev::bench

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fd.h"
+#include "base/fd.h"
 #include "result.h"
 #include "sys.h"
 
@@ -25,9 +25,9 @@ class EthtoolStats {
                                            const std::string& suffix);
 
  private:
-  EthtoolStats(Fd sock, std::string ifname, std::vector<std::string> names)
+  EthtoolStats(FileDesc sock, std::string ifname, std::vector<std::string> names)
       : sock_(std::move(sock)), ifname_(std::move(ifname)), names_(std::move(names)) {}
-  Fd sock_;
+  FileDesc sock_;
   std::string ifname_;
   std::vector<std::string> names_;
 };
@@ -49,8 +49,8 @@ class LinkStats {
   Result<LinkCounters> read() const;
 
  private:
-  LinkStats(Fd sock, int ifindex) : sock_(std::move(sock)), ifindex_(ifindex) {}
-  Fd sock_;
+  LinkStats(FileDesc sock, int ifindex) : sock_(std::move(sock)), ifindex_(ifindex) {}
+  FileDesc sock_;
   int ifindex_;
 };
 

@@ -1,16 +1,15 @@
-// frame.h - the test frames vdev-bench sends: Ethernet + IPv4 + UDP with a
-// vb_payload (bpf/bench_shared.h), padded to the requested size.
+// frame.h - the frames vdev-bench sends: Ethernet + IPv4 + UDP, built by
+// testkit (testkit/frame.h), whose payload starts with a vb_payload
+// (bpf/bench_shared.h), padded to the requested size.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
-namespace vdev::bench {
+#include "testkit/frame.h"
 
-using Mac = std::array<uint8_t, 6>;
+namespace vdev::bench {
 
 // Frame sizes follow RFC 2544: the size of an Ethernet frame on the wire,
 // including the 4-byte FCS that a NIC appends. A 64-byte frame is therefore
@@ -19,26 +18,13 @@ constexpr size_t kFcsLen = 4;
 constexpr size_t kMinFrameSize = 64;
 constexpr size_t kMaxFrameSize = 1518;
 
-struct FrameSpec {
-  Mac src{};
-  Mac dst{};
-  uint32_t srcIp = 0;  // host byte order
-  uint32_t dstIp = 0;
-  uint16_t srcPort = 0;
-  uint16_t dstPort = 0;
-  size_t frameSize = kMinFrameSize;  // on the wire, with FCS
-  bool magic = true;  // put VB_MAGIC in the payload (the sink counts only those)
-};
-
-// Builds the frame (frameSize - kFcsLen bytes): IPv4 header checksum
+// A frame of `frameSize` bytes on the wire (with FCS, 64..1518;
+// frameSize - kFcsLen in the buffer) with the Ethernet, IPv4 and UDP headers
+// of `headers` (whose size is set from frameSize): IPv4 header checksum
 // computed, UDP checksum 0 ("none", legal for IPv4, so a generator may
-// rewrite the ports without fixing it up), DF set, TTL 64, payload zero
-// after the vb_payload header. frameSize must be within [64, 1518].
-std::vector<uint8_t> buildFrame(const FrameSpec& spec);
-
-// RFC 1071 Internet checksum of len bytes.
-uint16_t inetChecksum(const void* data, size_t len);
-
-std::string formatMac(const Mac& m);
+// rewrite the ports without fixing it up), DF set, TTL 64. The payload is a
+// vb_payload, with VB_MAGIC when `magic` (the sink counts only those), then
+// zeros.
+std::vector<uint8_t> buildFrame(testkit::UdpFrameSpec headers, size_t frameSize, bool magic = true);
 
 }  // namespace vdev::bench

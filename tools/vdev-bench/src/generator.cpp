@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -36,7 +37,7 @@ void onInterrupt(int) {}
 Status setPacerNice() {
   if (autogroupNice()) return {};
   if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), -20) < 0)
-    return Status::fromErrno("setpriority(-20) for the paced generator");
+    return errnoError("setpriority(-20) for the paced generator");
   return {};
 }
 
@@ -54,24 +55,24 @@ void installInterruptHandler() {
 
 Result<std::unique_ptr<Generator>> Generator::create(const Netns& ns, const std::string& ifname,
                                                      GeneratorConfig cfg) {
-  if (cfg.threads < 1) return Status::fail(EINVAL, "generator threads must be >= 1");
+  if (cfg.threads < 1) return makeError(EINVAL, "generator threads must be >= 1");
   std::unique_ptr<Generator> g(new Generator(ns, std::move(cfg)));
   auto skel = loadGenerator(g->cfg_.prog);
-  if (!skel) return skel.status();
+  if (!skel) return skel.error();
   g->skel_ = std::move(skel.value());
   g->progFd_ = genProgramFd(g->skel_.get());
   g->countersFd_ = genCountersFd(g->skel_.get());
   auto link = XdpLink::attach(ns, ifname, genPassProgram(g->skel_.get()));
-  if (!link) return link.status();
+  if (!link) return link.error();
   g->passLink_ = std::make_unique<XdpLink>(std::move(link.value()));
-  auto idx = ifindexIn(ns, ifname);
-  if (!idx) return idx.status();
+  auto idx = testkit::ifindexOf(ifname, &ns);
+  if (!idx) return idx.error();
   g->ifindex_ = idx.value();
 
   // One trial call with a tiny repeat: the kernel validates everything here
   // (live-frames support, ctx, the ifindex's XDP RX queue), so a setup
   // problem is reported before any thread starts.
-  Status s = inNetns(ns, [&]() -> Status {
+  Status s = testkit::inNetns(&ns, [&]() -> Status {
     xdp_md ctx = {};
     ctx.data_end = static_cast<__u32>(g->cfg_.frame.size());  // the kernel insists
     ctx.ingress_ifindex = static_cast<__u32>(g->ifindex_);
@@ -80,10 +81,10 @@ Result<std::unique_ptr<Generator>> Generator::create(const Netns& ns, const std:
                 .ctx_size_in = sizeof ctx, .repeat = 1, .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
                 .batch_size = g->cfg_.batchSize);
     if (bpf_prog_test_run_opts(g->progFd_, &opts) < 0)
-      return Status::fromErrno("BPF_PROG_RUN (live frames) on the generator veth");
+      return errnoError("BPF_PROG_RUN (live frames) on the generator veth");
     return {};
   });
-  if (!s.ok()) return s;
+  if (!s.ok()) return s.error();
   g->setRate(g->cfg_.ratePps);
   return g;
 }
@@ -105,7 +106,7 @@ std::string Generator::describe() const {
 }
 
 Status Generator::start() {
-  if (!threads_.empty()) return Status::fail(EBUSY, "generator already running");
+  if (!threads_.empty()) return makeError(EBUSY, "generator already running");
   installInterruptHandler();
   stop_.store(false, std::memory_order_relaxed);
   book_.reset(cfg_.threads);
@@ -138,7 +139,12 @@ void Generator::threadMain(int index, uint32_t repeat, uint32_t batch) {
 
   book_.started(index, gettid());
   auto fail = [&](Status s) { book_.failed(std::move(s)); };
-  Status s = ns_.enter();  // ctx ingress_ifindex resolves in this thread's netns
+  // ctx ingress_ifindex resolves in the calling thread's netns. This thread
+  // exists only for this loop and ends with it, so it enters the namespace
+  // itself (testkit::inNetns would run the loop on yet another thread, whose
+  // CPU time the runner could not find by this one's id).
+  Status s;
+  if (::setns(ns_.fd(), CLONE_NEWNET) < 0) s = errnoError("setns " + ns_.name());
   if (s.ok()) s = pinTask(0, cfg_.cpu);
   if (s.ok() && cfg_.ratePps) s = setPacerNice();
   if (!s.ok()) {
@@ -158,7 +164,7 @@ void Generator::threadMain(int index, uint32_t repeat, uint32_t batch) {
     while (!stop_.load(std::memory_order_relaxed)) {
       int rc = bpf_prog_test_run_opts(progFd_, &opts);
       if (rc < 0 && errno != EINTR) {
-        fail(Status::fromErrno("BPF_PROG_RUN (live frames)"));
+        fail(errnoError("BPF_PROG_RUN (live frames)"));
         break;
       }
       calls_.fetch_add(1, std::memory_order_relaxed);
@@ -245,7 +251,7 @@ uint64_t nowNs() {
 }  // namespace
 
 Status TapWriter::start() {
-  if (!threads_.empty()) return Status::fail(EBUSY, "tap writer already running");
+  if (!threads_.empty()) return makeError(EBUSY, "tap writer already running");
   stop_.store(false, std::memory_order_relaxed);
   nextSlot_.store(0, std::memory_order_relaxed);
   book_.reset(nthreads_);
@@ -285,7 +291,7 @@ void TapWriter::threadMain(int index) {
       pkts_.fetch_add(1, std::memory_order_relaxed);
       bytes_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     } else if (n < 0 && errno != EAGAIN && errno != EINTR && errno != ENOBUFS) {
-      book_.failed(Status::fromErrno("write to tap " + ifname_));
+      book_.failed(errnoError("write to tap " + ifname_));
       break;
     } else {
       writeErrors_.fetch_add(1, std::memory_order_relaxed);

@@ -53,18 +53,18 @@ sockaddr_in sockAddr(uint32_t ip, uint16_t port) {
   return a;
 }
 
-Result<Fd> udpSocket(const Netns& ns, uint32_t ip, uint16_t port, bool udpChecksum) {
-  return inNetns(ns, [&]() -> Result<Fd> {
+Result<FileDesc> udpSocket(const Netns& ns, uint32_t ip, uint16_t port, bool udpChecksum) {
+  return testkit::inNetns(&ns, [&]() -> Result<FileDesc> {
     int raw = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (raw < 0) return Status::fromErrno("socket(AF_INET, SOCK_DGRAM)");
-    Fd fd(raw);
+    if (raw < 0) return errnoError("socket(AF_INET, SOCK_DGRAM)");
+    FileDesc fd(raw);
     int one = 1;
     // UDP checksum 0: see latency.h.
     if (!udpChecksum && setsockopt(fd.get(), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one) < 0)
-      return Status::fromErrno("setsockopt SO_NO_CHECK");
+      return errnoError("setsockopt SO_NO_CHECK");
     sockaddr_in a = sockAddr(ip, port);
     if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
-      return Status::fromErrno("bind UDP " + std::to_string(port));
+      return errnoError("bind UDP " + std::to_string(port));
     return fd;
   });
 }
@@ -102,16 +102,16 @@ LatencyStats summarizeLatency(const std::vector<double>& us, uint64_t sent) {
 Result<std::unique_ptr<Pinger>> Pinger::create(const Netns& ns, uint32_t srcIp, uint32_t dstIp, size_t frameSize,
                                                bool udpChecksum) {
   auto fd = udpSocket(ns, srcIp, 0, udpChecksum);
-  if (!fd) return fd.status();
+  if (!fd) return fd.error();
   sockaddr_in dst = sockAddr(dstIp, VB_UDP_ECHO_PORT);
   if (connect(fd->get(), reinterpret_cast<sockaddr*>(&dst), sizeof dst) < 0)
-    return Status::fromErrno("connect UDP to the responder");
+    return errnoError("connect UDP to the responder");
   size_t payload = std::max(sizeof(vb_payload), frameSize - kFcsLen - kHeaders);
   return std::unique_ptr<Pinger>(new Pinger(std::move(fd.value()), payload));
 }
 
 Result<uint64_t> Pinger::run(const ProbePlan& plan, std::vector<double>* rttUs) {
-  Result<uint64_t> out = Status::fail(EINTR, "latency probes: not run");
+  Result<uint64_t> out = makeError(EINTR, "latency probes: not run");
   std::thread t([&] { out = loop(plan, rttUs); });
   t.join();
   return out;
@@ -135,7 +135,7 @@ Result<uint64_t> Pinger::loop(const ProbePlan& plan, std::vector<double>* rttUs)
   const int timeoutMs = std::max(1, static_cast<int>(plan.timeoutS * 1000));
   uint64_t lastAnswer = start;
   for (int i = 0; i < plan.count; ++i) {
-    if (stopRequested()) return Status::fail(EINTR, "latency probes");
+    if (stopRequested()) return makeError(EINTR, "latency probes");
     // Either an absolute schedule (light load), or idle for `pause` after
     // the previous answer (the first frame after a pause).
     sleepUntilNs(pause ? lastAnswer + pause : start + static_cast<uint64_t>(i) * interval);
@@ -144,7 +144,7 @@ Result<uint64_t> Pinger::loop(const ProbePlan& plan, std::vector<double>* rttUs)
     pl.seq = ++seq_;
     pl.stamp_ns = nowNs();
     std::memcpy(tx.data(), &pl, sizeof pl);
-    if (send(fd_.get(), tx.data(), tx.size(), 0) < 0) return Status::fromErrno("send probe");
+    if (send(fd_.get(), tx.data(), tx.size(), 0) < 0) return errnoError("send probe");
     ++sent;
     // Wait for this probe's answer; a late answer to an earlier probe (one
     // that timed out) is skipped.
@@ -175,7 +175,7 @@ Result<uint64_t> Pinger::loop(const ProbePlan& plan, std::vector<double>* rttUs)
 Result<std::unique_ptr<UdpResponder>> UdpResponder::create(const Netns& ns, uint32_t ip, int cpu, int prio,
                                                            bool udpChecksum) {
   auto fd = udpSocket(ns, ip, VB_UDP_ECHO_PORT, udpChecksum);
-  if (!fd) return fd.status();
+  if (!fd) return fd.error();
   std::unique_ptr<UdpResponder> r(new UdpResponder(std::move(fd.value())));
   r->thread_ = std::thread([p = r.get(), cpu, prio] { p->threadMain(cpu, prio); });
   for (int i = 0; i < 1000 && r->tid() == 0; ++i) usleep(1000);
@@ -192,7 +192,7 @@ void UdpResponder::threadMain(int cpu, int prio) {
   tid_.store(gettid(), std::memory_order_relaxed);
   Status s = pinTask(0, cpu);
   if (s.ok() && prio) s = setRealtime(0, prio);
-  if (!s.ok()) logWarn("latency responder: %s", s.message().c_str());
+  if (!s.ok()) logWarn("latency responder: %s", s.error().message().c_str());
   std::vector<uint8_t> buf(65536);
   // stop_ (relaxed) only ends the loop; the join orders the rest.
   while (!stop_.load(std::memory_order_relaxed)) {

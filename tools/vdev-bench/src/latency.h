@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "fd.h"
+#include "base/fd.h"
 #include "result.h"
 #include "sys.h"
 
@@ -63,9 +63,9 @@ class Pinger {
   pid_t tid() const { return tid_.load(std::memory_order_relaxed); }
 
  private:
-  Pinger(Fd fd, size_t payload) : fd_(std::move(fd)), payload_(payload) {}
+  Pinger(FileDesc fd, size_t payload) : fd_(std::move(fd)), payload_(payload) {}
   Result<uint64_t> loop(const ProbePlan& plan, std::vector<double>* rttUs);
-  Fd fd_;
+  FileDesc fd_;
   size_t payload_;
   uint32_t seq_ = 0;
   std::atomic<pid_t> tid_{0};
@@ -83,9 +83,9 @@ class UdpResponder {
   pid_t tid() const { return tid_.load(std::memory_order_relaxed); }
 
  private:
-  explicit UdpResponder(Fd fd) : fd_(std::move(fd)) {}
+  explicit UdpResponder(FileDesc fd) : fd_(std::move(fd)) {}
   void threadMain(int cpu, int prio);
-  Fd fd_;
+  FileDesc fd_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<pid_t> tid_{0};

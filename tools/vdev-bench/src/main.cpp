@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "datapath.h"
+#include "frame.h"
 #include "generator.h"
 #include "latency.h"
 #include "options.h"
@@ -28,37 +29,35 @@ namespace {
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
   auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall);
-  if (!topo) return topo.status();
+  if (!topo) return topo.error();
   Topology& t = *topo.value();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());
   rep->bridgeNfCallIptables = t.bridgeNfCallIptables();
 
-  FrameSpec spec;
-  spec.src = t.genMac();
-  spec.dst = t.sinkMac();
-  spec.srcIp = 0xc6120001;  // 198.18.0.1
-  spec.dstIp = 0xc6120101;  // 198.18.1.1
-  spec.srcPort = 1024;
-  spec.dstPort = VB_UDP_DPORT;
-  spec.frameSize = o.frameSize;
+  const vdev::testkit::UdpFrameSpec spec{.dst = t.sinkMac(),
+                                         .src = t.genMac(),
+                                         .src_ip = 0xc6120001,  // 198.18.0.1
+                                         .dst_ip = 0xc6120101,  // 198.18.1.1
+                                         .src_port = 1024,
+                                         .dst_port = VB_UDP_DPORT};
 
   // The offered load: the BPF generator into a veth, or the VM writing
   // into its tap (tap-veth).
   std::unique_ptr<TrafficSource> source;
   if (t.portAIsTap()) {
-    source = std::make_unique<TapWriter>(t.vm()->fd(), t.portA(), buildFrame(spec), o.tapWriters, o.genCpu);
+    source = std::make_unique<TapWriter>(t.vm()->fd(), t.portA(), buildFrame(spec, o.frameSize), o.tapWriters, o.genCpu);
   } else {
     GeneratorConfig gc;
-    gc.frame = buildFrame(spec);
+    gc.frame = buildFrame(spec, o.frameSize);
     gc.threads = o.genThreads;
     gc.cpu = o.genCpu;
     gc.repeatPerCall = o.repeat;
     gc.batchSize = o.batch;
     gc.pacedBatchSize = o.paceBatch;
-    gc.prog.sportBase = spec.srcPort;
+    gc.prog.sportBase = spec.src_port;
     gc.prog.sportCount = o.sportCount;
     auto gen = Generator::create(t.genNs(), t.genIf(), gc);
-    if (!gen) return gen.status();
+    if (!gen) return gen.error();
     source = std::move(gen.value());
   }
   rep->generator = source->describe();
@@ -74,12 +73,12 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
       rep->latencyPairs.push_back(pair.name + ": " + pair.from->name + " -> " + pair.to->name);
       if (pair.to->ns && std::find(answering.begin(), answering.end(), pair.to) == answering.end()) {
         auto r = UdpResponder::create(*pair.to->ns, pair.to->ip, sinkCpu, o.latPrio, o.latUdpChecksum);
-        if (!r) return r.status();
+        if (!r) return r.error();
         responders.push_back(std::move(r.value()));
         answering.push_back(pair.to);
       }
       auto p = Pinger::create(*pair.from->ns, pair.from->ip, pair.to->ip, o.frameSize, o.latUdpChecksum);
-      if (!p) return p.status();
+      if (!p) return p.error();
       pingers.push_back(std::move(p.value()));
     }
   }
@@ -91,32 +90,32 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   std::unique_ptr<NapiTimer> timer;
   if (o.napiTiming != NapiTiming::kOff) {
     auto nt = NapiTimer::create(rep->prefix);
-    Status st = nt ? Status() : nt.status();
+    Status st = nt ? Status() : nt.error();
     if (nt && o.napiTiming == NapiTiming::kOn) st = nt.value()->attach();  // split: per run
     if (st.ok()) timer = std::move(nt.value());
-    else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", st.message().c_str());
+    else logWarn("NAPI timing unavailable, CPU figures are coarser: %s", st.error().message().c_str());
   }
 
   Runner runner(t, *source, o, timer.get());
   for (const auto& name : datapaths) rep->results.push_back({name, "", {}, {}, {}, {}});
-  auto interrupted = [] { return Status::failText(EINTR, "interrupted by a signal"); };
+  auto interrupted = [] { return Error{0, "interrupted by a signal"}; };
   for (int run = 1; run <= o.runs; ++run) {
     double vdevdPeak = 0;  // --find-rate: the first vdevd datapath's peak in this run
     for (auto& dr : rep->results) {
       if (stopRequested()) return interrupted();
       auto fail = [&](const char* what, const Status& st) {
-        dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + st.message());
-        logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, st.message().c_str());
+        dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + st.error().message());
+        logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, st.error().message().c_str());
       };
       if (o.findRate) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s, loss search", run, o.runs, dr.datapath.c_str());
         auto rs = runner.findRate(*dp.value(), run, vdevdPeak);
         if (stopRequested()) return interrupted();
         if (!rs) {
-          fail("loss search", rs.status());
+          fail("loss search", rs.error());
         } else {
           if (vdevdPeak == 0 && isVdevd(dr.datapath)) vdevdPeak = rs->peak.forwardedPps();
           if (!o.json && !verbose())
@@ -126,13 +125,13 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
         }
       } else if (o.latency != LatencyMode::kOnly) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s", run, o.runs, dr.datapath.c_str());
         auto r = runner.measure(*dp.value(), run);
         if (stopRequested()) return interrupted();
         if (!r) {
-          fail("throughput", r.status());
+          fail("throughput", r.error());
         } else {
           if (!o.json && !verbose())
             fprintf(stderr, "vdev-bench: %-13s run %d: %.3f Mpps forwarded, %.3f offered\n", dr.datapath.c_str(),
@@ -142,13 +141,13 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
       }
       if (o.latency != LatencyMode::kOff && !pingerPtrs.empty()) {
         auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.status();
+        if (!dp) return dp.error();
         dr.describe = dp.value()->describe();
         logInfo("run %d/%d: %s, latency", run, o.runs, dr.datapath.c_str());
         auto lr = runner.measureLatency(*dp.value(), run, pingerPtrs);
         if (stopRequested()) return interrupted();
         if (!lr) {
-          fail("latency", lr.status());
+          fail("latency", lr.error());
         } else {
           if (!o.json && !verbose())
             for (const auto& p : lr->pairs)
@@ -217,7 +216,7 @@ int main(int argc, char** argv) {
   installStopSignals();
   // The main thread samples counters: keep it (and the helpers it starts) off
   // the datapath CPU.
-  if (Status s = pinTask(0, o.genCpu); !s.ok()) logWarn("%s", s.message().c_str());
+  if (Status s = pinTask(0, o.genCpu); !s.ok()) logWarn("%s", s.error().message().c_str());
 
   // --boost (auto: while paced). A paced generator spins and skips the
   // slots it misses: it needs its CPU. With autogrouping CFS first splits a
@@ -229,13 +228,13 @@ int main(int argc, char** argv) {
   struct AutogroupBoost {
     std::optional<int> old;
     ~AutogroupBoost() {
-      if (old) setAutogroupNice(*old);
+      if (old) (void)setAutogroupNice(*old);
     }
   } boost;
   if (o.boosted()) {
     if (auto n = autogroupNice(); n && *n > -20) {
       if (Status st = setAutogroupNice(-20); st.ok()) boost.old = n;
-      else logWarn("%s", st.message().c_str());
+      else logWarn("%s", st.error().message().c_str());
     }
   }
 
@@ -244,7 +243,7 @@ int main(int argc, char** argv) {
   if (mkdtemp(tmpl)) workDir = tmpl;
 
   Status s = benchmark(o, rep.vdevdPath, datapaths, workDir.empty() ? "/tmp" : workDir, &rep);
-  if (!s.ok()) rep.fatal = s.message();
+  if (!s.ok()) rep.fatal = s.error().message();
   if (!workDir.empty()) rmdir(workDir.c_str());
   rep.leftovers = leftovers(rep.prefix);
 

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <functional>
 
-#include "json_writer.h"
+#include <nlohmann/json.hpp>
+
+#include "frame.h"
 #include "sys.h"
 
 namespace vdev::bench {
@@ -335,308 +337,272 @@ void printTable(const Report& rep, FILE* out) {
 
 namespace {
 
-void flowJson(JsonWriter& j, const FlowStats& f) {
-  j.beginObject();
-  j.field("intervals", static_cast<uint64_t>(f.intervals));
-  j.key("median_mpps").value(f.medianMpps, 4);
-  j.key("p1_mpps").value(f.p1Mpps, 4);
-  j.key("min_mpps").value(f.minMpps, 4);
-  j.field("gaps", f.gaps);
-  j.key("longest_gap_ms").value(f.longestGapMs, 1);
-  j.key("gap_ms").value(f.gapMs, 1);
-  j.endObject();
+// The JSON document: nlohmann's, members in the order written.
+using Json = nlohmann::ordered_json;
+
+// A figure with `decimals` digits after the point, as precise as the text
+// prints it; NaN and infinities (no samples) are null.
+Json fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return nullptr;
+  if (decimals == 0) return std::llround(v);
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
+template <class T>
+Json orNull(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+Json orNull(const std::optional<double>& v, int decimals) { return v ? fixed(*v, decimals) : Json(nullptr); }
+Json orNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+Json flowJson(const FlowStats& f) {
+  return {{"intervals", static_cast<uint64_t>(f.intervals)},
+          {"median_mpps", fixed(f.medianMpps, 4)},
+          {"p1_mpps", fixed(f.p1Mpps, 4)},
+          {"min_mpps", fixed(f.minMpps, 4)},
+          {"gaps", f.gaps},
+          {"longest_gap_ms", fixed(f.longestGapMs, 1)},
+          {"gap_ms", fixed(f.gapMs, 1)}};
 }
 
-void runJson(JsonWriter& j, const RunResult& r) {
-  j.beginObject();
-  j.field("run", r.run);
-  j.key("seconds").value(r.seconds, 4);
-  j.field("offered", r.offered);
-  j.field("forwarded", r.forwarded);
-  j.field("forwarded_bytes", r.forwardedBytes);
-  j.field("other_frames", r.otherFrames);
-  j.field("sink_path", r.sinkPath);
-  j.key("offered_mpps").value(r.offeredMpps(), 4);
-  j.key("forwarded_mpps").value(r.forwardedMpps(), 4);
-  j.key("loss_pct").value(r.lossPct(), 3);
-  j.key("ingress_ring_accepted");
-  if (r.ingressAccepted) j.value(*r.ingressAccepted); else j.null();
-  j.key("ingress_ring_full");
-  if (r.ingressRingFull) j.value(*r.ingressRingFull); else j.null();
-  j.key("egress_drops");
-  if (r.egressDrops) j.value(*r.egressDrops); else j.null();
-  j.field("target_pps", r.targetPps);
-  j.key("flooded_to_vm");
-  if (r.floodedToVm) j.value(*r.floodedToVm); else j.null();
-  j.key("totals").beginObject();
-  j.field("offered", r.offeredTotal);
-  j.field("forwarded", r.forwardedTotal);
-  j.key("sink_all_frames");
-  if (r.sinkCountTotal) j.value(*r.sinkCountTotal); else j.null();
-  j.key("sink_kernel_count");
-  if (r.sinkKernelTotal) j.value(*r.sinkKernelTotal); else j.null();
-  j.key("sink_kernel_counter");
-  if (r.sinkKernelTotal) j.value(r.sinkKernelCounter); else j.null();
-  j.field("ok", r.countsOk);
-  j.endObject();
-  auto opt = [&](const char* k, const std::optional<double>& v) {
-    j.key(k);
-    if (v) j.value(*v, 3); else j.null();
-  };
-  j.key("cpu_seconds").beginObject();
-  j.field("method", r.cpu.method);
-  j.key("datapath").value(r.cpu.datapath, 3);
-  j.key("generator").value(r.cpu.generator, 3);
-  j.key("sink").value(r.cpu.sink, 3);
-  j.key("raw").beginObject();
-  j.key("all_cpus_busy").value(r.cpu.all, 3);
-  j.key("datapath_cpu_busy").value(r.cpu.dutCpu, 3);
-  j.key("generator_threads").value(r.cpu.genThreads, 3);
-  j.key("sink_task").value(r.cpu.sinkTask, 3);
-  opt("vdevd_process", r.cpu.vdevdProcess);
-  opt("ingress_napi_thread", r.cpu.dutNapiThread);
-  opt("softirq_poll_dut_ports", r.cpu.pollDut);
-  opt("softirq_poll_sink", r.cpu.pollSink);
-  opt("softirq_on_vdevd", r.cpu.pollInDutProcess);
-  opt("softirq_on_bench", r.cpu.pollInBench);
-  opt("softirq_on_napi_kthread", r.cpu.pollInNapiThread);
-  opt("softirq_on_sink_task", r.cpu.pollInSinkTask);
-  opt("softirq_on_ksoftirqd", r.cpu.pollInKsoftirqd);
-  opt("softirq_net_rx_other", r.cpu.netRxOther);
-  j.key("softirq_polls").beginArray();
+// vdevd's statistics document, as vdevd wrote it (its member order kept);
+// text that is not JSON stays text.
+Json statsDocument(const std::string& text) {
+  if (text.empty()) return nullptr;
+  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return doc.is_discarded() ? Json(text) : doc;
+}
+
+Json runJson(const RunResult& r) {
+  Json j;
+  j["run"] = r.run;
+  j["seconds"] = fixed(r.seconds, 4);
+  j["offered"] = r.offered;
+  j["forwarded"] = r.forwarded;
+  j["forwarded_bytes"] = r.forwardedBytes;
+  j["other_frames"] = r.otherFrames;
+  j["sink_path"] = r.sinkPath;
+  j["offered_mpps"] = fixed(r.offeredMpps(), 4);
+  j["forwarded_mpps"] = fixed(r.forwardedMpps(), 4);
+  j["loss_pct"] = fixed(r.lossPct(), 3);
+  j["ingress_ring_accepted"] = orNull(r.ingressAccepted);
+  j["ingress_ring_full"] = orNull(r.ingressRingFull);
+  j["egress_drops"] = orNull(r.egressDrops);
+  j["target_pps"] = r.targetPps;
+  j["flooded_to_vm"] = orNull(r.floodedToVm);
+  j["totals"] = {{"offered", r.offeredTotal},
+                 {"forwarded", r.forwardedTotal},
+                 {"sink_all_frames", orNull(r.sinkCountTotal)},
+                 {"sink_kernel_count", orNull(r.sinkKernelTotal)},
+                 {"sink_kernel_counter", r.sinkKernelTotal ? Json(r.sinkKernelCounter) : Json(nullptr)},
+                 {"ok", r.countsOk}};
+  Json raw;
+  raw["all_cpus_busy"] = fixed(r.cpu.all, 3);
+  raw["datapath_cpu_busy"] = fixed(r.cpu.dutCpu, 3);
+  raw["generator_threads"] = fixed(r.cpu.genThreads, 3);
+  raw["sink_task"] = fixed(r.cpu.sinkTask, 3);
+  raw["vdevd_process"] = orNull(r.cpu.vdevdProcess, 3);
+  raw["ingress_napi_thread"] = orNull(r.cpu.dutNapiThread, 3);
+  raw["softirq_poll_dut_ports"] = orNull(r.cpu.pollDut, 3);
+  raw["softirq_poll_sink"] = orNull(r.cpu.pollSink, 3);
+  raw["softirq_on_vdevd"] = orNull(r.cpu.pollInDutProcess, 3);
+  raw["softirq_on_bench"] = orNull(r.cpu.pollInBench, 3);
+  raw["softirq_on_napi_kthread"] = orNull(r.cpu.pollInNapiThread, 3);
+  raw["softirq_on_sink_task"] = orNull(r.cpu.pollInSinkTask, 3);
+  raw["softirq_on_ksoftirqd"] = orNull(r.cpu.pollInKsoftirqd, 3);
+  raw["softirq_net_rx_other"] = orNull(r.cpu.netRxOther, 3);
+  Json polls = Json::array();
   static const char* const kCtx[] = {"other", "vdevd", "vdev-bench", "ingress-napi-kthread", "ksoftirqd", "sink-task"};
-  for (const auto& [k, v] : r.cpu.polls) {
-    j.beginObject();
-    j.field("dev", k.first.empty() ? std::string("(net_rx outside polls)") : k.first);
-    j.field("on", k.second >= 0 && k.second < 6 ? kCtx[k.second] : "?");
-    j.key("seconds").value(v.seconds, 4);
-    j.field("calls", v.calls);
-    j.field("frames", v.frames);
-    j.endObject();
-  }
-  j.endArray();
-  j.endObject();
-  j.key("unexplained").value(r.cpu.unexplained, 3);
-  j.key("steal").value(r.cpu.steal, 3);
-  j.endObject();
-  j.key("cpu_s_per_mframe").value(r.cpuPerMframe(), 4);
-  j.key("cpu_window").beginObject();
-  j.key("seconds").value(r.cpuSeconds, 4);
-  j.field("offered", r.cpuOffered);
-  j.field("forwarded", r.cpuForwarded);
-  j.endObject();
-  j.key("rate_window_other_load_s").value(r.rateWindowOther, 3);
-  j.field("noisy", r.noisy);
-  j.key("offered_flow");
-  flowJson(j, r.offeredFlow);
-  j.key("forwarded_flow");
-  flowJson(j, r.forwardedFlow);
+  for (const auto& [k, v] : r.cpu.polls)
+    polls.push_back({{"dev", k.first.empty() ? std::string("(net_rx outside polls)") : k.first},
+                     {"on", k.second >= 0 && k.second < 6 ? kCtx[k.second] : "?"},
+                     {"seconds", fixed(v.seconds, 4)},
+                     {"calls", v.calls},
+                     {"frames", v.frames}});
+  raw["softirq_polls"] = std::move(polls);
+  j["cpu_seconds"] = {{"method", r.cpu.method},
+                      {"datapath", fixed(r.cpu.datapath, 3)},
+                      {"generator", fixed(r.cpu.generator, 3)},
+                      {"sink", fixed(r.cpu.sink, 3)},
+                      {"raw", std::move(raw)},
+                      {"unexplained", fixed(r.cpu.unexplained, 3)},
+                      {"steal", fixed(r.cpu.steal, 3)}};
+  j["cpu_s_per_mframe"] = fixed(r.cpuPerMframe(), 4);
+  j["cpu_window"] = {{"seconds", fixed(r.cpuSeconds, 4)}, {"offered", r.cpuOffered}, {"forwarded", r.cpuForwarded}};
+  j["rate_window_other_load_s"] = fixed(r.rateWindowOther, 3);
+  j["noisy"] = r.noisy;
+  j["offered_flow"] = flowJson(r.offeredFlow);
+  j["forwarded_flow"] = flowJson(r.forwardedFlow);
   if (!r.timelineT.empty()) {
-    j.key("timeline").beginObject();
+    Json t;
     for (auto [name, v] : {std::pair{"t_s", &r.timelineT}, std::pair{"offered_mpps", &r.timelineOffered},
                            std::pair{"forwarded_mpps", &r.timelineForwarded}}) {
-      j.key(name).beginArray();
-      for (double x : *v) j.value(x, 3);
-      j.endArray();
+      Json a = Json::array();
+      for (double x : *v) a.push_back(fixed(x, 3));
+      t[name] = std::move(a);
     }
-    j.endObject();
+    j["timeline"] = std::move(t);
   }
-  j.key("stop_problem");
-  if (r.stopProblem.empty()) j.null(); else j.value(r.stopProblem);
-  j.key("datapath_stats");
-  if (r.datapathStats.empty()) j.null(); else j.raw(r.datapathStats);
-  j.endObject();
+  j["stop_problem"] = orNull(r.stopProblem);
+  j["datapath_stats"] = statsDocument(r.datapathStats);
+  return j;
 }
 
-void latencyStatsJson(JsonWriter& j, const LatencyStats& s) {
-  j.beginObject();
-  j.field("sent", s.sent);
-  j.field("answered", static_cast<uint64_t>(s.samples));
-  j.field("lost", s.lost);
-  j.key("min_us").value(s.minUs, 1);
-  j.key("p50_us").value(s.p50Us, 1);
-  j.key("p90_us").value(s.p90Us, 1);
-  j.key("p99_us").value(s.p99Us, 1);
-  j.key("max_us").value(s.maxUs, 1);
-  j.key("mean_us").value(s.meanUs, 1);
-  j.endObject();
+Json latencyStatsJson(const LatencyStats& s) {
+  return {{"sent", s.sent},
+          {"answered", static_cast<uint64_t>(s.samples)},
+          {"lost", s.lost},
+          {"min_us", fixed(s.minUs, 1)},
+          {"p50_us", fixed(s.p50Us, 1)},
+          {"p90_us", fixed(s.p90Us, 1)},
+          {"p99_us", fixed(s.p99Us, 1)},
+          {"max_us", fixed(s.maxUs, 1)},
+          {"mean_us", fixed(s.meanUs, 1)}};
 }
 
-void latencyRunJson(JsonWriter& j, const LatencyRun& lr) {
-  j.beginObject();
-  j.field("run", lr.run);
-  j.key("seconds").value(lr.seconds, 3);
-  j.key("other_load_cpus").value(lr.otherLoad, 3);
-  j.field("noisy", lr.noisy);
-  j.key("pairs").beginArray();
+Json latencyRunJson(const LatencyRun& lr) {
+  Json pairs = Json::array();
   for (const auto& p : lr.pairs) {
-    j.beginObject();
-    j.field("pair", p.pair);
-    j.field("from", p.from);
-    j.field("to", p.to);
-    j.key("light");
-    latencyStatsJson(j, p.light);
-    j.key("after_pause");
-    latencyStatsJson(j, p.pause);
-    j.key("ipis_per_probe");
-    if (p.ipisPerProbe) j.value(*p.ipisPerProbe, 2); else j.null();
-    j.key("datapath_sleeps_per_probe");
-    if (p.dutSleepsPerProbe) j.value(*p.dutSleepsPerProbe, 2); else j.null();
-    j.key("after_pause_us").beginArray();
-    for (double x : p.pauseUs) j.value(x, 1);
-    j.endArray();
-    j.endObject();
+    Json pauseUs = Json::array();
+    for (double x : p.pauseUs) pauseUs.push_back(fixed(x, 1));
+    pairs.push_back({{"pair", p.pair},
+                     {"from", p.from},
+                     {"to", p.to},
+                     {"light", latencyStatsJson(p.light)},
+                     {"after_pause", latencyStatsJson(p.pause)},
+                     {"ipis_per_probe", orNull(p.ipisPerProbe, 2)},
+                     {"datapath_sleeps_per_probe", orNull(p.dutSleepsPerProbe, 2)},
+                     {"after_pause_us", std::move(pauseUs)}});
   }
-  j.endArray();
-  j.key("stop_problem");
-  if (lr.stopProblem.empty()) j.null(); else j.value(lr.stopProblem);
-  j.endObject();
+  return {{"run", lr.run},
+          {"seconds", fixed(lr.seconds, 3)},
+          {"other_load_cpus", fixed(lr.otherLoad, 3)},
+          {"noisy", lr.noisy},
+          {"pairs", std::move(pairs)},
+          {"stop_problem", orNull(lr.stopProblem)}};
 }
 
-void trialJson(JsonWriter& j, const RateTrial& t) {
-  j.beginObject();
-  j.field("target_pps", t.targetPps);
-  j.key("seconds").value(t.seconds, 4);
-  j.field("offered", t.offered);
-  j.field("forwarded", t.forwarded);
-  j.key("offered_mpps").value(t.offeredPps() / 1e6, 4);
-  j.key("forwarded_mpps").value(t.forwardedPps() / 1e6, 4);
-  j.key("loss_pct").value(t.lossPct(), 5);
-  j.key("ingress_refused");
-  if (t.ingressRefused) j.value(*t.ingressRefused); else j.null();
-  j.key("egress_drops");
-  if (t.egressDrops) j.value(*t.egressDrops); else j.null();
-  j.key("vdevd_drops").beginObject();
-  for (auto [k, v] : {std::pair{"rx_ring_full", &t.dutRxRingFull}, std::pair{"fill_ring_empty", &t.dutFillRingEmpty},
-                      std::pair{"internal", &t.dutDrops}}) {
-    j.key(k);
-    if (*v) j.value(**v); else j.null();
-  }
-  j.endObject();
-  j.field("offered_gaps", t.offeredFlow.gaps);
-  j.field("counts_ok", t.countsOk);
-  j.field("pass", t.pass);
-  j.endObject();
+Json trialJson(const RateTrial& t) {
+  return {{"target_pps", t.targetPps},
+          {"seconds", fixed(t.seconds, 4)},
+          {"offered", t.offered},
+          {"forwarded", t.forwarded},
+          {"offered_mpps", fixed(t.offeredPps() / 1e6, 4)},
+          {"forwarded_mpps", fixed(t.forwardedPps() / 1e6, 4)},
+          {"loss_pct", fixed(t.lossPct(), 5)},
+          {"ingress_refused", orNull(t.ingressRefused)},
+          {"egress_drops", orNull(t.egressDrops)},
+          {"vdevd_drops",
+           {{"rx_ring_full", orNull(t.dutRxRingFull)},
+            {"fill_ring_empty", orNull(t.dutFillRingEmpty)},
+            {"internal", orNull(t.dutDrops)}}},
+          {"offered_gaps", t.offeredFlow.gaps},
+          {"counts_ok", t.countsOk},
+          {"pass", t.pass}};
 }
 
-void rateSearchJson(JsonWriter& j, const RateSearch& rs) {
-  j.beginObject();
-  j.field("run", rs.run);
-  j.key("peak");
-  trialJson(j, rs.peak);
-  j.key("trials").beginArray();
-  for (const auto& t : rs.trials) trialJson(j, t);
-  j.endArray();
-  j.key("loss_free_mpps").value(rs.lossFreePps / 1e6, 4);
-  j.field("generator_limited", rs.generatorLimited);
-  j.key("vdevd_peak_mpps").value(rs.vdevdPeakPps / 1e6, 4);
-  j.key("at_90pct_of_vdevd_peak");
-  if (rs.at90) trialJson(j, *rs.at90); else j.null();
-  j.field("noisy", rs.noisy);
-  j.key("stop_problem");
-  if (rs.stopProblem.empty()) j.null(); else j.value(rs.stopProblem);
-  j.endObject();
+Json rateSearchJson(const RateSearch& rs) {
+  Json trials = Json::array();
+  for (const auto& t : rs.trials) trials.push_back(trialJson(t));
+  return {{"run", rs.run},
+          {"peak", trialJson(rs.peak)},
+          {"trials", std::move(trials)},
+          {"loss_free_mpps", fixed(rs.lossFreePps / 1e6, 4)},
+          {"generator_limited", rs.generatorLimited},
+          {"vdevd_peak_mpps", fixed(rs.vdevdPeakPps / 1e6, 4)},
+          {"at_90pct_of_vdevd_peak", rs.at90 ? trialJson(*rs.at90) : Json(nullptr)},
+          {"noisy", rs.noisy},
+          {"stop_problem", orNull(rs.stopProblem)}};
+}
+
+Json strings(const std::vector<std::string>& v) {
+  Json a = Json::array();
+  for (const auto& s : v) a.push_back(s);
+  return a;
 }
 
 }  // namespace
 
 std::string toJson(const Report& rep) {
   const Options& o = *rep.opt;
-  JsonWriter j;
-  j.beginObject();
-  j.field("tool", "vdev-bench");
-  j.key("command").beginArray();
-  for (const auto& a : o.argv) j.value(a);
-  j.endArray();
+  Json j;
+  j["tool"] = "vdev-bench";
+  j["command"] = strings(o.argv);
   struct utsname u;
   uname(&u);
-  j.key("host").beginObject();
-  j.field("kernel", std::string(u.release));
-  j.field("cpus", onlineCpus());
-  j.endObject();
-  j.key("config").beginObject();
-  j.field("scenario", scenarioName(o.scenario));
-  j.field("frame_size", static_cast<uint64_t>(o.frameSize));
-  j.field("frame_len", static_cast<uint64_t>(o.frameSize - kFcsLen));
-  j.key("duration_s").value(o.duration, 3);
-  j.key("warmup_s").value(o.warmup, 3);
-  j.field("runs", o.runs);
-  j.field("generator_threads", o.genThreads);
-  j.field("generator_cpu", o.genCpu);
-  j.field("datapath_cpu", o.dutCpu);
-  j.field("datapath_prio", o.dpPrio);
-  j.field("session_boost", o.boosted());
-  j.field("sink_cpu", o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu);
-  j.field("napi", napiText(o));
-  j.field("sink", sinkText(o));
-  j.field("napi_timing", napiTimingName(o.napiTiming));
-  j.field("bridge_nf_call_iptables", rep.bridgeNfCallIptables);
-  j.key("cpu_window_s").value(o.napiTiming == NapiTiming::kSplit ? o.cpuWindow : o.duration, 3);
-  j.field("repeat_per_call", static_cast<uint64_t>(o.repeat));
-  j.field("batch", static_cast<uint64_t>(o.batch));
-  j.field("sport_count", static_cast<uint64_t>(o.sportCount));
-  j.field("prefix", rep.prefix);
-  j.field("vdevd", rep.vdevdPath);
-  j.field("generator", rep.generator);
-  j.field("rate_pps", o.ratePps);
-  j.field("pace_batch", static_cast<uint64_t>(o.paceBatch));
-  j.key("latency").beginObject();
-  j.field("mode", latencyModeName(o.latency));
-  j.key("pairs").beginArray();
-  for (const auto& p : rep.latencyPairs) j.value(p);
-  j.endArray();
-  j.field("samples", o.latSamples);
-  j.key("interval_us").value(o.latIntervalS * 1e6, 0);
-  j.field("pause_samples", o.latPauseSamples);
-  j.key("pause_ms").value(o.latPauseS * 1e3, 0);
-  j.key("timeout_ms").value(o.latTimeoutS * 1e3, 0);
-  j.field("prio", o.latPrio);
-  j.field("udp_checksum", o.latUdpChecksum);
-  j.endObject();
-  j.key("find_rate");
-  if (!o.findRate) {
-    j.null();
-  } else {
-    j.beginObject();
-    j.key("loss_max_pct").value(o.lossMaxPct, 4);
-    j.key("trial_s").value(o.trialS, 3);
-    j.key("resolution").value(o.resolution, 4);
-    j.field("max_trials", o.maxTrials);
-    j.endObject();
-  }
-  j.endObject();
+  j["host"] = {{"kernel", std::string(u.release)}, {"cpus", onlineCpus()}};
+  Json c;
+  c["scenario"] = scenarioName(o.scenario);
+  c["frame_size"] = static_cast<uint64_t>(o.frameSize);
+  c["frame_len"] = static_cast<uint64_t>(o.frameSize - kFcsLen);
+  c["duration_s"] = fixed(o.duration, 3);
+  c["warmup_s"] = fixed(o.warmup, 3);
+  c["runs"] = o.runs;
+  c["generator_threads"] = o.genThreads;
+  c["generator_cpu"] = o.genCpu;
+  c["datapath_cpu"] = o.dutCpu;
+  c["datapath_prio"] = o.dpPrio;
+  c["session_boost"] = o.boosted();
+  c["sink_cpu"] = o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu;
+  c["napi"] = napiText(o);
+  c["sink"] = sinkText(o);
+  c["napi_timing"] = napiTimingName(o.napiTiming);
+  c["bridge_nf_call_iptables"] = rep.bridgeNfCallIptables;
+  c["cpu_window_s"] = fixed(o.napiTiming == NapiTiming::kSplit ? o.cpuWindow : o.duration, 3);
+  c["repeat_per_call"] = static_cast<uint64_t>(o.repeat);
+  c["batch"] = static_cast<uint64_t>(o.batch);
+  c["sport_count"] = static_cast<uint64_t>(o.sportCount);
+  c["prefix"] = rep.prefix;
+  c["vdevd"] = rep.vdevdPath;
+  c["generator"] = rep.generator;
+  c["rate_pps"] = o.ratePps;
+  c["pace_batch"] = static_cast<uint64_t>(o.paceBatch);
+  c["latency"] = {{"mode", latencyModeName(o.latency)},
+                  {"pairs", strings(rep.latencyPairs)},
+                  {"samples", o.latSamples},
+                  {"interval_us", fixed(o.latIntervalS * 1e6, 0)},
+                  {"pause_samples", o.latPauseSamples},
+                  {"pause_ms", fixed(o.latPauseS * 1e3, 0)},
+                  {"timeout_ms", fixed(o.latTimeoutS * 1e3, 0)},
+                  {"prio", o.latPrio},
+                  {"udp_checksum", o.latUdpChecksum}};
+  if (!o.findRate)
+    c["find_rate"] = nullptr;
+  else
+    c["find_rate"] = {{"loss_max_pct", fixed(o.lossMaxPct, 4)},
+                      {"trial_s", fixed(o.trialS, 3)},
+                      {"resolution", fixed(o.resolution, 4)},
+                      {"max_trials", o.maxTrials}};
+  j["config"] = std::move(c);
 
-  j.key("results").beginArray();
+  Json results = Json::array();
   for (const auto& d : rep.results) {
-    j.beginObject();
-    j.field("datapath", d.datapath);
-    j.field("describe", d.describe);
+    Json r;
+    r["datapath"] = d.datapath;
+    r["describe"] = d.describe;
     // null when nothing was measured (scripts/bench-datapath.sh reads that as
     // a failed datapath).
-    j.key("median");
-    if (d.runs.empty() && d.latencyRuns.empty() && d.rateRuns.empty()) j.null();
-    else j.beginObject();
+    Json med = nullptr;
     if (!d.runs.empty()) {
-      j.key("forwarded_mpps").value(medianOf(d.runs, [](const RunResult& r) { return r.forwardedMpps(); }), 4);
-      j.key("offered_mpps").value(medianOf(d.runs, [](const RunResult& r) { return r.offeredMpps(); }), 4);
-      j.key("loss_pct").value(medianOf(d.runs, [](const RunResult& r) { return r.lossPct(); }), 3);
-      j.key("cpu_s_per_mframe").value(medianOf(d.runs, [](const RunResult& r) { return r.cpuPerMframe(); }), 4);
+      med["forwarded_mpps"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.forwardedMpps(); }), 4);
+      med["offered_mpps"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.offeredMpps(); }), 4);
+      med["loss_pct"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.lossPct(); }), 3);
+      med["cpu_s_per_mframe"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.cpuPerMframe(); }), 4);
     }
     if (!d.latencyRuns.empty()) {
       // Light load: median over runs of each run's percentile; after a
       // pause: all runs' samples pooled.
-      j.key("latency").beginObject();
+      Json lat = Json::object();
       for (const auto& pair : pairsOf(rep)) {
-        j.key(pair).beginObject();
+        Json p;
         for (auto [k, f] : {std::pair{"p50_us", &LatencyStats::p50Us}, std::pair{"p90_us", &LatencyStats::p90Us},
                             std::pair{"p99_us", &LatencyStats::p99Us}, std::pair{"max_us", &LatencyStats::maxUs}})
-          j.key(k).value(latencyMedian(d, pair, f), 1);
-        j.field("lost", lostLight(d, pair));
-        j.key("after_pause_pooled");
-        latencyStatsJson(j, pausePooled(d, pair));
-        j.endObject();
+          p[k] = fixed(latencyMedian(d, pair, f), 1);
+        p["lost"] = lostLight(d, pair);
+        p["after_pause_pooled"] = latencyStatsJson(pausePooled(d, pair));
+        lat[pair] = std::move(p);
       }
-      j.endObject();
+      med["latency"] = std::move(lat);
     }
     if (!d.rateRuns.empty()) {
       std::vector<double> free, peak, loss90, off90;
@@ -648,45 +614,31 @@ std::string toJson(const Report& rep) {
           off90.push_back(rs.at90->offeredPps() / 1e6);
         }
       }
-      j.key("peak_forwarded_mpps").value(median(peak), 4);
-      j.key("loss_free_mpps").value(median(free), 4);
-      j.key("at_90pct_offered_mpps").value(median(off90), 4);
-      j.key("at_90pct_loss_pct").value(median(loss90), 5);
+      med["peak_forwarded_mpps"] = fixed(median(peak), 4);
+      med["loss_free_mpps"] = fixed(median(free), 4);
+      med["at_90pct_offered_mpps"] = fixed(median(off90), 4);
+      med["at_90pct_loss_pct"] = fixed(median(loss90), 5);
     }
-    if (!d.runs.empty() || !d.latencyRuns.empty() || !d.rateRuns.empty()) j.endObject();
-    j.key("runs").beginArray();
-    for (const auto& r : d.runs) runJson(j, r);
-    j.endArray();
-    j.key("latency_runs").beginArray();
-    for (const auto& lr : d.latencyRuns) latencyRunJson(j, lr);
-    j.endArray();
-    j.key("rate_search_runs").beginArray();
-    for (const auto& rs : d.rateRuns) rateSearchJson(j, rs);
-    j.endArray();
-    j.key("errors").beginArray();
-    for (const auto& e : d.errors) j.value(e);
-    j.endArray();
-    j.endObject();
+    r["median"] = std::move(med);
+    Json runs = Json::array(), latencyRuns = Json::array(), rateRuns = Json::array();
+    for (const auto& x : d.runs) runs.push_back(runJson(x));
+    for (const auto& lr : d.latencyRuns) latencyRuns.push_back(latencyRunJson(lr));
+    for (const auto& rs : d.rateRuns) rateRuns.push_back(rateSearchJson(rs));
+    r["runs"] = std::move(runs);
+    r["latency_runs"] = std::move(latencyRuns);
+    r["rate_search_runs"] = std::move(rateRuns);
+    r["errors"] = strings(d.errors);
+    results.push_back(std::move(r));
   }
-  j.endArray();
-  j.key("skipped").beginArray();
-  for (const auto& s : rep.skipped) {
-    j.beginObject();
-    j.field("datapath", s.datapath);
-    j.field("reason", s.reason);
-    j.endObject();
-  }
-  j.endArray();
-  j.key("cleanup").beginObject();
-  j.field("ok", rep.leftovers.empty());
-  j.key("leftovers").beginArray();
-  for (const auto& l : rep.leftovers) j.value(l);
-  j.endArray();
-  j.endObject();
-  j.key("error");
-  if (rep.fatal.empty()) j.null(); else j.value(rep.fatal);
-  j.endObject();
-  return j.str() + "\n";
+  j["results"] = std::move(results);
+  Json skipped = Json::array();
+  for (const auto& s : rep.skipped) skipped.push_back({{"datapath", s.datapath}, {"reason", s.reason}});
+  j["skipped"] = std::move(skipped);
+  j["cleanup"] = {{"ok", rep.leftovers.empty()}, {"leftovers", strings(rep.leftovers)}};
+  j["error"] = orNull(rep.fatal);
+  // Text from the system (vdevd's output, error messages) may be any bytes:
+  // invalid UTF-8 is replaced rather than thrown on.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace vdev::bench

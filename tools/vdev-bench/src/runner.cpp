@@ -9,6 +9,8 @@
 #include <cmath>
 
 #include "../bpf/bench_shared.h"
+#include "frame.h"
+#include "testkit/stats.h"
 
 namespace vdev::bench {
 
@@ -50,13 +52,13 @@ Status Runner::sampleFor(double seconds, std::vector<Sample>* out) {
   clock_gettime(CLOCK_MONOTONIC, &next);
   double end = monotonicSeconds() + seconds;
   for (;;) {
-    if (stopRequested()) return Status::fail(EINTR, "measurement");
+    if (stopRequested()) return makeError(EINTR, "measurement");
     Status ge = gen_.error();
     if (!ge.ok()) return ge;
     auto g = gen_.counters();
     auto s = topo_.sink().counters();
-    if (!g) return g.status();
-    if (!s) return s.status();
+    if (!g) return g.error();
+    if (!s) return s.error();
     double now = monotonicSeconds();
     out->push_back({now, g->pkts, s->pkts});
     if (now >= end) return {};
@@ -74,14 +76,14 @@ Status Runner::sampleFor(double seconds, std::vector<Sample>* out) {
 Result<Runner::Snapshot> Runner::snapshot(const Datapath& dp) {
   Snapshot s;
   auto busy = readCpuBusy();
-  if (!busy) return busy.status();
+  if (!busy) return busy.error();
   s.busy = busy.value();
   s.t = monotonicSeconds();
   auto g = gen_.counters();
-  if (!g) return g.status();
+  if (!g) return g.error();
   s.gen = g.value();
   auto k = topo_.sink().counters();
-  if (!k) return k.status();
+  if (!k) return k.error();
   s.sink = k.value();
   if (topo_.scenario() == Scenario::kSwitch && topo_.vm()) {
     if (auto v = topo_.vm()->counters()) s.vmPkts = v->pkts;
@@ -139,11 +141,11 @@ Status Runner::prepareNapi() {
   // The ingress port's NAPI exists once an XDP program is attached to it,
   // which every datapath does (vdevd its own, the kernel paths ours). Threaded, its kthread can be pinned to the DUT CPU, so all of
   // the datapath's work runs there, not in softirq on the generator's CPU.
-  VB_TRY(sysfsNetWrite(topo_.dutNs(), topo_.portA(), "threaded", "1"));
+  VB_TRY(testkit::writeSysfsNet(topo_.portA(), "threaded", "1", &topo_.dutNs()));
   std::string prefix = "napi/" + topo_.portA() + "-";
   if (prefix.size() > 15) prefix.resize(15);  // TASK_COMM_LEN - 1
   dutNapiThreads_ = findTasksByComm(prefix);
-  if (dutNapiThreads_.empty()) return Status::fail(ESRCH, "no threaded NAPI kthread for " + topo_.portA());
+  if (dutNapiThreads_.empty()) return makeError(ESRCH, "no threaded NAPI kthread for " + topo_.portA());
   for (pid_t t : dutNapiThreads_) VB_TRY(pinTask(t, opt_.dutCpu));
   return {};
 }
@@ -233,16 +235,16 @@ void Runner::openStats() {
   if (topo_.hasGenNs()) {
     auto st = EthtoolStats::open(topo_.genNs(), topo_.genIf());
     if (st) genStats_.emplace(std::move(st.value()));
-    else logWarn("no ethtool statistics for %s: %s", topo_.genIf().c_str(), st.status().message().c_str());
+    else logWarn("no ethtool statistics for %s: %s", topo_.genIf().c_str(), st.error().message().c_str());
   }
   if (topo_.portAIsTap()) {
     auto ls = LinkStats::open(topo_.dutNs(), topo_.portA());
     if (ls) ingressLink_.emplace(std::move(ls.value()));
-    else logWarn("no link statistics for %s: %s", topo_.portA().c_str(), ls.status().message().c_str());
+    else logWarn("no link statistics for %s: %s", topo_.portA().c_str(), ls.error().message().c_str());
   }
   auto ls = LinkStats::open(topo_.dutNs(), topo_.portB());
   if (ls) egressLink_.emplace(std::move(ls.value()));
-  else logWarn("no link statistics for %s: %s", topo_.portB().c_str(), ls.status().message().c_str());
+  else logWarn("no link statistics for %s: %s", topo_.portB().c_str(), ls.error().message().c_str());
   if (!topo_.portBIsTap()) {
     auto es = EthtoolStats::open(topo_.dutNs(), topo_.portB());
     if (es) egressEthtool_.emplace(std::move(es.value()));
@@ -268,21 +270,19 @@ Status Runner::setUp(Datapath& dp) {
 
   // Tell learning switches where the sink (and the VM) are: frames with no
   // magic, so they are never counted as benchmark frames anywhere.
-  FrameSpec learn;
-  learn.src = topo_.sinkMac();
-  learn.dst = topo_.genMac();
-  learn.srcIp = 0xc6120101;  // 198.18.1.1
-  learn.dstIp = 0xc6120001;  // 198.18.0.1
-  learn.srcPort = VB_UDP_DPORT;
-  learn.dstPort = 1024;
-  learn.magic = false;
-  VB_TRY(topo_.sink().sendLearningFrames(buildFrame(learn), 3));
+  testkit::UdpFrameSpec learn{.dst = topo_.genMac(),
+                              .src = topo_.sinkMac(),
+                              .src_ip = 0xc6120101,  // 198.18.1.1
+                              .dst_ip = 0xc6120001,  // 198.18.0.1
+                              .src_port = VB_UDP_DPORT,
+                              .dst_port = 1024};
+  VB_TRY(topo_.sink().sendLearningFrames(buildFrame(learn, kMinFrameSize, /*magic=*/false), 3));
   if (topo_.scenario() == Scenario::kSwitch && topo_.vm()) {
     learn.src = topo_.vm()->mac();
-    learn.srcIp = 0xc6120201;  // 198.18.2.1
-    VB_TRY(topo_.vm()->sendLearningFrames(buildFrame(learn), 3));
+    learn.src_ip = 0xc6120201;  // 198.18.2.1
+    VB_TRY(topo_.vm()->sendLearningFrames(buildFrame(learn, kMinFrameSize, /*magic=*/false), 3));
   }
-  if (!sleepUnlessStopped(0.05)) return Status::fail(EINTR, "measurement");
+  if (!sleepUnlessStopped(0.05)) return makeError(EINTR, "measurement");
   return {};
 }
 
@@ -291,9 +291,9 @@ Status Runner::drain(uint64_t lastSink) {
   // (at most 3 s) before the totals are taken.
   double stillSince = monotonicSeconds(), giveUp = stillSince + 3;
   while (monotonicSeconds() - stillSince < 0.2 && monotonicSeconds() < giveUp) {
-    if (!sleepUnlessStopped(0.02)) return Status::fail(EINTR, "measurement");
+    if (!sleepUnlessStopped(0.02)) return makeError(EINTR, "measurement");
     auto k = topo_.sink().counters();
-    if (!k) return k.status();
+    if (!k) return k.error();
     if (k->pkts != lastSink) {
       lastSink = k->pkts;
       stillSince = monotonicSeconds();
@@ -353,7 +353,7 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
     bool armed = true;
     ~StopGuard() {
       gen.stop();
-      if (armed) dp.stop();
+      if (armed) (void)dp.stop();
     }
   } guard{dp, gen_};
 
@@ -366,17 +366,17 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   gen_.setRate(opt_.ratePps);
   r.targetPps = opt_.ratePps;
   auto base = snapshot(dp);
-  if (!base) return base.status();
+  if (!base) return base.error();
   VB_TRY(gen_.start());
 
   std::vector<Sample> warm, window;
   VB_TRY(sampleFor(opt_.warmup, &warm));
   auto a = snapshot(dp);
-  if (!a) return a.status();
+  if (!a) return a.error();
   window.push_back({a->t, a->gen.pkts, a->sink.pkts});
   VB_TRY(sampleFor(opt_.duration, &window));
   auto b = snapshot(dp);
-  if (!b) return b.status();
+  if (!b) return b.error();
   window.push_back({b->t, b->gen.pkts, b->sink.pkts});
 
   // --napi-timing split: the CPU window, traffic still flowing, the NAPI
@@ -390,13 +390,13 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
     if (s.ok()) {
       auto x = snapshot(dp);
       if (x) c0 = std::move(x.value());
-      else s = x.status();
+      else s = x.error();
     }
     if (s.ok()) s = sampleFor(opt_.cpuWindow, &ignored);
     if (s.ok()) {
       auto y = snapshot(dp);
       if (y) c1 = std::move(y.value());
-      else s = y.status();
+      else s = y.error();
     }
     timer_->detach();
     VB_TRY(s);
@@ -405,12 +405,12 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   VB_TRY(gen_.error());
   VB_TRY(drain(b->sink.pkts));
   auto fin = snapshot(dp);
-  if (!fin) return fin.status();
+  if (!fin) return fin.error();
 
   guard.armed = false;
   if (timer_) timer_->setDutTgid(0);
   Status st = dp.stop();
-  if (!st.ok()) r.stopProblem = st.message();
+  if (!st.ok()) r.stopProblem = st.error().message();
   r.datapathStats = dp.statsJson();
 
   r.seconds = b->t - a->t;
@@ -489,7 +489,7 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
     Datapath& dp;
     bool armed = true;
     ~StopGuard() {
-      if (armed) dp.stop();
+      if (armed) (void)dp.stop();
     }
   } guard{dp};
   LatencyRun lr;
@@ -510,7 +510,7 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
     return sum;
   };
   auto busy0 = readCpuBusy();
-  if (!busy0) return busy0.status();
+  if (!busy0) return busy0.error();
   double ours0 = ours(), t0 = monotonicSeconds();
 
   const auto& pairs = topo_.latencyPairs();
@@ -528,19 +528,19 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
     plan.intervalS = 0.001;
     std::vector<double> ignored;
     auto w = pingers[i]->run(plan, &ignored);
-    if (!w) return w.status();
+    if (!w) return w.error();
     if (ignored.empty())
-      return Status::failText(ETIMEDOUT, pl.pair + ": no answer to any of 20 warm-up probes (" + pl.from + " -> " +
-                                             pl.to + ")");
+      return Error{0, pl.pair + ": no answer to any of 20 warm-up probes (" + pl.from + " -> " +
+                                             pl.to + ")"};
     std::vector<double> us;
     plan.count = opt_.latSamples;
     plan.intervalS = opt_.latIntervalS;
     auto ipi0 = readIpis();
-    auto sw0 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(Status::fail(ESRCH, "no process"));
+    auto sw0 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(makeError(ESRCH, "no process"));
     auto n = pingers[i]->run(plan, &us);
-    if (!n) return n.status();
+    if (!n) return n.error();
     auto ipi1 = readIpis();
-    auto sw1 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(Status::fail(ESRCH, "no process"));
+    auto sw1 = dp.pid() ? voluntarySwitches(dp.pid()) : Result<uint64_t>(makeError(ESRCH, "no process"));
     pl.light = summarizeLatency(us, n.value());
     if (n.value() > 0) {
       if (ipi0 && ipi1) pl.ipisPerProbe = double(ipi1.value() - ipi0.value()) / double(n.value());
@@ -550,14 +550,14 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
       plan.count = opt_.latPauseSamples;
       plan.pauseS = opt_.latPauseS;
       auto m = pingers[i]->run(plan, &pl.pauseUs);
-      if (!m) return m.status();
+      if (!m) return m.error();
       pl.pause = summarizeLatency(pl.pauseUs, m.value());
     }
     lr.pairs.push_back(std::move(pl));
   }
 
   auto busy1 = readCpuBusy();
-  if (!busy1) return busy1.status();
+  if (!busy1) return busy1.error();
   lr.seconds = monotonicSeconds() - t0;
   double other = (busy1->all - busy0->all) - (ours() - ours0);
   lr.otherLoad = lr.seconds > 0 ? std::max(0.0, other) / lr.seconds : 0;
@@ -569,7 +569,7 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
   guard.armed = false;
   if (timer_) timer_->setDutTgid(0);
   Status st = dp.stop();
-  if (!st.ok()) lr.stopProblem = st.message();
+  if (!st.ok()) lr.stopProblem = st.error().message();
   return lr;
 }
 
@@ -577,13 +577,22 @@ Result<LatencyRun> Runner::measureLatency(Datapath& dp, int run, const std::vect
 
 namespace {
 struct DutDrops {
-  uint64_t rxRingFull, fillEmpty, drops;
+  uint64_t rxRingFull = 0, fillEmpty = 0, drops = 0;
 };
-DutDrops dutDrops(const std::string& json) {
-  DutDrops d{sumJsonKey(json, "rx_ring_full"), sumJsonKey(json, "rx_fill_ring_empty_descs"), 0};
-  for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt", "pool_empty",
-                        "invalid_src"})
-    d.drops += sumJsonKey(json, k);
+uint64_t orZero(Result<uint64_t> r) { return r ? *r : 0; }
+// vdevd's own drop counters, summed over its ports (a counter vdevd does not
+// report counts 0); nullopt when the statistics do not parse.
+std::optional<DutDrops> dutDrops(const std::string& json) {
+  auto stats = testkit::parseStats(json);
+  if (!stats) return std::nullopt;
+  DutDrops d;
+  for (const testkit::PortStats& p : stats->ports) {
+    d.rxRingFull += orZero(p.xdp("rx_ring_full"));
+    d.fillEmpty += orZero(p.xdp("rx_fill_ring_empty_descs"));
+    for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt", "pool_empty",
+                          "invalid_src"})
+      d.drops += orZero(p.drop(k));
+  }
   return d;
 }
 }  // namespace
@@ -594,7 +603,7 @@ Result<RateTrial> Runner::trial(Datapath& dp, uint64_t pps, double seconds) {
   gen_.setRate(pps);
   std::string stats0 = dp.liveStatsJson();
   auto base = snapshot(dp);
-  if (!base) return base.status();
+  if (!base) return base.error();
   std::vector<Sample> samples;
   double t0 = monotonicSeconds();
   samples.push_back({t0, base->gen.pkts, base->sink.pkts});
@@ -606,13 +615,15 @@ Result<RateTrial> Runner::trial(Datapath& dp, uint64_t pps, double seconds) {
   VB_TRY(gen_.error());
   VB_TRY(drain(samples.back().forwarded));
   auto fin = snapshot(dp);
-  if (!fin) return fin.status();
+  if (!fin) return fin.error();
   std::string stats1 = dp.liveStatsJson();
   if (!stats0.empty() && !stats1.empty()) {
-    DutDrops x = dutDrops(stats0), y = dutDrops(stats1);
-    t.dutRxRingFull = y.rxRingFull - x.rxRingFull;
-    t.dutFillRingEmpty = y.fillEmpty - x.fillEmpty;
-    t.dutDrops = y.drops - x.drops;
+    const auto x = dutDrops(stats0), y = dutDrops(stats1);
+    if (x && y) {
+      t.dutRxRingFull = y->rxRingFull - x->rxRingFull;
+      t.dutFillRingEmpty = y->fillEmpty - x->fillEmpty;
+      t.dutDrops = y->drops - x->drops;
+    }
   }
   // The rate is over the time frames flowed: from the last sample before
   // the first frame on.
@@ -649,7 +660,7 @@ Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) 
     ~StopGuard() {
       gen.stop();
       gen.setRate(0);
-      if (armed) dp.stop();
+      if (armed) (void)dp.stop();
     }
   } guard{dp, gen_};
   RateSearch rs;
@@ -657,15 +668,15 @@ Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) 
   rs.run = run;
   VB_TRY(setUp(dp));
   auto a = snapshot(dp);
-  if (!a) return a.status();
+  if (!a) return a.error();
 
   // Warm-up, then the peak: unpaced, what the datapath forwards at most.
   if (opt_.warmup > 0) {
     auto w = trial(dp, 0, opt_.warmup);
-    if (!w) return w.status();
+    if (!w) return w.error();
   }
   auto peak = trial(dp, 0, opt_.trialS);
-  if (!peak) return peak.status();
+  if (!peak) return peak.error();
   rs.peak = peak.value();
 
   // Binary search on the offered rate. A datapath cannot forward more without
@@ -685,7 +696,7 @@ Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) 
   }
   for (int i = 0; i < opt_.maxTrials && r >= kMinRate; ++i) {
     auto t = trial(dp, static_cast<uint64_t>(r), opt_.trialS);
-    if (!t) return t.status();
+    if (!t) return t.error();
     rs.trials.push_back(t.value());
     if (t->pass) {
       rs.lossFreePps = std::max(rs.lossFreePps, t->offeredPps());
@@ -712,12 +723,12 @@ Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) 
   if (ref > 0) {
     rs.vdevdPeakPps = ref;
     auto t = trial(dp, static_cast<uint64_t>(0.9 * ref), opt_.duration);
-    if (!t) return t.status();
+    if (!t) return t.error();
     rs.at90 = t.value();
   }
 
   auto b = snapshot(dp);
-  if (!b) return b.status();
+  if (!b) return b.error();
   double other = b->t > a->t ? otherLoad(*a, *b) / (b->t - a->t) : 0;
   rs.noisy = other > 0.15;
   if (rs.noisy)
@@ -728,7 +739,7 @@ Result<RateSearch> Runner::findRate(Datapath& dp, int run, double vdevdPeakPps) 
   guard.armed = false;
   if (timer_) timer_->setDutTgid(0);
   Status st = dp.stop();
-  if (!st.ok()) rs.stopProblem = st.message();
+  if (!st.ok()) rs.stopProblem = st.error().message();
   return rs;
 }
 

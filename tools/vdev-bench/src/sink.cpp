@@ -4,14 +4,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/if_ether.h>
-#include <linux/if_packet.h>
-#include <linux/if_tun.h>
 #include <linux/ip.h>
 #include <linux/udp.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -61,7 +58,7 @@ Result<std::vector<pid_t>> pinNapiThreads(const std::string& ifname, int cpu, in
   std::string prefix = "napi/" + ifname + "-";
   if (prefix.size() > 15) prefix.resize(15);
   std::vector<pid_t> tids = findTasksByComm(prefix);
-  if (tids.empty()) return Status::fail(ESRCH, "no threaded NAPI kthread for " + ifname);
+  if (tids.empty()) return makeError(ESRCH, "no threaded NAPI kthread for " + ifname);
   for (pid_t t : tids) {
     VB_TRY(pinTask(t, cpu));
     VB_TRY(setRealtime(t, prio));
@@ -84,16 +81,16 @@ const char* sinkModeName(SinkMode m) { return m == SinkMode::kTc ? "tc" : "xdp";
 Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname, SinkMode mode) {
   std::unique_ptr<VethSink> s(new VethSink(ns, ifname, mode));
   auto skel = loadSink();
-  if (!skel) return skel.status();
+  if (!skel) return skel.error();
   s->skel_ = std::move(skel.value());
   s->countersFd_ = sinkCountersFd(s->skel_.get());
   if (mode == SinkMode::kXdp) {
     auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
-    if (!link) return link.status();
+    if (!link) return link.error();
     s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
     auto st = EthtoolStats::open(ns, ifname);
     if (st) s->stats_.emplace(std::move(st.value()));
-    else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.status().message().c_str());
+    else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.error().message().c_str());
     return s;
   }
   // tc: a veth starts with GRO off (veth turns it off at creation); make
@@ -101,11 +98,11 @@ Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::s
   VB_TRY(setGro(ns, ifname, false));
   s->gro_ = false;
   auto tc = TcIngress::attach(ns, ifname, sinkTcProgram(s->skel_.get()));
-  if (!tc) return tc.status();
+  if (!tc) return tc.error();
   s->tc_ = std::move(tc.value());
   auto ls = LinkStats::open(ns, ifname);
   if (ls) s->linkStats_.emplace(std::move(ls.value()));
-  else logWarn("no link statistics for %s: %s", ifname.c_str(), ls.status().message().c_str());
+  else logWarn("no link statistics for %s: %s", ifname.c_str(), ls.error().message().c_str());
   return s;
 }
 
@@ -138,21 +135,14 @@ std::string VethSink::kernelCounter() const {
 }
 
 Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
-  return inNetns(ns_, [&]() -> Status {
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);  // protocol 0: send only
-    if (fd < 0) return Status::fromErrno("socket(AF_PACKET)");
-    Fd sock(fd);
-    sockaddr_ll sll = {};
-    sll.sll_family = AF_PACKET;
-    sll.sll_ifindex = static_cast<int>(if_nametoindex(ifname_.c_str()));
-    sll.sll_halen = ETH_ALEN;
-    std::memcpy(sll.sll_addr, frame.data(), ETH_ALEN);
-    for (int i = 0; i < n; ++i) {
-      if (sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
-        return Status::fromErrno("send learning frame on " + ifname_);
-    }
-    return {};
-  });
+  // Bound with protocol 0: it sends and never receives.
+  auto sock = testkit::openPacketSocket(ifname_, &ns_, /*receive=*/false);
+  if (!sock) return sock.error();
+  for (int i = 0; i < n; ++i) {
+    if (send(sock->get(), frame.data(), frame.size(), 0) < 0)
+      return errnoError("send learning frame on " + ifname_);
+  }
+  return {};
 }
 
 double VethSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
@@ -174,9 +164,9 @@ Status VethSink::prepare(const SinkRun& run) {
   // softirq mode: the sink's NAPI runs in softirq on the CPU that
   // transmitted into the sink veth (the datapath's), nothing to pin.
   if (!run.threadedNapi) return {};
-  VB_TRY(sysfsNetWrite(ns_, ifname_, "threaded", "1"));
+  VB_TRY(testkit::writeSysfsNet(ifname_, "threaded", "1", &ns_));
   auto tids = pinNapiThreads(ifname_, run.cpu, run.prio);
-  if (!tids) return tids.status();
+  if (!tids) return tids.error();
   napiThreads_ = std::move(tids.value());
   return {};
 }
@@ -184,19 +174,9 @@ Status VethSink::prepare(const SinkRun& run) {
 // ---- TapSink ------------------------------------------------------------------
 
 Result<std::unique_ptr<TapSink>> TapSink::create(const Netns& ns, const std::string& ifname, const Mac& mac) {
-  // The tap is created in the namespace of the thread that opens /dev/net/tun.
-  auto fd = inNetns(ns, [&]() -> Result<Fd> {
-    int raw = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (raw < 0) return Status::fromErrno("open /dev/net/tun");
-    Fd f(raw);
-    ifreq ifr = {};
-    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-    if (ioctl(f.get(), TUNSETIFF, &ifr) < 0) return Status::fromErrno("TUNSETIFF " + ifname);
-    return f;
-  });
-  if (!fd) return fd.status();
-  std::unique_ptr<TapSink> s(new TapSink(ifname, std::move(fd.value()), mac));
+  auto tap = testkit::Tap::open({.name = ifname, .ns = &ns});
+  if (!tap) return tap.error();
+  std::unique_ptr<TapSink> s(new TapSink(ifname, std::move(*tap), mac));
   s->reader_ = std::thread([p = s.get()] { p->readerMain(); });
   return s;
 }
@@ -217,13 +197,13 @@ void TapSink::readerMain() {
 
   alignas(64) uint8_t buf[65536];
   uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0, probes = 0;
-  pollfd pfd = {fd_.get(), POLLIN, 0};
+  pollfd pfd = {tap_.fd(), POLLIN, 0};
   while (!stop_.load(std::memory_order_relaxed)) {
     // Drain everything that is queued, then publish, then sleep in poll():
     // one read() per frame is what a VM's tap backend (QEMU without vhost)
     // does too.
     for (;;) {
-      ssize_t n = read(fd_.get(), buf, sizeof buf);
+      ssize_t n = read(tap_.fd(), buf, sizeof buf);
       if (n <= 0) break;
       if (isBenchFrame(buf, static_cast<size_t>(n))) {
         ++pkts;
@@ -236,7 +216,7 @@ void TapSink::readerMain() {
           // that was flooded to the VM (addressed to someone else) is not
           // answered, or a learning switch would learn the wrong port.
           reflectProbe(buf, static_cast<size_t>(n));
-          if (write(fd_.get(), buf, static_cast<size_t>(n)) == n) {
+          if (write(tap_.fd(), buf, static_cast<size_t>(n)) == n) {
             ++probes;
             probes_.store(probes, std::memory_order_relaxed);
           }
@@ -268,7 +248,7 @@ Status TapSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
   // Writing to the tap fd is the "VM" transmitting: the frame enters the
   // host side through the tap's receive path.
   for (int i = 0; i < n; ++i)
-    if (write(fd_.get(), frame.data(), frame.size()) < 0) return Status::fromErrno("write to tap " + ifname_);
+    if (write(tap_.fd(), frame.data(), frame.size()) < 0) return errnoError("write to tap " + ifname_);
   return {};
 }
 
@@ -282,7 +262,7 @@ double TapSink::cpuSeconds() const {
 Status TapSink::prepare(const SinkRun& run) {
   pid_t t = 0;
   for (int i = 0; i < 1000 && (t = tid_.load(std::memory_order_relaxed)) == 0; ++i) usleep(1000);
-  if (t == 0) return Status::fail(ESRCH, "tap reader not started");
+  if (t == 0) return makeError(ESRCH, "tap reader not started");
   VB_TRY(pinTask(t, run.cpu));
   return setRealtime(t, run.prio);
 }

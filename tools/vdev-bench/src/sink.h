@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/mac.h"
 #include "bpf_objs.h"
 #include "ethtool_stats.h"
-#include "fd.h"
-#include "frame.h"
 #include "result.h"
 #include "sys.h"
+#include "testkit/links.h"
 
 namespace vdev::bench {
 
@@ -113,9 +113,9 @@ class VethSink : public Sink {
   std::optional<LinkStats> linkStats_;  // tc
 };
 
-// A tap reader standing in for a VM: it owns the tap (opened with
-// IFF_TAP | IFF_NO_PI in the device-under-test namespace, the way QEMU opens
-// one), reads every frame on its own thread and counts it. Latency probes
+// A tap reader standing in for a VM: it owns the tap (testkit::Tap, opened
+// with IFF_TAP | IFF_NO_PI in the device-under-test namespace the way QEMU
+// opens one, and up), reads every frame on its own thread and counts it. Latency probes
 // (UDP to VB_UDP_ECHO_PORT) addressed to the VM's MAC are sent back at once
 // from the reader thread, addresses and ports swapped (one write()), as a
 // guest's echo responder would. The tap exists as long as this object:
@@ -132,7 +132,7 @@ class TapSink : public Sink {
   std::string describe() const override { return "read() loop on tap " + ifname_; }
   std::string receivePath() const override { return "tap, read() per frame"; }
   // The tap's fd, for a TapWriter (the VM transmitting).
-  int fd() const { return fd_.get(); }
+  int fd() const { return tap_.fd(); }
   const std::string& ifname() const { return ifname_; }
   Mac mac() const { return mac_; }
   uint64_t probesReflected() const { return probes_.load(std::memory_order_relaxed); }
@@ -143,11 +143,12 @@ class TapSink : public Sink {
   }
 
  private:
-  TapSink(std::string ifname, Fd fd, const Mac& mac) : ifname_(std::move(ifname)), fd_(std::move(fd)), mac_(mac) {}
+  TapSink(std::string ifname, testkit::Tap tap, const Mac& mac)
+      : ifname_(std::move(ifname)), tap_(std::move(tap)), mac_(mac) {}
   void readerMain();
 
   std::string ifname_;
-  Fd fd_;
+  testkit::Tap tap_;
   Mac mac_;
   std::thread reader_;
   std::atomic<bool> stop_{false};

@@ -1,5 +1,6 @@
 // sys.h - small Linux helpers for vdev-bench's control code: logging, the
-// stop flag, running iproute2, network namespaces, CPU pinning and CPU time.
+// stop flag, running iproute2, CPU pinning and CPU time. Namespaces, devices
+// and processes come from testkit/.
 #pragma once
 
 #include <sys/types.h>
@@ -8,11 +9,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "fd.h"
+#include "base/fd.h"
 #include "result.h"
+#include "testkit/netns.h"
 
 namespace vdev::bench {
 
@@ -33,65 +34,16 @@ void requestStop();
 bool sleepUnlessStopped(double seconds);
 
 // ---- commands ---------------------------------------------------------------
-// Runs argv (PATH search, no shell), output captured. Non-zero exit -> a
-// Status whose text holds the command and what it printed.
+// Runs argv (PATH search, no shell; testkit::runChecked), logged with -v.
+// Non-zero exit -> an Error whose text holds the command and what it printed.
 Status runCommand(const std::vector<std::string>& argv);
-// As runCommand, but the output is returned (stdout and stderr together).
-Result<std::string> runCommandOutput(const std::vector<std::string>& argv);
 
 // ---- network namespaces ------------------------------------------------------
-// A named network namespace (ip netns add) that this process created and
-// deletes when destroyed; deleting it destroys every netdev inside, and a
-// veth's peer with it.
-class Netns {
- public:
-  static Result<Netns> create(const std::string& name);
-  Netns(Netns&& o) noexcept;
-  Netns& operator=(Netns&&) = delete;
-  Netns(const Netns&) = delete;
-  ~Netns();
-
-  const std::string& name() const { return name_; }
-  // setns() for the calling thread only (other threads stay where they are).
-  Status enter() const;
-
- private:
-  Netns(std::string name, Fd fd) : name_(std::move(name)), fd_(std::move(fd)) {}
-  std::string name_;
-  Fd fd_;
-};
-
-// Runs f() on a temporary thread that has entered ns and returns its result
-// (a Status or Result<T>). Netdev ifindexes, XDP attach, BPF_PROG_RUN's
-// ingress_ifindex, /proc/sys/net and sockets all resolve in the calling
-// thread's network namespace, hence this helper.
-template <class F>
-auto inNetns(const Netns& ns, F&& f) -> decltype(f()) {
-  using R = decltype(f());
-  R out = Status::fail(EINTR, "inNetns: not run");
-  std::thread t([&] {
-    Status s = ns.enter();
-    if (!s.ok()) {
-      out = s;
-      return;
-    }
-    out = f();
-  });
-  t.join();
-  return out;
-}
-
-// Ifindex of ifname inside ns.
-Result<int> ifindexIn(const Netns& ns, const std::string& ifname);
-// Writes value to a /proc/sys path inside ns (net.* sysctls are per netns).
-Status sysctlIn(const Netns& ns, const std::string& path, const std::string& value);
-// Reads a /proc/sys path inside ns (trailing newline removed).
-Result<std::string> sysctlReadIn(const Netns& ns, const std::string& path);
-// Writes value to /sys/class/net/IFNAME/ATTR of a device inside ns. sysfs
-// shows the namespace it was mounted in, so this goes through
-// `ip netns exec`, which mounts a private sysfs for the namespace.
-Status sysfsNetWrite(const Netns& ns, const std::string& ifname, const std::string& attr,
-                     const std::string& value);
+// testkit's: named namespaces (ip netns add/del) with IPv6 off, code run
+// inside one through testkit::inNetns, sysctls, sysfs and ifindexes there.
+// Netdev ifindexes, XDP attach, BPF_PROG_RUN's ingress_ifindex, /proc/sys/net
+// and sockets all resolve in the calling thread's network namespace.
+using testkit::Netns;
 
 // ---- CPUs and CPU time ------------------------------------------------------
 Status pinTask(pid_t tid, int cpu);  // tid 0 = the calling thread

@@ -4,7 +4,11 @@
 #include <dirent.h>
 #include <net/if.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "ethtool_stats.h"
+#include "testkit/wait.h"
 
 namespace vdev::bench {
 
@@ -59,39 +63,33 @@ Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMod
   t->sinkMac_ = {0x02, 0x76, 0x62, 0x00, 0x00, 0x02};
   t->vmMac_ = {0x02, 0x76, 0x62, 0x00, 0x00, 0x03};
   Status s = t->build();
-  if (!s.ok()) return s;  // ~Topology removes what was built so far
+  if (!s.ok()) return s.error();  // ~Topology removes what was built so far
   return t;
 }
 
-namespace {
-Status disableIpv6(const Netns& ns) {
-  // Before any device exists, so "default" applies to each one created here.
-  VB_TRY(sysctlIn(ns, "net/ipv6/conf/all/disable_ipv6", "1"));
-  return sysctlIn(ns, "net/ipv6/conf/default/disable_ipv6", "1");
-}
-}  // namespace
-
 Status Topology::build() {
+  // testkit::Netns::create turns IPv6 off in the namespace before any device
+  // exists, so "default" applies to each one created here.
   auto mk = [&](std::optional<Netns>& slot, const std::string& name) -> Status {
-    if (stopRequested()) return Status::fail(EINTR, "setup");
+    if (stopRequested()) return Error{EINTR, "setup"};
     auto ns = Netns::create(name);
-    if (!ns) return ns.status();
-    slot.emplace(std::move(ns.value()));
-    return disableIpv6(*slot);
+    if (!ns) return ns.error();
+    slot.emplace(std::move(*ns));
+    return {};
   };
   if (scenario_ != Scenario::kTapVeth) VB_TRY(mk(gen_, prefix_ + "-gen"));
   VB_TRY(mk(dut_, prefix_ + "-dut"));
-  const std::string& dut = dut_->name();
   // br_netfilter (built in, or loaded by Docker & co.) sends every bridged
   // IPv4/IPv6/ARP frame through the netfilter hooks while these are 1 (its
   // default): a large part of the bridge's cost.
   if (bridgeNfCall_ >= 0) {
     for (const char* k : {"iptables", "ip6tables", "arptables"}) {
-      Status s = sysctlIn(*dut_, std::string("net/bridge/bridge-nf-call-") + k, bridgeNfCall_ ? "1" : "0");
-      if (!s.ok()) return Status::failText(s.err(), s.message() + " (--bridge-nf-call needs br_netfilter)");
+      Status s = testkit::writeSysctl(std::string("net/bridge/bridge-nf-call-") + k, bridgeNfCall_ ? "1" : "0",
+                                      &*dut_);
+      if (!s.ok()) return Error{0, s.error().message() + " (--bridge-nf-call needs br_netfilter)"};
     }
   }
-  if (auto v = sysctlReadIn(*dut_, "net/bridge/bridge-nf-call-iptables")) bridgeNf_ = v.value();
+  if (auto v = testkit::readSysctl("net/bridge/bridge-nf-call-iptables", &*dut_)) bridgeNf_ = *v;
 
   // Endpoints are referred to by pointer (LatencyPair): no reallocation.
   endpoints_.reserve(3);
@@ -99,46 +97,43 @@ Status Topology::build() {
   // transmits (TapWriter) with the generator's addresses.
   if (scenario_ == Scenario::kTapVeth) {
     auto vm = TapSink::create(*dut_, portA_, genMac_);
-    if (!vm) return vm.status();
-    vmOwned_ = std::move(vm.value());
+    if (!vm) return vm.error();
+    vmOwned_ = std::move(*vm);
     vm_ = vmOwned_.get();
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portA_, "up"}));
     endpoints_.push_back({"vm", nullptr, portA_, genMac_, kGenIp, vm_});
   } else {
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "add", portA_, "type", "veth", "peer", "name", genIf_,
-                       "netns", gen_->name()}));
-    VB_TRY(runCommand({"ip", "-n", gen_->name(), "link", "set", genIf_, "address", formatMac(genMac_), "up"}));
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portA_, "up"}));
+    auto veth = testkit::VethPair::create(
+        {.host_name = portA_, .peer_name = genIf_, .host_ns = &*dut_, .peer_ns = &*gen_, .peer_mac = genMac_});
+    if (!veth) return veth.error();
+    vethA_.emplace(std::move(*veth));
     endpoints_.push_back({"container1", &*gen_, genIf_, genMac_, kGenIp, nullptr});
   }
 
   // Port B: the sink's veth peer, or (veth-tap) the VM's tap.
   if (scenario_ == Scenario::kVethTap) {
     auto sink = TapSink::create(*dut_, portB_, sinkMac_);
-    if (!sink) return sink.status();
-    vm_ = sink.value().get();
-    sink_ = std::move(sink.value());
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portB_, "up"}));
+    if (!sink) return sink.error();
+    vm_ = sink->get();
+    sink_ = std::move(*sink);
     endpoints_.push_back({"vm", nullptr, portB_, sinkMac_, kSinkIp, vm_});
   } else {
     VB_TRY(mk(sinkNs_, prefix_ + "-sink"));
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "add", portB_, "type", "veth", "peer", "name", sinkIf_,
-                       "netns", sinkNs_->name()}));
-    VB_TRY(runCommand({"ip", "-n", sinkNs_->name(), "link", "set", sinkIf_, "address", formatMac(sinkMac_), "up"}));
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portB_, "up"}));
+    auto veth = testkit::VethPair::create(
+        {.host_name = portB_, .peer_name = sinkIf_, .host_ns = &*dut_, .peer_ns = &*sinkNs_, .peer_mac = sinkMac_});
+    if (!veth) return veth.error();
+    vethB_.emplace(std::move(*veth));
     auto sink = VethSink::create(*sinkNs_, sinkIf_, sinkMode_);
-    if (!sink) return sink.status();
-    sink_ = std::move(sink.value());
+    if (!sink) return sink.error();
+    sink_ = std::move(*sink);
     endpoints_.push_back({"container2", &*sinkNs_, sinkIf_, sinkMac_, kSinkIp, nullptr});
   }
 
   // Port C (switch): the VM's tap.
   if (scenario_ == Scenario::kSwitch) {
     auto vm = TapSink::create(*dut_, portC_, vmMac_);
-    if (!vm) return vm.status();
-    vmOwned_ = std::move(vm.value());
+    if (!vm) return vm.error();
+    vmOwned_ = std::move(*vm);
     vm_ = vmOwned_.get();
-    VB_TRY(runCommand({"ip", "-n", dut, "link", "set", portC_, "up"}));
     endpoints_.push_back({"vm", nullptr, portC_, vmMac_, kVmIp, vm_});
   }
 
@@ -197,20 +192,26 @@ Status Topology::waitRunning() {
   if (gen_) devs.push_back({&*gen_, genIf_});
   for (const auto& p : ports()) devs.push_back({&*dut_, p});
   if (sinkNs_) devs.push_back({&*sinkNs_, sinkIf_});
-  double deadline = monotonicSeconds() + 5;
+  const double deadline = monotonicSeconds() + 5;
   for (const Dev& d : devs) {
     auto ls = LinkStats::open(*d.ns, d.name);
-    if (!ls) return ls.status();
-    for (;;) {
-      auto c = ls->read();
-      if (!c) return c.status();
-      if ((c->flags & IFF_UP) && (c->flags & IFF_RUNNING)) break;
-      if (monotonicSeconds() > deadline) {
-        logWarn("%s is not running (flags 0x%x) 5 s after set-up; going on", d.name.c_str(), c->flags);
-        break;
-      }
-      if (!sleepUnlessStopped(0.02)) return Status::fail(EINTR, "setup");
-    }
+    if (!ls) return ls.error();
+    Status failed;
+    unsigned flags = 0;
+    const bool running = testkit::waitUntil(
+        [&] {
+          if (stopRequested()) return true;
+          auto c = ls->read();
+          if (!c) failed = c.error();
+          else flags = c->flags;
+          return !failed.ok() || ((flags & IFF_UP) && (flags & IFF_RUNNING));
+        },
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::duration<double>(std::max(0.0, deadline - monotonicSeconds()))),
+        std::chrono::milliseconds(20));
+    VB_TRY(failed);
+    if (stopRequested()) return Error{EINTR, "setup"};
+    if (!running) logWarn("%s is not running (flags 0x%x) 5 s after set-up; going on", d.name.c_str(), flags);
   }
   logInfo("all links running");
   return {};
@@ -219,6 +220,11 @@ Status Topology::waitRunning() {
 Topology::~Topology() {
   sink_.reset();  // closes the tap, detaches the sink program
   vmOwned_.reset();
+  vethB_.reset();
+  vethA_.reset();
+  for (auto* ns : {&sinkNs_, &dut_, &gen_})
+    if (*ns)
+      if (Status s = (*ns)->remove(); !s.ok()) logWarn("cleanup: %s", s.error().message().c_str());
   sinkNs_.reset();
   dut_.reset();
   gen_.reset();

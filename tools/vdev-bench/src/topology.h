@@ -17,8 +17,9 @@
 // frame mixes with the measured traffic. The containers' veths get IPv4
 // addresses in 198.18.0.0/15 and static neighbour entries for each other and
 // the VM (no ARP), for the latency probes. Everything is removed by the
-// destructor: the taps with their fds (TapSink), the veths with their
-// namespaces.
+// destructor: the taps with their fds (TapSink), then the veths, then the
+// namespaces. Namespaces and devices are testkit's (testkit/netns.h,
+// testkit/links.h).
 #pragma once
 
 #include <memory>
@@ -26,10 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "frame.h"
+#include "base/mac.h"
 #include "result.h"
 #include "sink.h"
 #include "sys.h"
+#include "testkit/links.h"
 
 namespace vdev::bench {
 
@@ -111,6 +113,7 @@ class Topology {
   std::string bridgeNf_ = "absent";
   std::string prefix_;
   std::optional<Netns> gen_, dut_, sinkNs_;
+  std::optional<testkit::VethPair> vethA_, vethB_;  // the generator's and the sink's (veth ends)
   std::string genIf_, portA_, portB_, portC_, sinkIf_, bridge_;
   Mac genMac_{}, sinkMac_{}, vmMac_{};
   std::unique_ptr<Sink> sink_;          // destroyed before the namespaces
