@@ -67,6 +67,9 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
     for (size_t i = 0; i < ports.size(); ++i) {
       w.beginObject();
       writePortInfo(w, ports[i]);
+      // Who added it at run time, and its tag (vdev-cni's "cni:NETWORK").
+      if (ports[i].owner_uid) w.field("owner_uid", *ports[i].owner_uid);
+      if (!ports[i].tag.empty()) w.field("tag", ports[i].tag);
       if (stats) writePortCounters(w, (*stats)[i]);
       w.endObject();
     }
