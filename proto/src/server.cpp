@@ -244,28 +244,29 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   // being able to swap the file for a symlink; then renamed into place.
   // Until listen() a connect fails (ECONNREFUSED), so the permissions are
   // in place before anyone can talk to us.
-  std::string tmpl = dir + "/.vdevd-bind-XXXXXX";
+  std::string tmpl = dir + "/.vdevd-XXXXXX";
   if (!::mkdtemp(tmpl.data())) return vdev::errnoError("mkdtemp " + tmpl);
-  const std::string tmpDir = tmpl, tmpSock = tmpDir + "/sock";
+  const std::string tmpDir = tmpl;
+  vdev::FileDesc dfd(::open(tmpDir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   auto cleanup = [&] {
-    ::unlink(tmpSock.c_str());
+    if (dfd.valid()) ::unlinkat(dfd.get(), "s", 0);
     ::rmdir(tmpDir.c_str());
   };
-  auto tmpAddr = unixAddr(tmpSock);
-  if (!tmpAddr) {
-    cleanup();
-    return tmpAddr.error();
-  }
   auto fail = [&](Error e) {
     cleanup();
     return e;
   };
+  if (!dfd.valid()) return fail(vdev::errnoError("open " + tmpDir));
+  // Bound through the directory's fd: a short path, whatever the length of
+  // `path` (sun_path holds 107 bytes).
+  auto tmpAddr = unixAddr("/proc/self/fd/" + std::to_string(dfd.get()) + "/s");
+  if (!tmpAddr) return fail(tmpAddr.error());
   if (::bind(srv->listen_.get(), reinterpret_cast<const sockaddr*>(&*tmpAddr), sizeof(*tmpAddr)) != 0)
     return fail(vdev::errnoError("bind " + path));
-  if (config.group && ::lchown(tmpSock.c_str(), static_cast<uid_t>(-1), *config.group) != 0)
+  if (config.group && ::fchownat(dfd.get(), "s", static_cast<uid_t>(-1), *config.group, AT_SYMLINK_NOFOLLOW) != 0)
     return fail(vdev::errnoError("chown " + path + " to " + groupLabel(*config.group)));
-  if (::chmod(tmpSock.c_str(), config.mode) != 0) return fail(vdev::errnoError("chmod " + path));
-  if (::rename(tmpSock.c_str(), path.c_str()) != 0)
+  if (::fchmodat(dfd.get(), "s", config.mode, 0) != 0) return fail(vdev::errnoError("chmod " + path));
+  if (::renameat(dfd.get(), "s", AT_FDCWD, path.c_str()) != 0)
     return fail(vdev::errnoError("rename the socket to " + path));
   ::rmdir(tmpDir.c_str());
   // From here the destructor removes the file.

@@ -196,7 +196,8 @@ Status validatePortTag(std::string_view tag) {
   if (tag.empty() || tag.size() > kPortTagMax)
     return invalid("attribute PORT_TAG: length " + std::to_string(tag.size()) + ", expected 1.." +
                    std::to_string(kPortTagMax) + " characters");
-  if (!printable(tag, true)) return invalid("attribute PORT_TAG: " + quoted(tag) + " has non-printable characters");
+  // No spaces: the state file keeps it as one key=value word.
+  if (!printable(tag, false)) return invalid("attribute PORT_TAG: " + quoted(tag) + " has spaces or non-printable characters");
   return {};
 }
 

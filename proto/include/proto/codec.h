@@ -231,7 +231,7 @@ using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoM
 Status validate(const RequestBody& body);
 Status validateIfname(std::string_view name, std::string_view attr);
 Status validateUnicastMac(const Mac& mac, std::string_view attr);
-// PORT_TAG: 1..kPortTagMax printable ASCII characters.
+// PORT_TAG: 1..kPortTagMax printable ASCII characters, no space.
 Status validatePortTag(std::string_view tag);
 
 // --------------------------------------------------------------- encoding

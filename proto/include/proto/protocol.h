@@ -111,7 +111,7 @@ enum Attr : uint16_t {
                          // (PORT_ADD: absent = 1; port replies). 0: they always go through vdevd
   kAttrOwnerUid = 23,    // u32: uid of the client that added the port (port replies; absent:
                          // a port from vdevd's command line)
-  kAttrPortTag = 24,     // string, 1..127 printable chars: a label the adding client gives the
+  kAttrPortTag = 24,     // string, 1..127 printable chars, no space: a label the adding client gives the
                          // port (PORT_ADD; port replies). vdev-cni: "cni:" + network name
   kAttrFdLimit = 25,     // u32: vdevd's open-file limit (RLIMIT_NOFILE soft limit; INFO)
   kAttrPortsFdLeft = 26, // u32: further one-queue ports that limit leaves room for (INFO)
