@@ -10,7 +10,8 @@ set -eu
 # the test guest that tests/qemu boots (scripts/vm-guest-image.sh builds it
 # from them; the kernel package is only read, the host does not boot it).
 # tcpdump: that test's packet captures (VDEV_QEMU_PCAP).
-# podman: e2e_podman_test, a real runtime (libcni) loading a vdev-cni network.
+# podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
+# network and running containers on it (runc: crun refuses hybrid cgroups).
 
 PACKAGES="
 build-essential cmake pkg-config make
@@ -25,7 +26,7 @@ libsystemd-dev systemd
 iproute2 ethtool iputils-ping
 python3
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
-podman
+podman runc
 "
 
 missing=""

@@ -225,7 +225,7 @@ Status saveState(const std::string& path, const DaemonState& st) {
 
 Status ensurePrivateDir(const std::string& dir, mode_t mode) {
   if (dir.empty()) return {};
-  for (size_t pos = 1; pos != std::string::npos;) {
+  for (size_t pos = 0; pos != std::string::npos;) {
     pos = dir.find('/', pos + 1);
     const std::string part = dir.substr(0, pos);
     if (::mkdir(part.c_str(), mode) == 0) {

@@ -120,8 +120,8 @@ TEST_F(HardeningTest, FifoAsNamespaceIsRefusedAtOnceAndVdevdStaysResponsive) {
   EXPECT_NE(r.err.find("not a namespace file"), std::string::npos) << r.err;
   EXPECT_FALSE(linkExists(vc));
   // A regular file and /dev/null are refused the same way, without being opened.
-  for (const std::string& bad : {state_, std::string("/dev/null")}) {
-    std::ofstream(state_, std::ios::app).flush();
+  std::ofstream(dir_.file("plain")) << "not a namespace\n";
+  for (const std::string& bad : {dir_.file("plain"), std::string("/dev/null")}) {
     const CmdResult b = ctl({"port", "add", vc, "type", "veth", "create", "netns", bad}, false, 10s);
     EXPECT_EQ(b.status, 1) << describe({"port", "add", "netns", bad}, b);
     EXPECT_NE(b.err.find("not a namespace file"), std::string::npos) << b.err;
@@ -156,7 +156,12 @@ TEST_F(HardeningTest, CreatesItsStateDirectory) {
 // for vd%d, failed, and left the pair behind.
 TEST_F(HardeningTest, PercentInNamesIsRefusedAndNothingIsCreated) {
   auto d = startVdevd();
-  const std::string before = run("ip -o link show | cut -d: -f2");
+  const auto present = [] {
+    std::string s;
+    for (const char* n : {"vd0", "vp0", "vt0", "vdx0"}) s += linkExists(n) ? "1" : "0";
+    return s;
+  };
+  const std::string before = present();
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"port", "add", "vd%d", "type", "veth", "create", "peer", "vp%d"},
         std::vector<std::string>{"port", "add", "vdx0", "type", "veth", "create", "peer", "vp%d"},
@@ -165,7 +170,7 @@ TEST_F(HardeningTest, PercentInNamesIsRefusedAndNothingIsCreated) {
     EXPECT_EQ(r.status, 2) << describe(args, r);
     EXPECT_NE(r.err.find("'%'"), std::string::npos) << describe(args, r);
   }
-  EXPECT_EQ(run("ip -o link show | cut -d: -f2"), before) << "a device was created";
+  EXPECT_EQ(present(), before) << "a device was created";
   EXPECT_EQ(json({"port", "show"}).size(), 0u);
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
@@ -192,7 +197,16 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   refused({"port", "add", stolen, "type", "tap", "create", "group", "root"}, "one of the caller's");
   refused({"port", "add", vc, "type", "veth", "create"}, "vdevd's namespace is root's");
   refused({"port", "add", vc, "type", "veth", "create", "netns", rootNs.name()}, "administered by uid 0");
-  refused({"port", "add", vc, "type", "veth", "create", "netns", "pid", "1"}, "administered by uid 0");
+  // A process of root's in a namespace root made.
+  Child rootSleeper("root-sleeper", {"/usr/bin/nsenter", "--net=/run/netns/" + rootNs.name(), "/bin/sleep", "60"});
+  ASSERT_TRUE(waitUntil([&] {
+    return run("readlink /proc/" + std::to_string(rootSleeper.pid()) + "/ns/net || true") !=
+           run("readlink /proc/self/ns/net");
+  }, 3s, 20ms));
+  const std::string rootPid = std::to_string(rootSleeper.pid());
+  refused({"port", "add", vc, "type", "veth", "create", "netns", "pid", rootPid}, "administered by uid 0");
+  refused({"port", "add", vc, "type", "veth", "create", "netns", "/proc/" + rootPid + "/ns/net"},
+          "administered by uid 0");
   refused({"port", "del", rootTap}, "added by uid 0");
   refused({"fdb", "add", macString(uniqueMac()), "port", rootTap}, "only root may add MAC table entries");
   refused({"fdb", "del", macString(uniqueMac())}, "only root may delete MAC table entries");
@@ -223,8 +237,8 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
     EXPECT_TRUE(linkExists(vc2));
     ok({"port", "del", vc2}, true);
     EXPECT_FALSE(linkExists(vc2));
-    // Root's process in that namespace? No: a pid of another uid's is refused.
-    refused({"port", "add", vc3, "type", "veth", "create", "netns", "/proc/1/ns/net"}, "administered by uid 0");
+    // Their namespace, but named through a process of root's: refused.
+    refused({"port", "add", vc3, "type", "veth", "create", "netns", "pid", rootPid}, "administered by uid 0");
   } else {
     std::fprintf(stderr, "note: no unprivileged user namespace here; the allowed-veth case is not run\n");
   }
@@ -280,7 +294,8 @@ TEST_F(HardeningTest, StartsWithWhatCanBeRestoredAndReportsTheRest) {
   }
   d = startVdevd();
   std::string big;
-  for (const Json& i : json({"info"})["start_issues"].asArray()) big += i.asString();
+  const Json info2 = json({"info"});
+  for (const Json& i : info2["start_issues"].asArray()) big += i.asString();
   EXPECT_NE(big.find("larger than 1 MiB"), std::string::npos) << big;
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }

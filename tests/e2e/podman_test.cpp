@@ -4,11 +4,11 @@
 // vdev-cni used to refuse that, and podman then said "network not found".
 //
 // What runs: `podman network ls` and `network inspect` load the vdev-cni
-// network; then, where podman can run a container here at all (crun or
-// runc and conmon installed, and an image imported from a busybox-static
-// rootfs tarball built by the test -- no registry is reached), two
-// containers on that network get addresses from host-local and ping each
-// other through vdevd. Everything podman keeps (storage, CNI config,
+// network; then, where podman can run a container here at all (an OCI
+// runtime that works on this host -- runc here -- and conmon, and an image
+// imported from a busybox-static rootfs tarball built by the test: no
+// registry is reached), two containers on that network get addresses from
+// host-local and ping each other through vdevd. Everything podman keeps (storage, CNI config,
 // containers.conf) lives in the test's temp dir.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,13 +39,21 @@ class PodmanTest : public ::testing::Test {
     std::ofstream(dir_.file("containers.conf"))
         << "[network]\nnetwork_backend = \"cni\"\ncni_plugin_dirs = [\"" << cni::pluginDir() << "\", \""
         << cni::kDebianCniDir << "\"]\nnetwork_config_dir = \"" << dir_.file("cni") << "\"\n"
-        << "[engine]\ntmp_dir = \"" << dir_.file("tmp") << "\"\n";
+        << "[engine]\ntmp_dir = \"" << dir_.file("tmp") << "\"\n"
+        // runc where installed: crun 1.8 refuses this VM's hybrid cgroup
+        // layout. Limits within the test's own hard limits (podman's
+        // defaults are above them, and raising a hard limit needs
+        // CAP_SYS_RESOURCE, which this machine's root lacks).
+        << (::access("/usr/sbin/runc", X_OK) == 0 ? "runtime = \"runc\"\n" : "")
+        << "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n";
     cni::OJson conf = cni::netConf("1.0.0", net_, sock_, "198.18.210.0/24", dir_.file("ipam"));
     conf.erase("cniVersion");
     conf.erase("name");
     cni::OJson list = {{"cniVersion", "1.0.0"}, {"name", net_}, {"plugins", cni::OJson::array({conf})}};
     std::ofstream(dir_.file("cni/" + net_ + ".conflist")) << list.dump(2);
   }
+
+ public:
   CmdResult podman(const std::vector<std::string>& args, Millis timeout = 60s) {
     ProcessSpec p;
     p.argv = {kPodman, "--root", dir_.file("root"), "--runroot", dir_.file("runroot"), "--storage-driver", "vfs",
@@ -61,6 +69,7 @@ class PodmanTest : public ::testing::Test {
     return "exit " + std::to_string(r.status) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
   }
 
+ protected:
   TempDir dir_;
   const std::string sock_ = dir_.file("vdevd.sock");
   const std::string net_ = "vdevpod" + std::to_string(::getpid() % 100000);
@@ -69,7 +78,8 @@ class PodmanTest : public ::testing::Test {
 TEST_F(PodmanTest, LoadsAVdevCniNetworkAndItsContainersTalk) {
   const CmdResult ls = podman({"network", "ls", "--format", "{{.Name}} {{.Driver}}"});
   ASSERT_EQ(ls.status, 0) << describe(ls);
-  EXPECT_NE(ls.out.find(net_ + " vdev-cni"), std::string::npos) << describe(ls);
+  EXPECT_NE(ls.out.find(net_ + " "), std::string::npos) << describe(ls);
+  EXPECT_EQ(ls.err.find("CNI_NETNS"), std::string::npos) << describe(ls);
   const CmdResult inspect = podman({"network", "inspect", net_});
   EXPECT_EQ(inspect.status, 0) << describe(inspect);
   EXPECT_EQ(inspect.err.find("not found"), std::string::npos) << describe(inspect);
@@ -96,6 +106,12 @@ TEST_F(PodmanTest, LoadsAVdevCniNetworkAndItsContainersTalk) {
   }
 
   Vdevd d({"--socket", sock_, "--state", dir_.file("vdevd.state")});
+  // Whatever happens below, no container outlives the test (its CNI DEL
+  // removes the port while vdevd still runs).
+  struct Cleanup {
+    PodmanTest* t;
+    ~Cleanup() { (void)t->podman({"rm", "-a", "-f", "-t", "0"}); }
+  } cleanup{this};
   const CmdResult a = podman({"run", "-d", "--name", net_ + "a", "--network", net_, "localhost/vdev-busybox:test",
                               "/bin/sleep", "60"});
   ASSERT_EQ(a.status, 0) << describe(a) << d.logs();
