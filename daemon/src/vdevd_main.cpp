@@ -118,16 +118,21 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
 
 Control and state:
   -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
-                           its directory is created 0755, the socket is 0660)
+                           its directory is created 0755, the socket is 0660;
+                           a directory that is a symlink, not vdevd's, or
+                           writable by group or others is refused)
       --no-socket          no control socket (ports from the command line only)
   -g, --group NAME         members of this group may use the control socket
-                           (besides root); the socket file gets this group
+                           (besides root) for what is their own: their taps,
+                           veths into namespaces they administer, ports they
+                           added (docs/vdevctl.md); the socket gets this group
       --state FILE         ports added at run time, restored at start (default
                            /var/lib/vdev/vdevd.state; its directory is created
-                           0700). What cannot be restored (a bad line, a port
-                           that fails, one also given with --port) is logged,
-                           shown by `vdevctl info`, and left out; a file that
-                           had such problems is kept as FILE.rejected
+                           0700 and checked like the socket's). What cannot
+                           be restored (a bad line, a port that fails, one
+                           also given with --port) is logged, shown by
+                           `vdevctl info`, and left out; a file that had such
+                           problems is kept as FILE.rejected
       --no-state           keep nothing across restarts
 
 Output:
