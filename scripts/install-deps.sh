@@ -13,6 +13,8 @@ set -eu
 # debhelper, dpkg-dev: `make deb` (debian/control's Build-Depends are the
 # build packages above); adduser: the package's postinst; bash-completion,
 # man-db: tests/e2e/package_test.sh checks the completion and man pages.
+# podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
+# network and running containers on it (runc: crun refuses hybrid cgroups).
 
 PACKAGES="
 build-essential cmake pkg-config make
@@ -28,6 +30,7 @@ iproute2 ethtool iputils-ping
 python3
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 debhelper dpkg-dev adduser bash-completion man-db
+podman runc
 "
 
 missing=""

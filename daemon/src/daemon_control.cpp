@@ -1,5 +1,10 @@
 #include "daemon_control.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "datapath/fdb.h"
@@ -29,17 +34,89 @@ vdev::proto::PortType typeOf(const DaemonState& st, const std::string& name) {
   return r->type == "tap" ? vdev::proto::PortType::kTap : vdev::proto::PortType::kVeth;
 }
 
+// Who added it and its tag (ports from the command line have no record).
+void addOwner(vdev::proto::PortInfo& p, const DaemonState& st) {
+  if (const PortRecord* r = recordOf(st, p.name)) {
+    p.owner_uid = r->owner_uid;
+    p.tag = r->tag;
+  }
+}
+
+ErrorReply denied(const vdev::proto::PeerCred& peer, const std::string& rule) {
+  return ErrorReply{EPERM, "uid " + std::to_string(peer.uid) + " is not root: " + rule};
+}
+
+bool inGroup(const vdev::proto::PeerCred& peer, gid_t g) {
+  return peer.gid == g || std::find(peer.groups.begin(), peer.groups.end(), g) != peer.groups.end();
+}
+
+// The namespace a non-root caller asks a veth peer to go into, opened once
+// and checked: it must be administered by the caller (its user namespace
+// created by the caller's uid), and a PEER_NETNS_PID must be a process of
+// the caller's. The fd is what the veth is then created with (through
+// /proc/self/fd), so the path cannot be swapped between check and use.
+Result<FileDesc> callersNetns(const vdev::proto::CreateOptions& c, const vdev::proto::PeerCred& peer,
+                              vdev::rtnl::NetnsRef& ref, std::optional<ErrorReply>& refusal) {
+  namespace rt = vdev::rtnl;
+  if (c.peer_netns_name) ref = rt::NetnsRef::byName(*c.peer_netns_name);
+  else if (c.peer_netns_path) ref = rt::NetnsRef::byPath(*c.peer_netns_path);
+  else if (c.peer_netns_pid) ref = rt::NetnsRef::byPid(pid_t(*c.peer_netns_pid));
+  else {
+    refusal = denied(peer, "a veth's peer must go into a network namespace of the caller's own "
+                           "(netns-pid, netns-path or netns); vdevd's namespace is root's");
+    return Error{EPERM, ""};
+  }
+  auto fd = ref.open();
+  if (!fd) return fd.error();
+  FileDesc ns(*fd);
+  auto owner = rt::netnsOwnerUid(ns.get());
+  if (!owner) return owner.error();
+  if (*owner != peer.uid) {
+    refusal = denied(peer, ref.describe() + " is administered by uid " + std::to_string(*owner) +
+                               " (the owner of its user namespace), not by the caller");
+    return Error{EPERM, ""};
+  }
+  if (c.peer_netns_pid) {
+    struct stat st {};
+    const std::string proc = "/proc/" + std::to_string(*c.peer_netns_pid);
+    if (::stat(proc.c_str(), &st) != 0) return errnoError("stat " + proc);
+    if (st.st_uid != peer.uid) {
+      refusal = denied(peer, "process " + std::to_string(*c.peer_netns_pid) + " belongs to uid " +
+                                 std::to_string(st.st_uid) + ", not to the caller");
+      return Error{EPERM, ""};
+    }
+  }
+  return ns;
+}
+
+// Open file descriptors of this process now.
+uint32_t openFds() {
+  uint32_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') n++;
+    ::closedir(d);
+    if (n) n--;  // the directory's own
+  }
+  return n;
+}
+
 }  // namespace
 
 vdev::proto::StatsReply DaemonControl::toStatsReply(const datapath::DatapathStats& s, const DaemonState& st,
                                                const std::string& only) {
   vdev::proto::StatsReply r = daemon::toStatsReply(s, only);  // pool and FDB size always (protocol.h)
-  for (auto& m : r.ports) m.port.type = typeOf(st, m.port.name);
+  for (auto& m : r.ports) {
+    m.port.type = typeOf(st, m.port.name);
+    addOwner(m.port, st);
+  }
   return r;
 }
 
 vdev::proto::PortInfo DaemonControl::toPortInfo(const datapath::PortStats& p, const DaemonState& st) {
-  return daemon::toPortInfo(p, typeOf(st, p.name));
+  vdev::proto::PortInfo i = daemon::toPortInfo(p, typeOf(st, p.name));
+  addOwner(i, st);
+  return i;
 }
 
 Status DaemonControl::persist() {
@@ -47,8 +124,34 @@ Status DaemonControl::persist() {
   return saveState(ctx_.state_path, *ctx_.state);
 }
 
-vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) {
+vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req,
+                                          const vdev::proto::PeerCred& peer) {
   namespace rt = vdev::rtnl;
+  const bool root = peer.uid == 0;
+  vdev::proto::PortAddRequest r = req;
+  FileDesc callerNs;  // a non-root caller's checked namespace, held until the veth exists
+  if (!root) {
+    if (!r.create)
+      return denied(peer, "only root may attach an existing device; create a tap or veth instead");
+    vdev::proto::CreateOptions& c = *r.create;
+    if (r.type == vdev::proto::PortType::kTap) {
+      if (!c.owner_uid) c.owner_uid = peer.uid;  // the caller's tap, not root's
+      if (*c.owner_uid != peer.uid)
+        return denied(peer, "a tap may only be owned by the caller (owner " + std::to_string(*c.owner_uid) + ")");
+      if (c.group_gid && !inGroup(peer, gid_t(*c.group_gid)))
+        return denied(peer, "a tap's group must be one of the caller's (gid " + std::to_string(*c.group_gid) + ")");
+    } else if (r.type == vdev::proto::PortType::kVeth) {
+      rt::NetnsRef ref;
+      std::optional<ErrorReply> refusal;
+      auto ns = callersNetns(c, peer, ref, refusal);
+      if (refusal) return *refusal;
+      if (!ns) return fail(ns.error());
+      callerNs = std::move(*ns);
+      c.peer_netns_name.reset();
+      c.peer_netns_pid.reset();
+      c.peer_netns_path = "/proc/self/fd/" + std::to_string(callerNs.get());
+    }
+  }
   if (recordOf(*ctx_.state, r.name)) return ErrorReply{EEXIST, "port " + r.name + " already exists"};
   bool created = false;
   if (r.create) {
@@ -102,6 +205,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
                                                            : "auto";
   rec.managed = created;
   rec.fast_rx = r.fast_rx.value_or(true);
+  rec.owner_uid = peer.uid;
+  rec.tag = r.tag.value_or("");
+  names_stale_ = true;
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();
@@ -112,7 +218,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
   return vdev::proto::Ack{};
 }
 
-vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r) {
+vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r,
+                                          const vdev::proto::PeerCred& peer) {
   auto it = ctx_.state->ports.begin();
   while (it != ctx_.state->ports.end() && it->name != r.name) ++it;
   if (it == ctx_.state->ports.end()) {
@@ -121,7 +228,11 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r) 
       return ErrorReply{EPERM, "port " + r.name + " comes from vdevd's command line; it cannot be deleted at run time"};
     return ErrorReply{ENOENT, "no port " + r.name};
   }
+  if (peer.uid != 0 && it->owner_uid != peer.uid)
+    return denied(peer, "port " + r.name + " was added by uid " + std::to_string(it->owner_uid) +
+                            "; only that uid or root may delete it");
   const PortRecord rec = *it;
+  names_stale_ = true;
   ctx_.state->ports.erase(it);
   if (auto st = persist(); !st) {
     ctx_.state->ports.push_back(rec);
@@ -135,15 +246,62 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r) 
   return vdev::proto::Ack{};
 }
 
-vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const vdev::proto::PeerCred&) {
+vdev::proto::Reply DaemonControl::fdbGet() {
+  if (names_stale_) {
+    slot_names_.clear();
+    for (const auto& p : ctx_.dp->stats().ports) {
+      if (p.slot >= slot_names_.size()) slot_names_.resize(size_t(p.slot) + 1);
+      slot_names_[p.slot] = p.name;
+    }
+    names_stale_ = false;
+  }
+  // One call to the datapath thread for the whole table, however large.
+  auto entries = ctx_.dp->fdbDump();
+  if (!entries) return fail(entries.error());
+  const uint64_t now = datapath::monotonicNs();
+  vdev::proto::FdbList l;
+  l.entries.reserve(entries->size());
+  for (const auto& e : entries.value()) {
+    // An entry names a live port (removing a port flushes its entries).
+    if (e.port_index >= slot_names_.size() || slot_names_[e.port_index].empty()) continue;
+    l.entries.push_back(toFdbEntryMsg(e, slot_names_[e.port_index], now));
+  }
+  return l;
+}
+
+vdev::proto::InfoMsg DaemonControl::info() const {
+  vdev::proto::InfoMsg m;
+  m.version = VDEV_VERSION;
+  m.threads = 1;
+  m.mode = ctx_.mode == datapath::SwitchMode::kXconnect ? vdev::proto::SwitchMode::kXconnect : vdev::proto::SwitchMode::kSwitch;
+  m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx_.started)
+                            .count());
+  m.num_ports = uint32_t(ctx_.dp->numPorts());
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    const uint64_t lim = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : std::min<uint64_t>(rl.rlim_cur, UINT32_MAX);
+    m.fd_limit = uint32_t(lim);
+    // Room for control clients (ServerConfig::max_clients) and a few more
+    // is kept out of what ports may use.
+    const uint64_t used = uint64_t(openFds()) + 64 + 16;
+    m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
+  }
+  for (const auto& i : ctx_.start_issues) {
+    if (!m.start_issues.empty()) m.start_issues += '\n';
+    m.start_issues += i;
+  }
+  return m;
+}
+
+vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) {
   using namespace vdev::proto;
   return std::visit(
       [&](const auto& b) -> Reply {
         using T = std::decay_t<decltype(b)>;
         if constexpr (std::is_same_v<T, PortAddRequest>) {
-          return portAdd(b);
+          return portAdd(b, peer);
         } else if constexpr (std::is_same_v<T, PortDelRequest>) {
-          return portDel(b);
+          return portDel(b, peer);
         } else if constexpr (std::is_same_v<T, PortGetRequest>) {
           datapath::DatapathStats s = ctx_.dp->stats();
           PortList l;
@@ -156,29 +314,19 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           if (!b.name.empty() && r.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return r;
         } else if constexpr (std::is_same_v<T, FdbGetRequest>) {
-          auto entries = ctx_.dp->fdbDump();
-          if (!entries) return fail(entries.error());
-          const uint64_t now = datapath::monotonicNs();
-          FdbList l;
-          for (const auto& e : entries.value())
-            l.entries.push_back(toFdbEntryMsg(e, ctx_.dp->portName(e.port_index), now));
-          return l;
+          return fdbGet();
         } else if constexpr (std::is_same_v<T, FdbAddRequest>) {
+          // A static entry takes a MAC from whatever port has it: the whole
+          // switch's business, root's.
+          if (peer.uid != 0) return denied(peer, "only root may add MAC table entries");
           if (auto st = ctx_.dp->fdbAdd(b.mac.data(), b.port); !st) return fail(st.error());
           return Ack{};
         } else if constexpr (std::is_same_v<T, FdbDelRequest>) {
+          if (peer.uid != 0) return denied(peer, "only root may delete MAC table entries");
           if (auto st = ctx_.dp->fdbDel(b.mac.data()); !st) return fail(st.error());
           return Ack{};
         } else if constexpr (std::is_same_v<T, InfoGetRequest>) {
-          InfoMsg m;
-          m.version = VDEV_VERSION;
-          m.threads = 1;
-          m.mode = ctx_.mode == datapath::SwitchMode::kXconnect ? vdev::proto::SwitchMode::kXconnect : vdev::proto::SwitchMode::kSwitch;
-          m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(
-                                    std::chrono::steady_clock::now() - ctx_.started)
-                                    .count());
-          m.num_ports = uint32_t(ctx_.dp->numPorts());
-          return m;
+          return info();
         } else {
           return ErrorReply{EOPNOTSUPP, "unsupported command"};
         }

@@ -2,6 +2,22 @@
 // CNI plugin) into datapath and device operations, and keeps the persistent
 // state in step.
 //
+// Who may do what. Root may do everything. Any other client (a member of
+// --group) may read everything (ports, counters, MAC table, info) and
+// change only what is its own:
+//   - PORT_ADD only with CREATE: no existing device (an uplink, another
+//     user's tap) can be attached;
+//   - a tap only owned by the caller (OWNER_UID absent means the caller),
+//     with a GROUP_GID only of a group the caller is in;
+//   - a veth only with its peer in a network namespace the caller
+//     administers: one owned by a user namespace the caller's uid created
+//     (rootless runtimes, `unshare -Urn`), and for PEER_NETNS_PID a process
+//     of the caller's; never vdevd's own namespace;
+//   - PORT_DEL only of a port the caller added (the adder's uid is kept
+//     with the port, in the state file too);
+//   - no FDB_ADD or FDB_DEL (a static entry can take any MAC from any port).
+// A refusal is EPERM with the rule that refused it.
+//
 // Every change is all or nothing: a port whose device vdevd created is
 // removed again when attaching it fails, and a change whose state cannot be
 // saved is undone; the reply says what failed.
@@ -11,6 +27,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "datapath/datapath.h"
 #include "daemon/state_file.h"
@@ -25,7 +42,14 @@ struct ControlContext {
   datapath::SwitchMode mode = datapath::SwitchMode::kSwitch;
   bool fast_path = false;  // --fast-path: veths vdevd creates get GRO on their container end
   std::chrono::steady_clock::time_point started;
+  std::vector<std::string> start_issues;  // what could not be restored at start (INFO)
 };
+
+// Open-file budget of one port with one queue (AF_XDP socket, XDP program,
+// its maps and link, the fast-path entries): what `vdevctl info` divides
+// the free part of RLIMIT_NOFILE by. Measured at 12 here; a margin for
+// kernels and libbpf versions that keep a few more.
+inline constexpr uint32_t kFdsPerPort = 16;
 
 class DaemonControl : public vdev::proto::ControlHandler {
  public:
@@ -38,10 +62,17 @@ class DaemonControl : public vdev::proto::ControlHandler {
   static vdev::proto::PortInfo toPortInfo(const datapath::PortStats& p, const DaemonState& st);
 
  private:
-  vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r);
-  vdev::proto::Reply portDel(const vdev::proto::PortDelRequest& r);
+  vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r, const vdev::proto::PeerCred& peer);
+  vdev::proto::Reply portDel(const vdev::proto::PortDelRequest& r, const vdev::proto::PeerCred& peer);
+  vdev::proto::Reply fdbGet();
+  vdev::proto::InfoMsg info() const;
   Status persist();
   ControlContext ctx_;
+  // Port names by datapath slot, for FDB dumps; rebuilt (one stats() call)
+  // after this class added or removed a port. Only the control thread adds
+  // and removes ports, so between two changes the slots stay put.
+  std::vector<std::string> slot_names_;
+  bool names_stale_ = true;
 };
 
 }  // namespace vdev::daemon

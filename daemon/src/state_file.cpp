@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <sstream>
 
 #include "base/fd.h"
 #include "base/parse.h"
+#include "proto/codec.h"
 
 namespace vdev::daemon {
 
@@ -17,11 +19,82 @@ namespace {
 
 constexpr const char* kHeader = "# vdevd state v1";
 
-bool validName(const std::string& n) {
-  if (n.empty() || n.size() > 15 || n == "." || n == "..") return false;
-  for (char c : n)
-    if (c <= ' ' || c > '~' || c == '/' || c == ':') return false;  // the kernel's rule (dev_valid_name)
-  return true;
+std::string dirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// One "port ..." line; "" and the record, or what is wrong with it.
+std::string parsePortLine(const std::string& line, PortRecord& r) {
+  std::istringstream ls(line);
+  std::string word;
+  ls >> word;
+  if (word != "port") return "unknown record '" + word + "'";
+  std::set<std::string> seen;
+  while (ls >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) return "expected key=value, got '" + word + "'";
+    std::string k = word.substr(0, eq), v = word.substr(eq + 1);
+    if (!seen.insert(k).second) return "'" + k + "' given twice";
+    if (k == "name") {
+      // The protocol's rule, the one place it is written (proto/validate.cpp).
+      if (!vdev::proto::validateIfname(v, "name")) return "invalid interface name '" + v + "'";
+      r.name = v;
+    } else if (k == "type") {
+      if (v != "tap" && v != "veth" && v != "netdev") return "invalid type '" + v + "'";
+      r.type = v;
+    } else if (k == "queues") {
+      const auto q = vdev::parseU32(v, 0, 64);
+      if (!q) return "invalid queues '" + v + "' (0..64)";
+      r.queues = *q;
+    } else if (k == "xdp-mode") {
+      if (v != "native" && v != "generic" && v != "auto") return "invalid xdp-mode '" + v + "'";
+      r.xdp_mode = v;
+    } else if (k == "managed") {
+      if (v != "0" && v != "1") return "invalid managed '" + v + "' (0 or 1)";
+      r.managed = v == "1";
+    } else if (k == "fast-rx") {
+      if (v != "0" && v != "1") return "invalid fast-rx '" + v + "' (0 or 1)";
+      r.fast_rx = v == "1";
+    } else if (k == "uid") {
+      const auto u = vdev::parseU32(v, 0, UINT32_MAX - 1);
+      if (!u) return "invalid uid '" + v + "'";
+      r.owner_uid = *u;
+    } else if (k == "tag") {
+      if (!vdev::proto::validatePortTag(v)) return "invalid tag '" + v + "'";
+      r.tag = v;
+    } else {
+      return "unknown key '" + k + "'";
+    }
+  }
+  if (r.name.empty()) return "port without name=";
+  return "";
+}
+
+// Reads at most kStateFileMax bytes. Errors: EFBIG past that, and read's.
+Result<std::string> readSmallFile(const std::string& path, bool& missing) {
+  missing = false;
+  FileDesc fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd.valid()) {
+    if (errno == ENOENT) {
+      missing = true;
+      return std::string();
+    }
+    return errnoError("read state file " + path);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return errnoError("stat state file " + path);
+  if (!S_ISREG(st.st_mode)) return Error{EINVAL, "state file " + path + " is not a regular file"};
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) {
+    text.append(buf, size_t(n));
+    if (text.size() > kStateFileMax) return Error{EFBIG, "state file " + path + " is larger than 1 MiB"};
+  }
+  if (n < 0) return errnoError("read state file " + path);
+  return text;
 }
 
 }  // namespace
@@ -32,120 +105,147 @@ std::string serializeState(const DaemonState& st) {
   for (const auto& p : st.ports) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
-         (p.fast_rx ? "" : " fast-rx=0") + "\n";
+         (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
+         (p.tag.empty() ? "" : " tag=" + p.tag) + "\n";
   }
   return o;
 }
 
-Result<DaemonState> parseState(const std::string& text) {
-  DaemonState st;
-  std::istringstream in(text);
+LenientState parseStateLenient(std::string_view text) {
+  LenientState out;
+  std::istringstream in{std::string(text)};
   std::string line;
   int lineno = 0;
   std::set<std::string> names;
   bool header = false;
-  auto bad = [&](const std::string& why) { return Error{EINVAL, "line " + std::to_string(lineno) + ": " + why}; };
+  auto bad = [&](const std::string& why) { out.problems.push_back("line " + std::to_string(lineno) + ": " + why); };
   while (std::getline(in, line)) {
     lineno++;
     if (lineno == 1) {
-      if (line != kHeader) return bad("not a vdevd state file (expected \"" + std::string(kHeader) + "\")");
+      if (line != kHeader) {
+        bad("not a vdevd state file (expected \"" + std::string(kHeader) + "\")");
+        return out;  // nothing else in it can be trusted to mean what it says
+      }
       header = true;
       continue;
     }
     if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    std::string word;
-    ls >> word;
-    if (word != "port") return bad("unknown record '" + word + "'");
     PortRecord r;
-    std::set<std::string> seen;
-    while (ls >> word) {
-      auto eq = word.find('=');
-      if (eq == std::string::npos) return bad("expected key=value, got '" + word + "'");
-      std::string k = word.substr(0, eq), v = word.substr(eq + 1);
-      if (!seen.insert(k).second) return bad("'" + k + "' given twice");
-      if (k == "name") {
-        if (!validName(v)) return bad("invalid interface name '" + v + "'");
-        r.name = v;
-      } else if (k == "type") {
-        if (v != "tap" && v != "veth" && v != "netdev") return bad("invalid type '" + v + "'");
-        r.type = v;
-      } else if (k == "queues") {
-        const auto q = vdev::parseU32(v, 0, 64);
-        if (!q) return bad("invalid queues '" + v + "' (0..64)");
-        r.queues = *q;
-      } else if (k == "xdp-mode") {
-        if (v != "native" && v != "generic" && v != "auto") return bad("invalid xdp-mode '" + v + "'");
-        r.xdp_mode = v;
-      } else if (k == "managed") {
-        if (v != "0" && v != "1") return bad("invalid managed '" + v + "' (0 or 1)");
-        r.managed = v == "1";
-      } else if (k == "fast-rx") {
-        if (v != "0" && v != "1") return bad("invalid fast-rx '" + v + "' (0 or 1)");
-        r.fast_rx = v == "1";
-      } else {
-        return bad("unknown key '" + k + "'");
-      }
+    if (std::string why = parsePortLine(line, r); !why.empty()) {
+      bad(why);
+      continue;
     }
-    if (r.name.empty()) return bad("port without name=");
-    if (!names.insert(r.name).second) return bad("port " + r.name + " listed twice");
-    st.ports.push_back(r);
+    if (!names.insert(r.name).second) {
+      bad("port " + r.name + " listed twice");
+      continue;
+    }
+    out.state.ports.push_back(r);
   }
-  if (!header) return Error{EINVAL, "empty state file"};
-  return st;
+  if (!header) out.problems.push_back("empty state file");
+  return out;
+}
+
+Result<DaemonState> parseState(const std::string& text) {
+  LenientState l = parseStateLenient(text);
+  if (!l.problems.empty()) return Error{EINVAL, l.problems.front()};
+  return std::move(l.state);
 }
 
 Result<DaemonState> loadState(const std::string& path) {
-  FileDesc fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    if (errno == ENOENT) return DaemonState{};
-    return errnoError("read state file " + path);
-  }
-  std::string text;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) {
-    text.append(buf, size_t(n));
-    if (text.size() > (1u << 20)) return Error{EFBIG, "state file " + path + " is larger than 1 MiB"};
-  }
-  if (n < 0) return errnoError("read state file " + path);
-  auto st = parseState(text);
+  bool missing = false;
+  auto text = readSmallFile(path, missing);
+  if (!text) return text.error();
+  if (missing) return DaemonState{};
+  auto st = parseState(*text);
   if (!st) return Error{st.error().err, "state file " + path + ": " + st.error().what};
   return st;
 }
 
-Status saveState(const std::string& path, const DaemonState& st) {
-  const std::string data = serializeState(st);
-  const std::string tmp = path + ".tmp";
-  {
-    FileDesc fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) return errnoError("write state file " + tmp);
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t w = ::write(fd.get(), data.data() + off, data.size() - off);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        Error e = errnoError("write state file " + tmp);
-        ::unlink(tmp.c_str());
-        return e;
-      }
-      off += size_t(w);
-    }
-    if (::fsync(fd.get())) {
-      Error e = errnoError("fsync state file " + tmp);
-      ::unlink(tmp.c_str());
-      return e;
-    }
+LenientState loadStateLenient(const std::string& path) {
+  LenientState out;
+  bool missing = false;
+  auto text = readSmallFile(path, missing);
+  if (missing) return out;
+  if (!text) {
+    out.problems.push_back(text.error().message());
+  } else {
+    out = parseStateLenient(*text);
+    for (auto& p : out.problems) p = "state file " + path + ": " + p;
   }
-  if (::rename(tmp.c_str(), path.c_str())) {
-    Error e = errnoError("rename " + tmp + " to " + path);
+  if (!out.problems.empty()) {
+    const std::string aside = path + ".rejected";
+    if (::rename(path.c_str(), aside.c_str()) == 0)
+      out.problems.push_back("state file " + path + " kept as " + aside);
+    else
+      out.problems.push_back("state file " + path + ": cannot keep it as " + aside + ": " + std::strerror(errno));
+  }
+  return out;
+}
+
+Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  FileDesc fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd.valid() && errno == EEXIST) {
+    // Left by a crash (or planted): unlink removes the name itself, never
+    // what a symlink points to.
+    if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) return errnoError("remove stale " + tmp);
+    fd = FileDesc(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  }
+  if (!fd.valid()) return errnoError("create " + tmp);
+  auto fail = [&](const std::string& what) {
+    Error e = errnoError(what);
     ::unlink(tmp.c_str());
     return e;
+  };
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t w = ::write(fd.get(), data.data() + off, data.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return fail("write " + tmp);
+    }
+    off += size_t(w);
   }
+  if (::fsync(fd.get()) != 0) return fail("fsync " + tmp);
+  if (::close(fd.release()) != 0) return fail("close " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename " + tmp + " to " + path);
   // Make the rename itself durable.
-  std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
-  FileDesc d(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (d.valid()) ::fsync(d.get());
+  const std::string dir = dirOf(path);
+  FileDesc d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d.valid()) return errnoError("open directory " + dir + " to fsync it");
+  if (::fsync(d.get()) != 0) return errnoError("fsync directory " + dir);
+  return {};
+}
+
+Status saveState(const std::string& path, const DaemonState& st) {
+  if (auto s = writeFileAtomic(path, serializeState(st), 0600); !s)
+    return Error{s.error().err, "write state file: " + s.error().what};
+  return {};
+}
+
+Status ensurePrivateDir(const std::string& dir, mode_t mode) {
+  if (dir.empty()) return {};
+  for (size_t pos = 0; pos != std::string::npos;) {
+    pos = dir.find('/', pos + 1);
+    const std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), mode) == 0) {
+      if (::chmod(part.c_str(), mode) != 0) return errnoError("chmod " + part);  // the umask
+    } else if (errno != EEXIST) {
+      return errnoError("mkdir " + part);
+    }
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return errnoError("lstat " + dir);
+  if (S_ISLNK(st.st_mode)) return Error{EPERM, dir + " is a symbolic link, not a directory"};
+  if (!S_ISDIR(st.st_mode)) return Error{ENOTDIR, dir + " is not a directory"};
+  if (st.st_uid != ::geteuid())
+    return Error{EPERM, dir + " is owned by uid " + std::to_string(st.st_uid) + ", not by vdevd's uid " +
+                            std::to_string(::geteuid())};
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char m[8];
+    std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+    return Error{EPERM, dir + " is writable by its group or by others (mode " + m + ")"};
+  }
   return {};
 }
 

@@ -2,6 +2,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,12 +118,21 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
 
 Control and state:
   -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
-                           its directory is created 0755, the socket is 0660)
+                           its directory is created 0755, the socket is 0660;
+                           a directory that is a symlink, not vdevd's, or
+                           writable by group or others is refused)
       --no-socket          no control socket (ports from the command line only)
   -g, --group NAME         members of this group may use the control socket
-                           (besides root); the socket file gets this group
+                           (besides root) for what is their own: their taps,
+                           veths into namespaces they administer, ports they
+                           added (docs/vdevctl.md); the socket gets this group
       --state FILE         ports added at run time, restored at start (default
-                           /var/lib/vdev/vdevd.state; a corrupt file is refused)
+                           /var/lib/vdev/vdevd.state; its directory is created
+                           0700 and checked like the socket's). What cannot
+                           be restored (a bad line, a port that fails, one
+                           also given with --port) is logged, shown by
+                           `vdevctl info`, and left out; a file that had such
+                           problems is kept as FILE.rejected
       --no-state           keep nothing across restarts
 
 Output:
@@ -143,26 +153,14 @@ Exit status: 0 clean stop, 1 runtime failure or leaked frame, 2 bad usage.
 See docs/vdevd.md for the statistics and their meaning.
 )";
 
-bool writeFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return false;
-  bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
 void report(vdev::datapath::Datapath& dp, const std::string& json_path) {
   vdev::datapath::DatapathStats s = dp.stats();
   std::fputs(vdev::daemon::statsTable(s).c_str(), stdout);
   std::fflush(stdout);
-  if (!json_path.empty() && !writeFileAtomic(json_path, vdev::daemon::statsJson(s)))
-    std::fprintf(stderr, "vdevd: cannot write %s: %s\n", json_path.c_str(), std::strerror(errno));
+  if (json_path.empty()) return;
+  // PATH.tmp is created O_EXCL | O_NOFOLLOW, fsync'ed, renamed (state_file.h).
+  if (auto st = vdev::daemon::writeFileAtomic(json_path, vdev::daemon::statsJson(s), 0644); !st)
+    std::fprintf(stderr, "vdevd: cannot write %s: %s\n", json_path.c_str(), st.error().message().c_str());
 }
 
 }  // namespace
@@ -292,16 +290,41 @@ int main(int argc, char** argv) {
     group = g.value();
   }
 
-  // The state file is read before anything is attached: a corrupt one stops
-  // vdevd here, with nothing half applied.
+  // A port holds about a dozen fds (kFdsPerPort): systemd's soft limit of
+  // 1024 would stop vdevd at about 80 ports. Raise the soft limit to the
+  // hard one (which LimitNOFILE= in the unit sets).
+  {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+      rlimit want = rl;
+      want.rlim_cur = rl.rlim_max;
+      if (::setrlimit(RLIMIT_NOFILE, &want) != 0)
+        std::fprintf(stderr, "vdevd: warning: cannot raise the open-file limit from %llu to %llu: %s\n",
+                     (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, std::strerror(errno));
+    }
+  }
+
+  // The state file is read before anything is attached. What cannot be
+  // used is reported and left out, never a reason not to start: under
+  // systemd a refusal here would be a restart loop.
+  std::vector<std::string> start_issues;
+  auto issue = [&](const std::string& what) {
+    std::fprintf(stderr, "vdevd: warning: %s\n", what.c_str());
+    start_issues.push_back(what);
+  };
   vdev::daemon::DaemonState state;
+  bool resave = false;
   if (!state_path.empty()) {
-    auto st = vdev::daemon::loadState(state_path);
-    if (!st) {
-      std::fprintf(stderr, "vdevd: refusing to start: %s\n", st.error().message().c_str());
+    const size_t slash = state_path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : state_path.substr(0, slash);
+    if (auto st = vdev::daemon::ensurePrivateDir(dir, 0700); !st) {
+      std::fprintf(stderr, "vdevd: state directory: %s\n", st.error().message().c_str());
       return 1;
     }
-    state = std::move(st.value());
+    auto loaded = vdev::daemon::loadStateLenient(state_path);
+    for (const auto& p : loaded.problems) issue(p);
+    resave = !loaded.problems.empty();
+    state = std::move(loaded.state);
   }
 
   // Signals are taken synchronously by this thread (signalfd); the datapath
@@ -335,7 +358,15 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  for (const auto& rec : state.ports) {
+  for (auto it = state.ports.begin(); it != state.ports.end();) {
+    const vdev::daemon::PortRecord& rec = *it;
+    if (std::find(ports.begin(), ports.end(), rec.name) != ports.end()) {
+      issue("port " + rec.name + " is saved in " + state_path +
+            " and given with --port: the command line's is kept, the saved one dropped");
+      it = state.ports.erase(it);
+      resave = true;
+      continue;
+    }
     vdev::datapath::Datapath::PortOptions o;
     if (rec.queues) o.queues = rec.queues;
     o.xdp_mode = rec.xdp_mode == "native"    ? vdev::datapath::XdpMode::kNative
@@ -344,12 +375,17 @@ int main(int argc, char** argv) {
     o.fast_rx = rec.fast_rx;
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
-      std::fprintf(stderr, "vdevd: port %s from %s: %s\n", rec.name.c_str(), state_path.c_str(),
-                   st.error().message().c_str());
-      d.teardown();
-      return 1;
+      issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
+      it = state.ports.erase(it);
+      resave = true;
+      continue;
     }
+    ++it;
   }
+  // The file then says what runs (what it had that could not be used was
+  // reported above, and a damaged file is kept as .rejected).
+  if (resave && !state_path.empty())
+    if (auto st = vdev::daemon::saveState(state_path, state); !st) issue(st.error().message());
 
   vdev::daemon::ControlContext ctx;
   ctx.dp = &d;
@@ -358,6 +394,7 @@ int main(int argc, char** argv) {
   ctx.mode = cfg.mode;
   ctx.fast_path = d.fastPath();
   ctx.started = std::chrono::steady_clock::now();
+  ctx.start_issues = start_issues;
   vdev::daemon::DaemonControl control(ctx);
   std::unique_ptr<vdev::proto::ControlServer> server;
   if (!socket_path.empty()) {

@@ -61,10 +61,16 @@ struct {
 /* IPv6 addresses the host has on this port's device (16 bytes, network
  * order): a Neighbour Solicitation for one of them goes to the host's stack,
  * as an ARP request does for host_ipv4. */
+/* A struct, not key_size 16: a key BTF can describe, so libbpf creates the
+ * map with BTF at once instead of warning and retrying without it. */
+struct vdev_ipv6_key {
+	__u8 addr[16];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, VDEV_XDP_MAX_HOST_IPS);
-	__uint(key_size, 16);
+	__type(key, struct vdev_ipv6_key);
 	__type(value, __u32);
 } host_ipv6 SEC(".maps");
 

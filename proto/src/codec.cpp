@@ -74,6 +74,11 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrNumPorts: return {"NUM_PORTS", Kind::kU32};
     case kAttrQueuesBound: return {"QUEUES_BOUND", Kind::kU32};
     case kAttrFastRx: return {"FAST_RX", Kind::kFlag};
+    case kAttrOwnerUid: return {"OWNER_UID", Kind::kU32};
+    case kAttrPortTag: return {"PORT_TAG", Kind::kString, kPortTagMax};
+    case kAttrFdLimit: return {"FD_LIMIT", Kind::kU32};
+    case kAttrPortsFdLeft: return {"PORTS_FD_LEFT", Kind::kU32};
+    case kAttrStartIssues: return {"START_ISSUES", Kind::kString, kStartIssuesMax};
     default: return {};
   }
 }
@@ -424,6 +429,7 @@ void putBody(Writer& w, const PortAddRequest& r) {
   w.u8(kAttrXdpMode, static_cast<uint8_t>(r.xdp_mode));
   if (r.create) putCreate(w, *r.create);
   if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
+  if (r.tag) w.str(kAttrPortTag, *r.tag);
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -453,6 +459,8 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   w.u8(kAttrLive, p.live ? 1 : 0);
   if (p.mac) w.mac(kAttrMac, *p.mac);
   w.u8(kAttrFastRx, p.fast_rx ? 1 : 0);
+  if (p.owner_uid) w.u32(kAttrOwnerUid, *p.owner_uid);
+  if (!p.tag.empty()) w.str(kAttrPortTag, p.tag);
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -485,6 +493,9 @@ void putInfo(Writer& w, const InfoMsg& i) {
   w.u8(kAttrSwitchMode, static_cast<uint8_t>(i.mode));
   w.u64(kAttrUptime, i.uptime_s);
   w.u32(kAttrNumPorts, i.num_ports);
+  if (i.fd_limit) w.u32(kAttrFdLimit, *i.fd_limit);
+  if (i.ports_fd_left) w.u32(kAttrPortsFdLeft, *i.ports_fd_left);
+  if (!i.start_issues.empty()) w.str(kAttrStartIssues, i.start_issues.substr(0, kStartIssuesMax));
 }
 
 // Checks on reply objects, made by the encoder (a handler bug becomes EIO
@@ -588,7 +599,7 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate) | bit(kAttrFastRx);
+             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -636,6 +647,7 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
         r.create = std::move(*c);
       }
       if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+      if (tb[kAttrPortTag]) r.tag = getStr(tb[kAttrPortTag]);
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -705,6 +717,8 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrLive]) p.live = getU8(tb[kAttrLive]) != 0;
   if (tb[kAttrMac]) p.mac = getMac(tb[kAttrMac]);
   if (tb[kAttrFastRx]) p.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+  if (tb[kAttrOwnerUid]) p.owner_uid = getU32(tb[kAttrOwnerUid]);
+  if (tb[kAttrPortTag]) p.tag = getStr(tb[kAttrPortTag]);
   return p;
 }
 
@@ -754,6 +768,13 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
   if (tb[kAttrSwitchMode]) i.mode = static_cast<SwitchMode>(getU8(tb[kAttrSwitchMode]));
   if (tb[kAttrUptime]) i.uptime_s = getU64(tb[kAttrUptime]);
   if (tb[kAttrNumPorts]) i.num_ports = getU32(tb[kAttrNumPorts]);
+  if (tb[kAttrFdLimit]) i.fd_limit = getU32(tb[kAttrFdLimit]);
+  if (tb[kAttrPortsFdLeft]) i.ports_fd_left = getU32(tb[kAttrPortsFdLeft]);
+  if (tb[kAttrStartIssues]) {
+    i.start_issues = getStr(tb[kAttrStartIssues]);
+    for (char& c : i.start_issues)
+      if (c != '\n' && (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e)) c = '?';
+  }
   return i;
 }
 

@@ -11,8 +11,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
@@ -27,7 +29,8 @@ namespace vdev::proto {
 namespace {
 
 constexpr int kSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
-constexpr uint64_t kRearmTimerId = UINT64_MAX;  // epoll id of rearm_timer_ (clients: 1, 2, ...)
+constexpr uint64_t kRearmTimerId = UINT64_MAX;      // epoll id of rearm_timer_ (clients: 1, 2, ...)
+constexpr uint64_t kSweepTimerId = UINT64_MAX - 1;  // epoll id of sweep_timer_
 
 Result<sockaddr_un> unixAddr(const std::string& path) {
   sockaddr_un a{};
@@ -55,6 +58,29 @@ vdev::Status makeDirs(const std::string& dir, mode_t mode) {
     if (::stat(part.c_str(), &st) != 0) return vdev::errnoError("stat " + part);
     if (!S_ISDIR(st.st_mode)) return Error{ENOTDIR, part + " is not a directory"};
   }
+  return {};
+}
+
+// The directory the socket lives in: a real directory (lstat: not a
+// symlink), ours, and writable by nobody else. Otherwise another user could
+// rename our socket away and put their own in its place, or make the path
+// lead elsewhere.
+vdev::Status checkPrivateDir(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return vdev::errnoError("lstat " + dir);
+  if (S_ISLNK(st.st_mode)) return Error{EPERM, dir + " is a symbolic link, not a directory"};
+  if (!S_ISDIR(st.st_mode)) return Error{ENOTDIR, dir + " is not a directory"};
+  if (st.st_uid != ::geteuid())
+    return Error{EPERM, dir + " is owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+                            std::to_string(::geteuid()) + " (vdevd)"};
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return Error{EPERM, dir + " is writable by its group or by others (mode " +
+                            [&] {
+                              char b[8];
+                              std::snprintf(b, sizeof b, "%04o", unsigned(st.st_mode & 07777));
+                              return std::string(b);
+                            }() +
+                            "): anyone there could replace the socket"};
   return {};
 }
 
@@ -181,8 +207,12 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   auto addr = unixAddr(config.path);
   if (!addr) return addr.error();
   const std::string& path = config.path;
-  if (size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0)
-    if (auto s = makeDirs(path.substr(0, slash), config.dir_mode); !s) return s.error();
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (slash != std::string::npos && slash > 0)
+    if (auto s = makeDirs(dir, config.dir_mode); !s) return s.error();
+  if (auto s = checkPrivateDir(dir); !s)
+    return Error{s.error().err, "control socket directory: " + s.error().what};
 
   // An existing file: a live daemon's socket (refuse), a stale one (remove),
   // or something else (refuse: never delete what is not a socket).
@@ -208,17 +238,41 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   srv->listen_ =
       vdev::FileDesc(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!srv->listen_.valid()) return vdev::errnoError("socket");
-  if (::bind(srv->listen_.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) != 0)
-    return vdev::errnoError("bind " + path);
-  // From here the destructor removes the file. Until listen() a connect
-  // fails (ECONNREFUSED), so the permissions are in place before anyone can
-  // talk to us.
+
+  // Bound in a private directory (0700, made here, inside a directory that
+  // only we can write), where group and mode are set by path without anyone
+  // being able to swap the file for a symlink; then renamed into place.
+  // Until listen() a connect fails (ECONNREFUSED), so the permissions are
+  // in place before anyone can talk to us.
+  std::string tmpl = dir + "/.vdevd-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) return vdev::errnoError("mkdtemp " + tmpl);
+  const std::string tmpDir = tmpl;
+  vdev::FileDesc dfd(::open(tmpDir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  auto cleanup = [&] {
+    if (dfd.valid()) ::unlinkat(dfd.get(), "s", 0);
+    ::rmdir(tmpDir.c_str());
+  };
+  auto fail = [&](Error e) {
+    cleanup();
+    return e;
+  };
+  if (!dfd.valid()) return fail(vdev::errnoError("open " + tmpDir));
+  // Bound through the directory's fd: a short path, whatever the length of
+  // `path` (sun_path holds 107 bytes).
+  auto tmpAddr = unixAddr("/proc/self/fd/" + std::to_string(dfd.get()) + "/s");
+  if (!tmpAddr) return fail(tmpAddr.error());
+  if (::bind(srv->listen_.get(), reinterpret_cast<const sockaddr*>(&*tmpAddr), sizeof(*tmpAddr)) != 0)
+    return fail(vdev::errnoError("bind " + path));
+  if (config.group && ::fchownat(dfd.get(), "s", static_cast<uid_t>(-1), *config.group, AT_SYMLINK_NOFOLLOW) != 0)
+    return fail(vdev::errnoError("chown " + path + " to " + groupLabel(*config.group)));
+  if (::fchmodat(dfd.get(), "s", config.mode, 0) != 0) return fail(vdev::errnoError("chmod " + path));
+  if (::renameat(dfd.get(), "s", AT_FDCWD, path.c_str()) != 0)
+    return fail(vdev::errnoError("rename the socket to " + path));
+  ::rmdir(tmpDir.c_str());
+  // From here the destructor removes the file.
   if (::lstat(path.c_str(), &st) != 0) return vdev::errnoError("lstat " + path);
   srv->sock_dev_ = st.st_dev;
   srv->sock_ino_ = st.st_ino;
-  if (config.group && ::chown(path.c_str(), static_cast<uid_t>(-1), *config.group) != 0)
-    return vdev::errnoError("chown " + path + " to " + groupLabel(*config.group));
-  if (::chmod(path.c_str(), config.mode) != 0) return vdev::errnoError("chmod " + path);
   if (::listen(srv->listen_.get(), 64) != 0) return vdev::errnoError("listen " + path);
 
   srv->epoll_ = vdev::FileDesc(::epoll_create1(EPOLL_CLOEXEC));
@@ -232,6 +286,21 @@ Result<std::unique_ptr<ControlServer>> ControlServer::create(const ServerConfig&
   if (!srv->rearm_timer_.valid()) return vdev::errnoError("timerfd_create");
   ev.data.u64 = kRearmTimerId;
   if (::epoll_ctl(srv->epoll_.get(), EPOLL_CTL_ADD, srv->rearm_timer_.get(), &ev) != 0)
+    return vdev::errnoError("epoll_ctl");
+  // Idle and stalled clients are looked at a few times per timeout.
+  srv->sweep_timer_ = vdev::FileDesc(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!srv->sweep_timer_.valid()) return vdev::errnoError("timerfd_create");
+  const auto shortest = std::min(config.idle_timeout, config.stall_timeout);
+  const auto every = std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(20),
+                                                          std::chrono::milliseconds(1000));
+  itimerspec it{};
+  it.it_interval.tv_sec = every.count() / 1000;
+  it.it_interval.tv_nsec = (every.count() % 1000) * 1000000;
+  it.it_value = it.it_interval;
+  if (::timerfd_settime(srv->sweep_timer_.get(), 0, &it, nullptr) != 0)
+    return vdev::errnoError("timerfd_settime");
+  ev.data.u64 = kSweepTimerId;
+  if (::epoll_ctl(srv->epoll_.get(), EPOLL_CTL_ADD, srv->sweep_timer_.get(), &ev) != 0)
     return vdev::errnoError("epoll_ctl");
   return srv;
 }
@@ -265,6 +334,10 @@ void ControlServer::processEvents() {
   for (int i = 0; i < n; ++i) {
     if (evs[i].data.u64 == 0) {
       acceptAll();
+    } else if (evs[i].data.u64 == kSweepTimerId) {
+      uint64_t expirations;
+      (void)!::read(sweep_timer_.get(), &expirations, sizeof expirations);
+      sweep();
     } else if (evs[i].data.u64 == kRearmTimerId) {
       uint64_t expirations;
       (void)!::read(rearm_timer_.get(), &expirations, sizeof expirations);
@@ -313,17 +386,20 @@ void ControlServer::acceptAll() {
       return;
     }
     vdev::FileDesc f(fd);
-    if (clients_.size() >= cfg_.max_clients) {
-      // seq 0: a connection-level error the client takes as its answer.
-      auto e = encodeError(MsgHeader{}, EBUSY,
-                           "too many control clients (" + std::to_string(cfg_.max_clients) + ")");
-      (void)!::send(fd, e.data(), e.size(), kSendFlags);
-      log("control socket: too many clients, connection refused");
-      continue;
-    }
+    // Credentials at once: a connection that may not talk to us holds no
+    // slot, and nobody's connections can take root's.
     auto cred = peerCred(fd);
     if (!cred) {
       log("control socket: " + cred.error().message());
+      continue;
+    }
+    if (const std::string why = refusal(*cred); !why.empty()) {
+      // seq 0: a connection-level error the client takes as its answer.
+      const int err = isAuthorized(*cred, cfg_.group) ? EBUSY : EPERM;
+      auto e = encodeError(MsgHeader{}, err, why);
+      (void)!::send(fd, e.data(), e.size(), kSendFlags);
+      log("control client pid " + std::to_string(cred->pid) + " uid " + std::to_string(cred->uid) +
+          ": connection refused: " + why);
       continue;
     }
     const uint64_t id = next_id_++;
@@ -339,8 +415,49 @@ void ControlServer::acceptAll() {
     c.fd = std::move(f);
     c.cred = std::move(*cred);
     c.events = EPOLLIN;
+    c.last_progress = Clock::now();
+    per_uid_[c.cred.uid]++;
     num_clients_.store(clients_.size(), std::memory_order_relaxed);
   }
+}
+
+std::string ControlServer::refusal(const PeerCred& cred) const {
+  if (!isAuthorized(cred, cfg_.group)) {
+    std::string why = "permission denied: uid " + std::to_string(cred.uid) + " is not root";
+    why += cfg_.group ? " and not in group " + groupLabel(*cfg_.group) : " (only root may)";
+    return why;
+  }
+  if (clients_.size() >= cfg_.max_clients)
+    return "too many control clients (" + std::to_string(cfg_.max_clients) + ")";
+  if (cred.uid == 0) return "";
+  // Everyone but root shares what root's reserve leaves, and each uid has
+  // its own cap: members cannot lock root (or one another) out.
+  const size_t others = clients_.size() - [&] {
+    auto it = per_uid_.find(0);
+    return it == per_uid_.end() ? size_t(0) : it->second;
+  }();
+  const size_t shared = cfg_.max_clients > cfg_.root_reserve ? cfg_.max_clients - cfg_.root_reserve : 0;
+  if (others >= shared)
+    return "too many control clients (" + std::to_string(shared) + " for users other than root)";
+  auto it = per_uid_.find(cred.uid);
+  if (it != per_uid_.end() && it->second >= cfg_.max_clients_per_uid)
+    return "too many control clients (" + std::to_string(cfg_.max_clients_per_uid) + " per uid) for uid " +
+           std::to_string(cred.uid);
+  return "";
+}
+
+void ControlServer::sweep() {
+  const auto now = Clock::now();
+  std::vector<std::pair<uint64_t, std::string>> doomed;
+  for (const auto& [id, c] : clients_) {
+    const auto quiet = now - c.last_progress;
+    if (!c.out.empty() && quiet >= cfg_.stall_timeout)
+      doomed.emplace_back(id, "does not read its replies (nothing read for " +
+                                  std::to_string(cfg_.stall_timeout.count()) + " ms)");
+    else if (c.out.empty() && quiet >= cfg_.idle_timeout)
+      doomed.emplace_back(id, "idle (no request for " + std::to_string(cfg_.idle_timeout.count()) + " ms)");
+  }
+  for (const auto& [id, why] : doomed) drop(id, why);
 }
 
 void ControlServer::onClientEvent(uint64_t id, uint32_t events) {
@@ -376,6 +493,7 @@ bool ControlServer::readRequests(Client& c) {
       drop(id, "closed");
       return false;
     }
+    c.last_progress = Clock::now();
     const bool truncated = (mh.msg_flags & MSG_TRUNC) || static_cast<size_t>(n) > rx_.size();
     const size_t got = std::min(static_cast<size_t>(n), rx_.size());
     bool keep = true;
@@ -407,12 +525,11 @@ bool ControlServer::handleDatagram(Client& c, std::span<const uint8_t> dg, bool&
     keep = false;
     return enqueue(c, encodeError(peekHeader(dg), h.error().err, h.error().what));
   }
+  // Authorised at accept (refusal()); checked again in case the
+  // configuration ever allowed a connection through that it should not.
   if (!isAuthorized(c.cred, cfg_.group)) {
-    std::string why = "permission denied: uid " + std::to_string(c.cred.uid) + " is not root";
-    why += cfg_.group ? " and not in group " + groupLabel(*cfg_.group) : " (only root may)";
-    log("control client pid " + std::to_string(c.cred.pid) + ": " + why);
     keep = false;
-    return enqueue(c, encodeError(*h, EPERM, why));
+    return enqueue(c, encodeError(*h, EPERM, refusal(c.cred)));
   }
   auto req = decodeRequest(dg);
   if (!req) return enqueue(c, encodeError(*h, req.error().err, req.error().what));
@@ -444,11 +561,9 @@ bool ControlServer::enqueue(Client& c, std::vector<uint8_t> dg) {
       return false;
     }
   }
-  if (c.out_bytes + dg.size() > cfg_.max_queued_bytes) {
-    drop(c.id, "does not read its replies (more than " + std::to_string(cfg_.max_queued_bytes) +
-                   " bytes queued)");
-    return false;
-  }
+  // No byte limit: one reply is queued at most (no request is read while
+  // output is pending), so a dump of any size goes out whole; a client that
+  // stops reading it is dropped by sweep() after stall_timeout.
   c.out_bytes += dg.size();
   c.out.push_back(std::move(dg));
   return true;
@@ -466,6 +581,7 @@ bool ControlServer::flush(Client& c) {
     }
     c.out_bytes -= d.size();
     c.out.pop_front();
+    c.last_progress = Clock::now();
   }
   return true;
 }
@@ -490,6 +606,7 @@ void ControlServer::drop(uint64_t id, std::string_view why) {
     log("control client pid " + std::to_string(it->second.cred.pid) + " uid " +
         std::to_string(it->second.cred.uid) + " disconnected: " + std::string(why));
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+  if (auto u = per_uid_.find(it->second.cred.uid); u != per_uid_.end() && --u->second == 0) per_uid_.erase(u);
   clients_.erase(it);
   num_clients_.store(clients_.size(), std::memory_order_relaxed);
   rearmListener();  // an fd is free again

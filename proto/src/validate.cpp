@@ -143,6 +143,8 @@ Status validateBody(const PortAddRequest& r) {
       r.xdp_mode != XdpMode::kAuto)
     return invalid("attribute XDP_MODE: " + std::to_string(static_cast<unsigned>(r.xdp_mode)) +
                    " is not native(1), generic(2) or auto(3)");
+  if (r.tag)
+    if (auto s = validatePortTag(*r.tag); !s) return s;
   if (r.create) return validateCreate(r);
   return {};
 }
@@ -156,6 +158,12 @@ Status validateBody(const StatsGetRequest& r) {
 Status validateBody(const FdbGetRequest&) { return {}; }
 Status validateBody(const FdbAddRequest& r) {
   if (auto s = validateUnicastMac(r.mac, "MAC"); !s) return s;
+  // Learned entries are the switch's own, made and aged by traffic; a
+  // "dynamic" entry added by hand would be one the next frame from the MAC
+  // silently moves or ages out. Refused rather than quietly made static.
+  if (!r.is_static)
+    return invalid("attribute FDB_STATIC: 0 is not supported (FDB_ADD adds static entries; "
+                   "learned entries come from traffic only)");
   return validateName(r.port, "PORT_NAME");
 }
 Status validateBody(const FdbDelRequest& r) { return validateUnicastMac(r.mac, "MAC"); }
@@ -176,8 +184,20 @@ Status validateIfname(std::string_view name, std::string_view attr) {
                    " characters, at most " + std::to_string(kIfNameMax));
   if (!printable(name, false))
     return invalid(a + quoted(name) + " has non-printable characters or spaces");
-  if (name == "." || name == ".." || name.find_first_of("/:") != std::string_view::npos)
+  if (name == "." || name == "..")
     return invalid(a + quoted(name) + " is not a valid interface name");
+  // '%': the kernel takes "vd%d" as a pattern and names the device vd0.
+  if (name.find_first_of("/:%") != std::string_view::npos)
+    return invalid(a + quoted(name) + " is not a valid interface name (no '/', ':' or '%')");
+  return {};
+}
+
+Status validatePortTag(std::string_view tag) {
+  if (tag.empty() || tag.size() > kPortTagMax)
+    return invalid("attribute PORT_TAG: length " + std::to_string(tag.size()) + ", expected 1.." +
+                   std::to_string(kPortTagMax) + " characters");
+  // No spaces: the state file keeps it as one key=value word.
+  if (!printable(tag, false)) return invalid("attribute PORT_TAG: " + quoted(tag) + " has spaces or non-printable characters");
   return {};
 }
 
@@ -243,6 +263,11 @@ const char* attrName(uint16_t attr) {
     case kAttrNumPorts: return "NUM_PORTS";
     case kAttrQueuesBound: return "QUEUES_BOUND";
     case kAttrFastRx: return "FAST_RX";
+    case kAttrOwnerUid: return "OWNER_UID";
+    case kAttrPortTag: return "PORT_TAG";
+    case kAttrFdLimit: return "FD_LIMIT";
+    case kAttrPortsFdLeft: return "PORTS_FD_LEFT";
+    case kAttrStartIssues: return "START_ISSUES";
     default: return "UNKNOWN";
   }
 }

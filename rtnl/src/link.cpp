@@ -3,6 +3,7 @@
 #include <linux/ethtool.h>
 #include <linux/if_tun.h>
 #include <linux/sockios.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <net/if.h>
 #include <netlink/route/link.h>
@@ -10,6 +11,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -72,9 +74,10 @@ Status validateIfname(std::string_view name) {
   if (name.size() >= IFNAMSIZ) return bad("longer than 15 bytes");
   if (name == "." || name == "..") return bad("reserved");
   for (char c : name) {
-    // dev_valid_name() refuses '/', ':' and whitespace.
-    if (c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0')
-      return bad("contains '/', ':' or whitespace");
+    // dev_valid_name() refuses '/', ':' and whitespace; '%' makes the name
+    // a pattern ("vd%d" -> "vd0"), so the device would not be called `name`.
+    if (c == '/' || c == ':' || c == '%' || std::isspace(static_cast<unsigned char>(c)) || c == '\0')
+      return bad("contains '/', ':', '%' or whitespace");
   }
   return {};
 }
@@ -112,13 +115,24 @@ Result<int> NetnsRef::open() const {
     return Error{EINVAL, "open netns: invalid pid " + std::to_string(pid_)};
 
   const std::string path = filePath();
-  FileDesc fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
+  // O_PATH first: it opens nothing (a FIFO, a device or a file on a hung
+  // NFS mount would block or act on an open()), so a caller-chosen path can
+  // neither stall nor poke anything; only an nsfs file is then opened for
+  // real, through /proc/self/fd (setns() and IFLA_NET_NS_FD refuse O_PATH
+  // descriptors).
+  FileDesc pathFd(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!pathFd.valid()) {
     // A process that does not exist shows up as ENOENT on /proc/PID: say so.
     if (kind_ == Kind::kPid && errno == ENOENT)
       return Error{ESRCH, "open " + path + " (no process " + std::to_string(pid_) + ")"};
     return errnoError("open " + path);
   }
+  struct statfs sfs {};
+  if (::fstatfs(pathFd.get(), &sfs) != 0) return errnoError("statfs " + path);
+  if (sfs.f_type != NSFS_MAGIC) return Error{EINVAL, path + " is not a namespace file"};
+  const std::string self = "/proc/self/fd/" + std::to_string(pathFd.get());
+  FileDesc fd(::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd.valid()) return errnoError("open " + path);
   int type = ioctl(fd.get(), NS_GET_NSTYPE);
   if (type < 0) {
     if (errno == ENOTTY || errno == EINVAL)
@@ -127,6 +141,15 @@ Result<int> NetnsRef::open() const {
   }
   if (type != CLONE_NEWNET) return Error{EINVAL, path + " is not a network namespace"};
   return fd.release();
+}
+
+Result<uid_t> netnsOwnerUid(int nsfd) {
+  FileDesc userns(ioctl(nsfd, NS_GET_USERNS));
+  if (!userns.valid()) return errnoError("query the user namespace of a network namespace");
+  uid_t uid = 0;
+  if (ioctl(userns.get(), NS_GET_OWNER_UID, &uid) != 0)
+    return errnoError("query the owner of a user namespace");
+  return uid;
 }
 
 namespace {

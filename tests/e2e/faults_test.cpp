@@ -55,15 +55,6 @@ namespace {
 namespace tf = testframe;
 using Clock = std::chrono::steady_clock;
 
-std::string vdevctlBinary() {
-  if (const char* env = std::getenv("VDEVCTL"); env && *env) return env;
-#ifdef VDEV_E2E_VDEVCTL
-  return VDEV_E2E_VDEVCTL;
-#else
-  return "";
-#endif
-}
-
 // ---------------------------------------------------------------------------
 // vdevctl against a test's own vdevd
 

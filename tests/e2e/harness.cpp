@@ -659,6 +659,15 @@ std::string vdevdBinary() {
 #endif
 }
 
+std::string vdevctlBinary() {
+  if (const char* env = std::getenv("VDEVCTL"); env && *env) return env;
+#ifdef VDEV_E2E_VDEVCTL
+  return VDEV_E2E_VDEVCTL;
+#else
+  return "";
+#endif
+}
+
 std::string vdevVmBinary() {
   if (const char* env = std::getenv("VDEV_VM"); env && *env) return env;
 #ifdef VDEV_E2E_VDEV_VM

@@ -537,6 +537,9 @@ std::string vdevdBinary();
 // The vdev-vm binary: $VDEV_VM if set, else the CMake target's path, else "".
 std::string vdevVmBinary();
 
+// The vdevctl binary: $VDEVCTL if set, else the CMake target's path, else "".
+std::string vdevctlBinary();
+
 #define VDEV_E2E_REQUIRE_VDEVD()                                                         \
   do {                                                                                   \
     if (::vdev::e2e::vdevdBinary().empty())                                              \

@@ -44,15 +44,6 @@ using namespace cni;
 constexpr uid_t kNobody = 65534;
 constexpr gid_t kNogroup = 65534;
 
-std::string vdevctlBinary() {
-  if (const char* env = std::getenv("VDEVCTL"); env && *env) return env;
-#ifdef VDEV_E2E_VDEVCTL
-  return VDEV_E2E_VDEVCTL;
-#else
-  return "";
-#endif
-}
-
 // "vk" + pid (base 36) + a counter: this test's taps.
 std::string tapName() {
   static int n = 0;

@@ -22,18 +22,22 @@ namespace vdev::e2e {
 // exits 0 -- which, in the AddressSanitizer build, includes LeakSanitizer's
 // check at exit -- and its final statistics have every frame back in the
 // pool. A vdevd left to the destructor is SIGKILLed, and a leak goes unseen.
-inline void expectCleanStop(Vdevd& d) {
+// `timeout`: how long it may take to exit after SIGTERM. Returns whether it
+// exited 0, for a test that goes on to start another vdevd
+// (ASSERT_TRUE(expectCleanStop(d))).
+inline bool expectCleanStop(Vdevd& d, Millis timeout = Millis(10000)) {
   int status = -1;
   try {
-    status = d.stop();
+    status = d.stop(timeout);
   } catch (const HarnessError& e) {
     ADD_FAILURE() << "vdevd did not stop on SIGTERM: " << e.what();
-    return;
+    return false;
   }
   EXPECT_EQ(status, 0) << d.logs();
   const Stats fin = d.finalStats();
   EXPECT_EQ(fin.pool.free, fin.pool.total) << "frames not returned at exit: " << fin.dump();
   EXPECT_EQ(fin.pool.sum, fin.pool.total) << fin.dump();
+  return status == 0;
 }
 
 // What each flow must deliver where: flow -> endpoint -> frames (an

@@ -232,7 +232,6 @@ TEST(CtlCodec, RoundTripOtherRequests) {
   expectRoundTrip(StatsGetRequest{});
   expectRoundTrip(FdbGetRequest{});
   expectRoundTrip(FdbAddRequest{kMac2, "vd1", true});
-  expectRoundTrip(FdbAddRequest{kMac2, "vd1", false});
   expectRoundTrip(FdbDelRequest{kMac1});
   expectRoundTrip(InfoGetRequest{});
 }
@@ -1153,6 +1152,70 @@ TEST(CtlNames, PeekHeader) {
   auto b = enc(InfoGetRequest{}, 31);
   EXPECT_EQ(peekHeader(b).seq, 31u);
   EXPECT_EQ(peekHeader(std::span<const uint8_t>(b.data(), 15)).seq, 0u);
+}
+
+// ---------------------------------------------------------------- hardening
+
+// '%' makes the kernel take a name as a pattern ("vd%d" -> "vd0"): refused
+// in every name, by the client before sending and by the daemon.
+TEST(CtlHardening, PercentInAnyNameIsRefused) {
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd%d").done(), EINVAL,
+               "not a valid interface name");
+  PortAddRequest veth{"vd%d", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  auto st = validate(veth);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().what.find("'%'"), std::string::npos) << st.error().what;
+  PortAddRequest peer{"vd0", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  peer.create->peer_ifname = "vp%d";
+  EXPECT_FALSE(validate(peer).ok());
+  EXPECT_FALSE(encodeRequest(1, peer).ok()) << "the client sends what the daemon refuses";
+  EXPECT_FALSE(validate(FdbAddRequest{kMac1, "a%s", true}).ok());
+  for (const char* bad : {"a b", "a\tb", "a/b", "a:b", ".", ".."})
+    EXPECT_FALSE(validateIfname(bad, "X").ok()) << bad;
+  EXPECT_TRUE(validateIfname("vd-0_x.y", "X").ok());
+}
+
+// FDB_STATIC=0 used to be accepted and ignored (a static entry was made).
+TEST(CtlHardening, FdbStaticZeroIsRefusedWithAClearError) {
+  auto st = validate(FdbAddRequest{kMac2, "vd1", false});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().err, EINVAL);
+  EXPECT_NE(st.error().what.find("FDB_STATIC: 0 is not supported"), std::string::npos) << st.error().what;
+  expectReject(Raw().hdr().genl(kCmdFdbAdd).mac(kAttrMac, kMac2).str(kAttrPortName, "vd1").u8(kAttrFdbStatic, 0).done(),
+               EINVAL, "FDB_STATIC: 0 is not supported");
+  expectRoundTrip(FdbAddRequest{kMac2, "vd1", true});
+}
+
+TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
+  PortAddRequest r{"vd0", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  r.tag = "cni:net1";
+  expectRoundTrip(r);
+  r.tag = "has space";
+  EXPECT_FALSE(validate(r).ok());
+  r.tag = std::string(kPortTagMax + 1, 'x');
+  EXPECT_FALSE(validate(r).ok());
+  r.tag = "";
+  EXPECT_FALSE(validate(r).ok());
+
+  PortInfo p = port("vd0", 1);
+  p.owner_uid = 1000;
+  p.tag = "cni:net1";
+  auto one = replyRoundTrip(requestFor(PortGetRequest{"vd0"}), PortList{{p}});
+  ASSERT_TRUE(one.ok()) << one.error().message();
+  EXPECT_EQ(std::get<PortList>(*one).ports[0], p);
+
+  InfoMsg i{"0.1.0", 1, SwitchMode::kSwitch, 5, 2};
+  i.fd_limit = 524288;
+  i.ports_fd_left = 32000;
+  i.start_issues = "state file x: line 3: unknown key 'colour'\nport vd9 not restored";
+  auto info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(std::get<InfoMsg>(*info), i);
+  // An older daemon sends none of them.
+  auto old = replyRoundTrip(requestFor(InfoGetRequest{}), InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 5, 2});
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(std::get<InfoMsg>(*old).fd_limit);
+  EXPECT_TRUE(std::get<InfoMsg>(*old).start_issues.empty());
 }
 
 }  // namespace

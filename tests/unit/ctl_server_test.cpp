@@ -515,10 +515,13 @@ TEST_F(CtlServer, ClientThatNeverReadsDoesNotBlockOthers) {
   ::close(lazy);
 }
 
-TEST_F(CtlServer, ClientOverflowingItsQueueIsDropped) {
+// A client that stops reading its reply is dropped once the reply has made
+// no progress for stall_timeout (not for the reply's size: see
+// DumpsOfAnySizeArriveWhole).
+TEST_F(CtlServer, ClientThatStopsReadingIsDroppedAfterTheStallTimeout) {
   for (uint32_t i = 0; i < 5000; ++i)
     handler.stats.ports.push_back(stat("p" + std::to_string(i), i));
-  cfg.max_queued_bytes = 256 * 1024;
+  cfg.stall_timeout = 300ms;
   start();
   int lazy = rawConnect();
   auto req = encoded(1, StatsGetRequest{});
@@ -741,6 +744,182 @@ void CtlServer::refusedAsNobody() {
   // Root still is served.
   auto c = client();
   EXPECT_TRUE(c.info().ok());
+}
+
+// ------------------------------------------------------------- hardening
+
+// A dump larger than the old 8 MiB per-client queue limit (which dropped the
+// client, contrary to "a dump is never truncated"): every entry arrives.
+TEST_F(CtlServer, DumpsOfAnySizeArriveWhole) {
+  handler.fdb.entries.clear();
+  for (uint32_t i = 0; i < 300000; ++i) {
+    Mac m{0x02, 0, uint8_t(i >> 24), uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i)};
+    handler.fdb.entries.push_back({m, "vd" + std::to_string(i % 8), false, i});
+  }
+  start();
+  auto c = client(20000);
+  auto r = c.fdbGet();
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->size(), 300000u);
+  EXPECT_EQ((*r)[299999].age_ms, 299999u);
+  EXPECT_FALSE(logged("does not read"));
+}
+
+// Connections a child holds as (uid, gid) until the returned fd is closed;
+// the child reports on the pipe when it has made its connections.
+struct Holder {
+  pid_t pid = -1;
+  int release = -1;  // closing it lets the child exit
+  ~Holder() {
+    if (release >= 0) ::close(release);
+    if (pid > 0) {
+      int ws;
+      ::waitpid(pid, &ws, 0);
+    }
+  }
+};
+std::unique_ptr<Holder> holdConnections(const std::string& path, uid_t uid, gid_t gid, int n) {
+  int ready[2], rel[2];
+  if (::pipe(ready) != 0 || ::pipe(rel) != 0) return nullptr;
+  auto h = std::make_unique<Holder>();
+  h->pid = ::fork();
+  if (h->pid == 0) {
+    ::close(ready[0]);
+    ::close(rel[1]);
+    if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(10);
+    std::vector<int> fds;
+    for (int i = 0; i < n; ++i) {
+      int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      sockaddr_un a{};
+      a.sun_family = AF_UNIX;
+      std::strcpy(a.sun_path, path.c_str());
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) _exit(11);
+      fds.push_back(fd);
+    }
+    char one = 1;
+    (void)!::write(ready[1], &one, 1);
+    char b;
+    (void)!::read(rel[0], &b, 1);  // until the parent closes its end
+    _exit(0);
+  }
+  ::close(ready[1]);
+  ::close(rel[0]);
+  h->release = rel[1];
+  char b = 0;
+  const bool ok = ::read(ready[0], &b, 1) == 1;
+  ::close(ready[0]);
+  return ok ? std::move(h) : nullptr;
+}
+
+// Credentials are checked at accept: connections from a uid that may not
+// use the socket hold no slot, so they cannot lock root out.
+TEST_F(CtlServer, NonMembersAreRefusedAtAcceptAndHoldNoSlot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() to nobody";
+  cfg.mode = 0666;
+  cfg.group = 0;  // nobody is not a member
+  start();
+  ASSERT_EQ(::chmod((dir.path() + "/run").c_str(), 0755), 0);
+  auto h = holdConnections(cfg.path, 65534, 65534, 70);
+  ASSERT_TRUE(h);
+  ASSERT_TRUE(waitFor([&] { return logged("connection refused: permission denied"); }));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(server->numClients(), 0u);
+  auto c = client();
+  EXPECT_TRUE(c.info().ok()) << "root locked out by connections that may not talk to vdevd";
+  EXPECT_EQ(handler.count(), 1u);
+}
+
+// A member of the group holds at most max_clients_per_uid connections, and
+// all non-root users together leave root_reserve for root.
+TEST_F(CtlServer, PerUidCapAndRootReserve) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() to nobody";
+  cfg.mode = 0666;
+  cfg.group = 65534;
+  cfg.max_clients = 24;
+  cfg.root_reserve = 8;
+  cfg.max_clients_per_uid = 5;
+  start();
+  ASSERT_EQ(::chmod((dir.path() + "/run").c_str(), 0755), 0);
+  auto nobody = holdConnections(cfg.path, 65534, 65534, 9);
+  ASSERT_TRUE(nobody);
+  ASSERT_TRUE(waitFor([&] { return server->numClients() == 5u && logged("5 per uid"); }))
+      << server->numClients();
+  // Other uids share 24 - 8 = 16 slots: 5 + 5 + 5, then 1 more.
+  auto u2 = holdConnections(cfg.path, 65533, 65534, 5);
+  auto u3 = holdConnections(cfg.path, 65532, 65534, 5);
+  auto u4 = holdConnections(cfg.path, 65531, 65534, 5);
+  ASSERT_TRUE(u2 && u3 && u4);
+  ASSERT_TRUE(waitFor([&] { return server->numClients() == 16u && logged("for users other than root"); }))
+      << server->numClients();
+  // Root still has its reserve.
+  std::vector<ControlClient> roots;
+  for (int i = 0; i < 8; ++i) {
+    roots.push_back(client());
+    ASSERT_TRUE(roots.back().info().ok()) << "root connection " << i;
+  }
+  EXPECT_EQ(server->numClients(), 24u);
+  auto extra = client();
+  auto r = extra.info();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().err, EBUSY);
+}
+
+TEST_F(CtlServer, IdleClientsAreClosed) {
+  cfg.idle_timeout = 300ms;
+  start();
+  int idle = rawConnect();
+  auto busy = client();
+  ASSERT_TRUE(waitFor([&] { return server->numClients() == 2u; }));
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(busy.info().ok());
+    std::this_thread::sleep_for(60ms);
+  }
+  std::vector<uint8_t> buf;
+  EXPECT_EQ(recvTimeout(idle, buf, 3000), 0) << "the idle connection was not closed";
+  EXPECT_TRUE(logged("idle (no request for 300 ms)"));
+  EXPECT_TRUE(busy.info().ok()) << "a client that keeps asking is not idle";
+  ::close(idle);
+}
+
+// The socket's directory must be vdevd's alone: a symlink, a directory
+// someone else may write to, or one owned by another uid is refused.
+TEST_F(CtlServer, UnsafeSocketDirectoryIsRefused) {
+  const std::string real = dir.path() + "/real";
+  ASSERT_EQ(::mkdir(real.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(real.c_str(), (dir.path() + "/link").c_str()), 0);
+  cfg.path = dir.path() + "/link/vdevd.sock";
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().err, EPERM);
+  EXPECT_NE(s.error().what.find("symbolic link"), std::string::npos) << s.error().what;
+
+  ASSERT_EQ(::chmod(real.c_str(), 0775), 0);
+  cfg.path = real + "/vdevd.sock";
+  s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().what.find("writable by its group or by others"), std::string::npos) << s.error().what;
+  ASSERT_EQ(::chmod(real.c_str(), 01777), 0);
+  s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+
+  if (geteuid() == 0) {
+    ASSERT_EQ(::chmod(real.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(real.c_str(), 65534, 65534), 0);
+    s = ControlServer::create(cfg, handler);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.error().what.find("owned by uid 65534"), std::string::npos) << s.error().what;
+    ASSERT_EQ(::chown(real.c_str(), 0, 0), 0);
+  }
+  ASSERT_EQ(::chmod(real.c_str(), 0755), 0);
+  s = ControlServer::create(cfg, handler);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  // Nothing of the private bind directory is left beside the socket.
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(real)) {
+    (void)e;
+    entries++;
+  }
+  EXPECT_EQ(entries, 1);
 }
 
 }  // namespace

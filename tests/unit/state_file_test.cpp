@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "daemon/state_file.h"
 
@@ -115,6 +117,123 @@ TEST(StateFile, SaveIsAtomicAndLoadReadsItBack) {
   rmdir((path + ".tmp").c_str());
   unlink(path.c_str());
   rmdir(dir);
+}
+
+// ---------------------------------------------------------------- hardening
+
+class StateDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char d[] = "/tmp/vdev-state-XXXXXX";
+    ASSERT_NE(mkdtemp(d), nullptr);
+    dir = d;
+    path = dir + "/vdevd.state";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string dir, path;
+};
+
+// Who added a port, and its tag, survive a restart; a file without them
+// (every older one) means root and no tag, and they are written only when
+// set, so such a file stays readable by an older vdevd.
+TEST(StateFile, OwnerAndTagRoundTrip) {
+  DaemonState st = sample();
+  st.ports[0].owner_uid = 1000;
+  st.ports[0].tag = "cni:net1";
+  const std::string text = serializeState(st);
+  EXPECT_NE(text.find("uid=1000 tag=cni:net1"), std::string::npos) << text;
+  EXPECT_EQ(serializeState(sample()).find("uid="), std::string::npos);
+  auto back = parseState(text);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+  EXPECT_FALSE(parseState("# vdevd state v1\nport name=a uid=-1\n").ok());
+  EXPECT_FALSE(parseState("# vdevd state v1\nport name=a tag=\n").ok());
+  // The protocol's name rule: '%' is a pattern to the kernel.
+  EXPECT_FALSE(parseState("# vdevd state v1\nport name=vd%d\n").ok());
+}
+
+// One bad line costs that line, not the whole file (vdevd used to refuse to
+// start, and systemd restarted it forever).
+TEST(StateFile, LenientParseKeepsEveryGoodRecordAndReportsTheRest) {
+  auto l = parseStateLenient("# vdevd state v1\nport name=a type=veth\nport name=b colour=red\n"
+                             "port name=c type=tap\nport name=a\nbogus\n");
+  ASSERT_EQ(l.state.ports.size(), 2u);
+  EXPECT_EQ(l.state.ports[0].name, "a");
+  EXPECT_EQ(l.state.ports[1].name, "c");
+  ASSERT_EQ(l.problems.size(), 3u);
+  EXPECT_NE(l.problems[0].find("line 3: unknown key 'colour'"), std::string::npos) << l.problems[0];
+  EXPECT_NE(l.problems[1].find("line 5: port a listed twice"), std::string::npos) << l.problems[1];
+  EXPECT_NE(l.problems[2].find("line 6: unknown record"), std::string::npos) << l.problems[2];
+  auto garbage = parseStateLenient("garbage\nport name=a\n");
+  EXPECT_TRUE(garbage.state.ports.empty());
+  EXPECT_EQ(garbage.problems.size(), 1u);
+}
+
+TEST_F(StateDir, LoadLenientKeepsADamagedFileAside) {
+  EXPECT_TRUE(loadStateLenient(path).problems.empty()) << "a missing file is no problem";
+  std::ofstream(path) << "# vdevd state v1\nport name=a type=veth\nport name=b type=zzz\n";
+  auto l = loadStateLenient(path);
+  ASSERT_EQ(l.state.ports.size(), 1u);
+  ASSERT_EQ(l.problems.size(), 2u);
+  EXPECT_NE(l.problems[0].find(path + ": line 3: invalid type"), std::string::npos) << l.problems[0];
+  EXPECT_NE(l.problems[1].find("kept as " + path + ".rejected"), std::string::npos) << l.problems[1];
+  std::ifstream kept(path + ".rejected");
+  std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("type=zzz"), std::string::npos);
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+
+  // Over 1 MiB: not read at all, but not a reason to stop either.
+  {
+    std::ofstream big(path);
+    big << "# vdevd state v1\n" << std::string(kStateFileMax + 10, '#');
+  }
+  auto b = loadStateLenient(path);
+  EXPECT_TRUE(b.state.ports.empty());
+  ASSERT_FALSE(b.problems.empty());
+  EXPECT_NE(b.problems[0].find("larger than 1 MiB"), std::string::npos) << b.problems[0];
+  EXPECT_FALSE(loadState(path + ".rejected").ok());
+}
+
+// The temporary file is never written through a symlink someone planted
+// at its name (it was opened O_CREAT | O_TRUNC, following it).
+TEST_F(StateDir, SaveNeverFollowsASymlinkAtTheTemporaryName) {
+  const std::string victim = dir + "/victim";
+  std::ofstream(victim) << "precious\n";
+  ASSERT_EQ(symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  ASSERT_TRUE(saveState(path, sample()).ok());
+  std::ifstream v(victim);
+  std::string text((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious\n");
+  auto back = loadState(path);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back.value(), sample());
+  struct stat st {};
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The same for any file written this way (--stats-json).
+  ASSERT_EQ(symlink(victim.c_str(), (dir + "/stats.json.tmp").c_str()), 0);
+  ASSERT_TRUE(writeFileAtomic(dir + "/stats.json", "{}\n", 0644).ok());
+  std::ifstream v2(victim);
+  std::string text2((std::istreambuf_iterator<char>(v2)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text2, "precious\n");
+}
+
+TEST_F(StateDir, EnsurePrivateDirCreatesAndChecks) {
+  const std::string d = dir + "/var/lib/vdev";
+  ASSERT_TRUE(ensurePrivateDir(d, 0700).ok());
+  struct stat st {};
+  ASSERT_EQ(lstat(d.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(st.st_uid, geteuid());
+  ASSERT_TRUE(ensurePrivateDir(d, 0700).ok()) << "an existing good directory is fine";
+  ASSERT_EQ(chmod(d.c_str(), 0777), 0);
+  auto w = ensurePrivateDir(d, 0700);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().err, EPERM);
+  ASSERT_EQ(symlink(d.c_str(), (dir + "/link").c_str()), 0);
+  EXPECT_FALSE(ensurePrivateDir(dir + "/link", 0700).ok());
 }
 
 }  // namespace

@@ -3,21 +3,33 @@
 //
 // Text, one record per line, written to a temporary file in the same
 // directory, fsync'ed and renamed over the old one: a crash leaves either the
-// old or the new file, never half of one. Reading is strict: an unknown
-// keyword, a bad value or a duplicate port makes the whole file refused
-// (with the line number), never half applied.
+// old or the new file, never half of one. The temporary file is created
+// O_EXCL | O_NOFOLLOW: a symlink planted at its name is never written
+// through.
 //
 //   # vdevd state v1
 //   port name=vdc1 type=veth queues=0 xdp-mode=auto managed=1
-//   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0
+//   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0 uid=1000
+//   port name=vdn2xk3... type=veth queues=0 xdp-mode=auto managed=1 tag=cni:net1
 //
-// fast-rx is written only when off: a file without it (older vdevd, or
-// every port on) means on, and a file that uses no new option stays
-// readable by an older vdevd, which refuses keys it does not know.
+// fast-rx is written only when off, uid (who added the port; 0 = root) only
+// when not 0, tag (the adder's label, PORT_TAG) only when given: a file
+// without them (older vdevd, or every port on and added by root) means on,
+// root, no tag, and a file that uses no new option stays readable by an
+// older vdevd, which refuses keys it does not know.
+//
+// Reading: parseState() is strict (an unknown keyword, a bad value or a
+// duplicate port refuses the whole text, with the line number);
+// loadStateLenient(), what vdevd uses at start, keeps every good record and
+// reports each bad one, so that one bad line cannot keep vdevd (and under
+// systemd, its restart loop) from starting with the rest.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -31,6 +43,8 @@ struct PortRecord {
   std::string xdp_mode = "auto";  // native | generic | auto
   bool managed = false;           // vdev created the device (port del removes it)
   bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
+  uint32_t owner_uid = 0;         // the uid that added it (only that uid, or root, may delete it)
+  std::string tag;                // PORT_TAG given at add (vdev-cni: "cni:NETWORK"); "" none
   bool operator==(const PortRecord&) const = default;
 };
 
@@ -39,12 +53,42 @@ struct DaemonState {
   bool operator==(const DaemonState&) const = default;
 };
 
+inline constexpr size_t kStateFileMax = 1u << 20;  // larger files are not read
+
 std::string serializeState(const DaemonState& st);
 // Errors: EINVAL with "LINE: what is wrong".
 Result<DaemonState> parseState(const std::string& text);
+
+// Every good record of `text`, and one problem ("line N: ...") per record or
+// line that was left out.
+struct LenientState {
+  DaemonState state;
+  std::vector<std::string> problems;
+};
+LenientState parseStateLenient(std::string_view text);
+
 // A missing file is an empty state; an unreadable or corrupt one an error.
 Result<DaemonState> loadState(const std::string& path);
+// What vdevd uses at start: never fails. A missing file: empty, no
+// problems. An unreadable or oversized file, or one without the header:
+// empty state and the problem. Otherwise the good records and a problem per
+// bad line. Whenever there is a problem the file is renamed to PATH.rejected
+// (replacing an older one), so that what it held is not lost when the
+// cleaned state is saved.
+LenientState loadStateLenient(const std::string& path);
 // Atomic replace (temporary file + fsync + rename + fsync of the directory).
 Status saveState(const std::string& path, const DaemonState& st);
+
+// Writes `data` to `path` atomically: PATH.tmp created O_EXCL | O_NOFOLLOW
+// with `mode` (a stale one, or a symlink at that name, is removed first),
+// written, fsync'ed, renamed over `path`, and the directory fsync'ed. Every
+// step's error is returned (and the temporary file removed).
+Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode);
+
+// Creates `dir` and missing parents with `mode` (0700 for the state
+// directory), then checks it: a real directory (not a symlink), owned by
+// this process's euid, not writable by group or others. Errors: EPERM
+// (unsafe), ENOTDIR, and those of mkdir/lstat.
+Status ensurePrivateDir(const std::string& dir, mode_t mode);
 
 }  // namespace vdev::daemon

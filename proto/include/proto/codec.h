@@ -60,6 +60,7 @@ struct PortAddRequest {
   XdpMode xdp_mode = XdpMode::kAuto;    // kNative, kGeneric or kAuto
   std::optional<CreateOptions> create;  // absent: attach an existing device
   std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
+  std::optional<std::string> tag;       // PORT_TAG: the adder's label (vdev-cni: "cni:NETWORK")
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -140,6 +141,8 @@ struct PortInfo {
   std::optional<Mac> mac;
   uint32_t queues_bound = 0;  // queues with a socket now (<= queues)
   bool fast_rx = true;        // the port's option; a daemon that does not send FAST_RX has it on
+  std::optional<uint32_t> owner_uid;  // who added it at run time; nullopt: vdevd's command line
+  std::string tag;                    // PORT_TAG given at add ("" if none)
   bool operator==(const PortInfo&) const = default;
 };
 
@@ -184,6 +187,9 @@ struct InfoMsg {
   SwitchMode mode = SwitchMode::kSwitch;
   uint64_t uptime_s = 0;
   uint32_t num_ports = 0;
+  std::optional<uint32_t> fd_limit;       // RLIMIT_NOFILE soft limit
+  std::optional<uint32_t> ports_fd_left;  // further one-queue ports that limit allows
+  std::string start_issues;               // what was not restored at start, one per line
   bool operator==(const InfoMsg&) const = default;
 };
 
@@ -195,12 +201,18 @@ struct InfoMsg {
 using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoMsg>;
 
 // ------------------------------------------------------------- validation
+// Interface names (validateIfname): 1..15 printable ASCII characters, not
+// "." or "..", none of '/', ':', '%' or a space -- what the kernel refuses
+// (dev_valid_name) plus '%', which it takes as a pattern ("vd%d" becomes
+// "vd0"), so the device would not have the name asked for.
 // The semantic checks (ranges, names, combinations) that both the client
 // (before sending) and the daemon (after decoding) apply. Errors: EINVAL
 // with a message naming the attribute.
 Status validate(const RequestBody& body);
 Status validateIfname(std::string_view name, std::string_view attr);
 Status validateUnicastMac(const Mac& mac, std::string_view attr);
+// PORT_TAG: 1..kPortTagMax printable ASCII characters, no space.
+Status validatePortTag(std::string_view tag);
 
 // --------------------------------------------------------------- encoding
 

@@ -38,6 +38,8 @@ inline constexpr size_t kNetnsNameMax = 255;      // a name under /run/netns
 inline constexpr size_t kNetnsPathMax = 4095;     // absolute path (PATH_MAX - 1)
 inline constexpr size_t kVersionMax = 63;         // INFO version string
 inline constexpr size_t kErrorMsgMax = 1023;      // error message attribute (longer is cut)
+inline constexpr size_t kPortTagMax = 127;        // PORT_TAG: 1..127 printable characters
+inline constexpr size_t kStartIssuesMax = 4000;   // START_ISSUES text (longer is cut)
 inline constexpr uint32_t kMinQueues = 1, kMaxQueues = 64;
 inline constexpr uint32_t kMinMtu = 68, kMaxMtu = 65535;
 inline constexpr uint32_t kMaxPid = 4194304;  // PID_MAX_LIMIT
@@ -47,7 +49,7 @@ enum Cmd : uint8_t {
   kCmdUnspec = 0,
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
-  //          FAST_RX
+  //          FAST_RX, PORT_TAG
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -55,7 +57,8 @@ enum Cmd : uint8_t {
   kCmdPortDel = 2,
   // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
-  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX
+  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX,
+  //          OWNER_UID and PORT_TAG (ports added at run time)
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -67,13 +70,15 @@ enum Cmd : uint8_t {
   //   reply: one message per entry: MAC, PORT_NAME, FDB_STATIC, FDB_AGE_MS
   kCmdFdbGet = 5,
   // Static MAC table entry.
-  //   req:   MAC (required), PORT_NAME (required), FDB_STATIC (default 1)
+  //   req:   MAC (required), PORT_NAME (required), FDB_STATIC (default 1; 0 is
+  //          refused with EINVAL: learned entries come from traffic only)
   //   reply: ACK or ERROR
   kCmdFdbAdd = 6,
   //   req:   MAC (required)              reply: ACK or ERROR
   kCmdFdbDel = 7,
   // Daemon information. req: nothing.
-  //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS
+  //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
+  //          PORTS_FD_LEFT, START_ISSUES (if any)
   kCmdInfoGet = 8,
   kCmdMax = kCmdInfoGet
 };
@@ -104,7 +109,15 @@ enum Attr : uint16_t {
   kAttrQueuesBound = 21, // u32: queues with a socket now (port replies; < QUEUES while a VM has not opened them all)
   kAttrFastRx = 22,      // u8 0|1: frames received on the port may take the kernel fast path
                          // (PORT_ADD: absent = 1; port replies). 0: they always go through vdevd
-  kAttrMax = kAttrFastRx
+  kAttrOwnerUid = 23,    // u32: uid of the client that added the port (port replies; absent:
+                         // a port from vdevd's command line)
+  kAttrPortTag = 24,     // string, 1..127 printable chars, no space: a label the adding client gives the
+                         // port (PORT_ADD; port replies). vdev-cni: "cni:" + network name
+  kAttrFdLimit = 25,     // u32: vdevd's open-file limit (RLIMIT_NOFILE soft limit; INFO)
+  kAttrPortsFdLeft = 26, // u32: further one-queue ports that limit leaves room for (INFO)
+  kAttrStartIssues = 27, // string, up to 4000 chars, lines separated by '\n': what vdevd could
+                         // not restore or use at start (INFO; absent: nothing)
+  kAttrMax = kAttrStartIssues
 };
 
 // Inside kAttrCreate (PORT_ADD).

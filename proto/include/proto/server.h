@@ -6,13 +6,18 @@
 // daemon's control thread polls fd() together with its other fds and calls
 // processEvents() when it is readable.
 //
-// Protection against clients: at most max_clients connections (more are
-// answered EBUSY and closed); sends are non-blocking into a bounded
-// per-client queue and a client whose queue would exceed max_queued_bytes is
-// dropped; while a client has unsent output its requests are not read (one
-// reply in flight per client), so a client that never reads costs at most one
-// reply's memory and never stalls the others. Garbage gets an error reply;
-// a datagram without a sane netlink header also closes the connection.
+// Protection against clients: credentials are checked when a connection is
+// accepted (not root and not in the group: EPERM, closed). At most
+// max_clients connections in all, of which root_reserve only for root; each
+// other uid at most max_clients_per_uid (more are answered EBUSY and
+// closed). A connection that sends no request for idle_timeout is closed.
+// Sends are non-blocking into a per-client queue; while a client has unsent
+// output its requests are not read (one reply in flight per client), so a
+// client that never reads costs at most one reply's memory and never stalls
+// the others; one whose queued reply makes no progress for stall_timeout is
+// dropped. A reply of any size (a dump of every port or MAC) is sent whole.
+// Garbage gets an error reply; a datagram without a sane netlink header also
+// closes the connection.
 //
 // Thread safety: one thread (the daemon's control thread) calls everything
 // but numClients(), which any thread may call.
@@ -21,6 +26,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -74,8 +80,11 @@ struct ServerConfig {
   std::optional<gid_t> group;
   mode_t mode = 0660;      // socket file mode
   mode_t dir_mode = 0755;  // for directories created on the way to `path`
-  size_t max_clients = 64;
-  size_t max_queued_bytes = 8u << 20;    // per client: unsent replies beyond this drop it
+  size_t max_clients = 64;          // connections in all
+  size_t root_reserve = 16;         // of those, kept for root (uid 0)
+  size_t max_clients_per_uid = 8;   // connections of one other uid
+  std::chrono::milliseconds idle_timeout{120000};  // no request for this long: closed
+  std::chrono::milliseconds stall_timeout{10000};  // a queued reply not read for this long: dropped
   unsigned max_requests_per_event = 16;  // fairness: per client per processEvents()
   // Client events worth a log line (rejected, dropped, malformed). Optional.
   std::function<void(std::string_view)> log;
@@ -83,11 +92,16 @@ struct ServerConfig {
 
 class ControlServer {
  public:
-  // Creates the directory of config.path if missing (dir_mode), removes a
-  // stale socket file (one nobody listens on), binds, sets mode and group,
-  // listens. Errors: EADDRINUSE (another daemon listens on path), EEXIST
-  // (path exists and is not a socket), ENAMETOOLONG, and those of the
-  // syscalls. `handler` must outlive the server.
+  // Creates the directory of config.path if missing (dir_mode) and checks
+  // it: a real directory (not a symlink), owned by this process's euid, not
+  // writable by group or others -- else nobody else could have replaced
+  // the socket. Removes a stale socket file (one nobody listens on). Binds
+  // in a private directory made inside it, sets group and mode there (no
+  // path anyone else can redirect), renames the socket into place, listens.
+  // Errors: EADDRINUSE (another daemon listens on path), EEXIST (path
+  // exists and is not a socket), EPERM (an unsafe directory), ENOTDIR,
+  // ENAMETOOLONG, and those of the syscalls. `handler` must outlive the
+  // server.
   static Result<std::unique_ptr<ControlServer>> create(const ServerConfig& config,
                                                        ControlHandler& handler);
   // Closes every connection and removes the socket file if it is still ours.
@@ -104,6 +118,7 @@ class ControlServer {
   const std::string& path() const { return cfg_.path; }
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Client {
     uint64_t id = 0;
     vdev::FileDesc fd;
@@ -111,6 +126,7 @@ class ControlServer {
     std::deque<std::vector<uint8_t>> out;
     size_t out_bytes = 0;
     uint32_t events = 0;  // current epoll interest
+    Clock::time_point last_progress;  // connected, last request read, last datagram sent
   };
 
   ControlServer(const ServerConfig& config, ControlHandler& handler);
@@ -125,6 +141,9 @@ class ControlServer {
   void updateInterest(Client& c);
   void drop(uint64_t id, std::string_view why);
   void log(std::string_view msg) const;
+  // Why a new connection from `cred` is refused ("" if it is not).
+  std::string refusal(const PeerCred& cred) const;
+  void sweep();  // idle and stalled clients
 
   ServerConfig cfg_;
   ControlHandler& handler_;
@@ -132,11 +151,13 @@ class ControlServer {
   vdev::FileDesc epoll_;
   vdev::FileDesc spare_;        // /dev/null, given up to refuse a connection when out of fds
   vdev::FileDesc rearm_timer_;  // timerfd: listens again 1 s after fd exhaustion parked it
+  vdev::FileDesc sweep_timer_;  // timerfd, periodic: idle and stalled clients
   bool listening_ = true;       // listener in the epoll set
   dev_t sock_dev_ = 0;
   ino_t sock_ino_ = 0;
   uint64_t next_id_ = 1;  // 0 is the listening socket
   std::map<uint64_t, Client> clients_;
+  std::map<uid_t, size_t> per_uid_;  // connections by uid
   std::atomic<size_t> num_clients_{0};
   std::vector<uint8_t> rx_;  // receive buffer, kMaxMessageSize
 };

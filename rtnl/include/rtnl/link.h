@@ -58,8 +58,8 @@ using vdev::Mac;
 // bit 0 clear), from getrandom().
 Mac randomMac();
 
-// Checks a Linux interface name: 1..15 bytes, not "." or "..", no '/', ':'
-// or whitespace. EINVAL with the reason otherwise. Every function below
+// Checks a Linux interface name: 1..15 bytes, not "." or "..", no '/', ':',
+// '%' or whitespace ('%' would make the kernel take it as a pattern). EINVAL with the reason otherwise. Every function below
 // checks its names first (libnl would silently truncate a long one).
 Status validateIfname(std::string_view name);
 
@@ -88,10 +88,14 @@ class NetnsRef {
   // "" for kCurrent.
   std::string describe() const;
 
-  // Opens the namespace file (O_RDONLY | O_CLOEXEC) and checks that it is a
-  // network namespace (NS_GET_NSTYPE). Returns the fd; the caller owns it.
+  // Opens the namespace file and checks that it is a network namespace,
+  // without ever blocking or opening anything else: O_PATH first, then the
+  // file's filesystem must be nsfs (fstatfs), and only then is it opened
+  // for reading (through /proc/self/fd) and its type checked
+  // (NS_GET_NSTYPE). A FIFO, a device or a regular file is refused at once.
+  // Returns the fd (O_RDONLY | O_CLOEXEC); the caller owns it.
   // Errors: EINVAL (kCurrent, a bad name, not a network namespace), ENOENT
-  // (no such namespace/process), EACCES/EPERM.
+  // (no such namespace/process), ESRCH (no such pid), EACCES/EPERM.
   Result<int> open() const;
 
  private:
@@ -100,6 +104,13 @@ class NetnsRef {
   std::string text_;
   pid_t pid_ = 0;
 };
+
+// The uid that owns the user namespace owning the network namespace `nsfd`
+// (an fd from NetnsRef::open()): 0 for the host's and for every namespace
+// root made; the user's own uid for one made by a rootless runtime
+// (unshare -Urn, rootless podman). That user administers it already.
+// Errors: those of the NS_GET_USERNS / NS_GET_OWNER_UID ioctls.
+Result<uid_t> netnsOwnerUid(int nsfd);
 
 // ---------------------------------------------------------------------------
 // veth

@@ -171,11 +171,10 @@ const char* commandName(Command c) {
 
 bool validContainerId(std::string_view id) { return validIdentifier(id); }
 
-bool validIfname(std::string_view name) {
-  if (name.empty() || name.size() > vdev::proto::kIfNameMax || name == "." || name == "..") return false;
-  return std::none_of(name.begin(), name.end(), [](char c) {
-    return c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) || c == '\0';
-  });
+bool validIfname(std::string_view name) { return vdev::proto::validateIfname(name, "CNI_IFNAME").ok(); }
+
+std::string dumpJson(const Json& j, int indent) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 Env parseEnv(const std::map<std::string, std::string>& vars) {
@@ -226,10 +225,15 @@ Env parseEnv(const std::map<std::string, std::string>& vars) {
       throw CniError(kErrInvalidEnv, "invalid characters in containerID", e.containerId);
     if (!validIfname(e.ifname))
       throw CniError(kErrInvalidEnv,
-                     "invalid CNI_IFNAME: 1..15 characters, not . or .., no /, : or space",
+                     "invalid CNI_IFNAME: 1..15 characters, not . or .., no /, :, % or space",
                      e.ifname);
   }
-  if (!e.netns.empty() && e.netns[0] != '/' && e.command != Command::kDel)
+  // Only where the namespace is used. VERSION needs nothing but
+  // CNI_COMMAND (spec: "Parameters"): libcni (podman, containerd, CRI-O,
+  // nerdctl) validates a configuration by calling VERSION with placeholders
+  // (CNI_NETNS=dummy, CNI_CONTAINERID=dummy, CNI_IFNAME=dummy); DEL must
+  // succeed when the namespace is gone; GC and STATUS have none.
+  if ((e.command == Command::kAdd || e.command == Command::kCheck) && e.netns[0] != '/')
     throw CniError(kErrInvalidEnv, "CNI_NETNS must be an absolute path", e.netns);
 
   // CNI_ARGS: "K1=V1;K2=V2". Keys this plugin does not use are ignored (as
@@ -388,7 +392,7 @@ NetConf parseNetConf(std::string_view text, Command command) {
   if (const Json* m = field(j, "mtu")) {
     if (!m->is_number_integer() || m->get<int64_t>() < vdev::proto::kMinMtu ||
         m->get<int64_t>() > vdev::proto::kMaxMtu)
-      throw CniError(kErrInvalidConfig, "mtu: " + m->dump() + " is not an integer " +
+      throw CniError(kErrInvalidConfig, "mtu: " + dumpJson(*m) + " is not an integer " +
                                             std::to_string(vdev::proto::kMinMtu) + ".." +
                                             std::to_string(vdev::proto::kMaxMtu));
     c.mtu = uint32_t(m->get<int64_t>());

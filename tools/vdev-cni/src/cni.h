@@ -22,6 +22,12 @@ namespace vdev::cni {
 
 using Json = nlohmann::ordered_json;  // keeps the order fields are written in
 
+// j as text. Bytes that are not UTF-8 (from CNI_CONTAINERID, CNI_ARGS, an
+// IPAM plugin's output, quoted in a message) become U+FFFD instead of
+// making nlohmann::json throw -- which, while printing the error JSON,
+// would end the plugin with std::terminate and no answer at all.
+std::string dumpJson(const Json& j, int indent = -1);
+
 // Well-known error codes (spec: "Error codes"); 0-99 are the spec's.
 enum ErrorCode : unsigned {
   kErrIncompatibleVersion = 1,
@@ -92,7 +98,8 @@ Env parseEnv(const std::map<std::string, std::string>& vars);
 // The container ID rule of the spec: starts with an alphanumeric character,
 // then alphanumerics, '_', '.', '-'.
 bool validContainerId(std::string_view id);
-// A Linux interface name: 1..15 bytes, not "." or "..", no '/', ':' or space.
+// An interface name as vdevd takes it (proto::validateIfname): 1..15
+// printable characters, not "." or "..", no '/', ':', '%' or space.
 bool validIfname(std::string_view name);
 
 // ----------------------------------------------------------- configuration

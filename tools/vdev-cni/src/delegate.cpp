@@ -111,7 +111,7 @@ const std::vector<std::string>& Delegate::versions() {
   if (versions_) return *versions_;
   Json q = Json::object();
   q["cniVersion"] = kLatestVersion;
-  const std::string out = exec(Command::kVersion, q.dump());
+  const std::string out = exec(Command::kVersion, dumpJson(q));
   const Json j = Json::parse(out, nullptr, false);
   versions_.emplace();
   if (!j.is_object() || !j.contains("supportedVersions") || !j["supportedVersions"].is_array())
@@ -146,7 +146,7 @@ std::string Delegate::negotiate(const std::string& version) {
 Result Delegate::add(const Json& conf, const std::string& version) {
   Json c = conf;
   c["cniVersion"] = version;
-  const std::string out = exec(Command::kAdd, c.dump());
+  const std::string out = exec(Command::kAdd, dumpJson(c));
   const Json j = Json::parse(out, nullptr, false);
   if (j.is_discarded())
     throw CniError(kErrIpamExec, "IPAM plugin " + type_ + " (ADD): its result is not JSON", out);
@@ -160,7 +160,7 @@ Result Delegate::add(const Json& conf, const std::string& version) {
 void Delegate::run(Command cmd, const Json& conf, const std::string& version) {
   Json c = conf;
   c["cniVersion"] = version;
-  (void)exec(cmd, c.dump());
+  (void)exec(cmd, dumpJson(c));
 }
 
 }  // namespace vdev::cni

@@ -108,7 +108,7 @@ bool deletePort(vdev::proto::ControlClient& cl, const NetConf& c, const std::str
 }
 
 void print(const Json& j) {
-  const std::string s = j.dump(4) + "\n";
+  const std::string s = dumpJson(j, 4) + "\n";
   if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size() || std::fflush(stdout) != 0)
     throw CniError(kErrIo, std::string("write the result to stdout: ") + std::strerror(errno));
 }
@@ -222,6 +222,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   create.peer_mac = mac;
   create.mtu = c.mtu;
   req.create = create;
+  req.tag = portTag(c.name);  // what GC recognises this network's ports by
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),
@@ -377,16 +378,18 @@ void cmdGc(const Env& env, const NetConf& c) {
     throw CniError(kErrInvalidConfig, "GC needs cni.dev/valid-attachments");
   std::set<std::string> keep;
   for (const auto& a : *c.validAttachments) keep.insert(portName(c.name, a.containerId, a.ifname));
-  const std::string prefix = portPrefix(c.name);
+  // This network's ports are the ones vdevd says an ADD of this network
+  // made (their PORT_TAG), not those whose name happens to share its
+  // 15-bit prefix: two networks whose prefixes collide keep their ports.
+  const std::string tag = portTag(c.name);
 
   auto cl = connectVdevd(c);
   auto ports = cl.portList();
   if (!ports) vdevdFailed(ports.error(), c.socket);
   for (const auto& p : *ports) {
-    // Only this network's veths: never a tap, an uplink, or another network's port.
-    if (p.type != vdev::proto::PortType::kVeth || p.name.size() != 15 || p.name.rfind(prefix, 0) != 0 ||
-        keep.count(p.name))
-      continue;
+    // Only this network's veths: never a tap, an uplink, another network's
+    // port, or one made before ports had tags (left for DEL).
+    if (p.type != vdev::proto::PortType::kVeth || p.tag != tag || keep.count(p.name)) continue;
     std::fprintf(stderr, "vdev-cni: GC: deleting port %s (no valid attachment)\n", p.name.c_str());
     deletePort(cl, c, p.name);
   }
@@ -425,6 +428,12 @@ std::string readStdin() {
 }
 
 }  // namespace
+
+std::string portTag(const std::string& network) {
+  // Network names are libcni identifiers (alphanumerics, '_', '.', '-');
+  // one that does not fit PORT_TAG is cut (and then compared cut).
+  return ("cni:" + network).substr(0, vdev::proto::kPortTagMax);
+}
 
 std::string portPrefix(const std::string& network) {
   return kPortPrefix + base32(fnv1a(network), 3);
@@ -476,14 +485,14 @@ int run() {
     }
     return 0;
   } catch (const CniError& e) {
-    const std::string s = encodeError(e, isSupported(version) ? version : kLatestVersion).dump(4);
+    const std::string s = dumpJson(encodeError(e, isSupported(version) ? version : kLatestVersion), 4);
     std::printf("%s\n", s.c_str());
     std::fprintf(stderr, "vdev-cni: %s%s%s\n", e.msg.c_str(), e.details.empty() ? "" : ": ",
                  e.details.c_str());
   } catch (const std::exception& e) {
     // Not expected (e.g. out of memory): still an error the runtime can read.
     const CniError ce(kErrIo, std::string("vdev-cni: ") + e.what());
-    std::printf("%s\n", encodeError(ce, isSupported(version) ? version : kLatestVersion).dump(4).c_str());
+    std::printf("%s\n", dumpJson(encodeError(ce, isSupported(version) ? version : kLatestVersion), 4).c_str());
   }
   std::fflush(stdout);
   return 1;

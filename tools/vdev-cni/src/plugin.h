@@ -19,6 +19,9 @@ std::string portName(const std::string& network, const std::string& containerId,
                      const std::string& ifname);
 // "vc" + the network's 3 characters: every port of that network starts so.
 std::string portPrefix(const std::string& network);
+// PORT_TAG of the ports an ADD of `network` makes: "cni:NETWORK". GC
+// deletes only ports that carry its network's tag.
+std::string portTag(const std::string& network);
 
 // Reads the environment and stdin, runs the command, writes the result or
 // the error JSON on stdout. Returns the exit status (0 success, 1 error).

@@ -148,6 +148,11 @@ vdev::proto::ControlClient& Context::client() {
   return *client_;
 }
 
+vdev::proto::ControlClient& Context::reconnect() {
+  client_.reset();
+  return client();
+}
+
 int Context::fail(const vdev::Error& e) {
   std::fprintf(stderr, "vdevctl: %s\n", e.message().c_str());
   return kExitFail;

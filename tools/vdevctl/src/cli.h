@@ -100,6 +100,10 @@ class Context {
   // Connected client. If vdevd cannot be reached, prints why (naming the
   // socket) and exits 1.
   vdev::proto::ControlClient& client();
+  // A new connection in place of the current one (vdevd closes connections
+  // that stay idle longer than its idle timeout; `monitor` with a long
+  // interval connects again).
+  vdev::proto::ControlClient& reconnect();
 
   // Prints "vdevctl: " + e.message() (the daemon's message verbatim, then
   // strerror) to stderr; returns kExitFail.

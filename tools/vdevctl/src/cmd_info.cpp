@@ -3,6 +3,21 @@
 
 namespace vdev::ctl {
 
+namespace {
+
+std::vector<std::string> issueLines(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    size_t j = text.find('\n', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 int cmdInfo(Context& ctx, Args& a) {
   a.done();
   auto r = ctx.client().info();
@@ -15,6 +30,9 @@ int cmdInfo(Context& ctx, Args& a) {
     o["threads"] = m.threads;
     o["uptime_s"] = m.uptime_s;
     o["ports"] = m.num_ports;
+    if (m.fd_limit) o["fd_limit"] = *m.fd_limit;
+    if (m.ports_fd_left) o["ports_fd_left"] = *m.ports_fd_left;
+    o["start_issues"] = issueLines(m.start_issues);
     return Context::print(jsonText(o, ctx.opt().pretty));
   }
   std::string o;
@@ -23,7 +41,12 @@ int cmdInfo(Context& ctx, Args& a) {
   o += "threads:  " + std::to_string(m.threads) + "\n";
   o += "uptime:   " + duration(m.uptime_s) + "\n";
   o += "ports:    " + std::to_string(m.num_ports) + "\n";
+  if (m.fd_limit)
+    o += "fds:      limit " + std::to_string(*m.fd_limit) +
+         (m.ports_fd_left ? ", room for " + std::to_string(*m.ports_fd_left) + " more ports" : std::string()) + "\n";
   o += "socket:   " + ctx.opt().socket + "\n";
+  // What vdevd could not restore when it started (the state file, --port).
+  for (const auto& line : issueLines(m.start_issues)) o += "not restored: " + line + "\n";
   return Context::print(o);
 }
 

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -75,8 +76,8 @@ int cmdMonitor(Context& ctx, Args& a) {
   sigaddset(&sigs, SIGTERM);
   sigprocmask(SIG_BLOCK, &sigs, nullptr);
 
-  auto& client = ctx.client();
-  auto first = client.stats();
+  auto* client = &ctx.client();
+  auto first = client->stats();
   if (!first) return Context::fail(first.error());
   for (const auto& n : only) {
     bool found = false;
@@ -102,7 +103,12 @@ int cmdMonitor(Context& ctx, Args& a) {
     next += step;
     if (next < Clock::now()) next = Clock::now() + step;  // fell behind: no burst of reports
     if (sleepUntil(next, sigs)) return kExitOk;
-    auto r = client.stats();
+    auto r = client->stats();
+    if (!r && (r.error().err == ECONNRESET || r.error().err == EPIPE || r.error().err == ENOTCONN)) {
+      // vdevd closed a connection idle longer than its idle timeout.
+      client = &ctx.reconnect();
+      r = client->stats();
+    }
     if (!r) return Context::fail(r.error());
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - prevTime).count();

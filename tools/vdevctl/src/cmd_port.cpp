@@ -67,6 +67,9 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
     for (size_t i = 0; i < ports.size(); ++i) {
       Json o = Json::object();
       writePortInfo(o, ports[i]);
+      // Who added it at run time, and its tag (vdev-cni's "cni:NETWORK").
+      if (ports[i].owner_uid) o["owner_uid"] = *ports[i].owner_uid;
+      if (!ports[i].tag.empty()) o["tag"] = ports[i].tag;
       if (stats) writePortCounters(o, (*stats)[i]);
       a.push_back(std::move(o));
     }

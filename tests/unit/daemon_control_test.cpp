@@ -1,0 +1,115 @@
+// DaemonControl (vdevd's request handlers) on a datapath without devices:
+// the policy for callers other than root, the MAC table dump with port
+// names, and INFO's open-file figures and start issues.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "daemon_control.h"
+#include "datapath/datapath.h"
+
+namespace vdev::daemon {
+namespace {
+
+using namespace vdev::proto;
+
+class DaemonControlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    datapath::DatapathConfig cfg;
+    cfg.frames = 1024;
+    cfg.fdb_size = 1u << 16;
+    cfg.fdb_max_per_port = 0;
+    cfg.fast_path = false;
+    auto d = datapath::Datapath::create(cfg);
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    dp = std::move(d.value());
+    for (uint16_t i = 0; i < 3; i++)
+      dp->adoptPort(std::make_unique<datapath::Port>("p" + std::to_string(i), i, 1, cfg.port, 1500));
+    state.ports.push_back({"p1", "veth", 0, "auto", true, true, 0, ""});
+    state.ports.push_back({"p2", "tap", 0, "auto", true, true, 1000, "cni:net1"});
+    ControlContext ctx;
+    ctx.dp = dp.get();
+    ctx.state = &state;
+    ctx.started = std::chrono::steady_clock::now();
+    ctx.start_issues = {"state file x: line 3: unknown key 'colour'", "port p9 not restored"};
+    control = std::make_unique<DaemonControl>(ctx);
+  }
+  Reply ask(RequestBody body, uid_t uid) {
+    Request r;
+    r.body = std::move(body);
+    PeerCred peer;
+    peer.uid = uid;
+    peer.gid = uid;
+    return control->handle(r, peer);
+  }
+  static void expectDenied(const Reply& r, const std::string& rule) {
+    const auto* e = std::get_if<ErrorReply>(&r);
+    ASSERT_TRUE(e) << "not refused";
+    EXPECT_EQ(e->err, EPERM) << e->msg;
+    EXPECT_NE(e->msg.find(rule), std::string::npos) << e->msg;
+  }
+
+  std::unique_ptr<datapath::Datapath> dp;
+  DaemonState state;
+  std::unique_ptr<DaemonControl> control;
+};
+
+TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
+  const uid_t user = 1000;
+  expectDenied(ask(PortAddRequest{"eth9", PortType::kNetdev}, user), "only root may attach an existing device");
+  PortAddRequest tap{"vt9", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  tap.create->owner_uid = 0;
+  expectDenied(ask(tap, user), "owned by the caller");
+  tap.create->owner_uid.reset();
+  tap.create->group_gid = 0;
+  expectDenied(ask(tap, user), "one of the caller's");
+  PortAddRequest veth{"vc9", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  expectDenied(ask(veth, user), "vdevd's namespace is root's");
+  veth.create->peer_netns_path = "/proc/self/ns/net";  // the host's: owned by root's user namespace
+  expectDenied(ask(veth, user), "administered by uid 0");
+  expectDenied(ask(PortDelRequest{"p1"}, user), "added by uid 0");
+  expectDenied(ask(PortDelRequest{"p2"}, 1001), "added by uid 1000");
+  expectDenied(ask(FdbAddRequest{Mac{2, 0, 0, 0, 0, 1}, "p0", true}, user), "only root may add");
+  expectDenied(ask(FdbDelRequest{Mac{2, 0, 0, 0, 0, 1}}, user), "only root may delete");
+  EXPECT_TRUE(std::holds_alternative<PortList>(ask(PortGetRequest{}, user)));
+  EXPECT_TRUE(std::holds_alternative<FdbList>(ask(FdbGetRequest{}, user)));
+  // Root may.
+  EXPECT_TRUE(std::holds_alternative<Ack>(ask(FdbAddRequest{Mac{2, 0, 0, 0, 0, 1}, "p0", true}, 0)));
+  EXPECT_TRUE(std::holds_alternative<Ack>(ask(FdbDelRequest{Mac{2, 0, 0, 0, 0, 1}}, 0)));
+  // Who added a port, and its tag, are in port replies.
+  const auto l = std::get<PortList>(ask(PortGetRequest{}, user));
+  ASSERT_EQ(l.ports.size(), 3u);
+  EXPECT_FALSE(l.ports[0].owner_uid) << "p0 comes from the command line";
+  EXPECT_EQ(l.ports[1].owner_uid, 0u);
+  EXPECT_EQ(l.ports[2].owner_uid, 1000u);
+  EXPECT_EQ(l.ports[2].tag, "cni:net1");
+}
+
+// The whole table in one reply, every entry with its port's name.
+TEST_F(DaemonControlTest, FdbDumpNamesEveryEntrysPort) {
+  for (uint32_t i = 0; i < 30000; i++) {
+    const Mac m{2, 1, uint8_t(i >> 16), uint8_t(i >> 8), uint8_t(i), 7};
+    ASSERT_TRUE(dp->fdbAdd(m.data(), "p" + std::to_string(i % 3)).ok()) << i;
+  }
+  const auto l = std::get<FdbList>(ask(FdbGetRequest{}, 0));
+  ASSERT_EQ(l.entries.size(), 30000u);
+  for (const auto& e : l.entries) {
+    const uint32_t i = (uint32_t(e.mac[2]) << 16) | (uint32_t(e.mac[3]) << 8) | e.mac[4];
+    ASSERT_EQ(e.port, "p" + std::to_string(i % 3));
+    ASSERT_TRUE(e.is_static);
+  }
+}
+
+TEST_F(DaemonControlTest, InfoSaysTheFdRoomAndWhatWasNotRestored) {
+  const auto i = std::get<InfoMsg>(ask(InfoGetRequest{}, 1000));
+  ASSERT_TRUE(i.fd_limit);
+  ASSERT_TRUE(i.ports_fd_left);
+  EXPECT_GT(*i.fd_limit, 0u);
+  EXPECT_LE(uint64_t(*i.ports_fd_left) * kFdsPerPort, *i.fd_limit);
+  EXPECT_EQ(i.start_issues, "state file x: line 3: unknown key 'colour'\nport p9 not restored");
+  EXPECT_EQ(i.num_ports, 3u);
+}
+
+}  // namespace
+}  // namespace vdev::daemon
