@@ -27,6 +27,16 @@
 
 namespace {
 
+// "vdp" + 8 hex digits of a hash of `key` (FNV-1a, 32 bits): 11 characters,
+// leaving room for the ends' suffix.
+std::string puntName(const std::string& key) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : key) h = (h ^ c) * 16777619u;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "vdp%08x", h);
+  return buf;
+}
+
 const char kUsage[] = R"(Usage: vdevd [--port IFNAME ...] [OPTIONS]
 
 vdevd switches frames between netdevs -- the host ends of containers' veth
@@ -274,6 +284,10 @@ int main(int argc, char** argv) {
       cli::fail("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
   });
   if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
+  // The punt device (datapath/punt.h): one per vdevd, named after its
+  // control socket (or its first port, without one), so that two vdevds in
+  // one network namespace never share it and a restarted one finds its own.
+  cfg.punt_name = puntName(socket_path.empty() ? (ports.empty() ? std::string() : ports.front()) : socket_path);
   cfg.port.xsk.busy_poll_budget = cfg.port.batch;
   uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
   if (cfg.frames < need)

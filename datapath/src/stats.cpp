@@ -64,6 +64,7 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
   s.tx_packets += f.tx_packets - std::min(f.drops, f.tx_packets);
   s.tx_bytes += f.tx_bytes;
   s.drops[kDropFastXmit] += f.drops;
+  s.drops[kDropOversize] += f.oversize;
   return s;
 }
 
@@ -74,7 +75,9 @@ PoolStats Datapath::poolStats() const {
   PoolStats s;
   s.total = pool_->total();
   s.free = pool_->available();
-  for (Port* pp : ports_.active()) {
+  std::vector<const Port*> all(ports_.active().begin(), ports_.active().end());
+  if (punt_) all.push_back(punt_.get());
+  for (const Port* pp : all) {
     QueueAccounting a = pp->accounting();
     s.fill_ring += a.fill_ring;
     s.kernel_rx += a.kernel_rx;
@@ -124,6 +127,7 @@ DatapathStats Datapath::stats() {
       ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
       ps.c = portSnapshot(p);
       if (p.xdp()) ps.prog = p.xdp()->counters();
+      if (tc_ && p.hook() == PortHook::kTc) ps.prog = tc_->counters(p.index());
       ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
       ps.dev_tx_dropped -= std::min(ps.dev_tx_dropped, fastDropsCountedByDevice(p));
     }

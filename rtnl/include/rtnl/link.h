@@ -210,6 +210,19 @@ Result<LinkState> getLink(const std::string& name, const NetnsRef& netns = {});
 // The device's ifindex. Errors: ENODEV, EINVAL.
 Result<int> ifindexOf(const std::string& name);
 
+// Offload features of a device here (legacy ethtool ioctls; each one set
+// only if given). Errors: ENODEV, EOPNOTSUPP (the device cannot change it),
+// EPERM.
+struct Offloads {
+  std::optional<bool> tso;      // tcp-segmentation-offload
+  std::optional<bool> gso;      // generic-segmentation-offload
+  std::optional<bool> tx_csum;  // tx-checksumming
+  std::optional<bool> tx_vlan;  // tx-vlan-offload: off makes the kernel write an
+                                // accelerated VLAN tag into the frame on transmit
+  std::optional<bool> gro;
+};
+Status setOffloads(const std::string& name, const Offloads& o);
+
 // True if `name` exists here. False also when that cannot be determined (a
 // netlink error): use getLink() to tell the two apart.
 bool linkExists(const std::string& name);
