@@ -1,13 +1,18 @@
 # vdev — the two commands a user needs (as root on Debian 12):
 #   make demo    run the main job end to end
 #   make check   install what is missing, build, run every test
-# Other targets: build, test, tsan, asan, bench, clean.
+# Other targets: build, test, tsan, asan, bench, install, deb, clean.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build test check tsan asan bench demo clean
+PREFIX     ?= /usr/local
+# Where `make deb` builds: a copy of the tree, its build directory (kept, so
+# the next `make deb` rebuilds only what changed) and the .deb files.
+DEB_DIR    ?= $(BUILD)/deb
+
+.PHONY: all deps build test check tsan asan bench demo install deb deb-only deb-from-build clean
 
 all: build
 
@@ -53,6 +58,52 @@ bench: build
 
 demo: deps build
 	./scripts/demo.sh $(BUILD)
+
+# vdevd, vdevctl, vdev-cni, the systemd unit, /etc/default/vdevd, man pages,
+# bash completion and docs under PREFIX (DESTDIR=... for a staging root).
+# PREFIX=/usr puts them where the Debian package does (/usr/sbin,
+# /lib/systemd/system, /etc/default, /usr/lib/cni). See docs/systemd.md.
+install:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS) --target vdevd vdevctl vdev-cni
+	cmake --install $(BUILD)
+
+# The Debian package (debian/): $(DEB_DIR)/vdev_VERSION_ARCH.deb.
+# dpkg-buildpackage writes its results next to the source tree, so it runs
+# in a copy under $(DEB_DIR), not here; the copy's build directory
+# (obj-*) is kept between runs. deb-only skips installing the
+# build-dependencies (tests/e2e/package_test.sh uses it).
+deb: deps
+	$(MAKE) deb-only
+
+deb-only:
+	mkdir -p $(DEB_DIR)
+	rm -rf $(DEB_DIR)/keep && mkdir $(DEB_DIR)/keep
+	if [ -d $(DEB_DIR)/vdev ]; then \
+	  find $(DEB_DIR)/vdev -maxdepth 1 -name 'obj-*' -exec mv {} $(DEB_DIR)/keep/ \; ; \
+	  rm -rf $(DEB_DIR)/vdev; \
+	fi
+	mkdir $(DEB_DIR)/vdev
+	tar -cf - --exclude=./.git --exclude='./build*' --exclude='./obj-*' \
+	  --exclude=./debian/vdev --exclude=./debian/tmp --exclude=./debian/.debhelper \
+	  --exclude='./debian/*.substvars' --exclude='./debian/*debhelper*' --exclude=./debian/files \
+	  --exclude='./$(patsubst $(CURDIR)/%,%,$(abspath $(DEB_DIR)))' . | tar -xf - -C $(DEB_DIR)/vdev
+	find $(DEB_DIR)/keep -mindepth 1 -maxdepth 1 -exec mv {} $(DEB_DIR)/vdev/ \;
+	rmdir $(DEB_DIR)/keep
+	rm -f $(DEB_DIR)/*.deb $(DEB_DIR)/*.changes $(DEB_DIR)/*.buildinfo
+	cd $(DEB_DIR)/vdev && DEB_BUILD_OPTIONS="parallel=$(JOBS) $(DEB_BUILD_OPTIONS)" \
+	  nice dpkg-buildpackage -us -uc -b --no-pre-clean
+	@ls $(DEB_DIR)/*.deb
+
+# The package made of the binaries already built in $(BUILD) instead
+# (debian/rules, VDEV_PREBUILT): quick, for tests/e2e/package_test.sh; not
+# for distribution (no dpkg-buildflags hardening).
+deb-from-build:
+	rm -rf $(DEB_DIR)/vdev && mkdir -p $(DEB_DIR)/vdev
+	cp -a debian $(DEB_DIR)/vdev/
+	rm -f $(DEB_DIR)/*.deb $(DEB_DIR)/*.changes $(DEB_DIR)/*.buildinfo
+	cd $(DEB_DIR)/vdev && VDEV_PREBUILT=$(abspath $(BUILD)) dpkg-buildpackage -us -uc -b
+	@ls $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-tsan $(BUILD)-asan

@@ -10,6 +10,9 @@ set -eu
 # the test guest that tests/qemu boots (scripts/vm-guest-image.sh builds it
 # from them; the kernel package is only read, the host does not boot it).
 # tcpdump: that test's packet captures (VDEV_QEMU_PCAP).
+# debhelper, dpkg-dev: `make deb` (debian/control's Build-Depends are the
+# build packages above); adduser: the package's postinst; bash-completion,
+# man-db: tests/e2e/package_test.sh checks the completion and man pages.
 
 PACKAGES="
 build-essential cmake pkg-config make
@@ -24,6 +27,7 @@ libsystemd-dev systemd
 iproute2 ethtool iputils-ping
 python3
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
+debhelper dpkg-dev adduser bash-completion man-db
 "
 
 missing=""

@@ -339,8 +339,8 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
         }
         xsk_ring_prod__submit(&tx, k);
         // Counted when put on the TX ring, not at completion.
-        c.tx_packets.add(k);
-        c.tx_bytes.add(bytes);
+        c[kTxPackets].add(k);
+        c[kTxBytes].add(bytes);
         q.tx_submitted += k;
         qsent += k;
       }
@@ -358,14 +358,7 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
 
 PortCounterSnapshot Port::snapshot() const {
   PortCounterSnapshot s;
-  for (uint32_t t = 0; t < kMaxThreads; t++) {
-    const PortCounters& c = counters_[t];
-    s.rx_packets += c.rx_packets.get();
-    s.rx_bytes += c.rx_bytes.get();
-    s.tx_packets += c.tx_packets.get();
-    s.tx_bytes += c.tx_bytes.get();
-    for (uint32_t r = 0; r < kNumDropReasons; r++) s.drops[r] += c.drops[r].get();
-  }
+  for (uint32_t t = 0; t < kMaxThreads; t++) s += counters_[t].snapshot();
   return s;
 }
 
@@ -433,8 +426,8 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
       struct xsk_ring_prod& tx = q.xsk->tx();
       const uint32_t cons = *tx.consumer;
       for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&tx, cons + i)->len;
-      counters().tx_packets.add(uint64_t(0) - unsent);
-      counters().tx_bytes.add(uint64_t(0) - bytes);
+      counters()[kTxPackets].add(uint64_t(0) - unsent);
+      counters()[kTxBytes].add(uint64_t(0) - bytes);
     }
     down.add(unsent);
     const uint16_t tag = q.xsk->tag();

@@ -56,15 +56,15 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
   PortCounterSnapshot s = p.snapshot();
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());
-  s.rx_packets += f.rx_packets;
-  s.rx_bytes += f.rx_bytes;
+  s[kRxPackets] += f.rx_packets;
+  s[kRxBytes] += f.rx_bytes;
   // Redirected to the port, less what its device refused: delivered. (The
   // kernel reports only the number of refused frames, so tx_bytes of the
   // fast path includes the bytes of refused ones.)
-  s.tx_packets += f.tx_packets - std::min(f.drops, f.tx_packets);
-  s.tx_bytes += f.tx_bytes;
-  s.drops[kDropFastXmit] += f.drops;
-  s.drops[kDropOversize] += f.oversize;
+  s[kTxPackets] += f.tx_packets - std::min(f.drops, f.tx_packets);
+  s[kTxBytes] += f.tx_bytes;
+  s[kDropFastXmit] += f.drops;
+  s[kDropOversize] += f.oversize;
   return s;
 }
 
@@ -73,21 +73,21 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
 
 PoolStats Datapath::poolStats() const {
   PoolStats s;
-  s.total = pool_->total();
-  s.free = pool_->available();
+  s[stats::kPoolTotal] = pool_->total();
+  s[stats::kPoolFree] = pool_->available();
   std::vector<const Port*> all(ports_.active().begin(), ports_.active().end());
   if (punt_) all.push_back(punt_.get());
   for (const Port* pp : all) {
     QueueAccounting a = pp->accounting();
-    s.fill_ring += a.fill_ring;
-    s.kernel_rx += a.kernel_rx;
-    s.rx_ring += a.rx_ring;
-    s.port_rings += a.port_ring;
-    s.tx_ring += a.tx_ring;
-    s.kernel_tx += a.kernel_tx;
-    s.comp_ring += a.comp_ring;
+    s[stats::kPoolFillRing] += a.fill_ring;
+    s[stats::kPoolKernelRx] += a.kernel_rx;
+    s[stats::kPoolRxRing] += a.rx_ring;
+    s[stats::kPoolPortRings] += a.port_ring;
+    s[stats::kPoolTxRing] += a.tx_ring;
+    s[stats::kPoolKernelTx] += a.kernel_tx;
+    s[stats::kPoolCompRing] += a.comp_ring;
   }
-  s.rx_burst = 0;  // taken between bursts
+  s[stats::kPoolRxBurst] = 0;  // taken between bursts
   return s;
 }
 
@@ -108,8 +108,15 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.live = p.live();
     ps.fast_rx = p.fastRx();
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
-    ps.tx_outstanding = p.txOutstanding();
-    ps.xdp = p.xdpStats();
+    stats::PortValues& c = ps.counters;
+    c[kTxOutstanding] = p.txOutstanding();
+    const struct xdp_statistics x = p.xdpStats();
+    c[kXdpRxDropped] = x.rx_dropped;
+    c[kXdpRxInvalidDescs] = x.rx_invalid_descs;
+    c[kXdpTxInvalidDescs] = x.tx_invalid_descs;
+    c[kXdpRxRingFull] = x.rx_ring_full;
+    c[kXdpRxFillRingEmptyDescs] = x.rx_fill_ring_empty_descs;
+    c[kXdpTxRingEmptyDescs] = x.tx_ring_empty_descs;
     out.ports.push_back(std::move(ps));
   }
   out.fdb_entries = fdb_.dump(monotonicNs()).size();
@@ -125,11 +132,19 @@ DatapathStats Datapath::stats() {
       Port& p = *ports_[ps.slot];
       ps.mtu = p.mtu();
       ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
-      ps.c = portSnapshot(p);
-      if (p.xdp()) ps.prog = p.xdp()->counters();
-      if (tc_ && p.hook() == PortHook::kTc) ps.prog = tc_->counters(p.index());
-      ps.dev_tx_dropped = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
-      ps.dev_tx_dropped -= std::min(ps.dev_tx_dropped, fastDropsCountedByDevice(p));
+      stats::PortValues& c = ps.counters;
+      // vdevd's own counts; their slots of the counters read here are 0.
+      c += portSnapshot(p);
+      if (p.xdp() || (tc_ && p.hook() == PortHook::kTc)) {
+        // The port's program: XDP, or the skb path's counters of the port.
+        const XdpProgCounters prog = p.xdp() ? p.xdp()->counters() : tc_->counters(p.index());
+        c[kProgPass] = prog.pass;
+        c[kProgRedirect] = prog.redirect;
+        c[kProgNoSocket] = prog.no_socket;
+        c[kProgFast] = prog.fast;
+      }
+      uint64_t dev = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
+      c[kDevTxDropped] = dev - std::min(dev, fastDropsCountedByDevice(p));
     }
     out.removed = removed_;
     out.removed_ports = removed_ports_;

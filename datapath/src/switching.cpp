@@ -88,8 +88,8 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   xsk_ring_cons__release(&rx, n);
   q.rx_got += n;
   PortCounters& c = p.counters();
-  c.rx_packets.add(n);
-  c.rx_bytes.add(bytes);
+  c[kRxPackets].add(n);
+  c[kRxBytes].add(bytes);
   forward(p, burst_.data(), k, now_ns);
   return n;
 }
@@ -161,8 +161,8 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
     f->len -= kVlanHlen;
     f->in_port_index = in->index();
     PortCounters& c = in->counters();
-    c.rx_packets.add(1);
-    c.rx_bytes.add(f->len);
+    c[kRxPackets].add(1);
+    c[kRxBytes].add(f->len);
     if (in != run_port) {
       if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
       run_port = in;

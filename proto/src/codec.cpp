@@ -17,6 +17,8 @@
 #include <netlink/genl/genl.h>
 #include <netlink/msg.h>
 
+#include <algorithm>
+#include <bitset>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -92,51 +94,19 @@ constexpr AttrSpec createSpec(uint16_t t) {
   }
 }
 
-constexpr const char* kStatsNames[] = {nullptr,
-                                       "RX_PACKETS",
-                                       "RX_BYTES",
-                                       "TX_PACKETS",
-                                       "TX_BYTES",
-                                       "TX_OUTSTANDING",
-                                       "DROP_RING_FULL",
-                                       "DROP_TX_RING_FULL",
-                                       "DROP_NO_ROUTE",
-                                       "DROP_PORT_DOWN",
-                                       "DROP_OVERSIZE",
-                                       "DROP_RUNT",
-                                       "DROP_POOL_EMPTY",
-                                       "DROP_INVALID_SRC",
-                                       "XDP_RX_DROPPED",
-                                       "XDP_RX_INVALID_DESCS",
-                                       "XDP_TX_INVALID_DESCS",
-                                       "XDP_RX_RING_FULL",
-                                       "XDP_RX_FILL_RING_EMPTY_DESCS",
-                                       "XDP_TX_RING_EMPTY_DESCS",
-                                       "PROG_PASS",
-                                       "PROG_REDIRECT",
-                                       "PROG_NO_SOCKET",
-                                       "DEV_TX_DROPPED",
-                                       "DROP_BAD_TYPE",
-                                       "DROP_MAC_LIMIT",
-                                       "DROP_MAC_LOCKED",
-                                       "DROP_INFLIGHT",
-                                       "DROP_FAST_XMIT",
-                                       "PROG_FAST"};
-static_assert(std::size(kStatsNames) == kStatsMax + 1);
+// Inside STATS and POOL: one u64 per row of the counter table, named in
+// messages by its JSON path ("STATS.drops.runt").
+constexpr uint16_t kStatsMax = vdev::stats::kPortAttrMax;
+constexpr uint16_t kPoolMax = vdev::stats::kPoolAttrMax;
 
 constexpr AttrSpec statsSpec(uint16_t t) {
-  if (t == 0 || t > kStatsMax) return {};
-  return {kStatsNames[t], Kind::kU64};
+  const vdev::stats::CounterDef* c = vdev::stats::portCounterByAttr(t);
+  return c ? AttrSpec{c->path, Kind::kU64} : AttrSpec{};
 }
 
-constexpr const char* kPoolNames[] = {nullptr,     "TOTAL",     "FREE",     "FILL_RING",
-                                      "KERNEL_RX", "RX_RING",   "RX_BURST", "PORT_RINGS",
-                                      "TX_RING",   "KERNEL_TX", "COMP_RING"};
-static_assert(std::size(kPoolNames) == kPoolMax + 1);
-
 constexpr AttrSpec poolSpec(uint16_t t) {
-  if (t == 0 || t > kPoolMax) return {};
-  return {kPoolNames[t], Kind::kU64};
+  const vdev::stats::CounterDef* c = vdev::stats::poolCounterByAttr(t);
+  return c ? AttrSpec{c->path, Kind::kU64} : AttrSpec{};
 }
 
 // NLMSGERR_ATTR_* after an NLMSG_ERROR payload.
@@ -190,9 +160,11 @@ constexpr Space kStatsSpace = Table<kStatsMax, statsSpec>::space("STATS.", "STAT
 constexpr Space kPoolSpace = Table<kPoolMax, poolSpec>::space("POOL.", "POOL");
 constexpr Space kErrSpace = Table<kErrAttrMax, errSpec>::space("", "the error attributes");
 
-constexpr uint16_t kMaxSpaceAttrs = 32;  // every Space::max is below
-static_assert(kAttrMax < kMaxSpaceAttrs && kCreateMax < kMaxSpaceAttrs &&
-              kStatsMax < kMaxSpaceAttrs && kPoolMax < kMaxSpaceAttrs);
+// Above every Space::max. Requests' spaces (the top level, CREATE) also fit
+// the 64-bit masks of allowed attributes (allowedFor()).
+constexpr uint16_t kMaxSpaceAttrs =
+    std::max({uint16_t(kAttrMax), uint16_t(kCreateMax), kStatsMax, kPoolMax, kErrAttrMax}) + 1;
+static_assert(kAttrMax < 64 && kCreateMax < 64);
 
 std::string attrLabel(const Space& sp, uint16_t t) {
   AttrSpec s = t <= sp.max ? sp.spec(t) : AttrSpec{};
@@ -227,7 +199,7 @@ struct Attrs {
 Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool strict,
                          uint64_t allowed, const char* ctx) {
   Attrs out;
-  uint32_t seen = 0;
+  std::bitset<kMaxSpaceAttrs> seen;
   int rem = len;
   const nlattr* nla = head;
   while (rem > 0) {
@@ -254,8 +226,8 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
     } else {
       if (strict && !(allowed & (uint64_t{1} << t)))
         return invalid(label() + " is not valid for " + ctx);
-      if (seen & (1u << t)) return invalid(label() + ": appears more than once");
-      seen |= 1u << t;
+      if (seen.test(t)) return invalid(label() + ": appears more than once");
+      seen.set(t);
       if (raw & NLA_F_NET_BYTEORDER)
         return invalid(label() + ": NLA_F_NET_BYTEORDER not supported");
       if ((raw & NLA_F_NESTED) && s.kind != Kind::kNested)
@@ -483,23 +455,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
 void putPortStats(Writer& w, const PortStatsMsg& s) {
   putPortInfo(w, s.port);
   nlattr* n = w.nestStart(kAttrStats);
-  w.u64(kStatsRxPackets, s.rx_packets);
-  w.u64(kStatsRxBytes, s.rx_bytes);
-  w.u64(kStatsTxPackets, s.tx_packets);
-  w.u64(kStatsTxBytes, s.tx_bytes);
-  w.u64(kStatsTxOutstanding, s.tx_outstanding);
-  for (uint32_t i = 0; i < kNumDropReasons; ++i) w.u64(dropAttr(i), s.drops[i]);
-  w.u64(kStatsXdpRxDropped, s.xdp.rx_dropped);
-  w.u64(kStatsXdpRxInvalidDescs, s.xdp.rx_invalid_descs);
-  w.u64(kStatsXdpTxInvalidDescs, s.xdp.tx_invalid_descs);
-  w.u64(kStatsXdpRxRingFull, s.xdp.rx_ring_full);
-  w.u64(kStatsXdpRxFillRingEmptyDescs, s.xdp.rx_fill_ring_empty_descs);
-  w.u64(kStatsXdpTxRingEmptyDescs, s.xdp.tx_ring_empty_descs);
-  w.u64(kStatsProgPass, s.prog.pass);
-  w.u64(kStatsProgRedirect, s.prog.redirect);
-  w.u64(kStatsProgNoSocket, s.prog.no_socket);
-  w.u64(kStatsProgFast, s.prog.fast);
-  w.u64(kStatsDevTxDropped, s.dev_tx_dropped);
+  for (const vdev::stats::CounterDef& c : vdev::stats::kPortCounters) w.u64(c.attr, s.counters[c]);
   w.nestEnd(n);
 }
 
@@ -507,16 +463,7 @@ void putGlobals(Writer& w, const StatsReply& r) {
   if (r.pool) {
     const PoolMsg& p = *r.pool;
     nlattr* n = w.nestStart(kAttrPool);
-    w.u64(kPoolTotal, p.total);
-    w.u64(kPoolFree, p.free);
-    w.u64(kPoolFillRing, p.fill_ring);
-    w.u64(kPoolKernelRx, p.kernel_rx);
-    w.u64(kPoolRxRing, p.rx_ring);
-    w.u64(kPoolRxBurst, p.rx_burst);
-    w.u64(kPoolPortRings, p.port_rings);
-    w.u64(kPoolTxRing, p.tx_ring);
-    w.u64(kPoolKernelTx, p.kernel_tx);
-    w.u64(kPoolCompRing, p.comp_ring);
+    for (const vdev::stats::CounterDef& c : vdev::stats::kPoolCounters) w.u64(c.attr, p[c]);
     w.nestEnd(n);
   }
   if (r.fdb_entries) w.u64(kAttrFdbEntries, *r.fdb_entries);
@@ -767,25 +714,9 @@ Result<PortStatsMsg> readPortStats(const Attrs& tb) {
     auto a = parseAttrs(kStatsSpace, nestHead(tb[kAttrStats]), nla_len(tb[kAttrStats]), false, 0,
                         "STATS");
     if (!a) return a.error();
-    auto v = [&](uint16_t t) { return (*a)[t] ? getU64((*a)[t]) : 0; };
-    s.rx_packets = v(kStatsRxPackets);
-    s.rx_bytes = v(kStatsRxBytes);
-    s.tx_packets = v(kStatsTxPackets);
-    s.tx_bytes = v(kStatsTxBytes);
-    s.tx_outstanding = v(kStatsTxOutstanding);
-    for (uint32_t i = 0; i < kNumDropReasons; ++i)
-      s.drops[i] = v(dropAttr(i));
-    s.xdp.rx_dropped = v(kStatsXdpRxDropped);
-    s.xdp.rx_invalid_descs = v(kStatsXdpRxInvalidDescs);
-    s.xdp.tx_invalid_descs = v(kStatsXdpTxInvalidDescs);
-    s.xdp.rx_ring_full = v(kStatsXdpRxRingFull);
-    s.xdp.rx_fill_ring_empty_descs = v(kStatsXdpRxFillRingEmptyDescs);
-    s.xdp.tx_ring_empty_descs = v(kStatsXdpTxRingEmptyDescs);
-    s.prog.pass = v(kStatsProgPass);
-    s.prog.redirect = v(kStatsProgRedirect);
-    s.prog.no_socket = v(kStatsProgNoSocket);
-    s.prog.fast = v(kStatsProgFast);
-    s.dev_tx_dropped = v(kStatsDevTxDropped);
+    // Absent (an older daemon): 0.
+    for (const vdev::stats::CounterDef& c : vdev::stats::kPortCounters)
+      if ((*a)[c.attr]) s.counters[c] = getU64((*a)[c.attr]);
   }
   return s;
 }
@@ -793,18 +724,9 @@ Result<PortStatsMsg> readPortStats(const Attrs& tb) {
 Result<PoolMsg> readPool(const nlattr* nest) {
   auto a = parseAttrs(kPoolSpace, nestHead(nest), nla_len(nest), false, 0, "POOL");
   if (!a) return a.error();
-  auto v = [&](uint16_t t) { return (*a)[t] ? getU64((*a)[t]) : 0; };
   PoolMsg p;
-  p.total = v(kPoolTotal);
-  p.free = v(kPoolFree);
-  p.fill_ring = v(kPoolFillRing);
-  p.kernel_rx = v(kPoolKernelRx);
-  p.rx_ring = v(kPoolRxRing);
-  p.rx_burst = v(kPoolRxBurst);
-  p.port_rings = v(kPoolPortRings);
-  p.tx_ring = v(kPoolTxRing);
-  p.kernel_tx = v(kPoolKernelTx);
-  p.comp_ring = v(kPoolCompRing);
+  for (const vdev::stats::CounterDef& c : vdev::stats::kPoolCounters)
+    if ((*a)[c.attr]) p[c] = getU64((*a)[c.attr]);
   return p;
 }
 

@@ -203,12 +203,6 @@ bool isDump(const RequestBody& body) {
   return std::holds_alternative<FdbGetRequest>(body);
 }
 
-uint64_t PortStatsMsg::totalDrops() const {
-  uint64_t s = 0;
-  for (auto d : drops) s += d;
-  return s;
-}
-
 // ------------------------------------------------------------------ names
 
 const char* cmdName(uint8_t cmd) {
@@ -285,15 +279,6 @@ const char* switchModeName(SwitchMode m) {
     case SwitchMode::kXconnect: return "xconnect";
   }
   return "unknown";
-}
-const char* dropName(uint32_t i) {
-  static constexpr const char* kNames[] = {"ring_full",  "tx_ring_full", "no_route",
-                                           "port_down",  "oversize",     "runt",
-                                           "pool_empty", "invalid_src",  "bad_type",
-                                           "mac_limit",  "mac_locked",   "inflight_limit",
-                                           "fast_xmit"};
-  static_assert(std::size(kNames) == kNumDropReasons);
-  return i < kNumDropReasons ? kNames[i] : "unknown";
 }
 
 std::optional<PortType> parsePortType(std::string_view s) {

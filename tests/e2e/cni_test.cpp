@@ -336,10 +336,10 @@ TEST_P(CniVersionTest, TwoContainersReachEachOtherThroughVdevAndLeaveNothing) {
   const CmdResult p2 = ping(b, addressOf(ra), 3);
   EXPECT_TRUE(p2.ok()) << p2.out << p2.err;
   // At least the 8 requests and 8 replies (plus ARP) went through vdevd.
-  EXPECT_GE(portStats(pa).rx_packets, 8u);
-  EXPECT_GE(portStats(pa).tx_packets, 8u);
-  EXPECT_GE(portStats(pb).rx_packets, 8u);
-  EXPECT_GE(portStats(pb).tx_packets, 8u);
+  EXPECT_GE(portStats(pa).counters[vdev::stats::kRxPackets], 8u);
+  EXPECT_GE(portStats(pa).counters[vdev::stats::kTxPackets], 8u);
+  EXPECT_GE(portStats(pb).counters[vdev::stats::kRxPackets], 8u);
+  EXPECT_GE(portStats(pb).counters[vdev::stats::kTxPackets], 8u);
 
   // CHECK with the ADD result as prevResult.
   const Invocation checkA = inv("CHECK", "ctr-a-" + a.name(), &a);

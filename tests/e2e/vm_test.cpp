@@ -362,9 +362,9 @@ TEST_F(VmTest, VmAsTheTapOwnerTalksToAContainerThroughVdev) {
   EXPECT_EQ(c.writeErrors, 0u);
   // Both directions went through vdevd's tap port.
   const auto s = stats(tap_);
-  EXPECT_GE(s.rx_packets, c.pingReplies + c.arpReplies);
-  EXPECT_GE(s.tx_packets, c.pingReplies);
-  EXPECT_EQ(s.totalDrops(), 0u);
+  EXPECT_GE(s.counters[vdev::stats::kRxPackets], c.pingReplies + c.arpReplies);
+  EXPECT_GE(s.counters[vdev::stats::kTxPackets], c.pingReplies);
+  EXPECT_EQ(s.counters.totalDrops(), 0u);
   (void)ctrIp;
 
   ctl("port del " + tap_);

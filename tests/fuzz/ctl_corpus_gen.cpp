@@ -55,8 +55,8 @@ PortStatsMsg stat(const std::string& n) {
   PortStatsMsg s;
   s.port = PortInfo{n,    PortType::kVeth,      3, 1, XdpMode::kGeneric, BindMode::kCopy, 1500,
                     true, Mac{2, 0, 0, 0, 0, 1}};
-  s.rx_packets = 10;
-  s.drops[2] = 1;
+  s.counters[vdev::stats::kRxPackets] = 10;
+  s.counters[vdev::stats::kDropNoRoute] = 1;
   return s;
 }
 
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
 
   PortInfo p{"vd0", PortType::kTap, 4,           2, XdpMode::kNative, BindMode::kZerocopy,
              1500,  false,          std::nullopt};
-  PoolMsg pool{64, 32, 16, 1, 2, 3, 4, 5, 1, 0};
+  PoolMsg pool;
+  pool.v = {64, 32, 16, 1, 2, 3, 4, 5, 1, 0};
   rep("ack", PortDelRequest{"vd0"}, Ack{});
   rep("error", PortAddRequest{"vd0"}, ErrorReply{EEXIST, "port vd0 exists"});
   rep("port_get", PortGetRequest{"vd0"}, PortList{{p}});

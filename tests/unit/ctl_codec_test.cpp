@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -163,26 +164,28 @@ PortInfo port(const std::string& name, uint32_t i = 1) {
   return p;
 }
 
+// Every counter of the table a value of its own, all 64 bits used.
+uint64_t counterValue(const stats::CounterDef& c, uint32_t i) {
+  return uint64_t(c.attr) << 48 | uint64_t(c.id + 1) << 24 | i;
+}
+
 PortStatsMsg portStats(const std::string& name, uint32_t i) {
   PortStatsMsg s;
   s.port = port(name, i);
-  s.rx_packets = 1000 + i;
-  s.rx_bytes = 1ull << 40 | i;
-  s.tx_packets = 2000 + i;
-  s.tx_bytes = 3000 + i;
-  s.tx_outstanding = 5 + i;
-  for (uint32_t d = 0; d < kNumDropReasons; ++d) s.drops[d] = 100 * d + i;
-  s.xdp = {1, 2, 3, 4, 5, 6 + i};
-  s.prog = {7, 8, 9 + i};
-  s.dev_tx_dropped = 11 + i;
+  for (const stats::CounterDef& c : stats::kPortCounters) s.counters[c] = counterValue(c, i);
   return s;
 }
 
 PoolMsg pool() {
-  PoolMsg p{32768, 30000, 2048, 10, 20, 30, 40, 50, 60, 70};
-  p.total = p.sum();
+  PoolMsg p;
+  for (const stats::CounterDef& c : stats::kPoolCounters) p[c] = 1000 * (c.id + 1);
+  p[stats::kPoolTotal] = p.sum();
   return p;
 }
+
+// The STATS / POOL attribute of a counter.
+uint16_t attrOf(stats::PortCounter id) { return stats::portCounter(id).attr; }
+uint16_t attrOf(stats::PoolCounter id) { return stats::poolCounter(id).attr; }
 
 // ------------------------------------------------------- request round trips
 
@@ -859,7 +862,7 @@ TEST(CtlReplyReject, MalformedMessages) {
   // Stats: POOL twice; a dump message with neither port nor pool.
   Expect st{1, kCmdStatsGet, true};
   auto poolMsg = dataMsg(kCmdStatsGet, NLM_F_MULTI, 1,
-                         [](Raw& r) { r.nest(kAttrPool).u64(kPoolTotal, 1).end(); });
+                         [](Raw& r) { r.nest(kAttrPool).u64(attrOf(stats::kPoolTotal), 1).end(); });
   auto twice = poolMsg;
   twice.insert(twice.end(), poolMsg.begin(), poolMsg.end());
   auto t = decodeBytes(twice, st);
@@ -949,8 +952,8 @@ TEST(CtlReply, UnknownAttributesAndEnumValuesAreIgnored) {
         .u8(kAttrXdpMode, 9)
         .u32(200, 1)
         .nest(kAttrStats)
-        .u64(kStatsRxPackets, 5)
-        .u64(77, 1)
+        .u64(attrOf(stats::kRxPackets), 5)
+        .u64(stats::kPortAttrMax + 1, 1)
         .end()
         .nest(300)
         .u32(1, 1)
@@ -960,13 +963,171 @@ TEST(CtlReply, UnknownAttributesAndEnumValuesAreIgnored) {
   ASSERT_TRUE(r.ok()) << r.error().message();
   const auto& s = std::get<StatsReply>(*r);
   ASSERT_EQ(s.ports.size(), 1u);
-  EXPECT_EQ(s.ports[0].rx_packets, 5u);
+  EXPECT_EQ(s.ports[0].counters[stats::kRxPackets], 5u);
   EXPECT_EQ(static_cast<int>(s.ports[0].port.xdp_mode), 9);
   EXPECT_STREQ(xdpModeName(s.ports[0].port.xdp_mode), "unknown");
   // Known attributes are still checked.
   auto bad =
       dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) { r.str(kAttrPortName, "vd0").u16(kAttrMtu, 1); });
   EXPECT_FALSE(decodeBytes(bad, {3, kCmdStatsGet, false}).ok());
+}
+
+// ---------------------------------------------------------------- counters
+
+// The u64 attributes inside the nest `nest` of the first message of `dg`, in
+// order: (type, value).
+std::vector<std::pair<uint16_t, uint64_t>> nestedU64s(const std::vector<uint8_t>& dg, uint16_t nest) {
+  std::vector<std::pair<uint16_t, uint64_t>> out;
+  const auto attrAt = [&](size_t o) {
+    nlattr a;
+    std::memcpy(&a, dg.data() + o, sizeof a);
+    return a;
+  };
+  nlmsghdr h;
+  std::memcpy(&h, dg.data(), sizeof h);
+  for (size_t off = NLMSG_HDRLEN + GENL_HDRLEN; off + NLA_HDRLEN <= h.nlmsg_len;) {
+    const nlattr a = attrAt(off);
+    if ((a.nla_type & NLA_TYPE_MASK) == nest) {
+      for (size_t in = off + NLA_HDRLEN; in + NLA_HDRLEN <= off + a.nla_len;) {
+        const nlattr b = attrAt(in);
+        EXPECT_EQ(b.nla_len, NLA_HDRLEN + 8) << "attribute " << b.nla_type << " is not a u64";
+        uint64_t v = 0;
+        std::memcpy(&v, dg.data() + in + NLA_HDRLEN, sizeof v);
+        out.emplace_back(b.nla_type, v);
+        in += NLA_ALIGN(b.nla_len);
+      }
+    }
+    off += NLA_ALIGN(a.nla_len);
+  }
+  return out;
+}
+
+// Every counter of the table, each with a value of its own, goes through
+// encode and decode: one u64 attribute per row, in row order, and back.
+TEST(CtlCounters, RoundTripCarriesEveryCounterOfTheTable) {
+  PortStatsMsg st;
+  st.port = port("vd0", 1);
+  std::set<uint64_t> distinct;
+  for (const stats::CounterDef& c : stats::kPortCounters) {
+    st.counters[c] = counterValue(c, 7);
+    distinct.insert(st.counters[c]);
+  }
+  ASSERT_EQ(distinct.size(), std::size(stats::kPortCounters));
+  PoolMsg pl;
+  for (const stats::CounterDef& c : stats::kPoolCounters) pl[c] = counterValue(c, 9);
+  const StatsReply reply{{st}, pl, 5u};
+
+  std::vector<std::vector<uint8_t>> dgs;
+  auto back = replyRoundTrip(requestFor(StatsGetRequest{"vd0"}), reply, &dgs);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  const StatsReply& r = std::get<StatsReply>(*back);
+  ASSERT_EQ(r.ports.size(), 1u);
+  for (const stats::CounterDef& c : stats::kPortCounters)
+    EXPECT_EQ(r.ports[0].counters[c], st.counters[c]) << c.path;
+  ASSERT_TRUE(r.pool);
+  for (const stats::CounterDef& c : stats::kPoolCounters) EXPECT_EQ((*r.pool)[c], pl[c]) << c.path;
+  EXPECT_EQ(r, reply);
+
+  ASSERT_EQ(dgs.size(), 1u);
+  const auto statsAttrs = nestedU64s(dgs[0], kAttrStats);
+  ASSERT_EQ(statsAttrs.size(), std::size(stats::kPortCounters));
+  for (size_t i = 0; i < statsAttrs.size(); ++i) {
+    const stats::CounterDef& c = stats::kPortCounters[i];
+    EXPECT_EQ(statsAttrs[i].first, c.attr) << c.path;
+    EXPECT_EQ(statsAttrs[i].second, st.counters[c]) << c.path;
+  }
+  const auto poolAttrs = nestedU64s(dgs[0], kAttrPool);
+  ASSERT_EQ(poolAttrs.size(), std::size(stats::kPoolCounters));
+  for (size_t i = 0; i < poolAttrs.size(); ++i) {
+    EXPECT_EQ(poolAttrs[i].first, stats::kPoolCounters[i].attr) << stats::kPoolCounters[i].path;
+    EXPECT_EQ(poolAttrs[i].second, pl[stats::kPoolCounters[i]]) << stats::kPoolCounters[i].path;
+  }
+}
+
+// A vdevd from before the later counters sends only the attributes of the
+// first protocol version (1..23, up to DEV_TX_DROPPED) and a shorter POOL:
+// what it sent decodes, every other counter is 0. A port without STATS at
+// all has every counter 0.
+TEST(CtlCounters, OlderPeersReplyDecodesTheLaterCountersAsZero) {
+  constexpr uint16_t kFirstVersionMax = 23;
+  constexpr uint16_t kOldPoolMax = 5;
+  auto msg = dataMsg(kCmdStatsGet, 0, 3, [](Raw& r) {
+    r.str(kAttrPortName, "vd0").nest(kAttrStats);
+    for (const stats::CounterDef& c : stats::kPortCounters)
+      if (c.attr <= kFirstVersionMax) r.u64(c.attr, counterValue(c, 1));
+    r.end().nest(kAttrPool);
+    for (const stats::CounterDef& c : stats::kPoolCounters)
+      if (c.attr <= kOldPoolMax) r.u64(c.attr, counterValue(c, 2));
+    r.end();
+  });
+  auto d = decodeBytes(msg, {3, kCmdStatsGet, false});
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  const StatsReply& s = std::get<StatsReply>(*d);
+  ASSERT_EQ(s.ports.size(), 1u);
+  size_t later = 0;
+  for (const stats::CounterDef& c : stats::kPortCounters) {
+    EXPECT_EQ(s.ports[0].counters[c], c.attr <= kFirstVersionMax ? counterValue(c, 1) : 0u) << c.path;
+    later += c.attr > kFirstVersionMax;
+  }
+  EXPECT_GE(later, 6u);  // bad_type .. fast_xmit, xdp_prog.fast
+  ASSERT_TRUE(s.pool);
+  for (const stats::CounterDef& c : stats::kPoolCounters)
+    EXPECT_EQ((*s.pool)[c], c.attr <= kOldPoolMax ? counterValue(c, 2) : 0u) << c.path;
+
+  auto bare = decodeBytes(dataMsg(kCmdStatsGet, 0, 4, [](Raw& r) { r.str(kAttrPortName, "vd0"); }),
+                          {4, kCmdStatsGet, false});
+  ASSERT_TRUE(bare.ok()) << bare.error().message();
+  EXPECT_EQ(std::get<StatsReply>(*bare).ports.at(0).counters, stats::PortValues{});
+}
+
+// The attribute numbers are the protocol's ABI (protocol.h): those of the
+// counters that exist never change, whatever is added.
+TEST(CtlCounters, AttributeNumbersNeverChange) {
+  const std::pair<const char*, uint16_t> kPort[] = {
+      {"rx_packets", 1},
+      {"rx_bytes", 2},
+      {"tx_packets", 3},
+      {"tx_bytes", 4},
+      {"tx_outstanding", 5},
+      {"drops.ring_full", 6},
+      {"drops.tx_ring_full", 7},
+      {"drops.no_route", 8},
+      {"drops.port_down", 9},
+      {"drops.oversize", 10},
+      {"drops.runt", 11},
+      {"drops.pool_empty", 12},
+      {"drops.invalid_src", 13},
+      {"xdp_stats.rx_dropped", 14},
+      {"xdp_stats.rx_invalid_descs", 15},
+      {"xdp_stats.tx_invalid_descs", 16},
+      {"xdp_stats.rx_ring_full", 17},
+      {"xdp_stats.rx_fill_ring_empty_descs", 18},
+      {"xdp_stats.tx_ring_empty_descs", 19},
+      {"xdp_prog.pass", 20},
+      {"xdp_prog.redirect", 21},
+      {"xdp_prog.no_socket", 22},
+      {"dev.tx_dropped", 23},
+      {"drops.bad_type", 24},
+      {"drops.mac_limit", 25},
+      {"drops.mac_locked", 26},
+      {"drops.inflight_limit", 27},
+      {"drops.fast_xmit", 28},
+      {"xdp_prog.fast", 29},
+  };
+  for (const auto& [path, attr] : kPort) {
+    const auto id = stats::findPortCounter(path);
+    ASSERT_TRUE(id) << path;
+    EXPECT_EQ(stats::portCounter(*id).attr, attr) << path;
+  }
+  const std::pair<const char*, uint16_t> kPool[] = {
+      {"total", 1},   {"free", 2},       {"fill_ring", 3}, {"kernel_rx", 4},  {"rx_ring", 5},
+      {"rx_burst", 6}, {"port_rings", 7}, {"tx_ring", 8},   {"kernel_tx", 9}, {"comp_ring", 10},
+  };
+  for (const auto& [path, attr] : kPool) {
+    const auto id = stats::findPoolCounter(path);
+    ASSERT_TRUE(id) << path;
+    EXPECT_EQ(stats::poolCounter(*id).attr, attr) << path;
+  }
 }
 
 // ------------------------------------------------------------------ names
@@ -981,13 +1142,6 @@ TEST(CtlNames, MacsAndEnums) {
   EXPECT_FALSE(parsePortType("bridge"));
   EXPECT_EQ(parseXdpMode("generic"), XdpMode::kGeneric);
   EXPECT_FALSE(parseXdpMode("none"));
-  EXPECT_STREQ(dropName(0), "ring_full");
-  EXPECT_STREQ(dropName(kNumDropReasonsV1 - 1), "invalid_src");
-  EXPECT_STREQ(dropName(kNumDropReasons - 1), "fast_xmit");
-  EXPECT_EQ(dropAttr(kNumDropReasonsV1 - 1), kStatsDropInvalidSrc);
-  EXPECT_EQ(dropAttr(kNumDropReasonsV1), kStatsDropBadType);
-  EXPECT_EQ(dropAttr(kNumDropReasons - 1), kStatsDropFastXmit);
-  EXPECT_STREQ(dropName(kNumDropReasons), "unknown");
   EXPECT_STREQ(cmdName(kCmdFdbDel), "FDB_DEL");
   EXPECT_STREQ(attrName(kAttrNumPorts), "NUM_PORTS");
   EXPECT_STREQ(bindModeName(BindMode::kZerocopy), "zerocopy");

@@ -37,8 +37,8 @@ PortStatsMsg stat(const std::string& name, uint32_t i) {
   s.port.ifindex = i + 1;
   s.port.queues = 1;
   s.port.mtu = 1500;
-  s.rx_packets = i;
-  s.drops[3] = i * 2;
+  s.counters[vdev::stats::kRxPackets] = i;
+  s.counters[vdev::stats::kDropPortDown] = i * 2;
   return s;
 }
 
@@ -150,7 +150,8 @@ class CtlServer : public ::testing::Test {
                                        BindMode::kCopy, 1500, true, kMac1},
                               PortInfo{"vd1", PortType::kTap, 6, 2, XdpMode::kNative,
                                        BindMode::kZerocopy, 9000, false, std::nullopt}}};
-    handler.stats.pool = PoolMsg{100, 90, 10, 0, 0, 0, 0, 0, 0, 0};
+    handler.stats.pool = PoolMsg{};
+    handler.stats.pool->v = {100, 90, 10};
     handler.stats.fdb_entries = 2;
     handler.stats.ports = {stat("vd0", 1), stat("vd1", 2)};
     handler.fdb = FdbList{{{kMac1, "vd0", false, 1500}}};

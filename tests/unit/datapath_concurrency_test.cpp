@@ -75,10 +75,10 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
     while (!done) {
       const DatapathStats s = dp.stats();
       ASSERT_EQ(s.ports.size(), 3u);
-      const uint64_t invalid = s.ports[0].c.drops[kDropInvalidSrc];
+      const uint64_t invalid = s.ports[0].counters[kDropInvalidSrc];
       EXPECT_GE(invalid, last);
       last = invalid;
-      EXPECT_EQ(s.pool.sum(), s.pool.total);
+      EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]);
     }
   });
 
@@ -98,7 +98,7 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
   stats.join();
   fdb.join();
   const DatapathStats s = dp.stats();
-  EXPECT_EQ(s.ports[0].c.drops[kDropInvalidSrc], uint64_t(kRounds * kPerRound / 2));
+  EXPECT_EQ(s.ports[0].counters[kDropInvalidSrc], uint64_t(kRounds * kPerRound / 2));
   EXPECT_EQ(delivered, uint64_t(kRounds * kPerRound / 2 * 2)) << "each valid broadcast reaches 2 ports";
   EXPECT_EQ(dp.pool().available(), dp.pool().total());
   dp.stop();

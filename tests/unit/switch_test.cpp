@@ -62,7 +62,7 @@ struct SwitchTest : ::testing::Test {
     }
     return out;
   }
-  uint64_t drops(uint32_t port, DropReason r) { return dp->port(port).snapshot().drops[r]; }
+  uint64_t drops(uint32_t port, DropReason r) { return dp->port(port).snapshot()[r]; }
   void expectPoolFull() { EXPECT_EQ(dp->pool().available(), dp->pool().total()); }
 
   std::unique_ptr<Datapath> dp;

@@ -72,7 +72,7 @@ TEST_F(Fixture, PrefixTakenRestDroppedAndReturned) {
   auto frames = take(12);
   const uint32_t avail = pool->available();
   EXPECT_EQ(port.xmitBulk(frames, 0), 8);
-  EXPECT_EQ(port.snapshot().drops[kDropRingFull], 4u);
+  EXPECT_EQ(port.snapshot()[kDropRingFull], 4u);
   EXPECT_EQ(port.snapshot().totalDrops(), 4u);
   EXPECT_EQ(pool->available(), avail + 4);
   for (size_t i = 8; i < 12; i++) EXPECT_EQ(frames[i]->owner, kOwnerPool);
@@ -84,7 +84,7 @@ TEST_F(Fixture, PrefixTakenRestDroppedAndReturned) {
   ASSERT_EQ(port.xmitBulk(more, 0), 8);
   auto extra = take(3);
   EXPECT_EQ(port.xmitBulk(extra, 0), 0);
-  EXPECT_EQ(port.snapshot().drops[kDropRingFull], 7u);
+  EXPECT_EQ(port.snapshot()[kDropRingFull], 7u);
   // Empty batch: 0, nothing changes.
   EXPECT_EQ(port.xmitBulk(std::span<Frame* const>(), 0), 0);
   pool->freeBulk(std::span<Frame* const>(out, 8));
@@ -153,7 +153,7 @@ TEST_F(Fixture, ShutdownReturnsRingFrames) {
   ASSERT_EQ(port.xmitBulk(frames, kXmitFlush), 5);
   EXPECT_EQ(port.shutdown(*pool), 5u);
   EXPECT_FALSE(port.live());
-  EXPECT_EQ(port.snapshot().drops[kDropPortDown], 5u);
+  EXPECT_EQ(port.snapshot()[kDropPortDown], 5u);
   EXPECT_EQ(pool->available(), pool->total());
   EXPECT_EQ(port.xmitBulk(frames, 0), -ENXIO);
 }

@@ -12,15 +12,6 @@
 
 namespace vdev::daemon {
 
-// Every drop reason has its own STATS attribute, in vdev::DropReason order.
-static_assert(datapath::kNumDropReasons == proto::kNumDropReasons,
-              "a new vdev::DropReason needs a kStatsDrop* attribute in protocol.h");
-static_assert(datapath::kDropRingFull == 0 && datapath::kDropTxRingFull == 1 && datapath::kDropNoRoute == 2 &&
-              datapath::kDropPortDown == 3 && datapath::kDropOversize == 4 && datapath::kDropRunt == 5 &&
-              datapath::kDropPoolEmpty == 6 && datapath::kDropInvalidSrc == 7 && datapath::kDropBadType == 8 &&
-              datapath::kDropMacLimit == 9 && datapath::kDropMacLocked == 10 && datapath::kDropInflight == 11 &&
-              datapath::kDropFastXmit == 12);
-
 // PortStats carries the modes as names.
 inline proto::XdpMode xdpModeFromName(std::string_view s) {
   if (s == "native") return proto::XdpMode::kNative;
@@ -60,42 +51,9 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   return p;
 }
 
+// The counters travel as they are: both sides index them by the table's ids.
 inline proto::PortStatsMsg toPortStatsMsg(const datapath::PortStats& s, proto::PortType type = proto::PortType::kNetdev) {
-  proto::PortStatsMsg m;
-  m.port = toPortInfo(s, type);
-  m.rx_packets = s.c.rx_packets;
-  m.rx_bytes = s.c.rx_bytes;
-  m.tx_packets = s.c.tx_packets;
-  m.tx_bytes = s.c.tx_bytes;
-  m.tx_outstanding = s.tx_outstanding;
-  for (uint32_t i = 0; i < proto::kNumDropReasons; ++i) m.drops[i] = s.c.drops[i];
-  m.xdp.rx_dropped = s.xdp.rx_dropped;
-  m.xdp.rx_invalid_descs = s.xdp.rx_invalid_descs;
-  m.xdp.tx_invalid_descs = s.xdp.tx_invalid_descs;
-  m.xdp.rx_ring_full = s.xdp.rx_ring_full;
-  m.xdp.rx_fill_ring_empty_descs = s.xdp.rx_fill_ring_empty_descs;
-  m.xdp.tx_ring_empty_descs = s.xdp.tx_ring_empty_descs;
-  m.prog.pass = s.prog.pass;
-  m.prog.redirect = s.prog.redirect;
-  m.prog.no_socket = s.prog.no_socket;
-  m.prog.fast = s.prog.fast;
-  m.dev_tx_dropped = s.dev_tx_dropped;
-  return m;
-}
-
-inline proto::PoolMsg toPoolMsg(const datapath::PoolStats& p) {
-  proto::PoolMsg m;
-  m.total = p.total;
-  m.free = p.free;
-  m.fill_ring = p.fill_ring;
-  m.kernel_rx = p.kernel_rx;
-  m.rx_ring = p.rx_ring;
-  m.rx_burst = p.rx_burst;
-  m.port_rings = p.port_rings;
-  m.tx_ring = p.tx_ring;
-  m.kernel_tx = p.kernel_tx;
-  m.comp_ring = p.comp_ring;
-  return m;
+  return proto::PortStatsMsg{toPortInfo(s, type), s.counters};
 }
 
 // STATS_GET's reply: every port (only == "") or the one named (none if it
@@ -104,7 +62,7 @@ inline proto::StatsReply toStatsReply(const datapath::DatapathStats& d, std::str
   proto::StatsReply r;
   for (const auto& p : d.ports)
     if (only.empty() || p.name == only) r.ports.push_back(toPortStatsMsg(p));
-  r.pool = toPoolMsg(d.pool);
+  r.pool = d.pool;
   r.fdb_entries = d.fdb_entries;
   return r;
 }

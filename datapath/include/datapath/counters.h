@@ -4,35 +4,30 @@
 // load and store (no locked instruction); readers on other threads see each
 // counter as a whole 64-bit value (relaxed atomic loads), and sums taken
 // while traffic flows are a consistent lower bound of what happened.
+//
+// What the counters are (their ids, names, the drop reasons): the table in
+// stats/counters.h. A block has a Counter for every port counter id; the
+// ones read when the statistics are taken (Origin::kRead: TX outstanding,
+// socket, program and device statistics) stay 0 here and are filled in by
+// Datapath::stats() (datapath/src/stats.cpp).
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 
+#include "stats/counters.h"
+
 namespace vdev::datapath {
 
 inline constexpr uint32_t kMaxThreads = 16;
 
-enum DropReason : uint32_t {
-  kDropRingFull = 0,   // destination port ring full (xmitBulk)
-  kDropTxRingFull,     // destination TX ring full after reclaim + kick + retries
-  kDropNoRoute,        // nowhere to send (ingress)
-  kDropPortDown,       // destination had no live queue
-  kDropOversize,       // longer than the destination MTU or the frame size
-  kDropRunt,           // shorter than an Ethernet header (ingress)
-  kDropPoolEmpty,      // no frame for a flood copy (destination)
-  kDropInvalidSrc,     // multicast, all-zero or (switch mode) a host MAC as source (ingress)
-  kDropBadType,        // type/length field neither a length (<= 1500) nor a type (>= 0x0600),
-                       // or an 802.3 length longer than the frame (ingress)
-  kDropMacLimit,       // new source MAC, but the port holds its limit of learned MACs (ingress)
-  kDropMacLocked,      // source MAC static on another port, or held by another (ingress)
-  kDropInflight,       // the ingress port's frames in flight reached its bound (ingress)
-  kDropFastXmit,       // kernel fast path: the destination device refused the frame (destination)
-  kNumDropReasons
-};
-
-const char* dropReasonName(uint32_t r);
+// The drop reasons (kDropRunt, ...; kNumDropReasons) and the other port
+// counters' ids (kRxPackets, ...), as the table generates them.
+using stats::DropReason;
+using enum stats::DropReason;
+using stats::PortCounter;
+using enum stats::PortCounter;
 
 class Counter {
  public:
@@ -44,28 +39,18 @@ class Counter {
   std::atomic<uint64_t> v_{0};
 };
 
-struct alignas(64) PortCounters {
-  Counter rx_packets, rx_bytes, tx_packets, tx_bytes;
-  std::array<Counter, kNumDropReasons> drops;
-};
+// A summed, plain copy: every counter by id.
+using PortCounterSnapshot = stats::PortValues;
 
-// A summed, plain copy.
-struct PortCounterSnapshot {
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
-  std::array<uint64_t, kNumDropReasons> drops{};
-  uint64_t totalDrops() const {
-    uint64_t s = 0;
-    for (auto d : drops) s += d;
-    return s;
-  }
-  PortCounterSnapshot& operator+=(const PortCounterSnapshot& o) {
-    rx_packets += o.rx_packets;
-    rx_bytes += o.rx_bytes;
-    tx_packets += o.tx_packets;
-    tx_bytes += o.tx_bytes;
-    for (size_t i = 0; i < drops.size(); i++) drops[i] += o.drops[i];
-    return *this;
-  }
+struct alignas(64) PortCounters {
+  // A drop reason is its own id: drops[kDropRunt]. The other ids follow.
+  std::array<Counter, kNumDropReasons> drops;
+  std::array<Counter, kNumPortCounters - uint32_t{kNumDropReasons}> others;
+
+  Counter& operator[](DropReason r) noexcept { return drops[r]; }
+  Counter& operator[](PortCounter id) noexcept { return others[id - uint32_t{kNumDropReasons}]; }
+  // This block's counters.
+  PortCounterSnapshot snapshot() const noexcept;
 };
 
 // The calling thread's index (0 for the main/control thread and the first

@@ -21,6 +21,7 @@
 #include "base/mac.h"
 #include "base/result.h"
 #include "proto/protocol.h"
+#include "stats/counters.h"
 
 struct nlmsghdr;  // <linux/netlink.h>
 
@@ -142,37 +143,16 @@ struct PortInfo {
   bool operator==(const PortInfo&) const = default;
 };
 
-struct XskStatsMsg {  // XDP_STATISTICS, summed over the port's sockets
-  uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0, rx_ring_full = 0,
-           rx_fill_ring_empty_descs = 0, tx_ring_empty_descs = 0;
-  bool operator==(const XskStatsMsg&) const = default;
-};
-struct ProgStatsMsg {  // the XDP program's counters
-  uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;
-  bool operator==(const ProgStatsMsg&) const = default;
-};
-
+// A port's counters (STATS_GET). `counters`: every counter of the table
+// (stats/counters.h) by id; one the daemon did not send (an older vdevd) is 0.
 struct PortStatsMsg {
   PortInfo port;
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, tx_outstanding = 0;
-  // Indexed like vdev::DropReason (attribute kStatsDropRingFull + i); names: dropName(i).
-  std::array<uint64_t, kNumDropReasons> drops{};
-  XskStatsMsg xdp;
-  ProgStatsMsg prog;
-  uint64_t dev_tx_dropped = 0;
-  uint64_t totalDrops() const;
+  stats::PortValues counters;
   bool operator==(const PortStatsMsg&) const = default;
 };
 
-struct PoolMsg {
-  uint64_t total = 0, free = 0, fill_ring = 0, kernel_rx = 0, rx_ring = 0, rx_burst = 0,
-           port_rings = 0, tx_ring = 0, kernel_tx = 0, comp_ring = 0;
-  uint64_t sum() const {
-    return free + fill_ring + kernel_rx + rx_ring + rx_burst + port_rings + tx_ring + kernel_tx +
-           comp_ring;
-  }
-  bool operator==(const PoolMsg&) const = default;
-};
+// Where every UMEM frame is (POOL), by the table's pool ids.
+using PoolMsg = stats::PoolValues;
 
 struct StatsReply {
   std::vector<PortStatsMsg> ports;
@@ -304,7 +284,6 @@ const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
 const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
 const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
-const char* dropName(uint32_t i);          // "ring_full", ... (vdevd's JSON names)
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
 

@@ -93,8 +93,8 @@ enum Attr : uint16_t {
   kAttrMac = 10,         // 6 bytes: port MAC (replies), FDB entry MAC (FDB_*)
   kAttrFdbStatic = 11,   // u8 0|1
   kAttrFdbAgeMs = 12,    // u64, milliseconds since a learned entry was last seen (0: static)
-  kAttrStats = 13,       // nested StatsAttr (STATS_GET replies)
-  kAttrPool = 14,        // nested PoolAttr: UMEM frame accounting (STATS_GET replies, once)
+  kAttrStats = 13,       // nested: a port's counters (STATS_GET replies; see below)
+  kAttrPool = 14,        // nested: UMEM frame accounting (STATS_GET replies, once; see below)
   kAttrFdbEntries = 15,  // u64: live MAC table entries (STATS_GET replies, with POOL)
   kAttrVersion = 16,     // string, 1..63 chars: vdevd version
   kAttrThreads = 17,     // u32: datapath threads
@@ -125,64 +125,14 @@ enum CreateAttr : uint16_t {
   kCreateMax = kCreateMac
 };
 
-// Inside kAttrStats: every counter of a port, all u64. The drop reasons
-// follow vdev::DropReason in order (kStatsDropRingFull + reason).
-enum StatsAttr : uint16_t {
-  kStatsUnspec = 0,
-  kStatsRxPackets = 1,  // frames received on the port's AF_XDP sockets
-  kStatsRxBytes = 2,
-  kStatsTxPackets = 3,  // frames put on the port's TX rings
-  kStatsTxBytes = 4,
-  kStatsTxOutstanding = 5,  // frames on TX rings / in the kernel, not completed yet
-  kStatsDropRingFull = 6,   // drops by reason (frames)
-  kStatsDropTxRingFull = 7,
-  kStatsDropNoRoute = 8,
-  kStatsDropPortDown = 9,
-  kStatsDropOversize = 10,
-  kStatsDropRunt = 11,
-  kStatsDropPoolEmpty = 12,
-  kStatsDropInvalidSrc = 13,
-  kStatsXdpRxDropped = 14,  // XDP_STATISTICS of the port's sockets, summed
-  kStatsXdpRxInvalidDescs = 15,
-  kStatsXdpTxInvalidDescs = 16,
-  kStatsXdpRxRingFull = 17,
-  kStatsXdpRxFillRingEmptyDescs = 18,
-  kStatsXdpTxRingEmptyDescs = 19,
-  kStatsProgPass = 20,  // the XDP program's own counters
-  kStatsProgRedirect = 21,
-  kStatsProgNoSocket = 22,
-  kStatsDevTxDropped = 23,  // the netdev's tx_dropped
-  kStatsDropBadType = 24,   // drop reasons added later (hostile guests); optional, so 0 from an older vdevd
-  kStatsDropMacLimit = 25,
-  kStatsDropMacLocked = 26,
-  kStatsDropInflight = 27,
-  kStatsDropFastXmit = 28,  // kernel fast path: frames the destination device refused
-  kStatsProgFast = 29,      // the XDP program's fast-path redirects
-  kStatsMax = kStatsProgFast
-};
-inline constexpr uint32_t kNumDropReasonsV1 = kStatsDropInvalidSrc - kStatsDropRingFull + 1;
-inline constexpr uint32_t kNumDropReasons = kNumDropReasonsV1 + (kStatsDropFastXmit - kStatsDropBadType + 1);
-// The STATS attribute of drop reason i (vdev::DropReason order).
-constexpr uint16_t dropAttr(uint32_t i) {
-  return uint16_t(i < kNumDropReasonsV1 ? kStatsDropRingFull + i : kStatsDropBadType + (i - kNumDropReasonsV1));
-}
-
-// Inside kAttrPool: where every UMEM frame is, all u64 (frames).
-// total == free + fill_ring + ... + comp_ring.
-enum PoolAttr : uint16_t {
-  kPoolUnspec = 0,
-  kPoolTotal = 1,
-  kPoolFree = 2,
-  kPoolFillRing = 3,
-  kPoolKernelRx = 4,
-  kPoolRxRing = 5,
-  kPoolRxBurst = 6,
-  kPoolPortRings = 7,
-  kPoolTxRing = 8,
-  kPoolKernelTx = 9,
-  kPoolCompRing = 10,
-  kPoolMax = kPoolCompRing
-};
+// Inside kAttrStats and kAttrPool: one u64 attribute per counter, the
+// attribute numbers of the counter table (stats/counters.h: a port's
+// counters inside STATS, kPortCounters; where every UMEM frame is inside
+// POOL, kPoolCounters, whose total is the sum of the others). The table keeps
+// this header's rule for them: an attribute number is never renumbered or
+// reused, a new counter takes the next one. A client reads a counter its
+// peer did not send (an older vdevd) as 0 and ignores attributes it does not
+// know (a newer vdevd's).
 
 // Enum attribute values. Replies may carry values a client does not know
 // (a newer daemon); requests may not.

@@ -15,18 +15,16 @@ int cmdFdbShow(Context& ctx, Args& a) {
     return std::tie(x.port, x.mac) < std::tie(y.port, y.mac);
   });
   if (ctx.opt().json) {
-    JsonWriter w(ctx.opt().pretty);
-    w.beginArray();
+    Json a = Json::array();
     for (const auto& e : entries) {
-      w.beginObject();
-      w.field("mac", vdev::formatMac(e.mac));
-      w.field("port", e.port);
-      w.field("static", e.is_static);
-      w.field("age_ms", e.age_ms);
-      w.endObject();
+      Json o = Json::object();
+      o["mac"] = vdev::formatMac(e.mac);
+      o["port"] = e.port;
+      o["static"] = e.is_static;
+      o["age_ms"] = e.age_ms;
+      a.push_back(std::move(o));
     }
-    w.endArray();
-    return Context::print(w.str());
+    return Context::print(jsonText(a, ctx.opt().pretty));
   }
   Table t({{"MAC"}, {"PORT"}, {"TYPE"}, {"AGE", true}});
   for (const auto& e : entries)

@@ -9,15 +9,13 @@ int cmdInfo(Context& ctx, Args& a) {
   if (!r) return Context::fail(r.error());
   const vdev::proto::InfoMsg& m = *r;
   if (ctx.opt().json) {
-    JsonWriter w(ctx.opt().pretty);
-    w.beginObject();
-    w.field("version", m.version);
-    w.field("mode", vdev::proto::switchModeName(m.mode));
-    w.field("threads", m.threads);
-    w.field("uptime_s", m.uptime_s);
-    w.field("ports", m.num_ports);
-    w.endObject();
-    return Context::print(w.str());
+    Json o = Json::object();
+    o["version"] = m.version;
+    o["mode"] = vdev::proto::switchModeName(m.mode);
+    o["threads"] = m.threads;
+    o["uptime_s"] = m.uptime_s;
+    o["ports"] = m.num_ports;
+    return Context::print(jsonText(o, ctx.opt().pretty));
   }
   std::string o;
   o += "version:  " + m.version + "\n";

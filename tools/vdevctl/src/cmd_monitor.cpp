@@ -22,7 +22,9 @@ struct Sample {
 std::map<std::string, Sample> sampleOf(const vdev::proto::StatsReply& r) {
   std::map<std::string, Sample> m;
   for (const auto& s : r.ports)
-    m[s.port.name] = {s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, lostFrames(s)};
+    m[s.port.name] = {s.counters[vdev::stats::kRxPackets], s.counters[vdev::stats::kRxBytes],
+                      s.counters[vdev::stats::kTxPackets], s.counters[vdev::stats::kTxBytes],
+                      s.counters.lost()};
   return m;
 }
 
@@ -108,10 +110,11 @@ int cmdMonitor(Context& ctx, Args& a) {
     auto cur = sampleOf(*r);
 
     std::string out;
-    JsonWriter w(ctx.opt().pretty);
+    Json report = Json::object();
     if (json) {
-      w.beginObject().key("time").number(t, 3).key("interval").number(dt, 3);
-      w.key("ports").beginArray();
+      report["time"] = jsonNumber(t, 3);
+      report["interval"] = jsonNumber(dt, 3);
+      report["ports"] = Json::array();
     }
     size_t lines = 0;
     for (const auto& [name, c] : cur) {
@@ -125,10 +128,14 @@ int cmdMonitor(Context& ctx, Args& a) {
       const double txMbps = double(delta(c.tx_bytes, p.tx_bytes)) * 8 / 1e6 / dt;
       const double dropPps = double(delta(c.lost, p.lost)) / dt;
       if (json) {
-        w.beginObject().field("name", name);
-        w.key("rx_pps").number(rxPps, 1).key("rx_mbps").number(rxMbps, 3);
-        w.key("tx_pps").number(txPps, 1).key("tx_mbps").number(txMbps, 3);
-        w.key("drop_pps").number(dropPps, 1).endObject();
+        Json p = Json::object();
+        p["name"] = name;
+        p["rx_pps"] = jsonNumber(rxPps, 1);
+        p["rx_mbps"] = jsonNumber(rxMbps, 3);
+        p["tx_pps"] = jsonNumber(txPps, 1);
+        p["tx_mbps"] = jsonNumber(txMbps, 3);
+        p["drop_pps"] = jsonNumber(dropPps, 1);
+        report["ports"].push_back(std::move(p));
       } else {
         char line[160];
         std::snprintf(line, sizeof line, "%8.2f  %-15s %12.0f %10.2f %12.0f %10.2f %10.0f\n", t,
@@ -138,8 +145,7 @@ int cmdMonitor(Context& ctx, Args& a) {
       ++lines;
     }
     if (json) {
-      w.endArray().endObject();
-      out = w.str();
+      out = jsonText(report, ctx.opt().pretty);
     } else if (lines == 0) {
       char line[64];
       std::snprintf(line, sizeof line, "%8.2f  (no ports)\n", t);

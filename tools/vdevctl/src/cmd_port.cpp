@@ -1,4 +1,5 @@
 // vdevctl port add | del | show
+#include <cctype>
 #include <set>
 
 #include "commands.h"
@@ -62,23 +63,29 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
 int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
               const std::vector<vdev::proto::PortStatsMsg>* stats) {
   if (ctx.opt().json) {
-    JsonWriter w(ctx.opt().pretty);
-    w.beginArray();
+    Json a = Json::array();
     for (size_t i = 0; i < ports.size(); ++i) {
-      w.beginObject();
-      writePortInfo(w, ports[i]);
-      if (stats) writePortCounters(w, (*stats)[i]);
-      w.endObject();
+      Json o = Json::object();
+      writePortInfo(o, ports[i]);
+      if (stats) writePortCounters(o, (*stats)[i]);
+      a.push_back(std::move(o));
     }
-    w.endArray();
-    return Context::print(w.str());
+    return Context::print(jsonText(a, ctx.opt().pretty));
   }
+  // With -s: a few counters by their table rows, and the frames lost at the port.
+  using vdev::stats::PortCounter;
+  constexpr PortCounter kShown[] = {vdev::stats::kRxPackets, vdev::stats::kRxBytes,
+                                    vdev::stats::kTxPackets, vdev::stats::kTxBytes};
   std::vector<Table::Column> cols = {{"NAME"}, {"TYPE"}, {"IFINDEX", true}, {"QUEUES", true},
                                      {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"},
                                      {"FAST_RX"}};
   if (stats) {
-    for (const char* h : {"RX_PACKETS", "RX_BYTES", "TX_PACKETS", "TX_BYTES", "DROPS"})
+    for (PortCounter id : kShown) {
+      std::string h = vdev::stats::jsonPath(id);
+      for (char& c : h) c = char(std::toupper(static_cast<unsigned char>(c)));
       cols.push_back({h, true});
+    }
+    cols.push_back({"DROPS", true});
   }
   Table t(std::move(cols));
   for (size_t i = 0; i < ports.size(); ++i) {
@@ -94,8 +101,8 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     p.fast_rx ? "on" : "off"};
     if (stats) {
       const auto& s = (*stats)[i];
-      for (uint64_t v : {s.rx_packets, s.rx_bytes, s.tx_packets, s.tx_bytes, lostFrames(s)})
-        row.push_back(std::to_string(v));
+      for (PortCounter id : kShown) row.push_back(std::to_string(s.counters[id]));
+      row.push_back(std::to_string(s.counters.lost()));
     }
     t.row(std::move(row));
   }

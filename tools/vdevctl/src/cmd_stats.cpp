@@ -1,13 +1,12 @@
 // vdevctl stats [IFNAME] | stats --prometheus, and the port writers shared
 // with `port show`.
-#include <cinttypes>
-#include <cstdio>
+#include <vector>
 
 #include "commands.h"
+#include "stats/format.h"
 
 namespace vdev::ctl {
 
-using vdev::proto::PoolMsg;
 using vdev::proto::PortInfo;
 using vdev::proto::PortStatsMsg;
 using vdev::proto::StatsReply;
@@ -21,69 +20,23 @@ std::string queuesText(const PortInfo& p) {
   return std::to_string(p.queues);
 }
 
-uint64_t lostFrames(const PortStatsMsg& s) {
-  return s.totalDrops() + s.xdp.rx_dropped + s.xdp.rx_ring_full + s.dev_tx_dropped;
+void writePortInfo(Json& o, const PortInfo& p) {
+  o["name"] = p.name;
+  o["type"] = vdev::proto::portTypeName(p.type);
+  o["ifindex"] = p.ifindex;
+  o["queues"] = p.queues;
+  o["queues_bound"] = p.queues_bound;
+  o["xdp_mode"] = vdev::proto::xdpModeName(p.xdp_mode);
+  o["bind_mode"] = vdev::proto::bindModeName(p.bind_mode);
+  o["mtu"] = p.mtu;
+  o["live"] = p.live;
+  o["fast_rx"] = p.fast_rx;
+  if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
 }
 
-void writePortInfo(JsonWriter& w, const PortInfo& p) {
-  w.field("name", p.name);
-  w.field("type", vdev::proto::portTypeName(p.type));
-  w.field("ifindex", p.ifindex);
-  w.field("queues", p.queues);
-  w.field("queues_bound", p.queues_bound);
-  w.field("xdp_mode", vdev::proto::xdpModeName(p.xdp_mode));
-  w.field("bind_mode", vdev::proto::bindModeName(p.bind_mode));
-  w.field("mtu", p.mtu);
-  w.field("live", p.live);
-  w.field("fast_rx", p.fast_rx);
-  if (p.mac) w.field("mac", vdev::formatMac(*p.mac));
-}
-
-// Field names and order: vdevd's --stats-json (daemon/src/stats_format.cpp,
-// docs/vdevd.md), so that tools reading one read the other.
-void writePortCounters(JsonWriter& w, const PortStatsMsg& s) {
-  w.field("rx_packets", s.rx_packets);
-  w.field("rx_bytes", s.rx_bytes);
-  w.field("tx_packets", s.tx_packets);
-  w.field("tx_bytes", s.tx_bytes);
-  w.field("tx_outstanding", s.tx_outstanding);
-  w.key("drops").beginObject();
-  for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i) w.field(vdev::proto::dropName(i), s.drops[i]);
-  w.endObject();
-  w.key("xdp_stats").beginObject();
-  w.field("rx_dropped", s.xdp.rx_dropped);
-  w.field("rx_invalid_descs", s.xdp.rx_invalid_descs);
-  w.field("tx_invalid_descs", s.xdp.tx_invalid_descs);
-  w.field("rx_ring_full", s.xdp.rx_ring_full);
-  w.field("rx_fill_ring_empty_descs", s.xdp.rx_fill_ring_empty_descs);
-  w.field("tx_ring_empty_descs", s.xdp.tx_ring_empty_descs);
-  w.endObject();
-  w.key("xdp_prog").beginObject();
-  w.field("pass", s.prog.pass);
-  w.field("redirect", s.prog.redirect);
-  w.field("no_socket", s.prog.no_socket);
-  w.field("fast", s.prog.fast);
-  w.endObject();
-  w.key("dev").beginObject();
-  w.field("tx_dropped", s.dev_tx_dropped);
-  w.endObject();
-}
+void writePortCounters(Json& o, const PortStatsMsg& s) { vdev::stats::putPortCounters(o, s.counters); }
 
 namespace {
-
-// The pool's places, in vdevd's order. Member pointers keep the text, JSON
-// and Prometheus writers in step.
-struct PoolPlace {
-  const char* name;
-  uint64_t PoolMsg::*field;
-};
-constexpr PoolPlace kPoolPlaces[] = {
-    {"free", &PoolMsg::free},           {"fill_ring", &PoolMsg::fill_ring},
-    {"kernel_rx", &PoolMsg::kernel_rx}, {"rx_ring", &PoolMsg::rx_ring},
-    {"rx_burst", &PoolMsg::rx_burst},   {"port_rings", &PoolMsg::port_rings},
-    {"tx_ring", &PoolMsg::tx_ring},     {"kernel_tx", &PoolMsg::kernel_tx},
-    {"comp_ring", &PoolMsg::comp_ring},
-};
 
 std::string u(uint64_t v) { return std::to_string(v); }
 
@@ -95,119 +48,42 @@ std::string statsText(const StatsReply& r) {
          queuesText(p) + (p.queues == 1 ? " queue" : " queues") + ", xdp " +
          vdev::proto::xdpModeName(p.xdp_mode) + ", bind " + vdev::proto::bindModeName(p.bind_mode) +
          ", mtu " + u(p.mtu) + ", " + stateName(p) + (p.fast_rx ? "" : ", fast-rx off") + "\n";
-    o += "    rx        " + u(s.rx_packets) + " packets  " + u(s.rx_bytes) + " bytes\n";
-    o += "    tx        " + u(s.tx_packets) + " packets  " + u(s.tx_bytes) +
-         " bytes  outstanding " + u(s.tx_outstanding) + "\n";
-    o += "    drops    ";
-    for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i) {
-      if (i == 4) o += "\n             ";  // two lines of four reasons
-      o += std::string(" ") + vdev::proto::dropName(i) + " " + u(s.drops[i]);
-    }
-    o += "  (total " + u(s.totalDrops()) + ")\n";
-    o += "    xdp_stats rx_dropped " + u(s.xdp.rx_dropped) + " rx_invalid_descs " +
-         u(s.xdp.rx_invalid_descs) + " tx_invalid_descs " + u(s.xdp.tx_invalid_descs) +
-         "\n              rx_ring_full " + u(s.xdp.rx_ring_full) + " rx_fill_ring_empty_descs " +
-         u(s.xdp.rx_fill_ring_empty_descs) + " tx_ring_empty_descs " +
-         u(s.xdp.tx_ring_empty_descs) + "\n";
-    o += "    xdp_prog  pass " + u(s.prog.pass) + " redirect " + u(s.prog.redirect) +
-         " no_socket " + u(s.prog.no_socket) + " fast " + u(s.prog.fast) + "\n";
-    o += "    dev       tx_dropped " + u(s.dev_tx_dropped) + "\n";
+    o += vdev::stats::portText(s.counters);
   }
-  if (r.pool) {
-    const PoolMsg& q = *r.pool;
-    o += "pool: total " + u(q.total) + " =";
-    bool first = true;
-    for (const auto& pl : kPoolPlaces) {
-      o += std::string(first ? " " : " + ") + pl.name + " " + u(q.*pl.field);
-      first = false;
-    }
-    o += " (sum " + u(q.sum()) + (q.sum() == q.total ? ", adds up)\n" : ", MISMATCH)\n");
-  }
+  if (r.pool) o += "pool: " + vdev::stats::poolText(*r.pool) + "\n";
   if (r.fdb_entries) o += "fdb entries: " + u(*r.fdb_entries) + "\n";
   return o;
 }
 
 std::string statsJson(const StatsReply& r, bool pretty) {
-  JsonWriter w(pretty);
-  w.beginObject();
-  w.key("ports").beginArray();
+  Json o = Json::object();
+  Json& ports = o["ports"] = Json::array();
   for (const PortStatsMsg& s : r.ports) {
-    w.beginObject();
-    writePortInfo(w, s.port);
-    writePortCounters(w, s);
-    w.endObject();
+    Json p = Json::object();
+    writePortInfo(p, s.port);
+    writePortCounters(p, s);
+    ports.push_back(std::move(p));
   }
-  w.endArray();
-  if (r.pool) {
-    w.key("pool").beginObject();
-    w.field("total", r.pool->total);
-    for (const auto& pl : kPoolPlaces) w.field(pl.name, (*r.pool).*pl.field);
-    w.field("sum", r.pool->sum());
-    w.endObject();
-  }
-  if (r.fdb_entries) w.field("fdb_entries", *r.fdb_entries);
-  w.endObject();
-  return w.str();
+  if (r.pool) o["pool"] = vdev::stats::poolJson(*r.pool);
+  if (r.fdb_entries) o["fdb_entries"] = *r.fdb_entries;
+  return jsonText(o, pretty);
 }
 
-// One metric family per counter; every port is a sample of it.
-struct PortMetric {
+// A port's state as gauges, one family each; every port is a sample of it.
+struct PortGauge {
   const char* name;
-  const char* type;
   const char* help;
-  uint64_t (*get)(const PortStatsMsg&);
+  uint64_t (*get)(const PortInfo&);
 };
-constexpr PortMetric kPortMetrics[] = {
-    {"vdev_port_rx_packets_total", "counter", "Frames received on the port's AF_XDP sockets.",
-     [](const PortStatsMsg& s) { return s.rx_packets; }},
-    {"vdev_port_rx_bytes_total", "counter", "Bytes received on the port's AF_XDP sockets.",
-     [](const PortStatsMsg& s) { return s.rx_bytes; }},
-    {"vdev_port_tx_packets_total", "counter", "Frames put on the port's AF_XDP TX rings.",
-     [](const PortStatsMsg& s) { return s.tx_packets; }},
-    {"vdev_port_tx_bytes_total", "counter", "Bytes put on the port's AF_XDP TX rings.",
-     [](const PortStatsMsg& s) { return s.tx_bytes; }},
-    {"vdev_port_tx_outstanding", "gauge", "Frames sent on the port and not completed yet.",
-     [](const PortStatsMsg& s) { return s.tx_outstanding; }},
-    {"vdev_port_xdp_rx_dropped_total", "counter",
-     "XDP_STATISTICS rx_dropped of the port's sockets (no fill buffer, frame too long).",
-     [](const PortStatsMsg& s) { return s.xdp.rx_dropped; }},
-    {"vdev_port_xdp_rx_invalid_descs_total", "counter",
-     "XDP_STATISTICS rx_invalid_descs of the port's sockets.",
-     [](const PortStatsMsg& s) { return s.xdp.rx_invalid_descs; }},
-    {"vdev_port_xdp_tx_invalid_descs_total", "counter",
-     "XDP_STATISTICS tx_invalid_descs of the port's sockets.",
-     [](const PortStatsMsg& s) { return s.xdp.tx_invalid_descs; }},
-    {"vdev_port_xdp_rx_ring_full_total", "counter",
-     "XDP_STATISTICS rx_ring_full of the port's sockets.",
-     [](const PortStatsMsg& s) { return s.xdp.rx_ring_full; }},
-    {"vdev_port_xdp_rx_fill_ring_empty_descs_total", "counter",
-     "XDP_STATISTICS rx_fill_ring_empty_descs of the port's sockets (same events as rx_dropped).",
-     [](const PortStatsMsg& s) { return s.xdp.rx_fill_ring_empty_descs; }},
-    {"vdev_port_xdp_tx_ring_empty_descs_total", "counter",
-     "XDP_STATISTICS tx_ring_empty_descs of the port's sockets.",
-     [](const PortStatsMsg& s) { return s.xdp.tx_ring_empty_descs; }},
-    {"vdev_port_xdp_prog_pass_total", "counter",
-     "Frames the port's XDP program passed to the host stack.",
-     [](const PortStatsMsg& s) { return s.prog.pass; }},
-    {"vdev_port_xdp_prog_redirect_total", "counter",
-     "Frames the port's XDP program redirected to vdevd.",
-     [](const PortStatsMsg& s) { return s.prog.redirect; }},
-    {"vdev_port_xdp_prog_no_socket_total", "counter",
-     "Frames the port's XDP program dropped: no socket bound to the queue.",
-     [](const PortStatsMsg& s) { return s.prog.no_socket; }},
-    {"vdev_port_xdp_prog_fast_total", "counter",
-     "Frames the port's XDP program sent on the kernel fast path (--fast-path).",
-     [](const PortStatsMsg& s) { return s.prog.fast; }},
-    {"vdev_port_dev_tx_dropped_total", "counter", "The port device's own tx_dropped.",
-     [](const PortStatsMsg& s) { return s.dev_tx_dropped; }},
-    {"vdev_port_up", "gauge", "1 if the port has open sockets and its link is up.",
-     [](const PortStatsMsg& s) { return uint64_t(s.port.live); }},
-    {"vdev_port_queues", "gauge", "AF_XDP sockets (queues) of the port.",
-     [](const PortStatsMsg& s) { return uint64_t(s.port.queues); }},
-    {"vdev_port_queues_bound", "gauge", "Queues of the port with an AF_XDP socket now (a VM may not have opened them all).",
-     [](const PortStatsMsg& s) { return uint64_t(s.port.queues_bound); }},
-    {"vdev_port_mtu_bytes", "gauge", "MTU of the port's device.",
-     [](const PortStatsMsg& s) { return uint64_t(s.port.mtu); }},
+constexpr PortGauge kPortGauges[] = {
+    {"vdev_port_up", "1 if the port has open sockets and its link is up.",
+     [](const PortInfo& p) { return uint64_t(p.live); }},
+    {"vdev_port_queues", "AF_XDP sockets (queues) of the port.",
+     [](const PortInfo& p) { return uint64_t(p.queues); }},
+    {"vdev_port_queues_bound", "Queues of the port with an AF_XDP socket now (a VM may not have opened them all).",
+     [](const PortInfo& p) { return uint64_t(p.queues_bound); }},
+    {"vdev_port_mtu_bytes", "MTU of the port's device.",
+     [](const PortInfo& p) { return uint64_t(p.mtu); }},
 };
 
 std::string statsPrometheus(const StatsReply& r, const vdev::proto::InfoMsg* info) {
@@ -229,25 +105,17 @@ std::string statsPrometheus(const StatsReply& r, const vdev::proto::InfoMsg* inf
               {"bind_mode", vdev::proto::bindModeName(s.port.bind_mode)},
               {"fast_rx", s.port.fast_rx ? "on" : "off"}},
              1);
-  for (const PortMetric& m : kPortMetrics) {
-    w.family(m.name, m.type, m.help);
-    for (const auto& s : r.ports) w.sample(m.name, {{"port", s.port.name}}, m.get(s));
+  // Every counter of the table: drop reasons are disjoint (each dropped
+  // frame counted once), one family with a reason label, so that sum() by
+  // port is meaningful.
+  std::vector<vdev::stats::NamedPort> ports;
+  for (const auto& s : r.ports) ports.push_back({s.port.name, &s.counters});
+  vdev::stats::putPortMetrics(w, ports);
+  for (const PortGauge& g : kPortGauges) {
+    w.family(g.name, "gauge", g.help);
+    for (const auto& s : r.ports) w.sample(g.name, {{"port", s.port.name}}, g.get(s.port));
   }
-  // Drop reasons are disjoint (each dropped frame counted once): one family
-  // with a reason label, so sum() by port is meaningful.
-  w.family("vdev_port_drops_total", "counter",
-           "Frames vdevd dropped, by reason, charged to this port (see docs/vdevd.md).");
-  for (const auto& s : r.ports)
-    for (uint32_t i = 0; i < vdev::proto::kNumDropReasons; ++i)
-      w.sample("vdev_port_drops_total", {{"port", s.port.name}, {"reason", vdev::proto::dropName(i)}},
-               s.drops[i]);
-  if (r.pool) {
-    w.family("vdev_pool_frames", "gauge", "UMEM frames by where they are now.");
-    for (const auto& pl : kPoolPlaces)
-      w.sample("vdev_pool_frames", {{"place", pl.name}}, (*r.pool).*pl.field);
-    w.family("vdev_pool_capacity_frames", "gauge", "UMEM frames in total.");
-    w.sample("vdev_pool_capacity_frames", {}, r.pool->total);
-  }
+  if (r.pool) vdev::stats::putPoolMetrics(w, *r.pool);
   if (r.fdb_entries) {
     w.family("vdev_fdb_entries", "gauge", "Entries in the MAC table.");
     w.sample("vdev_fdb_entries", {}, *r.fdb_entries);

@@ -27,12 +27,10 @@ std::string queuesText(const vdev::proto::PortInfo& p);
 // The fields of a port (PORT_GET) as JSON object members: name, type,
 // ifindex, queues, queues_bound, xdp_mode, bind_mode, mtu, live, fast_rx,
 // mac (when known).
-void writePortInfo(JsonWriter& w, const vdev::proto::PortInfo& p);
-// A port's counters as JSON object members, with vdevd's --stats-json names:
-// rx_packets ... tx_outstanding, drops{}, xdp_stats{}, xdp_prog{}, dev{}.
-void writePortCounters(JsonWriter& w, const vdev::proto::PortStatsMsg& s);
-// Frames lost at this port, wherever counted: vdevd's drops, the kernel's
-// XDP_STATISTICS rx_dropped + rx_ring_full, and the netdev's tx_dropped.
-uint64_t lostFrames(const vdev::proto::PortStatsMsg& s);
+void writePortInfo(Json& o, const vdev::proto::PortInfo& p);
+// A port's counters as JSON object members, as vdevd's --stats-json names
+// them (the counter table): rx_packets ... tx_outstanding, drops{},
+// xdp_stats{}, xdp_prog{}, dev{}.
+void writePortCounters(Json& o, const vdev::proto::PortStatsMsg& s);
 
 }  // namespace vdev::ctl

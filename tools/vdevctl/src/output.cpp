@@ -1,123 +1,23 @@
 #include "output.h"
 
-#include <cinttypes>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace vdev::ctl {
 
 // ---------------------------------------------------------------- JSON
 
-void appendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-}
-
-void JsonWriter::newline() {
-  if (!pretty_) return;
-  out_ += '\n';
-  out_.append(2 * empty_.size(), ' ');
-}
-
-// Before a key, or a value that is not a key's: the separator from the
-// previous element of the enclosing container.
-void JsonWriter::beforeValue() {
-  if (afterKey_) {
-    afterKey_ = false;
-    return;
-  }
-  if (empty_.empty()) return;
-  if (!empty_.back()) out_ += pretty_ ? "," : ", ";
-  empty_.back() = false;
-  newline();  // pretty: every element on its own line
-}
-
-JsonWriter& JsonWriter::open(char c) {
-  beforeValue();
-  out_ += c;
-  empty_.push_back(true);
-  return *this;
-}
-
-JsonWriter& JsonWriter::close(char c) {
-  const bool wasEmpty = empty_.back();
-  empty_.pop_back();
-  if (!wasEmpty) newline();
-  out_ += c;
-  return *this;
-}
-
-JsonWriter& JsonWriter::key(std::string_view k) {
-  beforeValue();
-  appendJsonString(out_, k);
-  out_ += ": ";
-  afterKey_ = true;
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::string_view s) {
-  beforeValue();
-  appendJsonString(out_, s);
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(bool b) {
-  beforeValue();
-  out_ += b ? "true" : "false";
-  return *this;
-}
-
-JsonWriter& JsonWriter::u64(uint64_t v) {
-  beforeValue();
-  out_ += std::to_string(v);
-  return *this;
-}
-
-JsonWriter& JsonWriter::i64(int64_t v) {
-  beforeValue();
-  out_ += std::to_string(v);
-  return *this;
-}
-
-JsonWriter& JsonWriter::number(double v, int decimals) {
-  if (!std::isfinite(v)) return null();
-  beforeValue();
-  out_ += fixed(v, decimals);
-  return *this;
-}
-
-JsonWriter& JsonWriter::null() {
-  beforeValue();
-  out_ += "null";
-  return *this;
+Json jsonNumber(double v, int decimals) {
+  if (!std::isfinite(v)) return nullptr;
+  // Through the text fixed() makes, so that the number printed is exactly
+  // that (shortest round trip of the parsed double), and an integer without
+  // a point.
+  const std::string s = fixed(v, decimals);
+  const double d = std::strtod(s.c_str(), nullptr);
+  if (s.find('.') == std::string::npos && std::fabs(d) < 9e15) return int64_t(d);  // exact
+  return d;
 }
 
 // ---------------------------------------------------------------- tables
@@ -148,66 +48,6 @@ std::string Table::render() const {
   std::string out = line([&](size_t i) -> const std::string& { return cols_[i].header; });
   for (const auto& r : rows_) out += line([&](size_t i) -> const std::string& { return r[i]; });
   return out;
-}
-
-// ---------------------------------------------------------------- Prometheus
-
-std::string promEscapeLabel(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
-void PromWriter::family(std::string_view name, std::string_view type, std::string_view help) {
-  // HELP text escapes backslash and line feed (not the quote).
-  out_ += "# HELP ";
-  out_ += name;
-  out_ += ' ';
-  for (char c : help) {
-    if (c == '\\')
-      out_ += "\\\\";
-    else if (c == '\n')
-      out_ += "\\n";
-    else
-      out_ += c;
-  }
-  out_ += "\n# TYPE ";
-  out_ += name;
-  out_ += ' ';
-  out_ += type;
-  out_ += '\n';
-}
-
-void PromWriter::sample(std::string_view name,
-                        std::initializer_list<std::pair<std::string_view, std::string_view>> labels,
-                        uint64_t value) {
-  out_ += name;
-  if (labels.size()) {
-    out_ += '{';
-    bool first = true;
-    for (const auto& [k, v] : labels) {
-      if (!first) out_ += ',';
-      first = false;
-      out_ += k;
-      out_ += "=\"";
-      out_ += promEscapeLabel(v);
-      out_ += '"';
-    }
-    out_ += '}';
-  }
-  out_ += ' ';
-  out_ += std::to_string(value);
-  out_ += '\n';
 }
 
 // ---------------------------------------------------------------- numbers
