@@ -47,6 +47,7 @@
 
 #include "flows.h"
 #include "harness.h"
+#include "wait.h"
 
 namespace vdev::e2e {
 namespace {
@@ -195,17 +196,30 @@ ProcFootprint footprint(pid_t pid) {
   return f;
 }
 
-// The footprint once it holds still: vdevd closes a vdevctl connection when
-// it next polls, a moment after the client got its answer.
-ProcFootprint settledFootprint(pid_t pid) {
-  ProcFootprint last = footprint(pid);
-  for (int i = 0; i < 20; ++i) {
-    std::this_thread::sleep_for(100ms);
-    const ProcFootprint now = footprint(pid);
-    if (now.fds == last.fds && now.maps == last.maps) return now;
-    last = now;
+// Connections vdevd has accepted on its control socket `path` and not yet
+// closed: /proc/net/unix lists an accepted socket with its listener's path,
+// connected (state 03); the listener itself is unconnected (01).
+size_t controlConnections(const std::string& path) {
+  std::ifstream in("/proc/net/unix");
+  size_t n = 0;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string num, refs, proto, flags, type, st, inode, p;
+    if (f >> num >> refs >> proto >> flags >> type >> st >> inode >> p && p == path && st == "03") ++n;
   }
-  return last;
+  return n;
+}
+
+// The footprint with nothing transient in it: vdevd closes a vdevctl
+// connection when it next polls, a moment after the client got its answer
+// -- on a loaded machine, perhaps much later -- so this waits until vdevd
+// holds no control connection (up to 20 s) instead of for a quiet moment.
+ProcFootprint settledFootprint(pid_t pid, const std::string& ctlPath) {
+  EXPECT_TRUE(waitUntil([&] { return controlConnections(ctlPath) == 0; }, 20s, 5ms))
+      << controlConnections(ctlPath) << " control connection(s) still open in vdevd";
+  return footprint(pid);
 }
 
 // ---------------------------------------------------------------------------
@@ -268,6 +282,7 @@ struct Container {
         veth(std::make_unique<VethPair>(*ns)),
         sock(std::make_unique<PacketSocket>(veth->peerName(), ns.get())) {
     sock->setLabel(label);
+    waitTxReady(veth->peerName(), ns.get());  // the container's frames go through its qdisc
   }
   const std::string& port() const { return veth->hostName(); }
   const Mac& mac() const { return veth->peerMac(); }
@@ -307,6 +322,7 @@ class FixedVeth {
       disableIpv6(peer_, &ns_);
       ns_.ip("link set dev " + peer_ + " up");
       run("ip link set dev " + host_ + " up");
+      waitTxReady(peer_, &ns_);  // C3's frames go through its qdisc
     } catch (...) {
       tryRun("ip link del dev " + host_);
       throw;
@@ -862,10 +878,10 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
     ++rounds;
     // Warmed up: every path (attach, detach, device gone and back, vdevctl)
     // has run once; the allocator and libbpf have what they keep.
-    if (rounds == 1) warm = settledFootprint(d.pid());
+    if (rounds == 1) warm = settledFootprint(d.pid(), ctl.socket());
     if (HasFatalFailure()) break;
   }
-  const ProcFootprint end = settledFootprint(d.pid());
+  const ProcFootprint end = settledFootprint(d.pid(), ctl.socket());
 
   // The triangle stops; its ledgers span the whole soak.
   {
@@ -933,7 +949,9 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
 // two of its three ports were added at run time. Its XDP programs stay on
 // the ports, without sockets: frames sent meanwhile are dropped and counted
 // by the orphaned programs (no_socket), never passed to the host stack or
-// anywhere else. Started again with the same --socket and --state, vdevd
+// anywhere else -- except learned unicast into the tap, which the kernel
+// fast path goes on delivering from the programs' maps (measured and
+// printed, not asserted: see flow 11 below). Started again with the same --socket and --state, vdevd
 // restores the run-time ports from the state file, replaces each orphaned
 // program (exactly one program per port afterwards, a new one, and the old
 // ones are gone from the kernel), and traffic flows with exact counts.
@@ -974,22 +992,55 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
     for (Endpoint* e : all) traffic.addReader(e);
     traffic.set({10, 11, 12}, true);
     traffic.start();
-    EXPECT_TRUE(traffic.waitFor([&] { return traffic.flow(12).sent >= 300; }, 10s));
+    const auto dest = [&](uint32_t f) -> const Endpoint* { return f == 10 ? all[1] : f == 11 ? all[2] : all[0]; };
+    // Every flow really goes through vdevd when it is killed: 300 frames of
+    // each delivered.
+    EXPECT_TRUE(traffic.waitFor([&] {
+      for (uint32_t f : {10u, 11u, 12u})
+        if (dest(f)->rx().count(f) < 300) return false;
+      return true;
+    }, 20s)) << countsOf(all);
     d->child().signal(SIGKILL);
     const auto status = d->child().wait(5s);
     ASSERT_TRUE(status.has_value());
     EXPECT_EQ(*status, 128 + SIGKILL);
-    std::this_thread::sleep_for(100ms);
+    // vdevd is gone: whatever is sent from now on (sequence numbers from
+    // sentAtDeath) meets its orphaned programs, which deliver nothing.
+    std::map<uint32_t, uint32_t> sentAtDeath;
+    {
+      auto lk = traffic.hold();
+      for (uint32_t f : {10u, 11u, 12u}) sentAtDeath[f] = traffic.flow(f).sent;
+    }
+    EXPECT_TRUE(traffic.waitFor([&] {
+      for (uint32_t f : {10u, 11u, 12u})
+        if (traffic.flow(f).sent < sentAtDeath[f] + 50) return false;
+      return true;
+    }, 20s)) << "traffic stalled after vdevd died";
     traffic.stop();
     ASSERT_EQ(traffic.error(), "");
+    pumpFor(all, 200ms);  // frames still in the kernel's queues
     for (uint32_t f : {10u, 11u, 12u}) {
-      EXPECT_GE(traffic.flow(f).sent, 300u);
-      const Endpoint* to = f == 10 ? all[1] : f == 11 ? all[2] : all[0];
-      EXPECT_LE(to->rx().count(f), traffic.flow(f).sent) << "flow " << f;
+      const Endpoint* to = dest(f);
+      EXPECT_GE(to->rx().count(f), 300u) << "flow " << f;
       EXPECT_EQ(to->rx().duplicates(f), 0u) << "flow " << f;
+      const auto& seqs = to->rx().seqs(f);
+      const auto late = seqs.lower_bound(sentAtDeath[f]);
+      const auto lateCount = std::distance(late, seqs.end());
+      if (f == 11) {
+        // C2 -> VM is learned unicast into a tap: the kernel fast path,
+        // which the orphaned programs keep running from their maps without
+        // vdevd (frames counted in the old programs' maps, which the
+        // restarted vdevd replaces). Not what the comment above promises;
+        // reported, not asserted either way, until the design says which.
+        std::cout << "  flow 11 (C2 -> VM, kernel fast path): " << lateCount << " of the "
+                  << traffic.flow(f).sent - sentAtDeath[f] << " frames sent after vdevd died were delivered\n";
+        continue;
+      }
+      EXPECT_EQ(lateCount, 0) << "flow " << f << ": frames sent after vdevd died (the first "
+                              << (late == seqs.end() ? 0 : *late) << ", " << traffic.flow(f).sent - sentAtDeath[f]
+                              << " sent) still delivered";
     }
   }
-  pumpFor(all, 200ms);
 
   // Orphaned: the same programs, still attached, without sockets.
   for (const auto& p : ports) {
@@ -1005,10 +1056,15 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   const LinkInfo c1Host0 = c1.veth->hostInfo();
   sendMixed(*c1.sock, c2.mac(), 20, 50);
   sendMixed(vm, c1.mac(), 21, 50);
-  expectFlow(all, 20, {}, 300ms);
-  expectFlow(all, 21, {}, 300ms);
-  EXPECT_EQ(xdpProgCounter(c1Prog, 2) + xdpProgCounter(vmProg, 2) - noSock0, 100u)
-      << "frames sent while vdevd was dead must be counted by its orphaned programs (no_socket)";
+  // The positive marker: the programs decided on all 100 (no_socket: dropped
+  // on the spot). Nothing decided can still be on its way to a station.
+  const auto noSocket = [&] { return xdpProgCounter(c1Prog, 2) + xdpProgCounter(vmProg, 2) - noSock0; };
+  EXPECT_TRUE(waitUntil([&] { return noSocket() >= 100; }, 10s, 10ms))
+      << "frames sent while vdevd was dead must be counted by its orphaned programs (no_socket): " << noSocket();
+  EXPECT_EQ(noSocket(), 100u);
+  for (Endpoint* e : all) e->poll();
+  for (Endpoint* e : all)
+    for (uint32_t f : {20u, 21u}) EXPECT_EQ(e->rx().count(f), 0u) << "flow " << f << " reached " << e->label();
   EXPECT_EQ(xdpProgCounter(c1Prog, 0) + xdpProgCounter(vmProg, 0) - pass0, 0u) << "passed to the host stack";
   EXPECT_EQ(c1.veth->hostInfo().rxPackets - c1Host0.rxPackets, 50u)
       << "the host end received them (and its program dropped them)";
@@ -1118,11 +1174,20 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   traffic.start();
   EXPECT_TRUE(traffic.waitFor([&] { return vm.rx().count(11) >= 300; }, 10s));
 
-  // The VM exits: its last read, then its fd goes.
+  // The VM exits: it stops sending, vdevd takes what it sent (frames still
+  // in the tap's RX ring when the port goes down are counted, as kernel
+  // drops, but never reach A: under load that happened to the VM's last 5
+  // frames, and VM -> A must be exact), then its last read, then its fd goes.
   uint64_t aBefore = 0, toVmBefore = 0;
   {
     auto lk = traffic.hold();
     traffic.set({12}, false);
+  }
+  const Stats vmDone =
+      d.statsUntil([&](const Stats& s) { return s.port(vm.name()).rxPackets == vm.sentFrames(); }, 10s);
+  ASSERT_EQ(vmDone.port(vm.name()).rxPackets, vm.sentFrames()) << vmDone.dump();
+  {
+    auto lk = traffic.hold();
     traffic.pollReaders();
     traffic.removeReader(&vm);
     vm.detach();
@@ -1346,15 +1411,11 @@ struct Uplink {
     run("ip addr add " + hostAddr + "/30 dev " + veth.hostName());
     net.ip("addr add " + peerAddr + "/30 dev " + veth.peerName());
   }
-  // Echo replies the neighbour got for `count` pings to the host's address
-  // (`to`, if given: the host's IPv6 address).
+  // Echo replies the neighbour got, pinging the host's address (`to`, if
+  // given: the host's IPv6 address) until `count` came back or 10 s passed:
+  // a slow reply counts, only a missing one fails.
   int ping(int count, const std::string& to = "") const {
-    const CmdResult r = tryRun("ip netns exec " + net.name() + " ping -n -q -c " + std::to_string(count) +
-                               " -i 0.2 -W 1 " + (to.empty() ? hostAddr : to));
-    const size_t at = r.out.find(" received");
-    if (at == std::string::npos) return -1;
-    size_t b = r.out.rfind(' ', at - 1);
-    return std::atoi(r.out.substr(b + 1, at - b - 1).c_str());
+    return pingUntilReplies(net.name(), to.empty() ? hostAddr : to, count, 10).received;
   }
   void forgetHost() const { net.ip("neigh flush dev " + veth.peerName()); }
 
@@ -1435,8 +1496,9 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostAddressWhileVdevdRuns) {
 // Solicitation goes to the solicited-node multicast address, which vdevd's
 // program would switch to the container like any multicast; it passes it to
 // the host stack instead (host_ipv6), so the host answers and the ping works,
-// and the container never sees a solicitation for the host's address.
-TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRuns) {
+// and the container never sees a solicitation for the host's address. After
+// vdevd stops, the neighbour resolves it afresh once more.
+TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRunsAndAfterItStops) {
   if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
   if (::access("/proc/sys/net/ipv6", F_OK) != 0) GTEST_SKIP() << "the kernel has no IPv6";
   Uplink up;
@@ -1479,7 +1541,12 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRuns) {
   const std::string neigh = up.net.ip("-6 neigh show " + hostAddr6 + " dev " + peer);
   EXPECT_NE(neigh.find(macString(up.veth.hostMac())), std::string::npos)
       << "the neighbour has no entry with the host's MAC for " << hostAddr6 << ": " << neigh;
-  EXPECT_EQ(d.stop(), 0) << d.logs();
+  expectCleanStop(d);
+  // After vdevd stopped (no program on the uplink): resolved afresh again.
+  EXPECT_FALSE(linkInfo(host).hasXdp) << "vdevd left its program on the uplink";
+  up.net.ip("-6 neigh flush dev " + peer);
+  EXPECT_EQ(up.ping(3, hostAddr6), 3) << "the neighbour cannot resolve the host's IPv6 address after vdevd stopped: "
+                                      << tryRun("ip -n " + up.net.name() + " -6 neigh show").out;
 }
 
 // ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "harness.h"
+#include "wait.h"
 
 namespace vdev::e2e {
 namespace {
@@ -176,6 +177,8 @@ TEST_F(HarnessTest, NetnsAndVethAreBuiltAndRemoved) {
 TEST_F(HarnessTest, PacketSocketsCountExactlyAcrossAVeth) {
   Netns ns;
   VethPair veth(ns);
+  waitTxReady(veth.hostName());
+  waitTxReady(veth.peerName(), &ns);
   PacketSocket host(veth.hostName(), nullptr);
   PacketSocket peer(veth.peerName(), &ns);
   EXPECT_EQ(host.mac(), veth.hostMac());
@@ -204,6 +207,8 @@ TEST_F(HarnessTest, TwoNamespacesJoinedByAVeth) {
   VethPair veth(b, {.hostNs = &a});
   EXPECT_FALSE(linkExists(veth.hostName()));
   EXPECT_TRUE(linkExists(veth.hostName(), &a));
+  waitTxReady(veth.hostName(), &a);
+  waitTxReady(veth.peerName(), &b);
   PacketSocket sa(veth.hostName(), &a), sb(veth.peerName(), &b);
   sa.sendFlow({sb.mac(), sa.mac(), Kind::kIpv4Udp, 1, 0, 100}, 50);
   sb.sendFlow({sa.mac(), sb.mac(), Kind::kExperimental, 2, 0, 1514}, 50);
@@ -223,6 +228,7 @@ TEST_F(HarnessTest, TapRoundTripWithTheHostSide) {
     EXPECT_TRUE(li.up);
     EXPECT_EQ(li.address, tap.hostMac());
     EXPECT_NE(tap.mac(), tap.hostMac());
+    waitTxReady(tap.name());
     PacketSocket host(tap.name(), nullptr);
     // VM -> host: what the VM writes, the host receives on the tap.
     tap.sendFlow({host.mac(), tap.mac(), Kind::kExperimental, 1, 0, 1514}, 100);
@@ -243,6 +249,7 @@ TEST_F(HarnessTest, TapRoundTripWithTheHostSide) {
 // the device's tx_dropped.
 TEST_F(HarnessTest, PausedTapDropsAreCountedInTxDropped) {
   Tap tap;
+  waitTxReady(tap.name());
   PacketSocket host(tap.name(), nullptr);
   const LinkInfo before = tap.info();
   const uint64_t qlen = before.raw[0]["txqlen"].asU64();
@@ -252,8 +259,14 @@ TEST_F(HarnessTest, PausedTapDropsAreCountedInTxDropped) {
   pumpFor({&tap}, 100ms);
   EXPECT_EQ(tap.rx().frames(), 0u);
   tap.resume();
-  ASSERT_TRUE(pumpUntil({&tap}, [&] { return tap.rx().count(1) > 0; }, 1s));
-  pumpFor({&tap}, 100ms);
+  // Until every frame is read or counted (the sysfs counter: cheap enough
+  // to read at every poll), however long the loaded machine takes.
+  const auto txDropped = [&] {
+    return std::stoull("0" + readFile("/sys/class/net/" + tap.name() + "/statistics/tx_dropped")) -
+           before.txDropped;
+  };
+  ASSERT_TRUE(pumpUntil({&tap}, [&] { return tap.rx().count(1) + txDropped() >= kN; }, 10s))
+      << tap.rx().describe() << "; tx_dropped " << txDropped();
   const LinkInfo after = tap.info();
   const uint64_t dropped = after.txDropped - before.txDropped;
   EXPECT_EQ(tap.rx().count(1) + dropped, kN) << tap.rx().describe();
@@ -274,6 +287,9 @@ TEST_F(HarnessTest, KernelRefusesRunts) {
   Netns ns;
   VethPair veth(ns);
   Tap tap;
+  waitTxReady(veth.hostName());
+  waitTxReady(veth.peerName(), &ns);
+  waitTxReady(tap.name());
   PacketSocket host(veth.hostName(), nullptr), peer(veth.peerName(), &ns);
   PacketSocket tapHost(tap.name(), nullptr);
   const LinkInfo before = veth.peerInfo();
@@ -352,11 +368,24 @@ TEST_F(VdevVmTest, SinkCountsAndEchoReflects) {
     const Mac vmMac = uniqueMac();
     host.sendFlow({vmMac, hostMac, Kind::kExperimental, 4, 0, 200}, 40);
     host.sendFlow({vmMac, hostMac, Kind::kIpv4Udp, 5, 0, 1514}, 2);
+    // SIGUSR1 asks for a counts line; wait for one that says 42, asking again
+    // every 200 ms. A line still being written (or the "ready" line) does
+    // not parse: that is "not yet", never an error.
+    auto asked = std::chrono::steady_clock::time_point{};
     ASSERT_TRUE(waitUntil([&] {
-      vm.signal(SIGUSR1);
-      std::this_thread::sleep_for(20ms);
-      return lastJsonLine(vm.out())["test_frames"].asU64() == 42;
-    }, 3s)) << vm.logs();
+      const std::string out = vm.out();
+      if (!out.empty() && out.back() == '\n') {
+        try {
+          if (lastJsonLine(out)["test_frames"].asU64() == 42) return true;
+        } catch (const std::exception&) {
+        }
+      }
+      if (std::chrono::steady_clock::now() - asked >= 200ms) {
+        vm.signal(SIGUSR1);
+        asked = std::chrono::steady_clock::now();
+      }
+      return false;
+    }, 20s, 5ms)) << vm.logs();
     vm.signal(SIGTERM);
     ASSERT_EQ(vm.wait(3s), 0) << vm.logs();
     const Json j = lastJsonLine(vm.out());

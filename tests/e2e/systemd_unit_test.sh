@@ -13,6 +13,8 @@ vdevd=${2:?usage: systemd_unit_test.sh UNIT VDEVD}
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
   echo "SKIPPED: systemd-analyze not installed"
+  # scripts/run-tests.sh lists every skip with its reason.
+  [ -n "${VDEV_SKIP_LOG:-}" ] && echo "systemd_unit_test: systemd-analyze not installed" >>"$VDEV_SKIP_LOG"
   exit 77
 fi
 [ -r "$unit" ] || { echo "FAIL: no unit file $unit"; exit 1; }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -35,14 +36,25 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
   dp.start();
 
   constexpr int kRounds = 300, kPerRound = 16;
-  std::atomic<bool> done{false};
+  // The readers must really run while traffic flows: the traffic goes on
+  // past kRounds until each has done kMinReads iterations since it began
+  // (a reader the scheduler started late would otherwise test nothing).
+  constexpr int kMinReads = 20;
+  std::atomic<bool> started{false}, done{false};
+  std::atomic<int> statsReads{0}, fdbReads{0};
+  int rounds = 0;         // written by the traffic thread, read after join
   uint64_t delivered = 0;  // written on the datapath thread only, read after join
 
   // Traffic: port 0 floods valid broadcasts (to ports 1 and 2, one copy)
   // and frames with a multicast source (dropped, counted); the frames that
   // reached the rings are taken out and freed in the same request.
   std::thread traffic([&] {
-    for (int r = 0; r < kRounds; r++) {
+    started = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (int r = 0; r < kRounds || ((statsReads < kMinReads || fdbReads < kMinReads) &&
+                                    std::chrono::steady_clock::now() < deadline);
+         r++) {
+      rounds = r + 1;
       dp.runOnDatapath([&] {
         Frame* fs[kPerRound];
         ASSERT_EQ(dp.pool().allocBulk(fs), uint32_t(kPerRound));
@@ -72,6 +84,7 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
   // Statistics from another thread: counters only grow, the pool adds up.
   std::thread stats([&] {
     uint64_t last = 0;
+    while (!started) std::this_thread::yield();
     while (!done) {
       const DatapathStats s = dp.stats();
       ASSERT_EQ(s.ports.size(), 3u);
@@ -79,18 +92,21 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
       EXPECT_GE(invalid, last);
       last = invalid;
       EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]);
+      statsReads++;
     }
   });
 
   // MAC table changes from a third.
   std::thread fdb([&] {
     const uint8_t mac[6] = {0x02, 0xfd, 0, 0, 0, 1};
+    while (!started) std::this_thread::yield();
     while (!done) {
       EXPECT_TRUE(dp.fdbAdd(mac, "p2").ok());
       auto dump = dp.fdbDump();
       ASSERT_TRUE(dump.ok());
       EXPECT_FALSE(dump->empty());
       EXPECT_TRUE(dp.fdbDel(mac).ok());
+      fdbReads++;
     }
   });
 
@@ -98,8 +114,11 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
   stats.join();
   fdb.join();
   const DatapathStats s = dp.stats();
-  EXPECT_EQ(s.ports[0].counters[kDropInvalidSrc], uint64_t(kRounds * kPerRound / 2));
-  EXPECT_EQ(delivered, uint64_t(kRounds * kPerRound / 2 * 2)) << "each valid broadcast reaches 2 ports";
+  EXPECT_GE(statsReads.load(), kMinReads) << "the statistics thread hardly ran during the traffic";
+  EXPECT_GE(fdbReads.load(), kMinReads) << "the MAC table thread hardly ran during the traffic";
+  ASSERT_GE(rounds, kRounds);
+  EXPECT_EQ(s.ports[0].counters[kDropInvalidSrc], uint64_t(rounds * kPerRound / 2));
+  EXPECT_EQ(delivered, uint64_t(rounds * kPerRound / 2 * 2)) << "each valid broadcast reaches 2 ports";
   EXPECT_EQ(dp.pool().available(), dp.pool().total());
   dp.stop();
 }

@@ -74,6 +74,11 @@ TEST_P(MpscTest, EveryPointerOnceInProducerOrder) {
   PtrRing<int> ring(c.capacity);
   const uint64_t per_producer = kItemsPerCase / c.producers;
   std::atomic<bool> go{false};
+  // Doorbell cases: halfway, every producer waits until the consumer has
+  // armed the doorbell (found the ring empty and gone to sleep) at least
+  // once, so the sleep-and-wake path is always exercised, not left to the
+  // scheduler.
+  std::atomic<uint64_t> armed{0};
 
   std::vector<std::thread> producers;
   for (int p = 0; p < c.producers; ++p) {
@@ -84,7 +89,13 @@ TEST_P(MpscTest, EveryPointerOnceInProducerOrder) {
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       uint64_t seq = 0;
       uint32_t spins = 0;
+      bool waited = !c.doorbell;
       while (seq < per_producer) {
+        if (!waited && seq >= per_producer / 2) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+          while (armed.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+          waited = true;
+        }
         const uint32_t want = c.batch ? c.batch : pick(rng);
         const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(want, per_producer - seq));
         for (uint32_t i = 0; i < n; ++i) batch[i] = Encode(p, seq + i);
@@ -131,6 +142,7 @@ TEST_P(MpscTest, EveryPointerOnceInProducerOrder) {
       if (c.doorbell) {
         if (ring.armDoorbell()) {
           ++sleeps;
+          armed.fetch_add(1);
           if (!ring.waitDoorbell(5s)) ++timeouts;
         }
         ring.disarmDoorbell();
@@ -147,6 +159,9 @@ TEST_P(MpscTest, EveryPointerOnceInProducerOrder) {
   for (int p = 0; p < c.producers; ++p) EXPECT_EQ(next[p], per_producer) << "producer " << p;
   EXPECT_TRUE(ring.empty());
   EXPECT_EQ(timeouts, 0u) << "lost wake-up(s)";
+  if (c.doorbell) {
+    EXPECT_GT(sleeps, 0u) << "the consumer never slept: the doorbell was not exercised";
+  }
   RecordProperty("sleeps", std::to_string(sleeps));
 }
 

@@ -1,0 +1,109 @@
+#!/bin/sh
+# The commands behind every figure in README.md's "Reliability and security"
+# and "Performance" sections, so that the next person can reproduce them:
+#
+#   scripts/readme-figures.sh BUILD_DIR GROUP...
+#   scripts/readme-figures.sh BUILD_DIR list     # what each group measures
+#
+# Groups (each prints the figures it produces; see `list`):
+#   ring         the bulk pointer ring table           (make bench)
+#   forwarding   the Forwarding table, row by row      (vdev-bench)
+#   latency      the round trips and first frame after idle (vdev-bench)
+#   loss         highest loss-free rate, loss at 90% of the peak (vdev-bench --find-rate)
+#   busypoll     round trips with --busy-poll 50       (vdev-bench)
+#   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh)
+#   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test)
+#   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*)
+#
+# Everything but `ring` and `control` needs root, and everything that
+# measures needs a quiet machine: on a shared one, hold the lock
+# (flock /tmp/vdev-e2e.lock scripts/readme-figures.sh ...). The vdev-bench
+# groups take minutes each (3 runs per datapath, as in the README); RUNS
+# (env) changes the number of runs.
+set -eu
+
+if [ $# -lt 2 ]; then
+    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle soak control list)" >&2
+    exit 2
+fi
+build=$1
+shift
+here=$(dirname "$0")
+bench="$build/tools/vdev-bench/vdev-bench"
+runs=${RUNS:-3}
+
+need_bench() {
+    [ -x "$bench" ] || { echo "readme-figures: $bench not built" >&2; exit 1; }
+}
+say() { printf '\n== %s\n$ %s\n' "$1" "$2"; }
+bench_run() {  # what, vdev-bench args...
+    what=$1
+    shift
+    say "$what" "vdev-bench --runs $runs $*"
+    "$bench" --runs "$runs" "$@"
+}
+
+for group in "$@"; do
+    case $group in
+    list)
+        sed -n '/^# Groups/,/^#$/p' "$0" | sed 's/^# \{0,1\}//'
+        ;;
+    ring)
+        say "ring table (median of REPS runs)" "REPS=5 scripts/bench-ring.sh $build"
+        REPS=${REPS:-5} "$here/bench-ring.sh" "$build"
+        ;;
+    forwarding)
+        need_bench
+        bench_run "veth -> veth" --latency off
+        bench_run "veth -> tap" --scenario veth-tap --latency off
+        bench_run "switch" --scenario switch --latency off
+        bench_run "veth -> veth, 512 bytes" --frame-size 512 --latency off --datapath vdevd,vdevd-fast,bridge
+        bench_run "veth -> veth, 1500 bytes" --frame-size 1500 --latency off --datapath vdevd,vdevd-fast,bridge
+        bench_run "bridge without br_netfilter" --bridge-nf-call off --latency off --datapath vdevd-fast,bridge
+        bench_run "tap -> veth" --scenario tap-veth --latency off
+        bench_run "tap -> veth, fast-rx off" --scenario tap-veth --latency off --datapath vdevd-fast,vdevd-rx-off,bridge
+        ;;
+    latency)
+        need_bench
+        bench_run "round trips, container <-> container; first frame after 200 ms idle" --latency only
+        bench_run "round trips, container <-> VM" --scenario veth-tap --latency only
+        bench_run "round trips, switch" --scenario switch --latency only
+        ;;
+    loss)
+        need_bench
+        bench_run "highest rate with <= 0.01% loss; loss at 90% of vdevd's peak" --find-rate
+        bench_run "the same with threaded NAPI" --find-rate --napi threaded --datapath vdevd-fast,bridge
+        ;;
+    busypoll)
+        need_bench
+        for sc in veth-veth veth-tap; do
+            bench_run "round trips without busy polling ($sc)" --scenario "$sc" --latency only --datapath vdevd-fast,bridge
+            bench_run "round trips with --busy-poll 50 ($sc)" --scenario "$sc" --latency only --datapath vdevd-fast,bridge \
+                --vdevd-arg=--busy-poll=50
+        done
+        ;;
+    idle)
+        say "idle CPU, three ports" "scripts/idle-cpu.sh $build"
+        "$here/idle-cpu.sh" "$build"
+        ;;
+    soak)
+        say "soak: rounds, faults, frames sent/delivered/counted, fds, mappings, RSS" \
+            "$build/tests/e2e/e2e_faults_test --gtest_filter='*Soak*'"
+        "$build/tests/e2e/e2e_faults_test" --gtest_filter='*Soak*' | grep -E '^  |OK|FAILED'
+        say "link flaps: time to be bound again" \
+            "$build/tests/e2e/e2e_datapath_test --gtest_filter='*QuickLinkFlaps*'"
+        "$build/tests/e2e/e2e_datapath_test" --gtest_filter='*QuickLinkFlaps*' | grep -E '^  |OK|FAILED'
+        ;;
+    control)
+        say "64 connections held, the 65th refused" \
+            "$build/tests/unit/ctl_server_test --gtest_filter='*64Clients*'"
+        "$build/tests/unit/ctl_server_test" --gtest_filter='*64Clients*' | tail -3
+        say "parser: deterministic replay of mutations; libFuzzer run (fuzz label)" "cd $build && ctest -L fuzz -V"
+        (cd "$build" && ctest -L fuzz --output-on-failure)
+        ;;
+    *)
+        echo "readme-figures: unknown group '$group' (try: list)" >&2
+        exit 2
+        ;;
+    esac
+done
