@@ -99,14 +99,17 @@ constexpr AttrSpec createSpec(uint16_t t) {
 constexpr uint16_t kStatsMax = vdev::stats::kPortAttrMax;
 constexpr uint16_t kPoolMax = vdev::stats::kPoolAttrMax;
 
+// Looked up by row index, not by pointer: GCC with -fsanitize=address does
+// not fold a comparison of a table address with nullptr in a constant
+// expression, and these specs build constexpr policy tables.
 constexpr AttrSpec statsSpec(uint16_t t) {
-  const vdev::stats::CounterDef* c = vdev::stats::portCounterByAttr(t);
-  return c ? AttrSpec{c->path, Kind::kU64} : AttrSpec{};
+  if (t > kStatsMax || !vdev::stats::detail::kPortByAttr[t]) return {};
+  return {vdev::stats::kPortCounters[vdev::stats::detail::kPortByAttr[t] - 1].path, Kind::kU64};
 }
 
 constexpr AttrSpec poolSpec(uint16_t t) {
-  const vdev::stats::CounterDef* c = vdev::stats::poolCounterByAttr(t);
-  return c ? AttrSpec{c->path, Kind::kU64} : AttrSpec{};
+  if (t > kPoolMax || !vdev::stats::detail::kPoolByAttr[t]) return {};
+  return {vdev::stats::kPoolCounters[vdev::stats::detail::kPoolByAttr[t] - 1].path, Kind::kU64};
 }
 
 // NLMSGERR_ATTR_* after an NLMSG_ERROR payload.
