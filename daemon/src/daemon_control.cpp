@@ -34,7 +34,8 @@ vdev::proto::PortType typeOf(const DaemonState& st, const std::string& name) {
 vdev::proto::StatsReply DaemonControl::toStatsReply(const datapath::DatapathStats& s, const DaemonState& st,
                                                const std::string& only) {
   vdev::proto::StatsReply r = daemon::toStatsReply(s, only);  // pool and FDB size always (protocol.h)
-  for (auto& m : r.ports) m.port.type = typeOf(st, m.port.name);
+  for (auto& m : r.ports)
+    if (m.port.type != vdev::proto::PortType::kPunt) m.port.type = typeOf(st, m.port.name);
   return r;
 }
 
@@ -89,6 +90,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
   o.queues = r.queues;
   o.xdp_mode = toVdevXdpMode(r.xdp_mode);
   o.fast_rx = r.fast_rx.value_or(true);
+  o.hook = toVdevHook(r.hook);
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -102,6 +104,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
                                                            : "auto";
   rec.managed = created;
   rec.fast_rx = r.fast_rx.value_or(true);
+  rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "auto";
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();
@@ -148,7 +151,7 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           datapath::DatapathStats s = ctx_.dp->stats();
           PortList l;
           for (const auto& p : s.ports)
-            if (b.name.empty() || p.name == b.name) l.ports.push_back(toPortInfo(p, *ctx_.state));
+            if (!p.punt && (b.name.empty() || p.name == b.name)) l.ports.push_back(toPortInfo(p, *ctx_.state));
           if (!b.name.empty() && l.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return l;
         } else if constexpr (std::is_same_v<T, StatsGetRequest>) {

@@ -32,7 +32,7 @@ std::string serializeState(const DaemonState& st) {
   for (const auto& p : st.ports) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
-         (p.fast_rx ? "" : " fast-rx=0") + "\n";
+         (p.fast_rx ? "" : " fast-rx=0") + (p.hook == "auto" ? "" : " hook=" + p.hook) + "\n";
   }
   return o;
 }
@@ -83,6 +83,9 @@ Result<DaemonState> parseState(const std::string& text) {
       } else if (k == "fast-rx") {
         if (v != "0" && v != "1") return bad("invalid fast-rx '" + v + "' (0 or 1)");
         r.fast_rx = v == "1";
+      } else if (k == "hook") {
+        if (v != "xdp" && v != "tc" && v != "auto") return bad("invalid hook '" + v + "' (xdp, tc or auto)");
+        r.hook = v;
       } else {
         return bad("unknown key '" + k + "'");
       }

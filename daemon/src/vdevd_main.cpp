@@ -98,6 +98,16 @@ Sizes and tuning:
                            the veths it creates; a port whose device cannot
                            take redirected frames is switched by vdevd until
                            it can. See docs/vdevd.md for what it costs.
+      --hook IFNAME=xdp|tc|auto
+                           where the frames the --port IFNAME receives enter
+                           vdev (repeatable). tc: the skb-level program at the
+                           device's tcx ingress -- for senders that hand the
+                           kernel skbs, a container's veth or a VM's tap, whose
+                           TSO and checksum offload it keeps (the default for
+                           veth and tun devices). xdp: vdevd's XDP program and
+                           AF_XDP sockets -- for XDP-native sources, a NIC
+                           uplink (the default for every other device). See
+                           docs/architecture.md, "Two kinds of sources".
       --no-fast-rx IFNAME  frames received on the --port IFNAME always go
                            through vdevd, never on the fast path; frames to
                            IFNAME may still arrive by it (repeatable). For a
@@ -183,6 +193,7 @@ int main(int argc, char** argv) {
   bool tx_budget_given = false;
   std::vector<std::string> ports;
   std::vector<std::string> no_fast_rx;  // --no-fast-rx: names among `ports`
+  std::vector<std::pair<std::string, vdev::datapath::PortHook>> hooks;  // --hook IFNAME=xdp|tc
   std::string json_path;
   bool verbose = false;
 
@@ -262,6 +273,16 @@ int main(int argc, char** argv) {
       {"fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = true; }},
       {"no-fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = false; }},
       {"no-fast-rx", 0, Arg::kRequired, [&](std::string_view v) { no_fast_rx.emplace_back(v); }},
+      {"hook", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         const size_t eq = v.find('=');
+         const std::string_view name = v.substr(0, eq), h = eq == v.npos ? "" : v.substr(eq + 1);
+         if (eq == v.npos || name.empty() || (h != "xdp" && h != "tc" && h != "auto"))
+           cli::fail("--hook takes IFNAME=xdp, IFNAME=tc or IFNAME=auto, not '" + std::string(v) + "'");
+         hooks.emplace_back(std::string(name), h == "xdp"  ? vdev::datapath::PortHook::kXdp
+                                               : h == "tc" ? vdev::datapath::PortHook::kTc
+                                                           : vdev::datapath::PortHook::kAuto);
+       }},
       {"busy-poll", 0, Arg::kRequired, [&](std::string_view v) {
          cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
        }},
@@ -275,6 +296,9 @@ int main(int argc, char** argv) {
   });
   parser.parseOrExit(argc, argv, [&](const std::vector<std::string>&) {
     // After every option is read: --no-fast-rx may come before its --port.
+    for (const auto& [n, h] : hooks)
+      if (std::find(ports.begin(), ports.end(), n) == ports.end())
+        cli::fail("--hook " + n + "=...: not a port given with --port (ports added with vdevctl take \"hook xdp|tc\")");
     for (const auto& n : no_fast_rx)
       if (std::find(ports.begin(), ports.end(), n) == ports.end())
         cli::fail("--no-fast-rx " + n + ": not a port given with --port (ports added with vdevctl take \"fast-rx off\")");
@@ -343,6 +367,8 @@ int main(int argc, char** argv) {
   for (const auto& name : ports) {
     vdev::datapath::Datapath::PortOptions o;
     if (std::find(no_fast_rx.begin(), no_fast_rx.end(), name) != no_fast_rx.end()) o.fast_rx = false;
+    for (const auto& [n, h] : hooks)
+      if (n == name) o.hook = h;
     if (auto st = d.addPort(name, o); !st) {
       std::fprintf(stderr, "vdevd: %s\n", st.error().message().c_str());
       d.teardown();  // detaches what was attached so far
@@ -356,6 +382,9 @@ int main(int argc, char** argv) {
                  : rec.xdp_mode == "generic" ? vdev::datapath::XdpMode::kGeneric
                                              : vdev::datapath::XdpMode::kAuto;
     o.fast_rx = rec.fast_rx;
+    o.hook = rec.hook == "xdp" ? vdev::datapath::PortHook::kXdp
+             : rec.hook == "tc" ? vdev::datapath::PortHook::kTc
+                                : vdev::datapath::PortHook::kAuto;
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       std::fprintf(stderr, "vdevd: port %s from %s: %s\n", rec.name.c_str(), state_path.c_str(),

@@ -74,6 +74,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrNumPorts: return {"NUM_PORTS", Kind::kU32};
     case kAttrQueuesBound: return {"QUEUES_BOUND", Kind::kU32};
     case kAttrFastRx: return {"FAST_RX", Kind::kFlag};
+    case kAttrHook: return {"HOOK", Kind::kU8};
     default: return {};
   }
 }
@@ -424,6 +425,7 @@ void putBody(Writer& w, const PortAddRequest& r) {
   w.u8(kAttrXdpMode, static_cast<uint8_t>(r.xdp_mode));
   if (r.create) putCreate(w, *r.create);
   if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
+  if (r.hook) w.u8(kAttrHook, static_cast<uint8_t>(*r.hook));
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -453,6 +455,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   w.u8(kAttrLive, p.live ? 1 : 0);
   if (p.mac) w.mac(kAttrMac, *p.mac);
   w.u8(kAttrFastRx, p.fast_rx ? 1 : 0);
+  if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -588,7 +591,7 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate) | bit(kAttrFastRx);
+             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrHook);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -636,6 +639,7 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
         r.create = std::move(*c);
       }
       if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+      if (tb[kAttrHook]) r.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -705,6 +709,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrLive]) p.live = getU8(tb[kAttrLive]) != 0;
   if (tb[kAttrMac]) p.mac = getMac(tb[kAttrMac]);
   if (tb[kAttrFastRx]) p.fast_rx = getU8(tb[kAttrFastRx]) != 0;
+  if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
   return p;
 }
 

@@ -31,6 +31,7 @@ struct PortRecord {
   std::string xdp_mode = "auto";  // native | generic | auto
   bool managed = false;           // vdev created the device (port del removes it)
   bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
+  std::string hook = "auto";      // xdp | tc | auto (chosen by the device)
   bool operator==(const PortRecord&) const = default;
 };
 

@@ -60,6 +60,7 @@ struct PortAddRequest {
   XdpMode xdp_mode = XdpMode::kAuto;    // kNative, kGeneric or kAuto
   std::optional<CreateOptions> create;  // absent: attach an existing device
   std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
+  std::optional<PortHook> hook;         // absent: chosen by the device (tc for veths and taps)
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -140,6 +141,7 @@ struct PortInfo {
   std::optional<Mac> mac;
   uint32_t queues_bound = 0;  // queues with a socket now (<= queues)
   bool fast_rx = true;        // the port's option; a daemon that does not send FAST_RX has it on
+  std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
   bool operator==(const PortInfo&) const = default;
 };
 
@@ -284,7 +286,9 @@ const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
 const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
 const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
+const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
+std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc
 
 }  // namespace vdev::proto

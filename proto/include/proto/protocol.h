@@ -47,7 +47,7 @@ enum Cmd : uint8_t {
   kCmdUnspec = 0,
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
-  //          FAST_RX
+  //          FAST_RX, HOOK
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -55,7 +55,7 @@ enum Cmd : uint8_t {
   kCmdPortDel = 2,
   // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
-  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX
+  //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX, HOOK
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -104,7 +104,9 @@ enum Attr : uint16_t {
   kAttrQueuesBound = 21, // u32: queues with a socket now (port replies; < QUEUES while a VM has not opened them all)
   kAttrFastRx = 22,      // u8 0|1: frames received on the port may take the kernel fast path
                          // (PORT_ADD: absent = 1; port replies). 0: they always go through vdevd
-  kAttrMax = kAttrFastRx
+  kAttrHook = 23,        // u8 PortHook: where the port's received frames enter vdev (PORT_ADD:
+                         // absent = chosen by the device, tc for veths and taps; port replies)
+  kAttrMax = kAttrHook
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -136,7 +138,13 @@ enum CreateAttr : uint16_t {
 
 // Enum attribute values. Replies may carry values a client does not know
 // (a newer daemon); requests may not.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3 };
+// kPunt: replies only -- the punt device's far end in STATS_GET (the frames
+// lost on their way from the ports' skb programs to vdevd), not a port.
+enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
+// kXdp: vdevd's XDP program and AF_XDP sockets (NIC-like sources); kTc: the
+// skb-level program at tcx ingress (senders that hand the kernel skbs:
+// containers' veths, VMs' taps).
+enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
 enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
 enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
 enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };
