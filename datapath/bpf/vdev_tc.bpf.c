@@ -98,10 +98,44 @@ static __always_inline void count(__u32 port_index, __u32 what)
 		*c += 1;
 }
 
-/* Wire frames in this skb: a GSO skb carries gso_segs of them. */
-static __always_inline __u32 frames_of(const struct __sk_buff *skb)
+/* Wire frames in this skb: a GSO skb carries gso_segs of them. An skb a
+ * tap built from a virtio-net header has gso_segs 0 until the kernel
+ * validates it (SKB_GSO_DODGY): its count is the payload after the TCP or
+ * UDP header in gso_size pieces, rounded up. */
+static __always_inline __u32 frames_of(struct __sk_buff *skb)
 {
-	return skb->gso_segs > 1 ? skb->gso_segs : 1;
+	__u32 hlen = 14, proto = 0;
+	__u8 b[2];
+
+	if (!skb->gso_size)
+		return 1;
+	if (skb->gso_segs)
+		return skb->gso_segs;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 14, b, 1))
+			return 1;
+		hlen += (b[0] & 0x0f) * 4;
+		if (bpf_skb_load_bytes(skb, 14 + 9, b, 1))
+			return 1;
+		proto = b[0];
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 14 + 6, b, 1))
+			return 1;
+		hlen += 40;
+		proto = b[0];
+	}
+	if (proto == 6) { /* TCP: data offset, in 32-bit words */
+		if (bpf_skb_load_bytes(skb, hlen + 12, b, 1))
+			return 1;
+		hlen += (b[0] >> 4) * 4;
+	} else if (proto == 17) {
+		hlen += 8;
+	} else {
+		return 1;
+	}
+	if (skb->len <= hlen)
+		return 1;
+	return (skb->len - hlen + skb->gso_size - 1) / skb->gso_size;
 }
 
 static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u64 dst)
