@@ -104,7 +104,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
                                                            : "auto";
   rec.managed = created;
   rec.fast_rx = r.fast_rx.value_or(true);
-  rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "auto";
+  rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "";
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();

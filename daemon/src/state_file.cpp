@@ -32,7 +32,7 @@ std::string serializeState(const DaemonState& st) {
   for (const auto& p : st.ports) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
-         (p.fast_rx ? "" : " fast-rx=0") + (p.hook == "auto" ? "" : " hook=" + p.hook) + "\n";
+         (p.fast_rx ? "" : " fast-rx=0") + (p.hook.empty() ? "" : " hook=" + p.hook) + "\n";
   }
   return o;
 }

@@ -108,6 +108,10 @@ Sizes and tuning:
                            AF_XDP sockets -- for XDP-native sources, a NIC
                            uplink (the default for every other device). See
                            docs/architecture.md, "Two kinds of sources".
+      --default-hook xdp|tc|auto
+                           the hook of every port that names none (a --port
+                           without --hook, a port added with vdevctl without
+                           "hook", a saved port without one); default auto
       --no-fast-rx IFNAME  frames received on the --port IFNAME always go
                            through vdevd, never on the fast path; frames to
                            IFNAME may still arrive by it (repeatable). For a
@@ -283,6 +287,14 @@ int main(int argc, char** argv) {
                                                : h == "tc" ? vdev::datapath::PortHook::kTc
                                                            : vdev::datapath::PortHook::kAuto);
        }},
+      {"default-hook", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         if (v != "xdp" && v != "tc" && v != "auto")
+           cli::fail("--default-hook takes xdp, tc or auto, not '" + std::string(v) + "'");
+         cfg.port.hook = v == "xdp" ? vdev::datapath::PortHook::kXdp
+                         : v == "tc" ? vdev::datapath::PortHook::kTc
+                                     : vdev::datapath::PortHook::kAuto;
+       }},
       {"busy-poll", 0, Arg::kRequired, [&](std::string_view v) {
          cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
        }},
@@ -382,9 +394,9 @@ int main(int argc, char** argv) {
                  : rec.xdp_mode == "generic" ? vdev::datapath::XdpMode::kGeneric
                                              : vdev::datapath::XdpMode::kAuto;
     o.fast_rx = rec.fast_rx;
-    o.hook = rec.hook == "xdp" ? vdev::datapath::PortHook::kXdp
-             : rec.hook == "tc" ? vdev::datapath::PortHook::kTc
-                                : vdev::datapath::PortHook::kAuto;
+    if (rec.hook == "xdp") o.hook = vdev::datapath::PortHook::kXdp;
+    if (rec.hook == "tc") o.hook = vdev::datapath::PortHook::kTc;
+    if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       std::fprintf(stderr, "vdevd: port %s from %s: %s\n", rec.name.c_str(), state_path.c_str(),

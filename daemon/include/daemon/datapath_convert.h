@@ -28,8 +28,9 @@ inline proto::BindMode bindModeFromName(std::string_view s) {
 }
 
 // PORT_ADD's XDP_MODE for datapath::Datapath::PortOptions (kNone never passes validation).
-inline datapath::PortHook toVdevHook(std::optional<proto::PortHook> h) {
-  if (!h) return datapath::PortHook::kAuto;
+// No HOOK attribute: the port takes vdevd's --default-hook.
+inline std::optional<datapath::PortHook> toVdevHook(std::optional<proto::PortHook> h) {
+  if (!h) return std::nullopt;
   return *h == proto::PortHook::kTc ? datapath::PortHook::kTc : datapath::PortHook::kXdp;
 }
 

@@ -31,7 +31,7 @@ struct PortRecord {
   std::string xdp_mode = "auto";  // native | generic | auto
   bool managed = false;           // vdev created the device (port del removes it)
   bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
-  std::string hook = "auto";      // xdp | tc | auto (chosen by the device)
+  std::string hook;  // xdp | tc | auto (chosen by the device) | "" (vdevd's --default-hook)
   bool operator==(const PortRecord&) const = default;
 };
 

@@ -63,7 +63,11 @@ std::string statsJson(const StatsReply& r, bool pretty) {
     Json p = Json::object();
     writePortInfo(p, s.port);
     writePortCounters(p, s);
-    ports.push_back(std::move(p));
+    // The punt device is no port: its own object, beside "ports".
+    if (s.port.type == vdev::proto::PortType::kPunt)
+      o["punt"] = std::move(p);
+    else
+      ports.push_back(std::move(p));
   }
   if (r.pool) o["pool"] = vdev::stats::poolJson(*r.pool);
   if (r.fdb_entries) o["fdb_entries"] = *r.fdb_entries;
