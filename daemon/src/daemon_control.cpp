@@ -66,6 +66,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& r) 
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
       v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
+      const auto hook = toVdevHook(r.hook).value_or(ctx_.default_hook);
+      v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
       auto res = rt::createVeth(v);
       if (!res) return fail(res.error());
     } else if (r.type == vdev::proto::PortType::kTap) {

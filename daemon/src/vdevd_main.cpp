@@ -412,6 +412,7 @@ int main(int argc, char** argv) {
   ctx.state_path = state_path;
   ctx.mode = cfg.mode;
   ctx.fast_path = d.fastPath();
+  ctx.default_hook = cfg.port.hook;
   ctx.started = std::chrono::steady_clock::now();
   vdev::daemon::DaemonControl control(ctx);
   std::unique_ptr<vdev::proto::ControlServer> server;

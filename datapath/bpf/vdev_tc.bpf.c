@@ -42,6 +42,9 @@ const volatile __u32 fast_enabled = 0;
 
 /* The punt device's near end (ifindex); 0: none yet. Set after loading. */
 volatile __u32 punt_ifindex;
+/* The longest frame (Ethernet header included, tag not) the punt device and
+ * vdevd's UMEM frames carry. */
+volatile __u32 punt_max_frame;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -98,44 +101,63 @@ static __always_inline void count(__u32 port_index, __u32 what)
 		*c += 1;
 }
 
+/* Ethernet, IP and TCP/UDP header bytes of a TCP or UDP skb; 0 for any
+ * other. */
+static __always_inline __u32 l4_end(struct __sk_buff *skb)
+{
+	__u32 hlen = 14, proto = 0;
+	__u8 b[2];
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 14, b, 1))
+			return 0;
+		hlen += (b[0] & 0x0f) * 4;
+		if (bpf_skb_load_bytes(skb, 14 + 9, b, 1))
+			return 0;
+		proto = b[0];
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 14 + 6, b, 1))
+			return 0;
+		hlen += 40;
+		proto = b[0];
+	}
+	if (proto == 6) { /* TCP: data offset, in 32-bit words */
+		if (bpf_skb_load_bytes(skb, hlen + 12, b, 1))
+			return 0;
+		return hlen + (b[0] >> 4) * 4;
+	}
+	if (proto == 17)
+		return hlen + 8;
+	return 0;
+}
+
 /* Wire frames in this skb: a GSO skb carries gso_segs of them. An skb a
  * tap built from a virtio-net header has gso_segs 0 until the kernel
  * validates it (SKB_GSO_DODGY): its count is the payload after the TCP or
  * UDP header in gso_size pieces, rounded up. */
 static __always_inline __u32 frames_of(struct __sk_buff *skb)
 {
-	__u32 hlen = 14, proto = 0;
-	__u8 b[2];
+	__u32 hlen;
 
 	if (!skb->gso_size)
 		return 1;
 	if (skb->gso_segs)
 		return skb->gso_segs;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, 14, b, 1))
-			return 1;
-		hlen += (b[0] & 0x0f) * 4;
-		if (bpf_skb_load_bytes(skb, 14 + 9, b, 1))
-			return 1;
-		proto = b[0];
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, 14 + 6, b, 1))
-			return 1;
-		hlen += 40;
-		proto = b[0];
-	}
-	if (proto == 6) { /* TCP: data offset, in 32-bit words */
-		if (bpf_skb_load_bytes(skb, hlen + 12, b, 1))
-			return 1;
-		hlen += (b[0] >> 4) * 4;
-	} else if (proto == 17) {
-		hlen += 8;
-	} else {
-		return 1;
-	}
-	if (skb->len <= hlen)
+	hlen = l4_end(skb);
+	if (!hlen || skb->len <= hlen)
 		return 1;
 	return (skb->len - hlen + skb->gso_size - 1) / skb->gso_size;
+}
+
+/* The longest wire frame in this skb. */
+static __always_inline __u32 longest_frame(struct __sk_buff *skb)
+{
+	__u32 hlen;
+
+	if (!skb->gso_size)
+		return skb->len;
+	hlen = l4_end(skb);
+	return hlen ? hlen + skb->gso_size : skb->len;
 }
 
 static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u64 dst)
@@ -233,6 +255,13 @@ int vdev_tc_port(struct __sk_buff *skb)
 		return bpf_redirect_peer(out->ifindex, 0);
 	return bpf_redirect(out->ifindex, 0);
 punt:
+	/* A frame vdevd could not hold (longer than a UMEM frame, after the
+	 * kernel's segmentation): this port's oversize drop, here, instead of
+	 * an anonymous drop at the punt device. */
+	if (longest_frame(skb) > punt_max_frame) {
+		fast_add(in, VDEV_FAST_OVERSIZE, frames_of(skb));
+		return TC_ACT_SHOT;
+	}
 	if (!punt_ifindex || bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), VDEV_PUNT_VID(in))) {
 		count(in, VDEV_XDP_NO_SOCKET);
 		return TC_ACT_SHOT;

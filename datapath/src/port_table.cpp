@@ -161,7 +161,7 @@ Status Datapath::ensureTcPath() {
   auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket(), next_tag_);
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
   tc_ = std::move(tc.value());
-  tc_->setPuntIfindex(dev.value()->nearIfindex());
+  tc_->setPunt(dev.value()->nearIfindex(), mtu);
   fast_sync_.setTc(tc_.get());
   for (Port* p : ports_.active()) fast_sync_.syncPort(*p);  // ports at XDP become its destinations
   punt_dev_ = std::move(dev.value());

@@ -136,6 +136,7 @@ DatapathStats Datapath::stats() {
         c[kProgRedirect] = prog.redirect;
         c[kProgNoSocket] = prog.no_socket;
         c[kProgFast] = prog.fast;
+        if (!p.xdp()) c[kDropOversize] += tc_->ownOversize(p.index());
       }
       uint64_t dev = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
       c[kDevTxDropped] = dev - std::min(dev, fastDropsCountedByDevice(p));

@@ -91,6 +91,7 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast) {
   t->skel_.reset(vdev_tc__open());
   if (!t->skel_) return errnoError("skb path: open BPF object");
   t->skel_->rodata->fast_enabled = fast ? 1 : 0;
+  t->shares_fast_ = fast != nullptr;
   if (fast) {
     // The fast path's maps, shared with every XDP port's program.
     struct {
@@ -117,7 +118,10 @@ TcPath::~TcPath() {
     if (rows_[i].attached) detach(uint16_t(i));
 }
 
-void TcPath::setPuntIfindex(int ifindex) { skel_->bss->punt_ifindex = uint32_t(ifindex); }
+void TcPath::setPunt(int ifindex, uint32_t mtu) {
+  skel_->bss->punt_max_frame = mtu + 14;
+  skel_->bss->punt_ifindex = uint32_t(ifindex);
+}
 
 TcPath::Row& TcPath::row(uint16_t port_index) {
   if (port_index >= rows_.size()) rows_.resize(size_t(port_index) + 1);
@@ -288,6 +292,15 @@ XdpProgCounters TcPath::counters(uint16_t port_index) const {
   return c;
 }
 
+uint64_t TcPath::ownOversize(uint16_t port_index) const {
+  if (shares_fast_ || port_index >= VDEV_FAST_MAX_PORTS) return 0;
+  uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data())) return 0;
+  uint64_t n = 0;
+  for (uint64_t v : percpu_) n += v;
+  return n;
+}
+
 void TcPath::resetCounters(uint16_t port_index) {
   if (port_index >= VDEV_FAST_MAX_PORTS) return;
   std::fill(percpu_.begin(), percpu_.end(), 0);
@@ -295,6 +308,10 @@ void TcPath::resetCounters(uint16_t port_index) {
   for (uint32_t i = 0; i < VDEV_XDP_NCOUNTERS; i++) {
     uint32_t k = uint32_t(port_index) * VDEV_XDP_NCOUNTERS + i;
     (void)bpf_map_update_elem(fd, &k, percpu_.data(), BPF_ANY);
+  }
+  if (!shares_fast_) {
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
+    (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data(), BPF_ANY);
   }
 }
 

@@ -243,7 +243,7 @@ namespace {
 // ...: {cmd, value} pairs), inside the namespace nsfd (-1: this one), from
 // a throw-away thread that enters it (ioctls act on the socket's namespace).
 Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDesc,
-                   std::initializer_list<std::pair<uint32_t, uint32_t>> features) {
+                   const std::vector<std::pair<uint32_t, uint32_t>>& features) {
   auto doIt = [&]() -> Status {
     vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) return errnoError("socket for ethtool");
@@ -377,9 +377,12 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
     // Every other offload stays as the kernel made it: the container keeps
     // TSO and checksum offload (vdevd's skb-level path carries their state,
     // and its punt device finishes what vdevd's own path needs).
-    Status st = spec.peerGro ? setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
-                                           {{ETHTOOL_SGRO, 1}})
-                             : Status{};
+    std::vector<std::pair<uint32_t, uint32_t>> features;
+    if (spec.peerGro) features.push_back({ETHTOOL_SGRO, 1});
+    if (spec.peerTxCsumOff) features.push_back({ETHTOOL_STXCSUM, 0});
+    Status st = features.empty() ? Status{}
+                                 : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName,
+                                               spec.peerNetns.describe(), features);
     if (!st) return undo(st.error());
   }
 

@@ -45,8 +45,10 @@ class TcPath {
   TcPath& operator=(const TcPath&) = delete;
 
   // Where frames for vdevd go: the punt device's near end (0: nowhere,
-  // they are dropped and counted as no_socket).
-  void setPuntIfindex(int ifindex);
+  // they are dropped and counted as no_socket), and the MTU it (and
+  // vdevd's UMEM frames) carry: longer frames are dropped and counted as
+  // the ingress port's oversize.
+  void setPunt(int ifindex, uint32_t mtu);
 
   // A port's row in the program's maps, and the program at its device's
   // tcx ingress (a vdev_tc_port left there by a vdevd that died is
@@ -77,6 +79,10 @@ class TcPath {
   // The program's own counters of a port (pass, redirect = handed to vdevd,
   // no_socket, fast), and zeroing them when the index gets a new port.
   XdpProgCounters counters(uint16_t port_index) const;
+  // Frames of the port dropped as too long for vdevd (oversize) that the
+  // fast path's counters do not hold: without a fast path the program
+  // counts them in a map of its own. 0 when it shares the fast path's.
+  uint64_t ownOversize(uint16_t port_index) const;
   void resetCounters(uint16_t port_index);
 
  private:
@@ -99,6 +105,7 @@ class TcPath {
   int prog_fd_ = -1;  // owned by the skeleton
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
+  bool shares_fast_ = false;
   std::vector<Row> rows_;  // by port index
   std::vector<uint64_t> host_macs_;
   std::vector<std::pair<int, std::vector<uint32_t>>> host_ipv4_;

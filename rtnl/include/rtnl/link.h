@@ -115,6 +115,12 @@ struct VethSpec {
   // host end (vdevd --fast-path) are delivered; the container then receives
   // through NAPI and GRO instead of the backlog.
   bool peerGro = false;
+  // TX checksum offload off on the container's end, for a port at vdevd's
+  // XDP hook: a frame the container's stack leaves for the "hardware" to
+  // checksum (CHECKSUM_PARTIAL) would reach vdevd through XDP unfinished,
+  // and AF_XDP carries no offload state to finish it later. (Off, it also
+  // turns TSO off.) The skb path needs none of this.
+  bool peerTxCsumOff = false;
 };
 
 struct VethInfo {
