@@ -122,6 +122,18 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // (no carrier) is reported down from the first `port show`.
   checkLink(np);
   host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+  // An MTU above what a UMEM frame holds is not refused (the fast path
+  // carries it, and the MTU may change at any time) but said once here; the
+  // frames vdevd cannot hold are counted (oversize, or the kernel's
+  // xdp_stats.rx_dropped at the XDP hook).
+  const uint32_t room = pool_->frameSize() - kTxHeadroom - 14 - (np.hook() == PortHook::kTc ? 4 : 0);
+  if (np.mtu() > room)
+    std::fprintf(stderr,
+                 "vdevd: warning: port %s: MTU %u is above the %u bytes vdevd's own path carries with %u-byte "
+                 "frames: longer frames cross only on the kernel fast path (learned unicast%s); the others are "
+                 "dropped and counted\n",
+                 ifname.c_str(), np.mtu(), room, pool_->frameSize(),
+                 np.hook() == PortHook::kTc ? "" : ", XDP ports whose device takes redirected frames");
   return {};
 }
 
