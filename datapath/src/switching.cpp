@@ -23,6 +23,17 @@ inline uint32_t maxFrameLen(const Port& p, const uint8_t* data) {
   return p.mtu() + kEthHlen + ((type == 0x8100 || type == 0x88a8) ? kVlanHlen : 0);
 }
 
+// The frame an RX descriptor hands over, now the application's.
+inline Frame* claimRx(FramePool& pool, const struct xdp_desc* d) noexcept {
+  Frame* f = pool.frameAt(d->addr);
+  if (!f) [[unlikely]]
+    return nullptr;
+  f->addr = d->addr;
+  f->len = d->len;
+  f->owner = kOwnerApp;
+  return f;
+}
+
 }  // namespace
 
 void Datapath::refill(Port::Queue& q) noexcept {
@@ -75,12 +86,9 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
     const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
-    Frame* f = pool_->frameAt(d->addr);
+    Frame* f = claimRx(*pool_, d);
     if (!f) [[unlikely]]
       continue;  // the kernel validates addresses; cannot happen
-    f->addr = d->addr;
-    f->len = d->len;
-    f->owner = kOwnerApp;
     f->in_port_index = p.index();
     bytes += d->len;
     burst_[k++] = f;
@@ -136,12 +144,9 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
   uint32_t run = 0;
   for (uint32_t i = 0; i < n; i++) {
     const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
-    Frame* f = pool_->frameAt(d->addr);
+    Frame* f = claimRx(*pool_, d);
     if (!f) [[unlikely]]
       continue;  // the kernel validates addresses; cannot happen
-    f->addr = d->addr;
-    f->len = d->len;
-    f->owner = kOwnerApp;
     uint8_t* data = pool_->data(f);
     // The tag the port's tc program gave it: 802.1Q, VID = index + 1.
     Port* in = nullptr;
