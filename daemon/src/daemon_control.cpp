@@ -107,6 +107,7 @@ vdev::proto::StatsReply DaemonControl::toStatsReply(const datapath::DatapathStat
                                                const std::string& only) {
   vdev::proto::StatsReply r = daemon::toStatsReply(s, only);  // pool and FDB size always (protocol.h)
   for (auto& m : r.ports) {
+    if (m.port.type == vdev::proto::PortType::kPunt) continue;  // no port: no owner, its own type
     m.port.type = typeOf(st, m.port.name);
     addOwner(m.port, st);
   }
@@ -168,6 +169,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
       v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
+      const auto hook = toVdevHook(r.hook).value_or(ctx_.default_hook);
+      v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
       auto res = rt::createVeth(v);
       if (!res) return fail(res.error());
     } else if (r.type == vdev::proto::PortType::kTap) {
@@ -192,6 +195,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.queues = r.queues;
   o.xdp_mode = toVdevXdpMode(r.xdp_mode);
   o.fast_rx = r.fast_rx.value_or(true);
+  o.hook = toVdevHook(r.hook);
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -208,6 +212,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   rec.owner_uid = peer.uid;
   rec.tag = r.tag.value_or("");
   names_stale_ = true;
+  rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "";
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();
@@ -306,7 +311,7 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           datapath::DatapathStats s = ctx_.dp->stats();
           PortList l;
           for (const auto& p : s.ports)
-            if (b.name.empty() || p.name == b.name) l.ports.push_back(toPortInfo(p, *ctx_.state));
+            if (!p.punt && (b.name.empty() || p.name == b.name)) l.ports.push_back(toPortInfo(p, *ctx_.state));
           if (!b.name.empty() && l.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return l;
         } else if constexpr (std::is_same_v<T, StatsGetRequest>) {

@@ -41,6 +41,9 @@ struct ControlContext {
   std::string state_path;  // empty: no persistence
   datapath::SwitchMode mode = datapath::SwitchMode::kSwitch;
   bool fast_path = false;  // --fast-path: veths vdevd creates get GRO on their container end
+  // --default-hook: a veth vdevd creates for a port at the XDP hook gets its
+  // container end's TX checksum offload turned off (see rtnl::VethSpec).
+  datapath::PortHook default_hook = datapath::PortHook::kAuto;
   std::chrono::steady_clock::time_point started;
   std::vector<std::string> start_issues;  // what could not be restored at start (INFO)
 };

@@ -64,6 +64,9 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
     } else if (k == "tag") {
       if (!vdev::proto::validatePortTag(v)) return "invalid tag '" + v + "'";
       r.tag = v;
+    } else if (k == "hook") {
+      if (v != "xdp" && v != "tc" && v != "auto") return "invalid hook '" + v + "' (xdp, tc or auto)";
+      r.hook = v;
     } else {
       return "unknown key '" + k + "'";
     }
@@ -106,7 +109,7 @@ std::string serializeState(const DaemonState& st) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
          (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
-         (p.tag.empty() ? "" : " tag=" + p.tag) + "\n";
+         (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) + "\n";
   }
   return o;
 }

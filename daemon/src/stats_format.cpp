@@ -13,11 +13,22 @@ std::string statsJson(const datapath::DatapathStats& s) {
   Json& ports = o["ports"] = Json::array();
   for (const datapath::PortStats& p : s.ports) {
     Json j = Json::object();
+    if (p.punt) {
+      // The punt device is no port: its own object (see docs/stats.md).
+      j["name"] = p.name;
+      j["ifindex"] = p.ifindex;
+      j["mtu"] = p.mtu;
+      j["live"] = p.live;
+      stats::putPortCounters(j, p.counters);
+      o["punt"] = std::move(j);
+      continue;
+    }
     j["name"] = p.name;
     j["ifindex"] = p.ifindex;
     j["queues"] = p.queues;
     j["queues_bound"] = p.queues_bound;
     j["xdp_mode"] = p.xdp_mode;
+    j["hook"] = p.hook;
     j["bind_mode"] = p.bind_mode;
     j["mtu"] = p.mtu;
     j["live"] = p.live;
@@ -37,9 +48,13 @@ std::string statsTable(const datapath::DatapathStats& s) {
   std::string o;
   char buf[512];
   for (const datapath::PortStats& p : s.ports) {
-    std::snprintf(buf, sizeof buf, "%s: ifindex %d, %u/%u queue(s) bound, xdp %s, %s%s, mtu %u%s\n",
-                  p.name.c_str(), p.ifindex, p.queues_bound, p.queues, p.xdp_mode, p.bind_mode,
-                  p.live ? "" : " (down)", p.mtu, p.fast_rx ? "" : ", fast-rx off");
+    if (p.punt)
+      std::snprintf(buf, sizeof buf, "punt device %s: ifindex %d, mtu %u%s\n", p.name.c_str(), p.ifindex, p.mtu,
+                    p.live ? "" : " (down)");
+    else
+      std::snprintf(buf, sizeof buf, "%s: ifindex %d, %u/%u queue(s) bound, hook %s, xdp %s, %s%s, mtu %u%s\n",
+                    p.name.c_str(), p.ifindex, p.queues_bound, p.queues, p.hook, p.xdp_mode, p.bind_mode,
+                    p.live ? "" : " (down)", p.mtu, p.fast_rx ? "" : ", fast-rx off");
     o += buf;
     o += stats::portText(p.counters);
   }

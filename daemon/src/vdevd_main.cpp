@@ -28,6 +28,16 @@
 
 namespace {
 
+// "vdp" + 8 hex digits of a hash of `key` (FNV-1a, 32 bits): 11 characters,
+// leaving room for the ends' suffix.
+std::string puntName(const std::string& key) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : key) h = (h ^ c) * 16777619u;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "vdp%08x", h);
+  return buf;
+}
+
 const char kUsage[] = R"(Usage: vdevd [--port IFNAME ...] [OPTIONS]
 
 vdevd switches frames between netdevs -- the host ends of containers' veth
@@ -89,6 +99,20 @@ Sizes and tuning:
                            the veths it creates; a port whose device cannot
                            take redirected frames is switched by vdevd until
                            it can. See docs/vdevd.md for what it costs.
+      --hook IFNAME=xdp|tc|auto
+                           where the frames the --port IFNAME receives enter
+                           vdev (repeatable). tc: the skb-level program at the
+                           device's tcx ingress -- for senders that hand the
+                           kernel skbs, a container's veth or a VM's tap, whose
+                           TSO and checksum offload it keeps (the default for
+                           veth and tun devices). xdp: vdevd's XDP program and
+                           AF_XDP sockets -- for XDP-native sources, a NIC
+                           uplink (the default for every other device). See
+                           docs/architecture.md, "Two kinds of sources".
+      --default-hook xdp|tc|auto
+                           the hook of every port that names none (a --port
+                           without --hook, a port added with vdevctl without
+                           "hook", a saved port without one); default auto
       --no-fast-rx IFNAME  frames received on the --port IFNAME always go
                            through vdevd, never on the fast path; frames to
                            IFNAME may still arrive by it (repeatable). For a
@@ -171,6 +195,7 @@ int main(int argc, char** argv) {
   bool tx_budget_given = false;
   std::vector<std::string> ports;
   std::vector<std::string> no_fast_rx;  // --no-fast-rx: names among `ports`
+  std::vector<std::pair<std::string, vdev::datapath::PortHook>> hooks;  // --hook IFNAME=xdp|tc
   std::string json_path;
   bool verbose = false;
 
@@ -250,6 +275,24 @@ int main(int argc, char** argv) {
       {"fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = true; }},
       {"no-fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = false; }},
       {"no-fast-rx", 0, Arg::kRequired, [&](std::string_view v) { no_fast_rx.emplace_back(v); }},
+      {"hook", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         const size_t eq = v.find('=');
+         const std::string_view name = v.substr(0, eq), h = eq == v.npos ? "" : v.substr(eq + 1);
+         if (eq == v.npos || name.empty() || (h != "xdp" && h != "tc" && h != "auto"))
+           cli::fail("--hook takes IFNAME=xdp, IFNAME=tc or IFNAME=auto, not '" + std::string(v) + "'");
+         hooks.emplace_back(std::string(name), h == "xdp"  ? vdev::datapath::PortHook::kXdp
+                                               : h == "tc" ? vdev::datapath::PortHook::kTc
+                                                           : vdev::datapath::PortHook::kAuto);
+       }},
+      {"default-hook", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         if (v != "xdp" && v != "tc" && v != "auto")
+           cli::fail("--default-hook takes xdp, tc or auto, not '" + std::string(v) + "'");
+         cfg.port.hook = v == "xdp" ? vdev::datapath::PortHook::kXdp
+                         : v == "tc" ? vdev::datapath::PortHook::kTc
+                                     : vdev::datapath::PortHook::kAuto;
+       }},
       {"busy-poll", 0, Arg::kRequired, [&](std::string_view v) {
          cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
        }},
@@ -263,6 +306,9 @@ int main(int argc, char** argv) {
   });
   parser.parseOrExit(argc, argv, [&](const std::vector<std::string>&) {
     // After every option is read: --no-fast-rx may come before its --port.
+    for (const auto& [n, h] : hooks)
+      if (std::find(ports.begin(), ports.end(), n) == ports.end())
+        cli::fail("--hook " + n + "=...: not a port given with --port (ports added with vdevctl take \"hook xdp|tc\")");
     for (const auto& n : no_fast_rx)
       if (std::find(ports.begin(), ports.end(), n) == ports.end())
         cli::fail("--no-fast-rx " + n + ": not a port given with --port (ports added with vdevctl take \"fast-rx off\")");
@@ -272,6 +318,10 @@ int main(int argc, char** argv) {
       cli::fail("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
   });
   if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
+  // The punt device (datapath/punt.h): one per vdevd, named after its
+  // control socket (or its first port, without one), so that two vdevds in
+  // one network namespace never share it and a restarted one finds its own.
+  cfg.punt_name = puntName(socket_path.empty() ? (ports.empty() ? std::string() : ports.front()) : socket_path);
   cfg.port.xsk.busy_poll_budget = cfg.port.batch;
   uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
   if (cfg.frames < need)
@@ -352,6 +402,8 @@ int main(int argc, char** argv) {
   for (const auto& name : ports) {
     vdev::datapath::Datapath::PortOptions o;
     if (std::find(no_fast_rx.begin(), no_fast_rx.end(), name) != no_fast_rx.end()) o.fast_rx = false;
+    for (const auto& [n, h] : hooks)
+      if (n == name) o.hook = h;
     if (auto st = d.addPort(name, o); !st) {
       std::fprintf(stderr, "vdevd: %s\n", st.error().message().c_str());
       d.teardown();  // detaches what was attached so far
@@ -373,6 +425,9 @@ int main(int argc, char** argv) {
                  : rec.xdp_mode == "generic" ? vdev::datapath::XdpMode::kGeneric
                                              : vdev::datapath::XdpMode::kAuto;
     o.fast_rx = rec.fast_rx;
+    if (rec.hook == "xdp") o.hook = vdev::datapath::PortHook::kXdp;
+    if (rec.hook == "tc") o.hook = vdev::datapath::PortHook::kTc;
+    if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
@@ -393,6 +448,7 @@ int main(int argc, char** argv) {
   ctx.state_path = state_path;
   ctx.mode = cfg.mode;
   ctx.fast_path = d.fastPath();
+  ctx.default_hook = cfg.port.hook;
   ctx.started = std::chrono::steady_clock::now();
   ctx.start_issues = start_issues;
   vdev::daemon::DaemonControl control(ctx);

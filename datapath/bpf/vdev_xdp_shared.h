@@ -50,7 +50,44 @@ enum vdev_fast_stat {
 	VDEV_FAST_XMIT_FULL = 6, /* of the drops, sent with no error: the device took the
 				  * bulk but its queue was full. tun and veth count these in
 				  * their own tx_dropped as well. */
-	VDEV_FAST_NSTATS = 7,
+	VDEV_FAST_OVERSIZE = 7, /* skb fast path: frames longer than this destination's MTU,
+				 * dropped (not GSO: the kernel would not segment them) */
+	VDEV_FAST_NSTATS = 8,
 };
+
+/* The skb-level programs (vdev_tc.bpf.c), for ports whose senders hand the
+ * kernel skbs (containers' veths, VMs' taps).
+ *
+ * tc_ports: per port index, what the programs know of the port as a
+ * destination and as a source. */
+struct vdev_tc_port {
+	__u32 ifindex;
+	__u32 mtu;    /* the device's MTU: longer non-GSO frames are not sent to it */
+	__u32 flags;  /* VDEV_TC_* */
+	__u32 pad;
+};
+#define VDEV_TC_DEST 1     /* a fast-path destination now (live) */
+#define VDEV_TC_PEER 2     /* a veth: deliver with bpf_redirect_peer, into its peer's ingress */
+#define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
+
+/* Keys of the host address maps of the skb-level programs (one map for
+ * every port, keyed by the port device's ifindex). */
+struct vdev_host_ipv4_key {
+	__u32 ifindex;
+	__u32 addr;  /* network order */
+};
+struct vdev_host_ipv6_key {
+	__u32 ifindex;
+	__u8 addr[16];
+};
+#define VDEV_TC_MAX_HOST_IPS 4096
+
+/* The punt device: frames that need vdevd's decision leave a port's skb
+ * program tagged with an 802.1Q header whose VID is the port index plus
+ * one, through a veth pair whose far end vdevd's AF_XDP sockets read. The
+ * kernel segments and finishes checksums on the way (the near end has no
+ * offloads), so vdevd sees wire frames. */
+#define VDEV_PUNT_VID(port_index) ((port_index) + 1)
+#define VDEV_PUNT_MAX_VID 4094
 
 #endif

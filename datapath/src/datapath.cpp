@@ -101,7 +101,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
-    host_.refresh(cfg_.host_macs, ports_.active());
+    host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
     if (fast_) fast_sync_.housekeeping(fdb_, ports_.active());
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }
@@ -110,7 +110,10 @@ void Datapath::housekeeping(uint64_t now_ns) {
     checkLink(p);
     if (!p.live()) continue;
     if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
-    if (mtu_time) p.setMtu(readSysfsU32("/sys/class/net/" + p.name() + "/mtu", p.mtu()));
+    if (mtu_time) {
+      p.setMtu(readSysfsU32("/sys/class/net/" + p.name() + "/mtu", p.mtu()));
+      if (tc_) tc_->setMtu(p.index(), p.mtu());  // the skb path's row, if the port has one
+    }
   }
 }
 
@@ -134,8 +137,11 @@ void Datapath::sleepUntilWork() {
     struct pollfd fds[1 + 256];
     nfds_t n = 0;
     fds[n++] = {wake_fd_.get(), POLLIN, 0};
+    if (punt_ && punt_->live())
+      for (auto& q : punt_->queues())
+        if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
     for (Port* pp : ports_.active()) {
-      if (!pp->live()) continue;
+      if (!pp->live() || !pp->receives()) continue;
       for (auto& q : pp->queues())
         if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
     }
@@ -161,9 +167,12 @@ void Datapath::run() {
     // (perf, vdev-bench); 15 spins late is well inside the idle budget.
     if ((spins & 15) == 0) now = monotonicNs();
     uint32_t work = 0;
+    if (punt_ && punt_->live())
+      for (auto& q : punt_->queues())
+        if (q->xsk) work += rxPuntBurst(*q, now);
     for (Port* pp : ports_.active()) {
       Port& p = *pp;
-      if (!p.live()) continue;
+      if (!p.live() || !p.receives()) continue;
       for (auto& q : p.queues())
         if (q->xsk) work += rxBurst(p, *q, now);
     }
@@ -171,8 +180,10 @@ void Datapath::run() {
       if (pp->live()) work += pp->drainTx(*pool_);
     if (fast_ && fdb_.journalPending()) [[unlikely]]
       fast_sync_.syncFdb(fdb_, now);
+    if (punt_ && punt_->live())
+      for (auto& q : punt_->queues()) refill(*q);
     for (Port* pp : ports_.active())
-      if (pp->live())
+      if (pp->live() && pp->receives())
         for (auto& q : pp->queues()) refill(*q);
     if (now - last_hk_ns_ >= kHousekeepingNs) housekeeping(now);
     if (relink_.due(now)) [[unlikely]]

@@ -65,7 +65,7 @@ FastPortStats FastPath::read(uint16_t port_index) const {
   if (port_index >= VDEV_FAST_MAX_PORTS) return s;
   uint64_t* out[VDEV_FAST_NSTATS] = {&s.rx_packets, &s.rx_bytes, &s.tx_packets,
                                      &s.tx_bytes,   &s.drops,    &s.refused,
-                                     &s.queue_full};
+                                     &s.queue_full, &s.oversize};
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
     uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
     if (bpf_map_lookup_elem(statsFd(), &k, percpu_.data())) continue;

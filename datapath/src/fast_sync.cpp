@@ -16,6 +16,13 @@ void FastSync::resetPort(uint16_t port_index) {
 void FastSync::syncPort(const Port& p) {
   if (!fast_) return;
   const uint16_t index = p.index();
+  if (tc_) {
+    // A destination of the skb path while it is live, whatever its device.
+    if (p.hook() == PortHook::kTc)
+      tc_->setDest(index, p.live());
+    else
+      tc_->setOtherDest(index, p.ifindex(), p.mtu(), p.isVeth(), p.live());
+  }
   PortRecord& r = record(index);
   const bool want = p.live() && r.state != FastState::kImpossible;
   if (want && r.state == FastState::kOff) {
@@ -23,7 +30,9 @@ void FastSync::syncPort(const Port& p) {
     // container end has NAPI. Checked again every second (GRO may change).
     auto takes = rtnl::deviceTakesXdpFrames(p.ifindex());
     if (!takes || !*takes) {
-      if (!r.warned)
+      // A port at tc takes the skb path's frames anyway; only XDP sources
+      // (an uplink) then send to it through vdevd: nothing to warn about.
+      if (!r.warned && p.hook() != PortHook::kTc)
         std::fprintf(stderr, "vdevd: port %s: not on the kernel fast path: %s\n", p.name().c_str(),
                      takes ? "the device takes no redirected XDP frames (a veth: turn GRO on in the "
                              "container, e.g. 'ethtool -K eth0 gro on')"

@@ -31,12 +31,13 @@ void HostAddrs::refreshMacs(const std::vector<std::array<uint8_t, 6>>& configure
   mac_keys_.erase(std::unique(mac_keys_.begin(), mac_keys_.end()), mac_keys_.end());
 }
 
-void HostAddrs::pushIps(const std::vector<Port*>& ports) {
+void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
   struct ifaddrs* raw = nullptr;
   if (::getifaddrs(&raw) != 0) return;  // kept as they were; tried again in a second
   const std::unique_ptr<struct ifaddrs, IfaddrsDeleter> list(raw);
   for (Port* pp : ports) {
-    if (!pp->xdp()) continue;
+    const bool at_tc = tc && pp->hook() == PortHook::kTc && pp->ifindex();
+    if (!pp->xdp() && !at_tc) continue;
     std::vector<uint32_t> addrs;
     std::vector<std::array<uint8_t, 16>> addrs6;
     for (struct ifaddrs* a = list.get(); a; a = a->ifa_next) {
@@ -51,10 +52,15 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports) {
     }
     std::sort(addrs.begin(), addrs.end());
     if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
-    (void)pp->xdp()->setHostIpv4(addrs);
     std::sort(addrs6.begin(), addrs6.end());
     if (addrs6.size() > VDEV_XDP_MAX_HOST_IPS) addrs6.resize(VDEV_XDP_MAX_HOST_IPS);
-    (void)pp->xdp()->setHostIpv6(addrs6);
+    if (at_tc) {
+      (void)tc->setHostIpv4(pp->ifindex(), addrs);
+      (void)tc->setHostIpv6(pp->ifindex(), addrs6);
+    } else {
+      (void)pp->xdp()->setHostIpv4(addrs);
+      (void)pp->xdp()->setHostIpv6(addrs6);
+    }
   }
 }
 

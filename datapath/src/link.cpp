@@ -58,7 +58,7 @@ void Datapath::checkLinkNow(Port& p) {
       if (q->xsk && !err) err = q->xsk->pendingError();
   if (idx != unsigned(p.ifindex()) || (err && err != ENETDOWN)) {
     link.gone();
-    if (p.xdp()) p.xdp()->forget();
+    p.forgetProgram();
     killPort(p, idx ? "device replaced" : "device gone", true);
     return;
   }

@@ -9,7 +9,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+
 #include "base/fd.h"
+#include "datapath/tc_path.h"
 
 namespace vdev::datapath {
 
@@ -43,6 +47,27 @@ Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
 }
 
 }  // namespace
+
+std::string deviceDriver(const std::string& ifname) {
+  FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return "";
+  struct ethtool_drvinfo info = {};
+  info.cmd = ETHTOOL_GDRVINFO;
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_data = reinterpret_cast<char*>(&info);
+  if (::ioctl(s.get(), SIOCETHTOOL, &ifr) < 0) return "";
+  return std::string(info.driver, strnlen(info.driver, sizeof info.driver));
+}
+
+const char* portHookName(PortHook h) {
+  switch (h) {
+    case PortHook::kXdp: return "xdp";
+    case PortHook::kTc: return "tc";
+    case PortHook::kAuto: break;
+  }
+  return "auto";
+}
 
 Port::Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig& cfg, uint32_t mtu)
     : name_(std::move(name)),
@@ -92,6 +117,14 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
   setMtu(mtu);
   std::memcpy(mac_, mac, 6);
   xdp_.reset();  // a program of a previous device of this name is gone with it
+  tc_attached_ = false;
+  driver_ = deviceDriver(name_);
+  // The hook: what the device's senders hand the kernel (PortHook).
+  hook_ = cfg_.hook;
+  if (hook_ == PortHook::kAuto)
+    hook_ = (cfg_.tc && !cfg_.punt && (driver_ == "veth" || driver_ == "tun")) ? PortHook::kTc : PortHook::kXdp;
+  if (hook_ == PortHook::kTc && !cfg_.tc)
+    return Error{EOPNOTSUPP, "port " + name_ + ": the skb path (tc) is not available"};
   // Sockets first, then the program, loaded with its maps filled before it
   // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
   // while the port is being set up.
@@ -99,15 +132,25 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
     shutdown(pool);
     return st;
   }
+  if (hook_ == PortHook::kTc) {
+    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), cfg_.fast_rx, mtu); !st) {
+      shutdown(pool);
+      return st;
+    }
+    tc_attached_ = true;
+    link_.attached();
+    return {};
+  }
   auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force, [&](XdpProgram& x) -> Status {
     for (uint32_t q = 0; q < queues_.size(); q++)
       if (queues_[q]->xsk)
         if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
+    if (cfg_.punt) return {};  // the punt device passes nothing to the host
     if (auto st = x.addHostMac(mac); !st) return st;
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;
     return {};
-  }, XdpFastConfig{cfg_.fast, index_, cfg_.fast_rx});
+  }, XdpFastConfig{cfg_.punt ? nullptr : cfg_.fast, index_, cfg_.fast_rx});
   if (!xdp) {
     shutdown(pool);
     return xdp.error();
@@ -127,7 +170,14 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
     if (next_tag >= kMaxSocketTags) return Error{ENOSPC, "too many AF_XDP sockets"};
-    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_tag, cfg_.xsk);
+    XskConfig xc = cfg_.xsk;
+    if (!receives()) {
+      // Transmit only: the frames it receives reach vdevd through the punt
+      // device. The kernel still wants a fill ring; it stays empty.
+      xc.rx_size = 0;
+      xc.fill_size = 64;
+    }
+    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_tag, xc);
     if (!xsk) return xsk.error();
     next_tag++;
     qu.xsk = std::move(xsk.value());
@@ -343,6 +393,14 @@ QueueAccounting Port::accounting() const {
 
 void Port::detachXdp() {
   if (xdp_) xdp_->detach();
+  if (tc_attached_) cfg_.tc->detach(index_);
+  tc_attached_ = false;
+}
+
+void Port::forgetProgram() {
+  if (xdp_) xdp_->forget();
+  if (tc_attached_) cfg_.tc->forget(index_);
+  tc_attached_ = false;
 }
 
 uint32_t Port::shutdown(FramePool& pool) noexcept {

@@ -7,12 +7,25 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 
 #include "datapath/datapath.h"
 
 namespace vdev::datapath {
 
 namespace {
+
+// The punt device's far end: a port of the datapath's own, outside the
+// port table (its index names no port: frames it receives are the ports').
+constexpr uint16_t kPuntIndex = 0xfffe;
+
+// A veth or a tap (tun) -- or a name without a device yet, most likely one
+// of them (a container's or a VM's port restored at start).
+bool wantsSkbPath(const std::string& ifname) {
+  if (!::if_nametoindex(ifname.c_str())) return true;
+  const std::string drv = deviceDriver(ifname);
+  return drv == "veth" || drv == "tun";
+}
 
 // Doorbell notifier of every delivery ring: wakes the owner thread's poll().
 void notifyDatapath(void* ctx) {
@@ -76,6 +89,19 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
+  if (opts.hook) pc.hook = *opts.hook;
+  // The skb path is set up with the first port that wants it: a veth or a
+  // tap (kAuto), or any port asked to use it (kTc). A port that only might
+  // (kAuto) attaches at XDP when it cannot be had, with a warning.
+  if (pc.hook == PortHook::kTc || (pc.hook == PortHook::kAuto && wantsSkbPath(ifname))) {
+    if (Status st = ensureTcPath(); !st) {
+      if (pc.hook == PortHook::kTc) return Error{st.error().err, "port " + ifname + ": " + st.error().what};
+      if (!std::exchange(tc_warned_, true))
+        std::fprintf(stderr, "vdevd: warning: no skb path (%s); veths and taps attach at XDP\n",
+                     st.error().message().c_str());
+    }
+  }
+  pc.tc = tc_.get();
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
     // Configured, device not there: a port that waits for it (checkLink).
     auto shell = Port::absent(ifname, uint16_t(index), pc, cfg_.host_macs);
@@ -95,7 +121,19 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // Link state now, not at the next housekeeping: a tap without a reader
   // (no carrier) is reported down from the first `port show`.
   checkLink(np);
-  host_.refresh(cfg_.host_macs, ports_.active());
+  host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+  // An MTU above what a UMEM frame holds is not refused (the fast path
+  // carries it, and the MTU may change at any time) but said once here; the
+  // frames vdevd cannot hold are counted (oversize, or the kernel's
+  // xdp_stats.rx_dropped at the XDP hook).
+  const uint32_t room = pool_->frameSize() - kTxHeadroom - 14 - (np.hook() == PortHook::kTc ? 4 : 0);
+  if (np.mtu() > room)
+    std::fprintf(stderr,
+                 "vdevd: warning: port %s: MTU %u is above the %u bytes vdevd's own path carries with %u-byte "
+                 "frames: longer frames cross only on the kernel fast path (learned unicast%s); the others are "
+                 "dropped and counted\n",
+                 ifname.c_str(), np.mtu(), room, pool_->frameSize(),
+                 np.hook() == PortHook::kTc ? "" : ", XDP ports whose device takes redirected frames");
   return {};
 }
 
@@ -115,7 +153,40 @@ Status Datapath::removePortNow(const std::string& ifname) {
   return {};
 }
 
+Status Datapath::ensureTcPath() {
+  if (tc_) return {};
+  auto tc = TcPath::create(fast_.get());
+  if (!tc) return tc.error();
+  // Frames through the pair must fit a UMEM frame with its tag:
+  // the room after the kernel's headroom, less the Ethernet and tag headers.
+  const uint32_t mtu = pool_->frameSize() - kTxHeadroom - 14 - 4;
+  auto dev = PuntDevice::create(cfg_.punt_name, mtu);
+  if (!dev) return dev.error();
+  PortConfig pc = cfg_.port;
+  pc.punt = true;
+  pc.hook = PortHook::kXdp;
+  pc.xdp_mode = XdpMode::kNative;
+  pc.queues = 1;
+  pc.fast = nullptr;
+  pc.fast_rx = false;
+  pc.tc = nullptr;
+  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket(), next_tag_);
+  if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
+  tc_ = std::move(tc.value());
+  tc_->setPunt(dev.value()->nearIfindex(), mtu);
+  fast_sync_.setTc(tc_.get());
+  for (Port* p : ports_.active()) fast_sync_.syncPort(*p);  // ports at XDP become its destinations
+  punt_dev_ = std::move(dev.value());
+  punt_ = std::move(punt.value());
+  for (auto& q : punt_->queues()) refill(*q);
+  host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+  return {};
+}
+
 int Datapath::anyLiveSocket() const {
+  if (punt_ && punt_->live())
+    for (auto& q : punt_->queues())
+      if (q->xsk) return q->xsk->fd();
   for (Port* p : ports_.active())
     if (p->live())
       for (auto& q : p->queues())

@@ -1,10 +1,5 @@
 // Datapath statistics (datapath/stats.h): the frame accounting and the
 // per-port counters, read by the datapath thread between bursts.
-#include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -23,17 +18,6 @@ uint64_t readSysfsU64(const std::string& path) {
   return v;
 }
 
-// The device's driver name (ETHTOOL_GDRVINFO), "" when it has none.
-std::string driverName(int sock, const std::string& ifname) {
-  ethtool_drvinfo info = {};
-  info.cmd = ETHTOOL_GDRVINFO;
-  ifreq ifr = {};
-  std::snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifname.c_str());
-  ifr.ifr_data = reinterpret_cast<char*>(&info);
-  if (::ioctl(sock, SIOCETHTOOL, &ifr) < 0) return "";
-  return std::string(info.driver, strnlen(info.driver, sizeof info.driver));
-}
-
 }  // namespace
 
 // Fast-path frames a tun or veth device refused because its queue was full
@@ -42,11 +26,11 @@ std::string driverName(int sock, const std::string& ifname) {
 // once. Counted from when the port's current device appeared.
 uint64_t Datapath::fastDropsCountedByDevice(const Port& p) {
   if (!fast_ || !p.ifindex()) return 0;
-  const uint16_t slot = p.index();
-  FastDevBase& b = fast_sync_.devBase(slot);
-  const uint64_t full = fast_->read(slot).queue_full;
-  if (b.ifindex != p.ifindex()) {  // a new device (or a new port in the slot)
-    const std::string drv = driverName(ctl_sock_.get(), p.name());
+  const uint16_t index = p.index();
+  FastDevBase& b = fast_sync_.devBase(index);
+  const uint64_t full = fast_->read(index).queue_full;
+  if (b.ifindex != p.ifindex()) {  // a new device (or a new port at the index)
+    const std::string& drv = p.driver();
     b = FastDevBase{p.ifindex(), drv == "tun" || drv == "veth", b.ifindex ? full : 0};
   }
   return b.counts ? full - std::min(full, b.base) : 0;
@@ -64,6 +48,7 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
   s[kTxPackets] += f.tx_packets - std::min(f.drops, f.tx_packets);
   s[kTxBytes] += f.tx_bytes;
   s[kDropFastXmit] += f.drops;
+  s[kDropOversize] += f.oversize;
   return s;
 }
 
@@ -74,7 +59,9 @@ PoolStats Datapath::poolStats() const {
   PoolStats s;
   s[stats::kPoolTotal] = pool_->total();
   s[stats::kPoolFree] = pool_->available();
-  for (Port* pp : ports_.active()) {
+  std::vector<const Port*> all(ports_.active().begin(), ports_.active().end());
+  if (punt_) all.push_back(punt_.get());
+  for (const Port* pp : all) {
     QueueAccounting a = pp->accounting();
     s[stats::kPoolFillRing] += a.fill_ring;
     s[stats::kPoolKernelRx] += a.kernel_rx;
@@ -94,16 +81,15 @@ PoolStats Datapath::poolStats() const {
 void Datapath::collectOwned(DatapathStats& out) const {
   out.pool = poolStats();
   out.ports.clear();
-  for (Port* pp : ports_.active()) {
-    const Port& p = *pp;
-    PortStats ps;
-    ps.slot = p.index();
+  auto owned = [](const Port& p, PortStats& ps) {
+    ps.index = p.index();
     ps.name = p.name();
     ps.ifindex = p.ifindex();
     ps.queues = uint32_t(p.queues().size());
     ps.queues_bound = ps.queues - p.unboundQueues();
     ps.live = p.live();
     ps.fast_rx = p.fastRx();
+    ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     stats::PortValues& c = ps.counters;
     c[kTxOutstanding] = p.txOutstanding();
@@ -114,6 +100,16 @@ void Datapath::collectOwned(DatapathStats& out) const {
     c[kXdpRxRingFull] = x.rx_ring_full;
     c[kXdpRxFillRingEmptyDescs] = x.rx_fill_ring_empty_descs;
     c[kXdpTxRingEmptyDescs] = x.tx_ring_empty_descs;
+  };
+  for (Port* pp : ports_.active()) {
+    PortStats ps;
+    owned(*pp, ps);
+    out.ports.push_back(std::move(ps));
+  }
+  if (punt_) {
+    PortStats ps;
+    owned(*punt_, ps);
+    ps.punt = true;
     out.ports.push_back(std::move(ps));
   }
   out.fdb_entries = fdb_.dump(monotonicNs()).size();
@@ -126,21 +122,34 @@ DatapathStats Datapath::stats() {
     // Counters, program counters and device counters, read by the thread
     // that may remove the port: the Port cannot go away underneath.
     for (PortStats& ps : out.ports) {
-      Port& p = *ports_[ps.slot];
+      if (ps.punt) continue;  // below
+      Port& p = *ports_[ps.index];
       ps.mtu = p.mtu();
       ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
       stats::PortValues& c = ps.counters;
       // vdevd's own counts; their slots of the counters read here are 0.
       c += portSnapshot(p);
-      if (p.xdp()) {
-        const XdpProgCounters prog = p.xdp()->counters();
+      if (p.xdp() || (tc_ && p.hook() == PortHook::kTc)) {
+        // The port's program: XDP, or the skb path's counters of the port.
+        const XdpProgCounters prog = p.xdp() ? p.xdp()->counters() : tc_->counters(p.index());
         c[kProgPass] = prog.pass;
         c[kProgRedirect] = prog.redirect;
         c[kProgNoSocket] = prog.no_socket;
         c[kProgFast] = prog.fast;
+        if (!p.xdp()) c[kDropOversize] += tc_->ownOversize(p.index());
       }
       uint64_t dev = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
       c[kDevTxDropped] = dev - std::min(dev, fastDropsCountedByDevice(p));
+    }
+    for (PortStats& ps : out.ports) {
+      if (!ps.punt) continue;
+      // The punt device: frames vdevd could not give to a port (drops by
+      // reason: no_route), what its socket dropped (xdp_stats, above) and
+      // what its near end refused (dev.tx_dropped) -- nothing else.
+      ps.mtu = punt_->mtu();
+      ps.xdp_mode = punt_->xdp() ? xdpModeName(punt_->xdp()->mode()) : "none";
+      ps.counters += punt_->snapshot();
+      ps.counters[kDevTxDropped] = punt_dev_->dropped();
     }
     out.removed = removed_;
     out.removed_ports = removed_ports_;

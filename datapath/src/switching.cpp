@@ -23,10 +23,21 @@ inline uint32_t maxFrameLen(const Port& p, const uint8_t* data) {
   return p.mtu() + kEthHlen + ((type == 0x8100 || type == 0x88a8) ? kVlanHlen : 0);
 }
 
+// The frame an RX descriptor hands over, now the application's.
+inline Frame* claimRx(FramePool& pool, const struct xdp_desc* d) noexcept {
+  Frame* f = pool.frameAt(d->addr);
+  if (!f) [[unlikely]]
+    return nullptr;
+  f->addr = d->addr;
+  f->len = d->len;
+  f->owner = kOwnerApp;
+  return f;
+}
+
 }  // namespace
 
 void Datapath::refill(Port::Queue& q) noexcept {
-  if (!q.xsk) return;
+  if (!q.xsk || !q.xsk->receives()) return;
   XskSocket& s = *q.xsk;
   struct xsk_ring_prod& fill = s.fill();
   // Keep the fill ring (twice the RX ring) full: frames in the fill ring, in
@@ -75,12 +86,9 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   uint32_t k = 0;
   for (uint32_t i = 0; i < n; i++) {
     const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
-    Frame* f = pool_->frameAt(d->addr);
+    Frame* f = claimRx(*pool_, d);
     if (!f) [[unlikely]]
       continue;  // the kernel validates addresses; cannot happen
-    f->addr = d->addr;
-    f->len = d->len;
-    f->owner = kOwnerApp;
     f->in_port_index = p.index();
     bytes += d->len;
     burst_[k++] = f;
@@ -124,7 +132,62 @@ void Datapath::flushPending() noexcept {
   pending_ports_.clear();
 }
 
+uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
+  XskSocket& s = *q.xsk;
+  struct xsk_ring_cons& rx = s.rx();
+  uint32_t idx = 0;
+  const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  if (n == 0) return 0;
+  // Runs of frames from one port are switched together; the batches per
+  // destination are handed over once, after the whole burst.
+  Port* run_port = nullptr;
+  uint32_t run = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
+    Frame* f = claimRx(*pool_, d);
+    if (!f) [[unlikely]]
+      continue;  // the kernel validates addresses; cannot happen
+    uint8_t* data = pool_->data(f);
+    // The tag the port's tc program gave it: 802.1Q, VID = index + 1.
+    Port* in = nullptr;
+    if (f->len >= kEthHlen + kVlanHlen && data[12] == 0x81 && data[13] == 0x00) [[likely]] {
+      const uint32_t vid = (uint32_t(data[14] & 0x0f) << 8) | data[15];
+      if (vid >= 1) in = ports_.get(vid - 1);
+    }
+    if (!in || in->hook() != PortHook::kTc) [[unlikely]] {
+      // Untagged, or the port is gone (removed while its frame was on the
+      // way): nobody's frame to switch.
+      drop(punt_->counters(), kDropNoRoute, f);
+      continue;
+    }
+    // Off with the tag: the MAC addresses move up over it.
+    std::memmove(data + kVlanHlen, data, 12);
+    f->addr += kVlanHlen;
+    f->len -= kVlanHlen;
+    f->in_port_index = in->index();
+    PortCounters& c = in->counters();
+    c[kRxPackets].add(1);
+    c[kRxBytes].add(f->len);
+    if (in != run_port) {
+      if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+      run_port = in;
+      run = 0;
+    }
+    burst_[run++] = f;
+  }
+  xsk_ring_cons__release(&rx, n);
+  q.rx_got += n;
+  if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+  flushPending();
+  return n;
+}
+
 void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept {
+  switchFrames(in, frames, n, now_ns);
+  flushPending();
+}
+
+void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept {
   PortCounters& ic = in.counters();
   const uint16_t in_index = in.index();
   const std::vector<Port*>& active = ports_.active();
@@ -226,7 +289,6 @@ void Datapath::forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) no
         break;
       }
   }
-  flushPending();
 }
 
 }  // namespace vdev::datapath

@@ -11,8 +11,9 @@ uint32_t Datapath::teardown() {
   if (torn_down_ || ports_.active().empty()) return 0;
   torn_down_ = true;
   const std::vector<Port*>& active = ports_.active();
-  // 1. No new frames: detach the programs (XDP now drops nothing of ours,
-  //    the device behaves as before vdevd).
+  // 1. No new frames: detach the programs (XDP and tc now drop nothing of
+  //    ours, the device behaves as before vdevd). The punt device's program
+  //    stays until the end: frames already on their way to it still land.
   for (Port* pp : active) pp->detachXdp();
   // 2. Forward what the kernel already put on the RX rings, and let TX finish
   //    (bounded: a device that stopped completing must not hang shutdown).
@@ -20,8 +21,11 @@ uint32_t Datapath::teardown() {
   for (;;) {
     const uint64_t now = monotonicNs();
     uint32_t work = 0;
+    if (punt_ && punt_->live())
+      for (auto& q : punt_->queues())
+        if (q->xsk) work += rxPuntBurst(*q, now);
     for (Port* pp : active) {
-      if (!pp->live()) continue;
+      if (!pp->live() || !pp->receives()) continue;
       for (auto& q : pp->queues())
         if (q->xsk) work += rxBurst(*pp, *q, now);
     }
@@ -38,6 +42,10 @@ uint32_t Datapath::teardown() {
   }
   // 3. Close the sockets; every frame comes back.
   for (Port* pp : active) pp->shutdown(*pool_);
+  if (punt_) {
+    punt_->detachXdp();
+    punt_->shutdown(*pool_);
+  }
   // The ports stay (down, without sockets) so final statistics can be read.
   return pool_->total() - pool_->available();
 }

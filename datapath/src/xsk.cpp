@@ -63,7 +63,8 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
   if (::setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &cfg.fill_size, sizeof cfg.fill_size) ||
       ::setsockopt(fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &cfg.comp_size, sizeof cfg.comp_size))
     return errnoError("size fill/completion rings for " + who);
-  if (::setsockopt(fd, SOL_XDP, XDP_RX_RING, &cfg.rx_size, sizeof cfg.rx_size) ||
+  s->receives_ = cfg.rx_size != 0;
+  if ((s->receives_ && ::setsockopt(fd, SOL_XDP, XDP_RX_RING, &cfg.rx_size, sizeof cfg.rx_size)) ||
       ::setsockopt(fd, SOL_XDP, XDP_TX_RING, &cfg.tx_size, sizeof cfg.tx_size))
     return errnoError("size RX/TX rings for " + who);
 
@@ -77,8 +78,9 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     if (!m.valid()) return errnoError("map AF_XDP ring for " + who);
     return {};
   };
-  if (auto st = map(s->rx_map_, off.rx.desc + cfg.rx_size * sizeof(struct xdp_desc), XDP_PGOFF_RX_RING); !st)
-    return st.error();
+  if (s->receives_)
+    if (auto st = map(s->rx_map_, off.rx.desc + cfg.rx_size * sizeof(struct xdp_desc), XDP_PGOFF_RX_RING); !st)
+      return st.error();
   if (auto st = map(s->tx_map_, off.tx.desc + cfg.tx_size * sizeof(struct xdp_desc), XDP_PGOFF_TX_RING); !st)
     return st.error();
   if (auto st = map(s->fill_map_, off.fr.desc + cfg.fill_size * sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING); !st)
@@ -109,7 +111,7 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     r.cached_prod = *r.producer;
     r.cached_cons = *r.consumer + size;
   };
-  setCons(s->rx_, s->rx_map_.get(), off.rx, cfg.rx_size);
+  if (s->receives_) setCons(s->rx_, s->rx_map_.get(), off.rx, cfg.rx_size);
   setProd(s->tx_, s->tx_map_.get(), off.tx, cfg.tx_size);
   setProd(s->fill_, s->fill_map_.get(), off.fr, cfg.fill_size);
   setCons(s->comp_, s->comp_map_.get(), off.cr, cfg.comp_size);
@@ -188,7 +190,7 @@ int XskSocket::pendingError() const {
 uint32_t XskSocket::fillRingCount() const { return *fill_.producer - loadAcquire(fill_.consumer); }
 uint32_t XskSocket::txRingCount() const { return *tx_.producer - loadAcquire(tx_.consumer); }
 // Consumer rings: the kernel's producer index minus our consumer index.
-uint32_t XskSocket::rxRingCount() const { return loadAcquire(rx_.producer) - *rx_.consumer; }
+uint32_t XskSocket::rxRingCount() const { return receives_ ? loadAcquire(rx_.producer) - *rx_.consumer : 0; }
 uint32_t XskSocket::compRingCount() const { return loadAcquire(comp_.producer) - *comp_.consumer; }
 
 }  // namespace vdev::datapath

@@ -79,6 +79,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrFdLimit: return {"FD_LIMIT", Kind::kU32};
     case kAttrPortsFdLeft: return {"PORTS_FD_LEFT", Kind::kU32};
     case kAttrStartIssues: return {"START_ISSUES", Kind::kString, kStartIssuesMax};
+    case kAttrHook: return {"HOOK", Kind::kU8};
     default: return {};
   }
 }
@@ -430,6 +431,7 @@ void putBody(Writer& w, const PortAddRequest& r) {
   if (r.create) putCreate(w, *r.create);
   if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
   if (r.tag) w.str(kAttrPortTag, *r.tag);
+  if (r.hook) w.u8(kAttrHook, static_cast<uint8_t>(*r.hook));
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -461,6 +463,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   w.u8(kAttrFastRx, p.fast_rx ? 1 : 0);
   if (p.owner_uid) w.u32(kAttrOwnerUid, *p.owner_uid);
   if (!p.tag.empty()) w.str(kAttrPortTag, p.tag);
+  if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -599,7 +602,7 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag);
+             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -648,6 +651,7 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       }
       if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
       if (tb[kAttrPortTag]) r.tag = getStr(tb[kAttrPortTag]);
+      if (tb[kAttrHook]) r.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -719,6 +723,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrFastRx]) p.fast_rx = getU8(tb[kAttrFastRx]) != 0;
   if (tb[kAttrOwnerUid]) p.owner_uid = getU32(tb[kAttrOwnerUid]);
   if (tb[kAttrPortTag]) p.tag = getStr(tb[kAttrPortTag]);
+  if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
   return p;
 }
 

@@ -145,6 +145,9 @@ Status validateBody(const PortAddRequest& r) {
                    " is not native(1), generic(2) or auto(3)");
   if (r.tag)
     if (auto s = validatePortTag(*r.tag); !s) return s;
+  if (r.hook && *r.hook != PortHook::kXdp && *r.hook != PortHook::kTc)
+    return invalid("attribute HOOK: " + std::to_string(static_cast<unsigned>(*r.hook)) +
+                   " is not xdp(1) or tc(2)");
   if (r.create) return validateCreate(r);
   return {};
 }
@@ -268,6 +271,7 @@ const char* attrName(uint16_t attr) {
     case kAttrFdLimit: return "FD_LIMIT";
     case kAttrPortsFdLeft: return "PORTS_FD_LEFT";
     case kAttrStartIssues: return "START_ISSUES";
+    case kAttrHook: return "HOOK";
     default: return "UNKNOWN";
   }
 }
@@ -277,6 +281,14 @@ const char* portTypeName(PortType t) {
     case PortType::kTap: return "tap";
     case PortType::kVeth: return "veth";
     case PortType::kNetdev: return "netdev";
+    case PortType::kPunt: return "punt";
+  }
+  return "unknown";
+}
+const char* portHookName(PortHook h) {
+  switch (h) {
+    case PortHook::kXdp: return "xdp";
+    case PortHook::kTc: return "tc";
   }
   return "unknown";
 }
@@ -310,6 +322,11 @@ std::optional<PortType> parsePortType(std::string_view s) {
   if (s == "tap") return PortType::kTap;
   if (s == "veth") return PortType::kVeth;
   if (s == "netdev") return PortType::kNetdev;
+  return std::nullopt;
+}
+std::optional<PortHook> parsePortHook(std::string_view s) {
+  if (s == "xdp") return PortHook::kXdp;
+  if (s == "tc") return PortHook::kTc;
   return std::nullopt;
 }
 std::optional<XdpMode> parseXdpMode(std::string_view s) {

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "socket.h"
 
@@ -265,7 +266,7 @@ namespace {
 // ...: {cmd, value} pairs), inside the namespace nsfd (-1: this one), from
 // a throw-away thread that enters it (ioctls act on the socket's namespace).
 Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDesc,
-                   std::initializer_list<std::pair<uint32_t, uint32_t>> features) {
+                   const std::vector<std::pair<uint32_t, uint32_t>>& features) {
   auto doIt = [&]() -> Status {
     vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) return errnoError("socket for ethtool");
@@ -284,6 +285,38 @@ Status setFeatures(int nsfd, const std::string& ifname, const std::string& nsDes
 }
 
 }  // namespace
+
+Status setOffloads(const std::string& name, const Offloads& o) {
+  if (Status st = validateIfname(name); !st) return st;
+  std::vector<std::pair<uint32_t, uint32_t>> f;
+  if (o.tso) f.push_back({ETHTOOL_STSO, *o.tso});
+  if (o.gso) f.push_back({ETHTOOL_SGSO, *o.gso});
+  if (o.tx_csum) f.push_back({ETHTOOL_STXCSUM, *o.tx_csum});
+  if (o.gro) f.push_back({ETHTOOL_SGRO, *o.gro});
+  vdev::FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return errnoError("socket for ethtool");
+  auto ioc = [&](void* data, const std::string& what) -> Status {
+    struct ifreq ifr = {};
+    std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char*>(data);
+    if (::ioctl(s.get(), SIOCETHTOOL, &ifr) != 0) return errnoError(what + " of " + name);
+    return {};
+  };
+  for (const auto& [cmd, value] : f) {
+    struct ethtool_value v = {cmd, value};
+    if (Status st = ioc(&v, "set offload feature (ethtool cmd " + std::to_string(cmd) + ")"); !st) return st;
+  }
+  if (o.tx_vlan) {
+    // The legacy flags word sets LRO, RX/TX VLAN, n-tuple and RX hash at
+    // once: read it, change TX VLAN only.
+    struct ethtool_value v = {ETHTOOL_GFLAGS, 0};
+    if (Status st = ioc(&v, "read offload flags"); !st) return st;
+    v.cmd = ETHTOOL_SFLAGS;
+    v.data = *o.tx_vlan ? (v.data | ETH_FLAG_TXVLAN) : (v.data & ~uint32_t(ETH_FLAG_TXVLAN));
+    if (Status st = ioc(&v, "set tx-vlan-offload"); !st) return st;
+  }
+  return {};
+}
 
 Result<VethInfo> createVeth(const VethSpec& spec) {
   std::string what = "create veth " + spec.name + " <-> " + spec.peerName;
@@ -363,16 +396,16 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
     rtnl_link_set_flags(up.get(), IFF_UP);
     if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
       return undo(st.error());
-    // TX checksum offload off: a frame the container's stack leaves for the
-    // "hardware" to checksum (CHECKSUM_PARTIAL) reaches vdevd through XDP
-    // with the checksum unfinished, and AF_XDP carries no offload metadata
-    // to finish it later -- the receiver would drop it (UdpInCsumErrors).
-    // With it off the stack checksums (and segments) every frame itself.
     // GRO on (--fast-path): NAPI, so redirected XDP frames are delivered.
-    Status st = spec.peerGro ? setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
-                                           {{ETHTOOL_STXCSUM, 0}, {ETHTOOL_SGRO, 1}})
-                             : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName, spec.peerNetns.describe(),
-                                           {{ETHTOOL_STXCSUM, 0}});
+    // Every other offload stays as the kernel made it: the container keeps
+    // TSO and checksum offload (vdevd's skb-level path carries their state,
+    // and its punt device finishes what vdevd's own path needs).
+    std::vector<std::pair<uint32_t, uint32_t>> features;
+    if (spec.peerGro) features.push_back({ETHTOOL_SGRO, 1});
+    if (spec.peerTxCsumOff) features.push_back({ETHTOOL_STXCSUM, 0});
+    Status st = features.empty() ? Status{}
+                                 : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName,
+                                               spec.peerNetns.describe(), features);
     if (!st) return undo(st.error());
   }
 

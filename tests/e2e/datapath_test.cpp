@@ -259,6 +259,11 @@ INSTANTIATE_TEST_SUITE_P(
                "native",
                Fast::kOff},
         Config{"generic", {"--xdp-mode", "generic"}, "generic"},
+        // vdevd's default for veths and taps: the skb-level program at tcx
+        // ingress (no XDP program), learned unicast on the kernel's skb
+        // redirect to every port, the rest through the punt device.
+        Config{"skb_path", {"--default-hook", "auto"}, "none", Fast::kAll},
+        Config{"skb_path_no_fast_path", {"--default-hook", "auto", "--no-fast-path"}, "none", Fast::kOff},
         Config{"busy_poll", {"--busy-poll", "50", "--no-fast-path"}, "native", Fast::kOff},
         Config{"fast_path", {"--fast-path"}, "native", Fast::kAll}),
     [](const ::testing::TestParamInfo<Config>& i) { return std::string(i.param.name); });

@@ -689,6 +689,14 @@ std::vector<std::string> Vdevd::argv(std::vector<std::string> args, const std::s
   auto has = [&](const char* opt) { return std::find(args.begin(), args.end(), opt) != args.end(); };
   if (!has("--socket") && !has("-s")) args.push_back("--no-socket");
   if (!has("--state")) args.push_back("--no-state");
+  // The suite's stations stand for XDP-native sources (a NIC's frames): its
+  // ports take vdevd's XDP hook unless a test asks for another. The skb path
+  // that veths and taps get by default is tested where a test passes
+  // --default-hook (or --hook), and with real TCP in skb_traffic_test.sh.
+  if (!has("--default-hook")) {
+    args.push_back("--default-hook");
+    args.push_back("xdp");
+  }
   return args;
 }
 

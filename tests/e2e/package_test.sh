@@ -272,6 +272,13 @@ start_vdevd() {
 # vdevctl's JSON port list, one name per line.
 port_names() { /usr/sbin/vdevctl -j port show | grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'; }
 has_xdp() { ip -o link show dev "$1" 2>/dev/null | grep -qE ' (xdp|xdpgeneric|xdpdrv)[ /]'; }
+# A veth port takes vdevd's skb path (a tcx program, no XDP program): vdevctl
+# says so, and the program is loaded (this bpftool cannot list tcx per device).
+has_tc_hook() {
+  /usr/sbin/vdevctl -j port show "$1" 2>/dev/null | grep -q '"hook":"tc"' &&
+    bpftool prog show name vdev_tc_port >/dev/null 2>&1
+}
+tc_prog_loaded() { command -v bpftool >/dev/null && bpftool prog show name vdev_tc_port >/dev/null 2>&1; }
 wait_for() {  # wait_for SECONDS COMMAND...
   local n=$(($1 * 10))
   shift
@@ -304,7 +311,7 @@ fi
 ip netns add "$ns" || die "ip netns add $ns"
 /usr/sbin/vdevctl port add "$p1" type veth create netns "$ns" || die "vdevctl port add $p1 type veth create netns $ns"
 check "port show lists $p1" grep -qx "$p1" <(port_names)
-check "$p1 has vdev's XDP program" has_xdp "$p1"
+check "$p1 has vdev's skb-path program" has_tc_hook "$p1"
 check "$p1's peer eth0 is in $ns" quiet ip netns exec "$ns" ip link show dev eth0
 check "the state file saves $p1 (managed)" grep -q "^port name=$p1 .*managed=1" /var/lib/vdev/vdevd.state
 check "$p1 is up" wait_for 10 grep -q "\"name\": *\"$p1\".*\"live\": *true" <(/usr/sbin/vdevctl -j port show)
@@ -342,11 +349,12 @@ stop_vdevd
 check "vdevd stops cleanly on SIGTERM (exit $vdevd_rc)" test "$vdevd_rc" = 0
 check "vdevd returned every frame: $(grep 'vdevd: stopped' "$log")" grep -q 'all .* frames back in the pool' "$log"
 if has_xdp "$p1"; then fail "$p1 keeps an XDP program after vdevd stopped"; else ok "no XDP program on $p1 after the stop"; fi
+if tc_prog_loaded; then fail "vdev's tc program is still loaded after vdevd stopped"; else ok "no tc program left after the stop"; fi
 check "$p1 kept over the restart" quiet ip link show dev "$p1"
 check "the state file survives the stop" grep -q "^port name=$p1 " /var/lib/vdev/vdevd.state
 start_vdevd
 check "$p1 restored from the state file" grep -qx "$p1" <(port_names)
-check "$p1 has vdev's XDP program again" wait_for 10 has_xdp "$p1"
+check "$p1 has vdev's skb-path program again" wait_for 10 has_tc_hook "$p1"
 
 /usr/sbin/vdevctl port del "$p1" || fail "vdevctl port del $p1"
 if grep -qx "$p1" <(port_names); then fail "$p1 still listed after port del"; else ok "port del $p1"; fi

@@ -7,10 +7,11 @@
 // A container (a network namespace with a veth) is switched to the guest by
 //   - the Linux bridge (tap and veth enslaved): the reference;
 //   - vdevd of this build (`--port TAP --port VETH`, its own control socket
-//     and state file in a temp dir), with the kernel fast path (vdevd's
-//     default) and with --no-fast-path. The container's end of the veth has
-//     what docs/containers.md asks of a veth attached with --port: TX
-//     checksum offload off, GRO on for the fast path.
+//     and state file in a temp dir) with its defaults -- the skb path for
+//     both ports (tcx programs, learned unicast on the kernel's skb
+//     redirect) -- and with --no-fast-path (every frame through vdevd's
+//     AF_XDP path, via the punt device). The container's veth keeps its
+//     default offloads.
 // Each checks what a user of the VM would: ping both ways (3 of 3), and a
 // TCP connection each way moving 1 MiB whose bytes are compared (busybox nc
 // in the guest, a socket of this test in the container).
@@ -20,37 +21,16 @@
 // Switch/QemuDefaults.TcpGuestToContainer/VdevdFastPath. One guest boots per
 // suite and serves its tests (a boot under TCG takes 10-30 s here).
 //
-// Known broken: TCP through vdevd with QEMU's defaults (vnet_hdr on). ping
-// works; no TCP connection completes, in either direction, with or without
-// the fast path. How it was diagnosed (VDEV_QEMU_PCAP captures, tcpdump -vv,
-// and the counters the failure message prints):
-//   - On the Linux bridge, tcpdump on the tap shows the guest's TCP segments
-//     with "cksum 0xdc56 (incorrect -> 0x....)" -- 0xdc56 is the folded
-//     pseudo-header sum for 198.18.40.2 -> 198.18.40.1: the guest offloaded
-//     the checksum (VIRTIO_NET_HDR_F_NEEDS_CSUM) -- and segments of up to
-//     2896 bytes (TSO). The tap makes them CHECKSUM_PARTIAL (and GSO) skbs,
-//     the bridge carries that state to the veth, and the container accepts
-//     them: the same "incorrect" sums on its end, and the transfer works.
-//   - Through vdevd, tcpdump on the tap and on the veth's host end sees
-//     nothing vdevd switches (XDP takes the frames before a packet socket,
-//     and XDP redirect and AF_XDP transmits pass none). On the container's
-//     end: guest -> container, the guest's SYN arrives 4 times in 10 s (its
-//     retransmissions), each "cksum 0xdc56 (incorrect)", and nothing
-//     answers; container -> guest, the container's SYN (correct checksum:
-//     its end has tx off) reaches the guest, whose SYN-ACK arrives
-//     "cksum 0xdc56 (incorrect)" at each retransmission. The container's
-//     TcpInCsumErrors counts every one of them, while vdevd counts them
-//     received and sent with no drop (xdp_prog.fast, or redirect with
-//     --no-fast-path): the frames are delivered, as bytes without the
-//     checksum state that XDP and AF_XDP cannot carry, and the container's
-//     stack drops them as corrupt.
-//   - ICMP is not offloaded (the guest checksums it), so ping works; with
-//     vnet_hdr=off the guest has no offloads and everything works.
-// Those four tests (TCP both ways x fast path on/off, QEMU's defaults) run
-// as the ctest entry e2e_qemu_vdevd_tcp_vnet_hdr_known_broken, which passes
-// only while all four fail at their connection; e2e_qemu_test runs the
-// others and must pass. When vdevd handles offloaded checksums the
-// known_broken entry fails: fold it back (tests/qemu/CMakeLists.txt).
+// TCP with QEMU's defaults is the case that matters: the guest offloads
+// TCP checksums (VIRTIO_NET_HDR_F_NEEDS_CSUM) and segmentation (segments
+// of up to 64 KB), and the tap makes CHECKSUM_PARTIAL/GSO skbs of them.
+// Through vdevd's XDP hook (what every port had before the skb path) no
+// TCP connection completed, in either direction: XDP and AF_XDP carry no
+// checksum state, so the frames arrived as bytes with unfinished checksums
+// and the container's stack dropped them (TcpInCsumErrors), while vdevd
+// counted them delivered. The skb path keeps that state on the kernel's
+// redirect and hands vdevd frames that the punt device's missing offloads
+// made whole (docs/architecture.md, "Two kinds of sources").
 //
 // VDEV_QEMU_PCAP=DIR: capture each test's traffic with tcpdump on the tap,
 // the veth's host end and the container's end into DIR/TEST.{tap,veth,ctr}.pcap.
@@ -303,12 +283,13 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       bridge_->enslave(veth_->hostName());
     } else {
       const bool fast = GetParam() == Switch::kVdevdFastPath;
-      // docs/containers.md, for a veth attached with --port.
-      ns_->exec("ethtool -K " + veth_->peerName() + (fast ? " tx off gro on" : " tx off"));
       vdevdDir_ = std::make_unique<e2e::TempDir>();
       std::vector<std::string> args = {"--port", guest_->tap(), "--port", veth_->hostName(),
                                        "--socket", vdevdDir_->file("vdevd.sock"),
                                        "--state", vdevdDir_->file("vdevd.state")};
+      // vdevd's own default hook (the e2e harness otherwise asks for XDP).
+      args.push_back("--default-hook");
+      args.push_back("auto");
       if (!fast) args.push_back("--no-fast-path");
       vdevd_ = std::make_unique<e2e::Vdevd>(args);
     }

@@ -876,6 +876,37 @@ TEST(CtlReplyReject, MalformedMessages) {
   EXPECT_FALSE(decodeBytes(badNest, {1, kCmdStatsGet, false}).ok());
 }
 
+// HOOK: optional in PORT_ADD (absent = vdevd's --default-hook, and then not
+// on the wire, so an older daemon still takes the request); xdp(1) or tc(2).
+TEST(CtlCodec, HookInPortAddAndPortReplies) {
+  PortAddRequest tc{"vm1", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  tc.hook = PortHook::kTc;
+  PortAddRequest xdp = tc;
+  xdp.hook = PortHook::kXdp;
+  PortAddRequest absent{"vm1", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  expectRoundTrip(tc);
+  expectRoundTrip(xdp);
+  expectRoundTrip(absent);
+  EXPECT_EQ(enc(absent).size() + 8, enc(tc).size()) << "HOOK is one u8 attribute (8 bytes)";
+  auto d = decodeRequest(enc(tc));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(d->body).hook, std::optional<PortHook>(PortHook::kTc));
+  auto a = decodeRequest(enc(absent));
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  EXPECT_FALSE(std::get<PortAddRequest>(a->body).hook.has_value());
+  expectReject(portAdd().u8(kAttrHook, 0).done(), EINVAL, "attribute HOOK: 0 is not xdp(1) or tc(2)");
+  expectReject(portAdd().u8(kAttrHook, 3).done(), EINVAL, "attribute HOOK: 3 is not xdp(1) or tc(2)");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "vd0").u8(kAttrHook, 1).done(), EINVAL,
+               "attribute HOOK is not valid for PORT_DEL");
+  EXPECT_STREQ(attrName(kAttrHook), "HOOK");
+  // Replies carry the port's hook.
+  PortInfo p = port("vm1", 1);
+  p.hook = PortHook::kTc;
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{p}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  EXPECT_EQ(std::get<PortList>(*pl).ports.at(0).hook, std::optional<PortHook>(PortHook::kTc));
+}
+
 // FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
 // always in port replies; strictly 0 or 1 both ways.
 TEST(CtlCodec, FastRxInPortAddAndPortReplies) {

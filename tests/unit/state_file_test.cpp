@@ -58,6 +58,27 @@ TEST(StateFile, FastRxOffRoundTripsAndAbsentMeansOn) {
   EXPECT_TRUE(on.value().ports[0].fast_rx);
 }
 
+// A port's hook is saved when it was asked for; a line without it (every
+// file an older vdevd wrote, or a port that took --default-hook) loads with
+// none, so vdevd's --default-hook decides.
+TEST(StateFile, HookRoundTripsAndAbsentMeansTheDefault) {
+  DaemonState st = sample();
+  st.ports[0].hook = "xdp";
+  st.ports[1].hook = "tc";
+  const std::string text = serializeState(st);
+  EXPECT_NE(text.find(" hook=xdp\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" hook=tc\n"), std::string::npos) << text;
+  auto back = parseState(text);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+  auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  EXPECT_EQ(old.value().ports.at(0).hook, "");
+  auto bad = parseState("# vdevd state v1\nport name=vm1 hook=ebpf\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().what.find("invalid hook 'ebpf'"), std::string::npos) << bad.error().what;
+}
+
 TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
   const std::string h = "# vdevd state v1\n";
   struct Case {

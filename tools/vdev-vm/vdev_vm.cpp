@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/cli.h"
+#include "guest.h"
 #include "testkit/frame.h"
 
 namespace {
@@ -50,6 +51,7 @@ constexpr const char* kUsage = R"(NAME
 
 SYNOPSIS
     vdev-vm --tap NAME [--create] [--mac MAC] [--queues N] COMMAND [ARGS]
+    vdev-vm --tap NAME [--create] [--mac MAC] guest --netns NS [--ifname NAME]
 
 DESCRIPTION
     vdev-vm opens the tap device NAME the way QEMU does for
@@ -100,6 +102,22 @@ COMMANDS
         --interval waits USEC microseconds between frames. Then prints
         {"sent":N,"errors":N} and exits 0 if every write succeeded.
 
+    guest --netns NS [--ifname NAME]
+        Play a virtio-net guest with its default offloads, whose network
+        stack is the kernel's in namespace NS (a name under /run/netns or a
+        path). The tap is opened as QEMU opens it by default: with
+        IFF_VNET_HDR, a 12-byte virtio-net header and TUNSETOFFLOAD
+        checksum, TSO4 and TSO6. vdev-vm creates a second tap, NAME (default
+        eth0), inside NS, opened the same way, and copies every frame with
+        its header between the two, as vhost-net moves a guest's buffers:
+        the namespace sends TCP with partial checksums and GSO frames up to
+        64 KB and receives the same. NAME is non-persistent and goes when
+        vdev-vm exits; addresses and link state inside NS are the caller's.
+        Prints on exit, per direction, frames, bytes (without headers), GSO
+        frames, frames with a partial checksum and failed writes:
+        {"to_guest":{"frames":N,"bytes":N,"gso":N,"partial_csum":N,
+        "write_errors":N},"from_guest":{...}}
+
 EXAMPLES
     vdev-vm --tap vm0 --create --mac 02:00:00:00:00:10 sink
     vdev-vm --tap vm0 echo
@@ -138,6 +156,9 @@ struct Options {
   bool haveGuestMac = false, haveIp = false;
   tf::Mac guestMac{};
   uint8_t ip[4] = {};
+  // guest
+  std::string netns;
+  std::string ifname = "eth0";
 };
 
 // respond: the reply to an ARP request for o.ip or an ICMP echo request to
@@ -185,8 +206,10 @@ bool makeReply(const Options& o, uint8_t* f, size_t len) {
 }
 
 // Opens one queue of the tap. Same flags as QEMU's tap_open() on Linux
-// (net/tap-linux.c), minus IFF_VNET_HDR: we exchange plain Ethernet frames.
+// (net/tap-linux.c), minus IFF_VNET_HDR: we exchange plain Ethernet frames
+// (guest: with it, vdev::vm::openVnetTap).
 int openQueue(const Options& o) {
+  if (o.command == "guest") return vdev::vm::openVnetTap(o.tap, o.queues > 1);
   const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
   if (fd < 0) die("open /dev/net/tun");
   struct ifreq ifr {};
@@ -405,6 +428,8 @@ Options parseArgs(int argc, char** argv) {
          o.guestMac = macArg(v, "--guest-mac");
          o.haveGuestMac = true;
        }},
+      {"netns", 0, Arg::kRequired, [&](std::string_view v) { o.netns = v; }},
+      {"ifname", 0, Arg::kRequired, [&](std::string_view v) { o.ifname = v; }},
       {"ip", 0, Arg::kRequired, [&](std::string_view v) {
          const std::string s(v);
          if (::inet_pton(AF_INET, s.c_str(), o.ip) != 1) cli::fail("invalid --ip '" + s + "'");
@@ -423,6 +448,10 @@ Options parseArgs(int argc, char** argv) {
       if (!o.haveGuestMac || !o.haveIp) cli::fail("respond needs --guest-mac and --ip");
       if (o.haveMac && o.mac == o.guestMac)
         cli::fail("--guest-mac must differ from the tap's own --mac (frames to that go to the host)");
+    } else if (o.command == "guest") {
+      if (o.netns.empty()) cli::fail("guest needs --netns NS");
+      if (o.ifname.empty() || o.ifname.size() >= IFNAMSIZ) cli::fail("--ifname: 1 to 15 characters");
+      if (o.queues != 1) cli::fail("guest uses one queue");
     } else if (o.command != "echo" && o.command != "sink") {
       cli::fail("unknown command '" + o.command + "'");
     }
@@ -440,5 +469,6 @@ int main(int argc, char** argv) {
   for (unsigned i = 0; i < o.queues; ++i) queues.push_back(openQueue(o));
   if (o.create) setUpAndMac(o);
   if (o.command == "send") return runSend(o, queues);
+  if (o.command == "guest") return vdev::vm::runGuest(queues.front(), o.netns, o.ifname);
   return runReceiver(o, queues, o.command == "echo", o.command == "respond");
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,12 @@ inline proto::BindMode bindModeFromName(std::string_view s) {
 }
 
 // PORT_ADD's XDP_MODE for datapath::Datapath::PortOptions (kNone never passes validation).
+// No HOOK attribute: the port takes vdevd's --default-hook.
+inline std::optional<datapath::PortHook> toVdevHook(std::optional<proto::PortHook> h) {
+  if (!h) return std::nullopt;
+  return *h == proto::PortHook::kTc ? datapath::PortHook::kTc : datapath::PortHook::kXdp;
+}
+
 inline datapath::XdpMode toVdevXdpMode(proto::XdpMode m) {
   switch (m) {
     case proto::XdpMode::kNative: return datapath::XdpMode::kNative;
@@ -48,6 +55,8 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   p.mtu = s.mtu;
   p.live = s.live;
   p.fast_rx = s.fast_rx;
+  p.hook = std::string_view(s.hook) == "tc" ? proto::PortHook::kTc : proto::PortHook::kXdp;
+  if (s.punt) p.type = proto::PortType::kPunt;
   return p;
 }
 

@@ -45,6 +45,7 @@ struct PortRecord {
   bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
   uint32_t owner_uid = 0;         // the uid that added it (only that uid, or root, may delete it)
   std::string tag;                // PORT_TAG given at add (vdev-cni: "cni:NETWORK"); "" none
+  std::string hook;  // xdp | tc | auto (chosen by the device) | "" (vdevd's --default-hook)
   bool operator==(const PortRecord&) const = default;
 };
 

@@ -47,7 +47,9 @@
 #include "datapath/link_state.h"
 #include "datapath/port.h"
 #include "datapath/port_table.h"
+#include "datapath/punt.h"
 #include "datapath/stats.h"
+#include "datapath/tc_path.h"
 
 namespace vdev::datapath {
 
@@ -75,6 +77,10 @@ struct DatapathConfig {
   bool fast_path_required = false;
   uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
   std::vector<std::array<uint8_t, 6>> host_macs;
+  // The skb path (tc_path.h) for ports whose hook is kTc, set up with the
+  // first such port: its punt device is named punt_name + "k"/"u" (at
+  // most 13 characters; one per vdevd in a network namespace).
+  std::string punt_name = "vdevpunt";
 };
 
 class Datapath {
@@ -94,6 +100,7 @@ class Datapath {
     std::optional<uint32_t> queues;
     std::optional<XdpMode> xdp_mode;
     std::optional<bool> fast_rx;
+    std::optional<PortHook> hook;
     bool allow_absent = false;
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
@@ -142,6 +149,13 @@ class Datapath {
 
   // The hot path (switching.cpp).
   uint32_t rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept;
+  // A burst from the punt device: each frame carries the index of the
+  // port it came from (VDEV_PUNT_VID), which is taken off before it is
+  // switched as that port's.
+  uint32_t rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept;
+  // forward() without the final flushPending(): frames of one ingress port,
+  // switched into the per-destination batches.
+  void switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
   void refill(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   void flushPending() noexcept;
@@ -162,6 +176,9 @@ class Datapath {
   Status removePortNow(const std::string& ifname);
   // A bound socket of a live port whose UMEM new sockets share, or -1.
   int anyLiveSocket() const;
+  // The skb path and its punt device, set up when the first port that
+  // wants it is added. Errors: loading the program, creating the device.
+  Status ensureTcPath();
 
   // Link state (link.cpp): a port transmits only while its device is up
   // with carrier.
@@ -182,9 +199,16 @@ class Datapath {
   DatapathConfig cfg_;
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
   FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
+  std::unique_ptr<TcPath> tc_;      // the skb path; null until a port wants it (ensureTcPath)
+  bool tc_warned_ = false;          // "no skb path" was logged
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
   PortTable ports_;
+  // The punt device (punt.h) and its far end's port: frames from the skb
+  // path come in there. Destroyed before the pool, after the ports' tc
+  // programs are gone (teardown).
+  std::unique_ptr<PuntDevice> punt_dev_;
+  std::unique_ptr<Port> punt_;
   PortCounterSnapshot removed_;  // summed counters of removed ports
   uint64_t removed_ports_ = 0;
   HostAddrs host_;

@@ -48,6 +48,8 @@ struct FastPortStats {
   // Of the drops, those the device's queue refused although it took the
   // bulk (no error): tun and veth count them in their tx_dropped too.
   uint64_t queue_full = 0;
+  // skb fast path: frames longer than the destination's MTU, dropped.
+  uint64_t oversize = 0;
 };
 
 class FastPath {

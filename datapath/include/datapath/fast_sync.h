@@ -20,6 +20,7 @@
 #include "datapath/fast_path.h"
 #include "datapath/fdb.h"
 #include "datapath/port.h"
+#include "datapath/tc_path.h"
 
 namespace vdev::datapath {
 
@@ -50,6 +51,9 @@ class FastSync {
   // fast: the Datapath's fast path, null when off (then every call is a no-op
   // but devBase()).
   explicit FastSync(FastPath* fast = nullptr) : fast_(fast) {}
+  // The skb path, once there: ports are its destinations too (for any
+  // live port: skbs need no NDO_XMIT).
+  void setTc(TcPath* tc) { tc_ = tc; }
 
   // The index got a new port: its record and its kernel counters start at 0.
   void resetPort(uint16_t port_index);
@@ -70,6 +74,7 @@ class FastSync {
   }
 
   FastPath* fast_;
+  TcPath* tc_ = nullptr;
   std::vector<PortRecord> records_;  // by port index
 };
 

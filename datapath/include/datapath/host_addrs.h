@@ -6,8 +6,10 @@
 //    guest (a guest posing as the host would otherwise draw the host's
 //    frames); isHostMac() is asked on the hot path.
 //  - IPv4 and IPv6 addresses the host has on each port's device, pushed into
-//    that port's XDP program (XdpProgram::setHostIpv4/6): ARP requests and
-//    Neighbour Solicitations for them go to the host's stack.
+//    that port's XDP program (XdpProgram::setHostIpv4/6), or for a port at
+//    tc into the skb path's maps (TcPath): ARP requests and Neighbour
+//    Solicitations for them go to the host's stack. The skb path also gets
+//    the host MACs (frames to them go to the host's stack).
 //
 // Both are refreshed when a port is added and once a second (a port added,
 // removed or re-created brings its MAC with it; addresses come and go).
@@ -21,15 +23,19 @@
 #include <vector>
 
 #include "datapath/port.h"
+#include "datapath/tc_path.h"
 
 namespace vdev::datapath {
 
 class HostAddrs {
  public:
   // Both of the below (port added; housekeeping, once a second).
-  void refresh(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports) {
+  // tc: the skb path, or null.
+  void refresh(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports,
+               TcPath* tc = nullptr) {
     refreshMacs(configured, ports);
-    pushIps(ports);
+    if (tc) (void)tc->setHostMacs(mac_keys_);
+    pushIps(ports, tc);
   }
   // Rebuilds the host MACs from the configured ones and the ports' devices.
   // Keeps the vector's capacity: no allocation once the ports are there.
@@ -37,7 +43,7 @@ class HostAddrs {
   // Reads the host's addresses (getifaddrs) and gives each port's program
   // those on its device. Kept as they were if they cannot be read (tried
   // again in a second).
-  void pushIps(const std::vector<Port*>& ports);
+  void pushIps(const std::vector<Port*>& ports, TcPath* tc = nullptr);
   // Hot path: whether key (macKey()) is one of the host's MACs.
   bool isHostMac(uint64_t key) const noexcept {
     return !mac_keys_.empty() && std::binary_search(mac_keys_.begin(), mac_keys_.end(), key);

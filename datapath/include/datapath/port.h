@@ -40,6 +40,25 @@ inline constexpr uint32_t kXmitFlagsMask = kXmitFlush;
 //         waits for its buffers (or a small pool) stalls.
 enum class CompletionMode { kEager, kLazy };
 
+// Where a port's received frames enter vdev.
+//  kXdp: vdevd's XDP program on the device, AF_XDP sockets per queue, and
+//        (fast path) the kernel's bulk ndo_xdp_xmit through a devmap: for
+//        XDP-native sources, a NIC uplink above all (zero-copy where the
+//        driver has it).
+//  kTc:  the skb-level program at the device's tcx ingress (tc_path.h):
+//        for senders that hand the kernel skbs -- a container's veth, a
+//        VM's tap -- whose GSO and checksum-offload state XDP cannot hold.
+//        The port's sockets only transmit.
+//  kAuto: kTc for veth and tun devices, kXdp for everything else.
+enum class PortHook { kAuto, kXdp, kTc };
+const char* portHookName(PortHook h);
+
+// The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
+// has none or there is no such device.
+std::string deviceDriver(const std::string& ifname);
+
+class TcPath;
+
 struct PortConfig {
   uint32_t queues = 0;             // 0: every RX queue the device has
   uint32_t ring_capacity = 1024;   // delivery ring per TX queue (frames)
@@ -57,6 +76,12 @@ struct PortConfig {
   // program runs inside the VM's write(), so the fast path would put the
   // whole delivery on that CPU.
   bool fast_rx = true;
+  PortHook hook = PortHook::kAuto;
+  TcPath* tc = nullptr;  // the skb path, if set up (owned by the Datapath)
+  // The punt device's far end (punt.h): a port of the datapath's own whose
+  // XDP program hands every frame to its sockets -- no host MACs, no fast
+  // path -- and whose frames belong to the ports they are tagged with.
+  bool punt = false;
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -133,6 +158,15 @@ class Port {
   XdpProgram* xdp() { return xdp_.get(); }
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
+  // The hook in use (kXdp or kTc once attached; the configured one before).
+  PortHook hook() const { return hook_; }
+  // Whether its sockets receive (kXdp): the datapath polls them for RX and
+  // keeps their fill rings full. A kTc port's frames come through the punt
+  // device.
+  bool receives() const { return hook_ != PortHook::kTc; }
+  // The device is a veth (the skb path delivers into its peer directly).
+  bool isVeth() const { return driver_ == "veth"; }
+  const std::string& driver() const { return driver_; }
 
   // The calling thread's counter block.
   PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }
@@ -167,8 +201,11 @@ class Port {
   // XDP_STATISTICS summed over the open sockets and every socket the port
   // had before (owner thread).
   struct xdp_statistics xdpStats() const;
-  // Detaches the XDP program (device kept).
+  // Detaches the port's program, XDP or tc (device kept).
   void detachXdp();
+  // The device was deleted with its program: never detach (the ifindex may
+  // name another device by now), only forget it.
+  void forgetProgram();
   // Owner thread: (re)binds to the device now carrying the port's name --
   // after it was deleted and created again: new ifindex, MAC, MTU, XDP
   // program, sockets. On success the port is live (Link::attached()).
@@ -186,6 +223,9 @@ class Port {
   PortConfig cfg_;
   Link link_;
   std::unique_ptr<XdpProgram> xdp_;
+  PortHook hook_ = PortHook::kAuto;
+  std::string driver_;  // ETHTOOL_GDRVINFO: "veth", "tun", a NIC's driver
+  bool tc_attached_ = false;
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
   uint32_t bound_ = 0;  // TX picks among queues [0, bound_): those with a socket, once opened

@@ -16,8 +16,14 @@ namespace vdev::datapath {
 using PoolStats = stats::PoolValues;
 
 struct PortStats {
-  uint16_t slot = 0;  // port number (FDB entries name it)
+  uint16_t index = 0;  // the port's index (FDB entries name it)
   std::string name;
+  // The punt device's far end (datapath/punt.h), not a port anyone added:
+  // the frames lost on their way from the ports' skb programs to vdevd
+  // (its queue full, its socket's ring full, a frame of a port that was
+  // removed meanwhile) are counted here, once, with no port to charge them
+  // to. Its rx/tx are 0: the frames it carries are the ports'.
+  bool punt = false;
   int ifindex = 0;
   uint32_t queues = 0;
   uint32_t queues_bound = 0;  // with a socket now
@@ -26,6 +32,7 @@ struct PortStats {
   uint32_t mtu = 0;
   bool live = false;
   bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on
+  const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
   // Every counter of the table (stats/counters.h) by id: those vdevd counts,
   // and those read when the statistics were taken (TX outstanding, the
   // sockets' XDP_STATISTICS, the XDP program's counters, the device's

@@ -31,6 +31,9 @@
 namespace vdev::datapath {
 
 struct XskConfig {
+  // 0: a socket that only transmits (no RX ring; its fill ring is never
+  // filled): a port whose frames reach vdevd another way (the skb path's
+  // punt device) sends through it. Copy mode binds without an XDP program.
   uint32_t rx_size = 1024;
   uint32_t tx_size = 1024;
   uint32_t fill_size = 2048;  // twice the RX ring: the kernel never waits for a refill
@@ -62,6 +65,9 @@ class XskSocket {
   uint32_t queue() const { return queue_; }
   bool txBudgetSet() const { return tx_budget_set_; }
   bool busyPoll() const { return busy_poll_; }
+  // Whether it has an RX ring (XskConfig::rx_size): a TX-only socket is
+  // never polled for RX nor given fill frames.
+  bool receives() const { return receives_; }
   // XDP_STATISTICS; zeros if the socket is unusable.
   struct xdp_statistics stats() const;
   // Pending socket error (ENETDOWN once the device is gone), 0 if none.
@@ -96,6 +102,7 @@ class XskSocket {
   bool zerocopy_ = false;
   bool tx_budget_set_ = false;
   bool busy_poll_ = false;
+  bool receives_ = true;
 };
 
 // a += x, field by field.

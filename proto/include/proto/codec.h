@@ -61,6 +61,7 @@ struct PortAddRequest {
   std::optional<CreateOptions> create;  // absent: attach an existing device
   std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
   std::optional<std::string> tag;       // PORT_TAG: the adder's label (vdev-cni: "cni:NETWORK")
+  std::optional<PortHook> hook;         // absent: chosen by the device (tc for veths and taps)
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -143,6 +144,7 @@ struct PortInfo {
   bool fast_rx = true;        // the port's option; a daemon that does not send FAST_RX has it on
   std::optional<uint32_t> owner_uid;  // who added it at run time; nullopt: vdevd's command line
   std::string tag;                    // PORT_TAG given at add ("" if none)
+  std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
   bool operator==(const PortInfo&) const = default;
 };
 
@@ -296,7 +298,9 @@ const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
 const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
 const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
+const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
+std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc
 
 }  // namespace vdev::proto

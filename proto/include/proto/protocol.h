@@ -49,7 +49,7 @@ enum Cmd : uint8_t {
   kCmdUnspec = 0,
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
-  //          FAST_RX, PORT_TAG
+  //          FAST_RX, PORT_TAG, HOOK
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -58,7 +58,7 @@ enum Cmd : uint8_t {
   // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
   //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX,
-  //          OWNER_UID and PORT_TAG (ports added at run time)
+  //          HOOK, OWNER_UID and PORT_TAG (ports added at run time)
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -117,7 +117,9 @@ enum Attr : uint16_t {
   kAttrPortsFdLeft = 26, // u32: further one-queue ports that limit leaves room for (INFO)
   kAttrStartIssues = 27, // string, up to 4000 chars, lines separated by '\n': what vdevd could
                          // not restore or use at start (INFO; absent: nothing)
-  kAttrMax = kAttrStartIssues
+  kAttrHook = 28,        // u8 PortHook: where the port's received frames enter vdev (PORT_ADD:
+                         // absent = chosen by the device, tc for veths and taps; port replies)
+  kAttrMax = kAttrHook
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -149,7 +151,13 @@ enum CreateAttr : uint16_t {
 
 // Enum attribute values. Replies may carry values a client does not know
 // (a newer daemon); requests may not.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3 };
+// kPunt: replies only -- the punt device's far end in STATS_GET (the frames
+// lost on their way from the ports' skb programs to vdevd), not a port.
+enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
+// kXdp: vdevd's XDP program and AF_XDP sockets (NIC-like sources); kTc: the
+// skb-level program at tcx ingress (senders that hand the kernel skbs:
+// containers' veths, VMs' taps).
+enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
 enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
 enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
 enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };

@@ -126,6 +126,12 @@ struct VethSpec {
   // host end (vdevd --fast-path) are delivered; the container then receives
   // through NAPI and GRO instead of the backlog.
   bool peerGro = false;
+  // TX checksum offload off on the container's end, for a port at vdevd's
+  // XDP hook: a frame the container's stack leaves for the "hardware" to
+  // checksum (CHECKSUM_PARTIAL) would reach vdevd through XDP unfinished,
+  // and AF_XDP carries no offload state to finish it later. (Off, it also
+  // turns TSO off.) The skb path needs none of this.
+  bool peerTxCsumOff = false;
 };
 
 struct VethInfo {
@@ -220,6 +226,19 @@ Result<LinkState> getLink(const std::string& name, const NetnsRef& netns = {});
 
 // The device's ifindex. Errors: ENODEV, EINVAL.
 Result<int> ifindexOf(const std::string& name);
+
+// Offload features of a device here (legacy ethtool ioctls; each one set
+// only if given). Errors: ENODEV, EOPNOTSUPP (the device cannot change it),
+// EPERM.
+struct Offloads {
+  std::optional<bool> tso;      // tcp-segmentation-offload
+  std::optional<bool> gso;      // generic-segmentation-offload
+  std::optional<bool> tx_csum;  // tx-checksumming
+  std::optional<bool> tx_vlan;  // tx-vlan-offload: off makes the kernel write an
+                                // accelerated VLAN tag into the frame on transmit
+  std::optional<bool> gro;
+};
+Status setOffloads(const std::string& name, const Offloads& o);
 
 // True if `name` exists here. False also when that cannot be determined (a
 // netlink error): use getLink() to tell the two apart.

@@ -84,6 +84,12 @@ class VdevdDatapath : public Datapath {
       args.emplace_back("--no-fast-rx");
       args.push_back(topo_.portA());
     }
+    // The generator's frames are XDP frames, a NIC-like source: the ports
+    // take vdevd's XDP hook (the skb path would see none of them: a veth
+    // without NAPI drops redirected frames). --vdevd-arg --default-hook=...
+    // comes after and wins.
+    args.emplace_back("--default-hook");
+    args.emplace_back("xdp");
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
     logInfo("+ %s  (cpu %d)", testkit::commandLine(args).c_str(), opt_.dutCpu);
     unlink(statsPath_.c_str());

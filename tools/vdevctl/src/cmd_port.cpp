@@ -81,7 +81,7 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     vdev::stats::kTxPackets, vdev::stats::kTxBytes};
   std::vector<Table::Column> cols = {{"NAME"}, {"TYPE"}, {"IFINDEX", true}, {"QUEUES", true},
                                      {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"},
-                                     {"FAST_RX"}};
+                                     {"FAST_RX"}, {"HOOK"}};
   if (stats) {
     for (PortCounter id : kShown) {
       std::string h = vdev::stats::jsonPath(id);
@@ -101,7 +101,8 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     vdev::proto::bindModeName(p.bind_mode),
                                     std::to_string(p.mtu),
                                     stateName(p),
-                                    p.fast_rx ? "on" : "off"};
+                                    p.fast_rx ? "on" : "off",
+                                    p.hook ? vdev::proto::portHookName(*p.hook) : "xdp"};
     if (stats) {
       const auto& s = (*stats)[i];
       for (PortCounter id : kShown) row.push_back(std::to_string(s.counters[id]));
@@ -141,6 +142,11 @@ int cmdPortAdd(Context& ctx, Args& a) {
       if (v != "on" && v != "off")
         a.usage("fast-rx '" + v + "': expected on or off (off: frames the port receives always go through vdevd)");
       r.fast_rx = v == "on";
+    } else if (k == "hook") {
+      const std::string v = a.next("xdp or tc after 'hook'");
+      const auto h = vdev::proto::parsePortHook(v);
+      if (!h) a.usage("hook '" + v + "': expected xdp or tc (default: tc for veths and taps, xdp otherwise)");
+      r.hook = *h;
     } else if (k == "create") {
       r.create.emplace();
     } else if (createKeyword(k)) {

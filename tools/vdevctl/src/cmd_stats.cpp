@@ -31,6 +31,7 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["mtu"] = p.mtu;
   o["live"] = p.live;
   o["fast_rx"] = p.fast_rx;
+  o["hook"] = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
 }
 
@@ -62,7 +63,11 @@ std::string statsJson(const StatsReply& r, bool pretty) {
     Json p = Json::object();
     writePortInfo(p, s.port);
     writePortCounters(p, s);
-    ports.push_back(std::move(p));
+    // The punt device is no port: its own object, beside "ports".
+    if (s.port.type == vdev::proto::PortType::kPunt)
+      o["punt"] = std::move(p);
+    else
+      ports.push_back(std::move(p));
   }
   if (r.pool) o["pool"] = vdev::stats::poolJson(*r.pool);
   if (r.fdb_entries) o["fdb_entries"] = *r.fdb_entries;
@@ -103,7 +108,8 @@ std::string statsPrometheus(const StatsReply& r, const vdev::proto::InfoMsg* inf
               {"type", vdev::proto::portTypeName(s.port.type)},
               {"xdp_mode", vdev::proto::xdpModeName(s.port.xdp_mode)},
               {"bind_mode", vdev::proto::bindModeName(s.port.bind_mode)},
-              {"fast_rx", s.port.fast_rx ? "on" : "off"}},
+              {"fast_rx", s.port.fast_rx ? "on" : "off"},
+              {"hook", s.port.hook ? vdev::proto::portHookName(*s.port.hook) : "xdp"}},
              1);
   // Every counter of the table: drop reasons are disjoint (each dropped
   // frame counted once), one family with a reason label, so that sum() by

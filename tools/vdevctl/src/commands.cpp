@@ -13,15 +13,18 @@ constexpr const char kPortAddHelp[] = R"HELP(NAME
 
 SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
-                     [xdp-mode native|generic|auto] [fast-rx on|off]
+                     [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
                              [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
                              [multi-queue]]
 
 DESCRIPTION
-    Attaches the network device IFNAME to vdevd as a switch port: vdevd loads
-    its XDP program on the device and opens AF_XDP sockets on its queues. The
-    port is saved in vdevd's state file and comes back when vdevd restarts.
+    Attaches the network device IFNAME to vdevd as a switch port. A veth or a
+    tap gets vdevd's skb-level program at the device's tcx ingress, which
+    keeps the TSO and checksum offload of what containers and VMs send; any
+    other device (a NIC uplink) vdevd's XDP program and AF_XDP sockets on its
+    queues ("hook" chooses). The port is saved in vdevd's state file and
+    comes back when vdevd restarts.
 
     Without "create" the device must exist (a veth end, a tap, an uplink).
     With "create" vdevd makes it first and marks it as its own (interface
@@ -48,6 +51,13 @@ ARGUMENTS
                         multi-queue
     xdp-mode M          native, generic or auto (default auto: native where the
                         driver has it, generic otherwise)
+    hook xdp|tc         where the frames the port receives enter vdev (default:
+                        tc for veths and taps, xdp for everything else). tc:
+                        the skb-level program at tcx ingress, for senders that
+                        hand the kernel skbs (containers, VMs): their GSO and
+                        checksum offload survive. xdp: vdevd's XDP program and
+                        AF_XDP sockets, for XDP-native sources (a NIC uplink,
+                        zero-copy where the driver has it)
     fast-rx on|off      whether frames the port receives may take vdevd's
                         kernel fast path (default on; see vdevd --help).
                         off: the port's received unicast always goes through

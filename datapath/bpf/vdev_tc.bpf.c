@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/* vdev's skb-level program (tcx ingress), one program for every port whose
+ * senders hand the kernel skbs: a container's veth (its host end), a VM's
+ * tap. The skb keeps what XDP cannot hold -- GSO (a TCP stream's 64 KB
+ * segments) and checksum offload (CHECKSUM_PARTIAL) -- and a native XDP
+ * program on a veth's host end would turn the container's TSO off.
+ *
+ * Per frame received on a port:
+ *  - for the host itself (a host MAC; an ARP request or an IPv6 Neighbour
+ *    Solicitation for one of the host's addresses on this device): to the
+ *    host's stack (TC_ACT_OK);
+ *  - learned unicast (the kernel fast path, when vdevd enables it): source
+ *    learned on this very port, destination learned on another port that is
+ *    a destination now -> straight to it: bpf_redirect_peer into a
+ *    container's ingress (no queue in between), bpf_redirect to a tap (the
+ *    VM reads the skb with its GSO and checksum state in its virtio-net
+ *    header) or to any other device;
+ *  - everything else (unknown, broadcast, multicast, a new, moved or
+ *    spoofed source, 802.3, VLAN-tagged): to vdevd, tagged with the port
+ *    index (VDEV_PUNT_VID) and redirected out of the punt device, which has
+ *    no offloads: the kernel segments GSO skbs and finishes checksums on
+ *    the way, so vdevd's AF_XDP sockets see wire frames.
+ * Nothing ever goes to the host's stack that is not for the host: a frame
+ * that cannot be handed to vdevd is dropped and counted (no_socket).
+ *
+ * Counters: per port, the program's own (pass, punt as "redirect",
+ * no_socket, fast) and the fast path's (fast_stats: rx at this port, tx at
+ * the destination, oversize at the destination), so vdevd's counters stay
+ * exact. Packets are counted as wire frames: a GSO skb counts its segments.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "vdev_xdp_shared.h"
+#include "vdev_fast_maps.h"
+
+/* Set by vdevd before loading. */
+const volatile __u32 fast_enabled = 0;
+
+/* The punt device's near end (ifindex); 0: none yet. Set after loading. */
+volatile __u32 punt_ifindex;
+/* The longest frame (Ethernet header included, tag not) the punt device and
+ * vdevd's UMEM frames carry. */
+volatile __u32 punt_max_frame;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_tc_port);
+} tc_ports SEC(".maps");
+
+/* ifindex of a port's device -> its port index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tc_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_XDP_MAX_HOST_MACS);
+	__type(key, __u64);
+	__type(value, __u32);
+} tc_host_macs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__type(key, struct vdev_host_ipv4_key);
+	__type(value, __u32);
+} tc_host_ipv4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__type(key, struct vdev_host_ipv6_key);
+	__type(value, __u32);
+} tc_host_ipv6 SEC(".maps");
+
+/* The program's own counters, per port: key port_index * VDEV_XDP_NCOUNTERS
+ * + enum vdev_xdp_counter (pass, redirect = punted to vdevd, no_socket,
+ * fast), as the XDP program counts them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS * VDEV_XDP_NCOUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tc_stats SEC(".maps");
+
+static __always_inline void count(__u32 port_index, __u32 what)
+{
+	__u32 k = port_index * VDEV_XDP_NCOUNTERS + what;
+	__u64 *c = bpf_map_lookup_elem(&tc_stats, &k);
+
+	if (c)
+		*c += 1;
+}
+
+/* Ethernet, IP and TCP/UDP header bytes of a TCP or UDP skb; 0 for any
+ * other. */
+static __always_inline __u32 l4_end(struct __sk_buff *skb)
+{
+	__u32 hlen = 14, proto = 0;
+	__u8 b[2];
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 14, b, 1))
+			return 0;
+		hlen += (b[0] & 0x0f) * 4;
+		if (bpf_skb_load_bytes(skb, 14 + 9, b, 1))
+			return 0;
+		proto = b[0];
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 14 + 6, b, 1))
+			return 0;
+		hlen += 40;
+		proto = b[0];
+	}
+	if (proto == 6) { /* TCP: data offset, in 32-bit words */
+		if (bpf_skb_load_bytes(skb, hlen + 12, b, 1))
+			return 0;
+		return hlen + (b[0] >> 4) * 4;
+	}
+	if (proto == 17)
+		return hlen + 8;
+	return 0;
+}
+
+/* Wire frames in this skb: a GSO skb carries gso_segs of them. An skb a
+ * tap built from a virtio-net header has gso_segs 0 until the kernel
+ * validates it (SKB_GSO_DODGY): its count is the payload after the TCP or
+ * UDP header in gso_size pieces, rounded up. */
+static __always_inline __u32 frames_of(struct __sk_buff *skb)
+{
+	__u32 hlen;
+
+	if (!skb->gso_size)
+		return 1;
+	if (skb->gso_segs)
+		return skb->gso_segs;
+	hlen = l4_end(skb);
+	if (!hlen || skb->len <= hlen)
+		return 1;
+	return (skb->len - hlen + skb->gso_size - 1) / skb->gso_size;
+}
+
+/* The longest wire frame in this skb. */
+static __always_inline __u32 longest_frame(struct __sk_buff *skb)
+{
+	__u32 hlen;
+
+	if (!skb->gso_size)
+		return skb->len;
+	hlen = l4_end(skb);
+	return hlen ? hlen + skb->gso_size : skb->len;
+}
+
+static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u64 dst)
+{
+	if (bpf_map_lookup_elem(&tc_host_macs, &dst))
+		return 1;
+	/* An ARP request (broadcast) for one of the host's addresses here:
+	 * the target protocol address is 24 bytes into the ARP header. */
+	if (dst == 0xffffffffffffULL && eth[12] == 0x08 && eth[13] == 0x06) {
+		struct vdev_host_ipv4_key k = {.ifindex = skb->ifindex};
+		__u8 op[2];
+
+		if (bpf_skb_load_bytes(skb, 14 + 6, op, 2) || op[0] != 0 || op[1] != 1)
+			return 0;
+		if (bpf_skb_load_bytes(skb, 14 + 24, &k.addr, 4))
+			return 0;
+		return bpf_map_lookup_elem(&tc_host_ipv4, &k) != 0;
+	}
+	/* An IPv6 Neighbour Solicitation (to a solicited-node multicast
+	 * address, 33:33:ff:xx:xx:xx) for one of the host's addresses: ICMPv6
+	 * (next header 58, no extension headers) type 135, its target 8 bytes
+	 * into the ICMPv6 header. */
+	if ((dst & 0xffffffULL) == 0xff3333ULL && eth[12] == 0x86 && eth[13] == 0xdd) {
+		struct vdev_host_ipv6_key k = {.ifindex = skb->ifindex};
+		__u8 nh, type;
+
+		if (bpf_skb_load_bytes(skb, 14 + 6, &nh, 1) || nh != 58)
+			return 0;
+		if (bpf_skb_load_bytes(skb, 14 + 40, &type, 1) || type != 135)
+			return 0;
+		if (bpf_skb_load_bytes(skb, 14 + 40 + 8, k.addr, 16))
+			return 0;
+		return bpf_map_lookup_elem(&tc_host_ipv6, &k) != 0;
+	}
+	return 0;
+}
+
+SEC("tc")
+int vdev_tc_port(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+	__u32 *idx = bpf_map_lookup_elem(&tc_index, &ifindex);
+	struct vdev_tc_port *self, *out;
+	struct vdev_fast_entry *s, *d;
+	__u64 dst = 0, src = 0;
+	__u8 eth[14];
+	__u32 in, to, n;
+
+	if (!idx)
+		return TC_ACT_SHOT; /* attached to ports only; never leak into the host */
+	in = *idx;
+	if (in >= VDEV_FAST_MAX_PORTS)
+		return TC_ACT_SHOT;
+	if (bpf_skb_load_bytes(skb, 0, eth, sizeof eth))
+		goto punt; /* shorter than an Ethernet header: vdevd counts the runt */
+	__builtin_memcpy(&dst, eth, 6);
+	if (for_host(skb, eth, dst)) {
+		count(in, VDEV_XDP_PASS);
+		return TC_ACT_OK;
+	}
+	self = bpf_map_lookup_elem(&tc_ports, &in);
+	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || (dst & 1) || eth[12] < 0x06 ||
+	    skb->vlan_present)
+		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged: vdevd */
+	__builtin_memcpy(&src, eth + 6, 6);
+	s = bpf_map_lookup_elem(&fast_fdb, &src);
+	if (!s || s->port_index != in)
+		goto punt;
+	d = bpf_map_lookup_elem(&fast_fdb, &dst);
+	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS)
+		goto punt;
+	to = d->port_index;
+	out = bpf_map_lookup_elem(&tc_ports, &to);
+	if (!out || !(out->flags & VDEV_TC_DEST))
+		goto punt; /* down, or not a destination now: vdevd counts it */
+	n = frames_of(skb);
+	{
+		__u64 now = bpf_ktime_get_coarse_ns();
+
+		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
+			s->seen_ns = now;
+	}
+	fast_add(in, VDEV_FAST_RX_PKTS, n);
+	fast_add(in, VDEV_FAST_RX_BYTES, skb->len);
+	/* A frame longer than the destination's MTU that the kernel would not
+	 * segment (not GSO) is the destination's oversize drop, as in vdevd. */
+	if (!skb->gso_size && skb->len > out->mtu + 14) {
+		fast_add(to, VDEV_FAST_OVERSIZE, n);
+		return TC_ACT_SHOT;
+	}
+	fast_add(to, VDEV_FAST_TX_PKTS, n);
+	fast_add(to, VDEV_FAST_TX_BYTES, skb->len);
+	count(in, VDEV_XDP_FAST);
+	if (out->flags & VDEV_TC_PEER)
+		return bpf_redirect_peer(out->ifindex, 0);
+	return bpf_redirect(out->ifindex, 0);
+punt:
+	/* A frame vdevd could not hold (longer than a UMEM frame, after the
+	 * kernel's segmentation): this port's oversize drop, here, instead of
+	 * an anonymous drop at the punt device. */
+	if (longest_frame(skb) > punt_max_frame) {
+		fast_add(in, VDEV_FAST_OVERSIZE, frames_of(skb));
+		return TC_ACT_SHOT;
+	}
+	if (!punt_ifindex || bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), VDEV_PUNT_VID(in))) {
+		count(in, VDEV_XDP_NO_SOCKET);
+		return TC_ACT_SHOT;
+	}
+	count(in, VDEV_XDP_REDIRECT);
+	return bpf_redirect(punt_ifindex, 0);
+}
+
+char _license[] SEC("license") = "GPL";

@@ -1,0 +1,115 @@
+// TcPath: the skb-level program (bpf/vdev_tc.bpf.c) and its maps, one for
+// the whole datapath, attached at the tcx ingress of every port whose
+// senders hand the kernel skbs (PortHook::kTc: veths, taps).
+//
+// Why skbs: a container's TCP stream arrives as 64 KB GSO segments with
+// checksums left to the "hardware" (CHECKSUM_PARTIAL), a VM's through its
+// tap's virtio-net header the same way. XDP and AF_XDP cannot hold either,
+// and a native XDP program on a veth's host end turns the container's TSO
+// off. At tc the skb is whole: learned unicast goes straight to its
+// destination (bpf_redirect_peer / bpf_redirect) with its offload state,
+// and what needs vdevd's decision goes out of the punt device (punt.h),
+// where the kernel segments it and finishes its checksums.
+//
+// The program is attached with BPF_PROG_ATTACH (not a link): like the XDP
+// programs, it stays when vdevd dies, so a port's traffic never leaks into
+// the host's stack and learned unicast keeps flowing; a restarted vdevd
+// replaces it (a program named vdev_tc_port is always vdev's).
+//
+// Thread safety: owned by the datapath thread (control requests run there).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/result.h"
+#include "datapath/xdp_prog.h"
+
+struct vdev_tc;
+
+namespace vdev::datapath {
+
+class FastPath;
+
+class TcPath {
+ public:
+  // Loads the program. fast: the fast path whose maps (MAC table,
+  // counters) the program shares, or null: every frame goes to vdevd.
+  static Result<std::unique_ptr<TcPath>> create(const FastPath* fast);
+  ~TcPath();
+  TcPath(const TcPath&) = delete;
+  TcPath& operator=(const TcPath&) = delete;
+
+  // Where frames for vdevd go: the punt device's near end (0: nowhere,
+  // they are dropped and counted as no_socket), and the MTU it (and
+  // vdevd's UMEM frames) carry: longer frames are dropped and counted as
+  // the ingress port's oversize.
+  void setPunt(int ifindex, uint32_t mtu);
+
+  // A port's row in the program's maps, and the program at its device's
+  // tcx ingress (a vdev_tc_port left there by a vdevd that died is
+  // replaced; other programs stay, after ours). peer: a veth, delivered to
+  // with bpf_redirect_peer. fast_rx: what it receives may take the fast
+  // path. Not a destination until setDest().
+  Status attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
+                uint32_t mtu);
+  // Detaches the program from the device (kept) and clears the port's row.
+  void detach(uint16_t port_index);
+  // The device is gone (deleted with its program): clear the row only --
+  // its ifindex may already name another device.
+  void forget(uint16_t port_index);
+  // The port is a fast-path destination now (live) or not. A port at tc
+  // has its row from attach(); any other port (at XDP: an uplink) gets one
+  // here, with its device, MTU and whether it is a veth.
+  void setDest(uint16_t port_index, bool on);
+  void setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool peer, bool on);
+  void setMtu(uint16_t port_index, uint32_t mtu);
+
+  // Host addresses: frames to these MACs, ARP requests and Neighbour
+  // Solicitations for these addresses on a port's device go to the host's
+  // stack. Each call replaces the previous set (of that device).
+  Status setHostMacs(const std::vector<uint64_t>& mac_keys);
+  Status setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs);
+  Status setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs);
+
+  // The program's own counters of a port (pass, redirect = handed to vdevd,
+  // no_socket, fast), and zeroing them when the index gets a new port.
+  XdpProgCounters counters(uint16_t port_index) const;
+  // Frames of the port dropped as too long for vdevd (oversize) that the
+  // fast path's counters do not hold: without a fast path the program
+  // counts them in a map of its own. 0 when it shares the fast path's.
+  uint64_t ownOversize(uint16_t port_index) const;
+  void resetCounters(uint16_t port_index);
+
+ private:
+  TcPath() = default;
+  struct SkelDeleter {
+    void operator()(struct ::vdev_tc* s) const noexcept;
+  };
+  struct Row {
+    int ifindex = 0;
+    uint32_t flags = 0;
+    uint32_t mtu = 0;
+    bool indexed = false;   // its device is in tc_index: a port at tc (attach())
+    bool attached = false;  // the program is at its device's tcx ingress
+  };
+  void writeRow(uint16_t port_index);
+  void clearRow(uint16_t port_index);
+  Row& row(uint16_t port_index);
+
+  std::unique_ptr<struct ::vdev_tc, SkelDeleter> skel_;
+  int prog_fd_ = -1;  // owned by the skeleton
+  int ncpu_ = 1;
+  mutable std::vector<uint64_t> percpu_;
+  bool shares_fast_ = false;
+  std::vector<Row> rows_;  // by port index
+  std::vector<uint64_t> host_macs_;
+  std::vector<std::pair<int, std::vector<uint32_t>>> host_ipv4_;
+  std::vector<std::pair<int, std::vector<std::array<uint8_t, 16>>>> host_ipv6_;
+};
+
+}  // namespace vdev::datapath

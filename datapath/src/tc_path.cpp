@@ -1,0 +1,318 @@
+#include "datapath/tc_path.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "datapath/fast_path.h"
+#include "vdev_tc.skel.h"
+#include "vdev_xdp_shared.h"
+
+// Newer than Debian's headers (Linux 6.6+): tcx, the multi-program tc hook.
+#ifndef BPF_TCX_INGRESS
+#define BPF_TCX_INGRESS 46
+#endif
+#ifndef BPF_F_BEFORE
+#define BPF_F_BEFORE (1U << 3)
+#endif
+
+namespace vdev::datapath {
+
+namespace {
+
+constexpr const char* kProgName = "vdev_tc_port";
+constexpr enum bpf_attach_type kTcxIngress = static_cast<enum bpf_attach_type>(BPF_TCX_INGRESS);
+
+// tcx through BPF_PROG_ATTACH/DETACH/QUERY: libbpf 1.1 (Debian 12) predates
+// tcx, and its wrappers fill the same attr fields (target_fd is the
+// ifindex for tcx), so the raw calls are the honest version.
+long sysBpf(int cmd, union bpf_attr* attr) { return ::syscall(__NR_bpf, cmd, attr, sizeof *attr); }
+
+Status tcxAttach(int prog_fd, int ifindex, const std::string& ifname) {
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.target_fd = uint32_t(ifindex);
+  a.attach_bpf_fd = uint32_t(prog_fd);
+  a.attach_type = kTcxIngress;
+  a.attach_flags = BPF_F_BEFORE;  // first: ours decides before anyone else's
+  if (sysBpf(BPF_PROG_ATTACH, &a) != 0) {
+    const int e = errno;
+    return Error{e, "attach tc program at the tcx ingress of " + ifname +
+                        (e == EINVAL ? " (a kernel with tcx, Linux 6.6 or later, is needed)" : "")};
+  }
+  return {};
+}
+
+void tcxDetach(int prog_fd, int ifindex) {
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.target_fd = uint32_t(ifindex);
+  a.attach_bpf_fd = uint32_t(prog_fd);
+  a.attach_type = kTcxIngress;
+  (void)sysBpf(BPF_PROG_DETACH, &a);
+}
+
+// Detaches every program named kProgName at ifindex's tcx ingress: what a
+// vdevd that died left behind.
+void detachStale(int ifindex) {
+  uint32_t ids[64];
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.query.target_fd = uint32_t(ifindex);
+  a.query.attach_type = kTcxIngress;
+  a.query.prog_ids = reinterpret_cast<uint64_t>(ids);
+  a.query.prog_cnt = 64;
+  if (sysBpf(BPF_PROG_QUERY, &a) != 0) return;
+  for (uint32_t i = 0; i < a.query.prog_cnt && i < 64; i++) {
+    const int fd = bpf_prog_get_fd_by_id(ids[i]);
+    if (fd < 0) continue;
+    FileDesc own(fd);
+    struct bpf_prog_info info = {};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, kProgName) == 0)
+      tcxDetach(fd, ifindex);
+  }
+}
+
+}  // namespace
+
+void TcPath::SkelDeleter::operator()(struct ::vdev_tc* s) const noexcept { vdev_tc__destroy(s); }
+
+Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast) {
+  std::unique_ptr<TcPath> t(new TcPath());
+  t->ncpu_ = libbpf_num_possible_cpus();
+  if (t->ncpu_ <= 0) return makeError(-t->ncpu_, "skb path: count CPUs");
+  t->percpu_.resize(size_t(t->ncpu_));
+  t->skel_.reset(vdev_tc__open());
+  if (!t->skel_) return errnoError("skb path: open BPF object");
+  t->skel_->rodata->fast_enabled = fast ? 1 : 0;
+  t->shares_fast_ = fast != nullptr;
+  if (fast) {
+    // The fast path's maps, shared with every XDP port's program.
+    struct {
+      struct bpf_map* map;
+      int fd;
+    } shared[] = {{t->skel_->maps.fast_fdb, fast->fdbFd()},
+                  {t->skel_->maps.fast_ports, fast->portsFd()},
+                  {t->skel_->maps.fast_stats, fast->statsFd()},
+                  {t->skel_->maps.fast_ifindex, fast->ifindexFd()}};
+    for (const auto& m : shared)
+      if (int rc = bpf_map__reuse_fd(m.map, m.fd); rc)
+        return makeError(rc, std::string("skb path: share map ") + bpf_map__name(m.map));
+  } else {
+    // Never read without the fast path: keep them small.
+    (void)bpf_map__set_max_entries(t->skel_->maps.fast_fdb, 1);
+  }
+  if (vdev_tc__load(t->skel_.get())) return errnoError("skb path: load the tc program");
+  t->prog_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_port);
+  return t;
+}
+
+TcPath::~TcPath() {
+  for (size_t i = 0; i < rows_.size(); i++)
+    if (rows_[i].attached) detach(uint16_t(i));
+}
+
+void TcPath::setPunt(int ifindex, uint32_t mtu) {
+  skel_->bss->punt_max_frame = mtu + 14;
+  skel_->bss->punt_ifindex = uint32_t(ifindex);
+}
+
+TcPath::Row& TcPath::row(uint16_t port_index) {
+  if (port_index >= rows_.size()) rows_.resize(size_t(port_index) + 1);
+  return rows_[port_index];
+}
+
+void TcPath::writeRow(uint16_t port_index) {
+  const Row& r = rows_[port_index];
+  struct vdev_tc_port v = {};
+  v.ifindex = uint32_t(r.ifindex);
+  v.mtu = r.mtu;
+  v.flags = r.flags;
+  uint32_t k = port_index;
+  (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_ports), &k, &v, BPF_ANY);
+}
+
+void TcPath::clearRow(uint16_t port_index) {
+  Row& r = row(port_index);
+  uint32_t k = port_index;
+  struct vdev_tc_port zero = {};
+  (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_ports), &k, &zero, BPF_ANY);
+  if (r.ifindex && r.indexed) {
+    uint32_t ifi = uint32_t(r.ifindex);
+    (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_index), &ifi);
+    (void)setHostIpv4(r.ifindex, {});
+    (void)setHostIpv6(r.ifindex, {});
+  }
+  r = Row{};
+}
+
+Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
+                      uint32_t mtu) {
+  if (port_index >= VDEV_FAST_MAX_PORTS || port_index >= VDEV_PUNT_MAX_VID)
+    return Error{ENOSPC, "port " + ifname + ": index " + std::to_string(port_index) +
+                             " beyond the skb path's port table (" + std::to_string(VDEV_FAST_MAX_PORTS) + ")"};
+  if (row(port_index).attached) detach(port_index);
+  Row& r = row(port_index);
+  r.ifindex = ifindex;
+  r.mtu = mtu;
+  r.flags = (peer ? VDEV_TC_PEER : 0) | (fast_rx ? VDEV_TC_FAST_RX : 0);
+  writeRow(port_index);
+  uint32_t ifi = uint32_t(ifindex), k = port_index;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_index), &ifi, &k, BPF_ANY)) {
+    const Error e = errnoError("skb path: index map for " + ifname);
+    clearRow(port_index);
+    return e;
+  }
+  r.indexed = true;
+  // The maps are filled first: the program never sees the device without
+  // its row.
+  detachStale(ifindex);
+  if (Status st = tcxAttach(prog_fd_, ifindex, ifname); !st) {
+    clearRow(port_index);
+    return st;
+  }
+  r.attached = true;
+  return {};
+}
+
+void TcPath::detach(uint16_t port_index) {
+  Row& r = row(port_index);
+  if (r.attached && r.ifindex) tcxDetach(prog_fd_, r.ifindex);
+  clearRow(port_index);
+}
+
+void TcPath::forget(uint16_t port_index) { clearRow(port_index); }
+
+void TcPath::setDest(uint16_t port_index, bool on) {
+  Row& r = row(port_index);
+  if (!r.ifindex) return;
+  const uint32_t f = on ? (r.flags | VDEV_TC_DEST) : (r.flags & ~uint32_t(VDEV_TC_DEST));
+  if (f == r.flags) return;
+  r.flags = f;
+  writeRow(port_index);
+}
+
+void TcPath::setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool peer, bool on) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return;
+  Row& r = row(port_index);
+  if (r.indexed) return;  // a port at tc: setDest()
+  if (!on || !ifindex) {
+    if (r.ifindex) clearRow(port_index);
+    return;
+  }
+  const uint32_t f = VDEV_TC_DEST | (peer ? VDEV_TC_PEER : 0);
+  if (r.ifindex == ifindex && r.mtu == mtu && r.flags == f) return;
+  r.ifindex = ifindex;
+  r.mtu = mtu;
+  r.flags = f;
+  writeRow(port_index);
+}
+
+void TcPath::setMtu(uint16_t port_index, uint32_t mtu) {
+  Row& r = row(port_index);
+  if (!r.ifindex || r.mtu == mtu) return;
+  r.mtu = mtu;
+  writeRow(port_index);
+}
+
+Status TcPath::setHostMacs(const std::vector<uint64_t>& mac_keys) {
+  if (mac_keys == host_macs_) return {};
+  const int fd = bpf_map__fd(skel_->maps.tc_host_macs);
+  for (uint64_t k : host_macs_)
+    if (std::find(mac_keys.begin(), mac_keys.end(), k) == mac_keys.end()) (void)bpf_map_delete_elem(fd, &k);
+  uint32_t one = 1;
+  for (uint64_t k : mac_keys)
+    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("skb path: host MAC map");
+  host_macs_ = mac_keys;
+  return {};
+}
+
+namespace {
+
+// Replaces the set of addresses kept for ifindex in `kept` and in the map.
+template <class Addr, class Key>
+Status replaceHostAddrs(int fd, int ifindex, const std::vector<Addr>& addrs,
+                        std::vector<std::pair<int, std::vector<Addr>>>& kept, const char* what) {
+  auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& e) { return e.first == ifindex; });
+  if (it != kept.end() && it->second == addrs) return {};
+  auto key = [&](const Addr& a) {
+    Key k = {};
+    k.ifindex = uint32_t(ifindex);
+    std::memcpy(&k.addr, &a, sizeof k.addr);
+    return k;
+  };
+  if (it != kept.end())
+    for (const Addr& a : it->second) {
+      Key k = key(a);
+      (void)bpf_map_delete_elem(fd, &k);
+    }
+  uint32_t one = 1;
+  for (const Addr& a : addrs) {
+    Key k = key(a);
+    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError(what);
+  }
+  if (addrs.empty()) {
+    if (it != kept.end()) kept.erase(it);
+  } else if (it != kept.end()) {
+    it->second = addrs;
+  } else {
+    kept.emplace_back(ifindex, addrs);
+  }
+  return {};
+}
+
+}  // namespace
+
+Status TcPath::setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs) {
+  return replaceHostAddrs<uint32_t, struct vdev_host_ipv4_key>(bpf_map__fd(skel_->maps.tc_host_ipv4), ifindex,
+                                                               addrs, host_ipv4_, "skb path: host IPv4 map");
+}
+
+Status TcPath::setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs) {
+  return replaceHostAddrs<std::array<uint8_t, 16>, struct vdev_host_ipv6_key>(
+      bpf_map__fd(skel_->maps.tc_host_ipv6), ifindex, addrs, host_ipv6_, "skb path: host IPv6 map");
+}
+
+XdpProgCounters TcPath::counters(uint16_t port_index) const {
+  XdpProgCounters c;
+  if (port_index >= VDEV_FAST_MAX_PORTS) return c;
+  uint64_t* out[VDEV_XDP_NCOUNTERS] = {&c.pass, &c.redirect, &c.no_socket, &c.fast};
+  const int fd = bpf_map__fd(skel_->maps.tc_stats);
+  for (uint32_t i = 0; i < VDEV_XDP_NCOUNTERS; i++) {
+    uint32_t k = uint32_t(port_index) * VDEV_XDP_NCOUNTERS + i;
+    if (bpf_map_lookup_elem(fd, &k, percpu_.data())) continue;
+    for (uint64_t v : percpu_) *out[i] += v;
+  }
+  return c;
+}
+
+uint64_t TcPath::ownOversize(uint16_t port_index) const {
+  if (shares_fast_ || port_index >= VDEV_FAST_MAX_PORTS) return 0;
+  uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data())) return 0;
+  uint64_t n = 0;
+  for (uint64_t v : percpu_) n += v;
+  return n;
+}
+
+void TcPath::resetCounters(uint16_t port_index) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return;
+  std::fill(percpu_.begin(), percpu_.end(), 0);
+  const int fd = bpf_map__fd(skel_->maps.tc_stats);
+  for (uint32_t i = 0; i < VDEV_XDP_NCOUNTERS; i++) {
+    uint32_t k = uint32_t(port_index) * VDEV_XDP_NCOUNTERS + i;
+    (void)bpf_map_update_elem(fd, &k, percpu_.data(), BPF_ANY);
+  }
+  if (!shares_fast_) {
+    uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
+    (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data(), BPF_ANY);
+  }
+}
+
+}  // namespace vdev::datapath
