@@ -255,8 +255,9 @@ vdev::proto::Reply DaemonControl::fdbGet() {
   if (names_stale_) {
     slot_names_.clear();
     for (const auto& p : ctx_.dp->stats().ports) {
-      if (p.slot >= slot_names_.size()) slot_names_.resize(size_t(p.slot) + 1);
-      slot_names_[p.slot] = p.name;
+      if (p.punt) continue;  // no port: never an FDB entry's
+      if (p.index >= slot_names_.size()) slot_names_.resize(size_t(p.index) + 1);
+      slot_names_[p.index] = p.name;
     }
     names_stale_ = false;
   }
