@@ -75,15 +75,16 @@ TEST(VdevdStats, JsonFieldsNestingAndOrder) {
   EXPECT_EQ(keys(j), (std::vector<std::string>{"ports", "removed_ports", "pool", "fdb_entries"}));
   ASSERT_EQ(j["ports"].size(), 2u);
   const Json& p = j["ports"][0];
-  const std::vector<std::string> info = {"name",      "ifindex", "queues", "queues_bound", "xdp_mode",
-                                         "bind_mode", "mtu",     "live",   "fast_rx"};
+  const std::vector<std::string> info = {"name", "ifindex", "queues", "queues_bound", "xdp_mode",
+                                         "hook", "bind_mode", "mtu",  "live",         "fast_rx"};
   EXPECT_EQ(keys(p), withCounters(info));
   // As docs/vdevd.md shows it.
-  expectInOrder(keys(p), {"name", "ifindex", "queues", "queues_bound", "xdp_mode", "bind_mode", "mtu",
+  expectInOrder(keys(p), {"name", "ifindex", "queues", "queues_bound", "xdp_mode", "hook", "bind_mode", "mtu",
                           "live", "fast_rx", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
                           "tx_outstanding", "drops", "xdp_stats", "xdp_prog", "dev"});
   EXPECT_EQ(p["name"], "vd0");
   EXPECT_EQ(p["xdp_mode"], "native");
+  EXPECT_EQ(p["hook"], "xdp");
   EXPECT_EQ(p["live"], true);
   EXPECT_EQ(p["fast_rx"], true);
   EXPECT_EQ(j["ports"][1]["fast_rx"], false);
@@ -110,8 +111,8 @@ TEST(VdevdStats, JsonFieldsNestingAndOrder) {
 TEST(VdevdStats, TableShowsEveryCounterOfEveryPort) {
   const datapath::DatapathStats d = sample();
   const std::string t = statsTable(d);
-  EXPECT_EQ(t.rfind("vd0: ifindex 12, 1/2 queue(s) bound, xdp native, copy, mtu 1500\n", 0), 0u) << t;
-  EXPECT_NE(t.find("vm1: ifindex 12, 1/2 queue(s) bound, xdp native, copy, mtu 1500, fast-rx off\n"),
+  EXPECT_EQ(t.rfind("vd0: ifindex 12, 1/2 queue(s) bound, hook xdp, xdp native, copy, mtu 1500\n", 0), 0u) << t;
+  EXPECT_NE(t.find("vm1: ifindex 12, 1/2 queue(s) bound, hook xdp, xdp native, copy, mtu 1500, fast-rx off\n"),
             std::string::npos)
       << t;
   for (const datapath::PortStats& p : d.ports) EXPECT_NE(t.find(stats::portText(p.counters)), std::string::npos);
@@ -120,6 +121,30 @@ TEST(VdevdStats, TableShowsEveryCounterOfEveryPort) {
       << t;
   EXPECT_NE(t.find("pool: " + stats::poolText(d.pool) + "\n"), std::string::npos) << t;
   EXPECT_NE(t.find("adds up"), std::string::npos) << t;
+}
+
+// The punt device is reported beside the ports, never among them: tools that
+// walk "ports" see ports only.
+TEST(VdevdStats, PuntDeviceIsItsOwnObject) {
+  datapath::DatapathStats d = sample();
+  datapath::PortStats punt;
+  punt.name = "vdp1234abcdu";
+  punt.ifindex = 40;
+  punt.mtu = 1774;
+  punt.live = true;
+  punt.punt = true;
+  punt.counters[stats::kDropNoRoute] = 7;
+  d.ports.push_back(punt);
+  const Json j = Json::parse(statsJson(d));
+  ASSERT_EQ(j["ports"].size(), 2u) << j.dump();
+  for (const Json& p : j["ports"]) EXPECT_NE(p["name"], "vdp1234abcdu");
+  ASSERT_TRUE(j.contains("punt")) << j.dump();
+  EXPECT_EQ(j["punt"]["name"], "vdp1234abcdu");
+  EXPECT_EQ(j["punt"]["mtu"], 1774);
+  EXPECT_EQ(j["punt"]["drops"]["no_route"], 7);
+  const std::string t = statsTable(d);
+  EXPECT_NE(t.find("punt device vdp1234abcdu: ifindex 40, mtu 1774\n"), std::string::npos) << t;
+  EXPECT_FALSE(Json::parse(statsJson(sample())).contains("punt"));
 }
 
 }  // namespace
