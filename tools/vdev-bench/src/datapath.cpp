@@ -1,56 +1,28 @@
 // datapath.cpp - see datapath.h.
 #include "datapath.h"
 
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
-#include <sched.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "child.h"
+
 namespace vdev::bench {
 
 namespace {
 
-bool isExecutable(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(p.c_str(), X_OK) == 0;
-}
-
-std::string searchPath(const std::string& name) {
-  const char* path = getenv("PATH");
-  std::string p = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  std::stringstream ss(p);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) continue;
-    std::string cand = dir + "/" + name;
-    if (isExecutable(cand)) return cand;
-  }
-  return "";
-}
-
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string s(buf);
-  auto slash = s.rfind('/');
-  return slash == std::string::npos ? "." : s.substr(0, slash);
-}
-
 // ---- vdevd ----------------------------------------------------------------
 
 // vdevd started in the device-under-test namespace through `ip netns exec`
-// (which also mounts that namespace's sysfs for it), pinned to the DUT CPU.
-// `ip netns exec` execs the command in place, so the child pid is vdevd's.
+// (which also mounts that namespace's sysfs for it), pinned to the DUT CPU,
+// as a Child (child.h). `ip netns exec` execs the command in place, so the
+// child pid is vdevd's.
 // kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
 // (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
 // --no-fast-rx on the ingress port: what the generator sends goes through
@@ -73,8 +45,6 @@ class VdevdDatapath : public Datapath {
   bool fastPath() const { return kind_ == "vdevd-fast" || kind_ == "vdevd-rx-off"; }
 
   Status start() override {
-    std::string ip = searchPath("ip");
-    if (ip.empty()) return Status::fail(ENOENT, "ip (iproute2) not found in PATH");
     std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_};
     for (const auto& p : topo_.ports()) {
       args.push_back("--port");
@@ -104,100 +74,24 @@ class VdevdDatapath : public Datapath {
     args.emplace_back("--default-hook");
     args.emplace_back("xdp");
     for (const auto& a : opt_.vdevdArgs) args.push_back(a);
-    std::string cmd;
-    for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-    logInfo("+ %s  (cpu %d)", cmd.c_str(), opt_.dutCpu);
     unlink(statsPath_.c_str());
-
-    std::vector<char*> cargv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) return Status::fromErrno("pipe2");
-    Fd rd(pfd[0]), wr(pfd[1]);
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    CPU_SET(opt_.dutCpu, &cpus);
-    pid_t parent = getpid();
-    const int prio = opt_.dpPrio;
-
-    pid_t pid = fork();
-    if (pid < 0) return Status::fromErrno("fork");
-    if (pid == 0) {
-      // Child: async-signal-safe calls only until exec.
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR2}) signal(sig, SIG_DFL);
-      // If vdev-bench dies, vdevd gets SIGTERM and cleans up after itself.
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(127);
-      sched_setaffinity(0, sizeof cpus, &cpus);
-      if (prio > 0) {
-        sched_param sp = {};
-        sp.sched_priority = prio;
-        sched_setscheduler(0, SCHED_FIFO, &sp);  // inherited through exec
-      }
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, 0);
-      dup2(pfd[1], 1);
-      dup2(pfd[1], 2);
-      execv(ip.c_str(), cargv.data());
-      _exit(127);
-    }
-    pid_ = pid;
-    wr.reset();
-
-    // Wait for "vdevd: ready" (docs/vdevd.md), at most 30 s.
-    std::string pending;
-    bool ready = false;
-    double deadline = monotonicSeconds() + 30;
-    while (!ready) {
-      if (stopRequested()) return Status::fail(EINTR, "waiting for vdevd");
-      double left = deadline - monotonicSeconds();
-      if (left <= 0) return Status::failText(ETIMEDOUT, "vdevd did not print 'vdevd: ready' within 30 s" + tail());
-      pollfd p = {rd.get(), POLLIN, 0};
-      int n = poll(&p, 1, static_cast<int>(left * 1000) < 100 ? static_cast<int>(left * 1000) : 100);
-      if (n <= 0) continue;
-      char buf[4096];
-      ssize_t r = read(rd.get(), buf, sizeof buf);
-      if (r <= 0) {
-        int st = reap(true);
-        return Status::failText(ECHILD, "vdevd exited before it was ready (" + exitText(st) + ")" + tail());
-      }
-      pending.append(buf, r);
-      size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        std::string line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
-        keepLine(line);
-        // "vdevd: ready", possibly followed by details in parentheses.
-        if (line.rfind("vdevd: ready", 0) == 0) ready = true;
-      }
-    }
-    // vdevd keeps writing (statistics on exit, warnings): keep its pipe
-    // drained so it never blocks on a full pipe.
-    drain_ = std::thread([this, fd = std::move(rd)]() mutable { drainMain(std::move(fd)); });
-    return {};
+    ChildOptions co;
+    co.name = "vdevd";
+    co.cpu = opt_.dutCpu;
+    co.fifoPrio = opt_.dpPrio;
+    co.readyPrefix = "vdevd: ready";  // possibly followed by details in parentheses
+    auto c = Child::start(args, co);
+    if (!c) return c.status();
+    child_ = std::move(c.value());
+    // "vdevd: ready" (docs/vdevd.md), at most 30 s.
+    return child_->waitReady(30);
   }
 
   Status stop() override {
-    if (pid_ <= 0) return {};
-    kill(pid_, SIGTERM);
-    int st = 0;
-    bool exited = false;
-    for (int i = 0; i < 1500 && !exited; ++i) {  // 15 s for drain + detach + leak check
-      pid_t r = waitpid(pid_, &st, WNOHANG);
-      if (r == pid_) exited = true;
-      else usleep(10'000);
-    }
-    if (!exited) {
-      logWarn("vdevd (pid %d) did not exit 15 s after SIGTERM; killing it", pid_);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &st, 0);
-    }
-    pid_ = -1;
-    if (drain_.joinable()) drain_.join();
+    if (!child_) return {};
+    auto st = child_->stop(15);  // 15 s for drain + detach + leak check
+    const std::string tail = child_->tail();
+    child_.reset();
     std::ifstream f(statsPath_);
     std::stringstream ss;
     ss << f.rdbuf();
@@ -205,17 +99,18 @@ class VdevdDatapath : public Datapath {
     while (!stats_.empty() && isspace(static_cast<unsigned char>(stats_.back()))) stats_.pop_back();
     if (stats_.empty() || stats_[0] != '{') stats_.clear();
     unlink(statsPath_.c_str());
-    if (!exited) return Status::failText(ETIMEDOUT, "vdevd did not exit after SIGTERM");
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-      return Status::failText(ECHILD, "vdevd " + exitText(st) +
-                                          (WIFEXITED(st) && WEXITSTATUS(st) == 1 ? " (frame leak reported)" : "") +
-                                          tail());
+    if (!st) return st.status();
+    const int w = st.value();
+    if (!WIFEXITED(w) || WEXITSTATUS(w) != 0)
+      return Status::failText(ECHILD, "vdevd " + waitStatusText(w) +
+                                          (WIFEXITED(w) && WEXITSTATUS(w) == 1 ? " (frame leak reported)" : "") +
+                                          tail);
     return {};
   }
 
   std::optional<double> processCpuSeconds() const override {
-    if (pid_ <= 0) return std::nullopt;
-    auto c = taskCpuSeconds(pid_);
+    if (pid() <= 0) return std::nullopt;
+    auto c = taskCpuSeconds(pid());
     if (!c) return std::nullopt;
     return c.value();
   }
@@ -224,12 +119,12 @@ class VdevdDatapath : public Datapath {
   // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
   // needs NAPI, which vdevd gives the container end of every veth it creates.
   bool transmitsXdpFrames() const override { return fastPath(); }
-  pid_t pid() const override { return pid_ > 0 ? pid_ : 0; }
+  pid_t pid() const override { return child_ ? child_->pid() : 0; }
   std::string liveStatsJson() override {
-    if (pid_ <= 0) return "";
+    if (pid() <= 0) return "";
     struct stat before = {};
     bool had = stat(statsPath_.c_str(), &before) == 0;
-    kill(pid_, SIGUSR1);
+    kill(pid(), SIGUSR1);
     // vdevd writes PATH.tmp and renames it: a new inode (or mtime) means done.
     for (int i = 0; i < 100; ++i) {
       struct stat now = {};
@@ -258,58 +153,10 @@ class VdevdDatapath : public Datapath {
 
  private:
   static constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
-  static std::string exitText(int st) {
-    if (WIFEXITED(st)) return "exit status " + std::to_string(WEXITSTATUS(st));
-    if (WIFSIGNALED(st)) return std::string("killed by ") + strsignal(WTERMSIG(st));
-    return "status " + std::to_string(st);
-  }
-  int reap(bool block) {
-    int st = 0;
-    if (pid_ > 0 && waitpid(pid_, &st, block ? 0 : WNOHANG) == pid_) pid_ = -1;
-    return st;
-  }
-  void keepLine(const std::string& line) {
-    logInfo("vdevd: %s", line.c_str());
-    std::lock_guard<std::mutex> lk(mu_);
-    lines_.push_back(line);
-    if (lines_.size() > 40) lines_.pop_front();
-  }
-  std::string tail() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (lines_.empty()) return "";
-    std::string s = "; vdevd output:";
-    for (const auto& l : lines_) s += "\n    " + l;
-    return s;
-  }
-  void drainMain(Fd fd) {
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, nullptr);
-    std::string pending;
-    char buf[4096];
-    for (;;) {
-      ssize_t r = read(fd.get(), buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      pending.append(buf, r);
-      size_t nl;
-      while ((nl = pending.find('\n')) != std::string::npos) {
-        keepLine(pending.substr(0, nl));
-        pending.erase(0, nl + 1);
-      }
-    }
-  }
-
   Topology& topo_;
   const Options& opt_;
   std::string path_, kind_, mode_, statsPath_;
-  pid_t pid_ = -1;
-  std::thread drain_;
-  std::mutex mu_;
-  std::deque<std::string> lines_;  // guarded by mu_
+  std::unique_ptr<Child> child_;
   std::string stats_;
 };
 
