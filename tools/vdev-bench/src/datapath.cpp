@@ -19,66 +19,25 @@ namespace {
 
 // ---- vdevd ----------------------------------------------------------------
 
-// vdevd started in the device-under-test namespace through `ip netns exec`
-// (which also mounts that namespace's sysfs for it), pinned to the DUT CPU,
-// as a Child (child.h). `ip netns exec` execs the command in place, so the
-// child pid is vdevd's.
-// kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
-// (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
-// --no-fast-rx on the ingress port: what the generator sends goes through
-// vdevd's thread, what the sink answers may take the fast path), or
-// "vdevd-spin" (the
-// scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
-// thread never sleeps while frames come more often than once a second, the
-// nearest vdevd has to busy polling).
+// vdevd as VdevdSpec says, started through `ip netns exec` (which also
+// mounts that namespace's sysfs for it) as a Child (child.h). `ip netns
+// exec` execs the command in place, so the child pid is vdevd's.
 class VdevdDatapath : public Datapath {
  public:
-  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath)
-      : topo_(t), opt_(o), path_(std::move(path)), kind_(std::move(kind)), statsPath_(std::move(statsPath)) {
-    bool threePorts = topo_.ports().size() > 2;
-    mode_ = kind_ == "vdevd-switch" || fastPath() || threePorts ? "switch" : "xconnect";
-  }
+  VdevdDatapath(VdevdSpec spec, std::string path, std::string statsPath)
+      : spec_(std::move(spec)), path_(std::move(path)), statsPath_(std::move(statsPath)) {}
   ~VdevdDatapath() override { stop(); }
 
-  std::string name() const override { return kind_; }
-  // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
-  bool fastPath() const { return kind_ == "vdevd-fast" || kind_ == "vdevd-rx-off"; }
+  std::string name() const override { return spec_.kind; }
 
   Status start() override {
-    std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_};
-    for (const auto& p : topo_.ports()) {
-      args.push_back("--port");
-      args.push_back(p);
-    }
-    for (const char* a : {"--mode", mode_.c_str(), "--stats-json", statsPath_.c_str(),
-                          // the host's control socket and saved ports are not ours
-                          "--no-socket", "--no-state"})
-      args.emplace_back(a);
-    if (kind_ == "vdevd-spin") {
-      args.emplace_back("--idle-spin-us");
-      args.emplace_back(std::to_string(kSpinUs));
-    }
-    // vdevd-fast requires the kernel fast path; the others measure vdevd's
-    // own (AF_XDP) path, so in switch mode they turn it off (it is on by
-    // default, and a tap always takes redirected frames).
-    if (fastPath()) args.emplace_back("--fast-path");
-    else if (mode_ == "switch") args.emplace_back("--no-fast-path");
-    if (kind_ == "vdevd-rx-off") {
-      args.emplace_back("--no-fast-rx");
-      args.push_back(topo_.portA());
-    }
-    // The generator's frames are XDP frames, a NIC-like source: the ports
-    // take vdevd's XDP hook (the skb path would see none of them: a veth
-    // without NAPI drops redirected frames). --vdevd-arg --default-hook=...
-    // comes after and wins.
-    args.emplace_back("--default-hook");
-    args.emplace_back("xdp");
-    for (const auto& a : opt_.vdevdArgs) args.push_back(a);
+    std::vector<std::string> args{"ip", "netns", "exec", spec_.ns->name(), path_, "--stats-json", statsPath_};
+    args.insert(args.end(), spec_.args.begin(), spec_.args.end());
     unlink(statsPath_.c_str());
     ChildOptions co;
     co.name = "vdevd";
-    co.cpu = opt_.dutCpu;
-    co.fifoPrio = opt_.dpPrio;
+    co.cpu = spec_.cpu;
+    co.fifoPrio = spec_.prio;
     co.readyPrefix = "vdevd: ready";  // possibly followed by details in parentheses
     auto c = Child::start(args, co);
     if (!c) return c.status();
@@ -116,9 +75,7 @@ class VdevdDatapath : public Datapath {
   }
 
   std::string statsJson() const override { return stats_; }
-  // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
-  // needs NAPI, which vdevd gives the container end of every veth it creates.
-  bool transmitsXdpFrames() const override { return fastPath(); }
+  bool transmitsXdpFrames() const override { return spec_.transmitsXdpFrames; }
   pid_t pid() const override { return child_ ? child_->pid() : 0; }
   std::string liveStatsJson() override {
     if (pid() <= 0) return "";
@@ -140,25 +97,76 @@ class VdevdDatapath : public Datapath {
     }
     return "";
   }
-  std::string describe() const override {
-    std::string s = "vdevd --mode " + mode_;
-    if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
-    if (fastPath()) s += " --fast-path";
-    else if (mode_ == "switch") s += " --no-fast-path";
-    if (kind_ == "vdevd-rx-off") s += " --no-fast-rx " + topo_.portA();
-    if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
-    for (const auto& a : opt_.vdevdArgs) s += " " + a;
-    return s;
-  }
+  std::string describe() const override { return spec_.describe; }
 
  private:
-  static constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
-  Topology& topo_;
-  const Options& opt_;
-  std::string path_, kind_, mode_, statsPath_;
+  VdevdSpec spec_;
+  std::string path_, statsPath_;
   std::unique_ptr<Child> child_;
   std::string stats_;
 };
+
+// The vdevd datapaths of the XDP-frame scenarios: vdevd in the DUT
+// namespace on the topology's ports, pinned to the DUT CPU.
+// kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
+// (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
+// --no-fast-rx on the ingress port: what the generator sends goes through
+// vdevd's thread, what the sink answers may take the fast path), or
+// "vdevd-spin" (the
+// scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
+// thread never sleeps while frames come more often than once a second, the
+// nearest vdevd has to busy polling).
+VdevdSpec vdevdSpecFor(const std::string& kind, const Topology& topo, const Options& opt) {
+  constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
+  // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
+  const bool fastPath = kind == "vdevd-fast" || kind == "vdevd-rx-off";
+  const bool threePorts = topo.ports().size() > 2;
+  const std::string mode = kind == "vdevd-switch" || fastPath || threePorts ? "switch" : "xconnect";
+  VdevdSpec s;
+  s.kind = kind;
+  s.ns = &topo.dutNs();
+  s.cpu = opt.dutCpu;
+  s.prio = opt.dpPrio;
+  // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
+  // needs NAPI, which vdevd gives the container end of every veth it creates.
+  s.transmitsXdpFrames = fastPath;
+  auto& args = s.args;
+  for (const auto& p : topo.ports()) {
+    args.push_back("--port");
+    args.push_back(p);
+  }
+  // The host's control socket and saved ports are not ours.
+  for (const char* a : {"--mode", mode.c_str(), "--no-socket", "--no-state"}) args.emplace_back(a);
+  if (kind == "vdevd-spin") {
+    args.emplace_back("--idle-spin-us");
+    args.emplace_back(std::to_string(kSpinUs));
+  }
+  // vdevd-fast requires the kernel fast path; the others measure vdevd's
+  // own (AF_XDP) path, so in switch mode they turn it off (it is on by
+  // default, and a tap always takes redirected frames).
+  if (fastPath) args.emplace_back("--fast-path");
+  else if (mode == "switch") args.emplace_back("--no-fast-path");
+  if (kind == "vdevd-rx-off") {
+    args.emplace_back("--no-fast-rx");
+    args.push_back(topo.portA());
+  }
+  // The generator's frames are XDP frames, a NIC-like source: the ports
+  // take vdevd's XDP hook (the skb path would see none of them: a veth
+  // without NAPI drops redirected frames). --vdevd-arg --default-hook=...
+  // comes after and wins.
+  args.emplace_back("--default-hook");
+  args.emplace_back("xdp");
+  for (const auto& a : opt.vdevdArgs) args.push_back(a);
+
+  s.describe = "vdevd --mode " + mode;
+  if (kind == "vdevd-spin") s.describe += " --idle-spin-us " + std::to_string(kSpinUs);
+  if (fastPath) s.describe += " --fast-path";
+  else if (mode == "switch") s.describe += " --no-fast-path";
+  if (kind == "vdevd-rx-off") s.describe += " --no-fast-rx " + topo.portA();
+  if (opt.dpPrio) s.describe += " (SCHED_FIFO " + std::to_string(opt.dpPrio) + ")";
+  for (const auto& a : opt.vdevdArgs) s.describe += " " + a;
+  return s;
+}
 
 // ---- Linux bridge ---------------------------------------------------------
 
@@ -300,14 +308,18 @@ std::string findVdevd(const std::string& given) {
   return searchPath("vdevd");
 }
 
+std::unique_ptr<Datapath> makeVdevd(VdevdSpec spec, const std::string& vdevdPath, const std::string& statsPath) {
+  return std::make_unique<VdevdDatapath>(std::move(spec), vdevdPath, statsPath);
+}
+
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
                                                const std::string& vdevdPath, const std::string& workDir) {
   static int serial = 0;
   std::unique_ptr<Datapath> d;
   if (isVdevd(kind)) {
     if (vdevdPath.empty()) return Status::fail(ENOENT, "vdevd not found (use --vdevd PATH)");
-    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind,
-                                        workDir + "/vdevd-stats-" + std::to_string(++serial) + ".json");
+    d = makeVdevd(vdevdSpecFor(kind, topo, o), vdevdPath,
+                  workDir + "/vdevd-stats-" + std::to_string(++serial) + ".json");
   } else if (kind == "bridge") {
     d = std::make_unique<BridgeDatapath>(topo, o);
   } else if (kind == "xdp-redirect") {
