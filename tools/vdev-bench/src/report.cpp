@@ -12,14 +12,14 @@
 
 namespace vdev::bench {
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+namespace {
 
 double medianOf(const std::vector<RunResult>& runs, const std::function<double(const RunResult&)>& f) {
   std::vector<double> v;

@@ -36,6 +36,9 @@ struct Report {
   std::string fatal;  // setup failure / interruption, or ""
 };
 
+// The median of v (the mean of the middle two when even); NAN when empty.
+double median(std::vector<double> v);
+
 void printTable(const Report& r, FILE* out);
 std::string toJson(const Report& r);
 
