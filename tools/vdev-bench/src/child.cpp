@@ -114,13 +114,7 @@ Result<std::unique_ptr<Child>> Child::start(const std::vector<std::string>& argv
 }
 
 void Child::readMain(Fd fd) {
-  // The main thread takes the stop signals (its wait loops poll the flag).
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  blockStopSignals();
   std::string pending;
   char buf[4096];
   auto keepLine = [&](const std::string& line) {

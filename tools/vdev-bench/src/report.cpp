@@ -544,16 +544,7 @@ std::string toJson(const Report& rep) {
   const Options& o = *rep.opt;
   JsonWriter j;
   j.beginObject();
-  j.field("tool", "vdev-bench");
-  j.key("command").beginArray();
-  for (const auto& a : o.argv) j.value(a);
-  j.endArray();
-  struct utsname u;
-  uname(&u);
-  j.key("host").beginObject();
-  j.field("kernel", std::string(u.release));
-  j.field("cpus", onlineCpus());
-  j.endObject();
+  jsonHead(j, o.argv);
   j.key("config").beginObject();
   j.field("scenario", scenarioName(o.scenario));
   j.field("frame_size", static_cast<uint64_t>(o.frameSize));
@@ -677,16 +668,33 @@ std::string toJson(const Report& rep) {
     j.endObject();
   }
   j.endArray();
+  jsonTail(j, rep.leftovers, rep.fatal);
+  j.endObject();
+  return j.str() + "\n";
+}
+
+void jsonHead(JsonWriter& j, const std::vector<std::string>& argv) {
+  j.field("tool", "vdev-bench");
+  j.key("command").beginArray();
+  for (const auto& a : argv) j.value(a);
+  j.endArray();
+  struct utsname u;
+  uname(&u);
+  j.key("host").beginObject();
+  j.field("kernel", std::string(u.release));
+  j.field("cpus", onlineCpus());
+  j.endObject();
+}
+
+void jsonTail(JsonWriter& j, const std::vector<std::string>& leftovers, const std::string& fatal) {
   j.key("cleanup").beginObject();
-  j.field("ok", rep.leftovers.empty());
+  j.field("ok", leftovers.empty());
   j.key("leftovers").beginArray();
-  for (const auto& l : rep.leftovers) j.value(l);
+  for (const auto& l : leftovers) j.value(l);
   j.endArray();
   j.endObject();
   j.key("error");
-  if (rep.fatal.empty()) j.null(); else j.value(rep.fatal);
-  j.endObject();
-  return j.str() + "\n";
+  if (fatal.empty()) j.null(); else j.value(fatal);
 }
 
 }  // namespace vdev::bench

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "json_writer.h"
 #include "options.h"
 #include "runner.h"
 
@@ -41,5 +42,10 @@ double median(std::vector<double> v);
 
 void printTable(const Report& r, FILE* out);
 std::string toJson(const Report& r);
+// The fields every JSON document of vdev-bench starts with ("tool", "command":
+// argv, "host": kernel and CPUs) and ends with ("cleanup": ok and the
+// leftovers, "error": null or the fatal error), inside its top-level object.
+void jsonHead(JsonWriter& j, const std::vector<std::string>& argv);
+void jsonTail(JsonWriter& j, const std::vector<std::string>& leftovers, const std::string& fatal);
 
 }  // namespace vdev::bench

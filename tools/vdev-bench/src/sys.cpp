@@ -66,6 +66,15 @@ void installStopSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void blockStopSignals() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+}
+
 bool stopRequested() { return g_stop.load(std::memory_order_relaxed); }
 void requestStop() { g_stop.store(true, std::memory_order_relaxed); }
 

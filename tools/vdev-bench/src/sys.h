@@ -27,6 +27,10 @@ void logWarn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));  // al
 // wait loop polls it, so an interrupted run unwinds through the destructors
 // that remove what it created.
 void installStopSignals();
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that they go to
+// the main thread (whose wait loops poll the stop flag) rather than
+// interrupting a helper thread's blocking call.
+void blockStopSignals();
 bool stopRequested();
 void requestStop();
 // Sleeps up to `seconds`, returning early (false) when a stop is requested.
