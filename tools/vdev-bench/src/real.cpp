@@ -75,7 +75,8 @@ class RealBridge : public Datapath {
     const std::string& ns = topo_.dut().name();
     VB_TRY(runCommand({"ip", "-n", ns, "link", "add", topo_.bridgeName(), "type", "bridge", "stp_state", "0"}));
     created_ = true;
-    for (const auto& p : topo_.ports()) VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", topo_.bridgeName()}));
+    for (const auto& p : topo_.ports())
+      VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", topo_.bridgeName()}));
     return runCommand({"ip", "-n", ns, "link", "set", topo_.bridgeName(), "up"});
   }
   Status stop() override {
@@ -383,7 +384,8 @@ std::vector<double> valuesOf(const Cell& c, double Measurement::*f) {
 double minOf(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
 double maxOf(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
 int noisyRuns(const Cell& c) {
-  return static_cast<int>(std::count_if(c.runs.begin(), c.runs.end(), [](const Measurement& m) { return m.cpu.noisy; }));
+  return static_cast<int>(
+      std::count_if(c.runs.begin(), c.runs.end(), [](const Measurement& m) { return m.cpu.noisy; }));
 }
 double bridgeMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu) {
   const Cell* b = rep.find(s, mtu, kBridge);
@@ -398,7 +400,9 @@ std::string num(double v, int decimals) {
   return b;
 }
 // A UDP run's datagrams lost in the receiver's full socket buffer, in % of those sent.
-double sockDropPct(const Measurement& m) { return m.udp && m.udp->sent ? 100.0 * m.udp->rcvbufErrors / m.udp->sent : 0; }
+double sockDropPct(const Measurement& m) {
+  return m.udp && m.udp->sent ? 100.0 * m.udp->rcvbufErrors / m.udp->sent : 0;
+}
 
 void printReal(const RealReport& rep, FILE* out) {
   const Options& o = *rep.opt;
@@ -642,7 +646,8 @@ std::string realJson(const RealReport& rep) {
 
 // Which cells are measured, which skipped and why; the missing tools.
 Status plan(const Options& o, RealReport& rep) {
-  bool wantsVdevd = std::any_of(o.datapaths.begin(), o.datapaths.end(), [](const std::string& d) { return isVdevd(d); });
+  const bool wantsVdevd =
+      std::any_of(o.datapaths.begin(), o.datapaths.end(), [](const std::string& d) { return isVdevd(d); });
   if (wantsVdevd) rep.vdevdPath = findVdevd(o.vdevdPath);
   rep.vdevVmPath = findVdevVm(o.vdevVmPath);
   rep.iperf3Path = searchPath("iperf3");
