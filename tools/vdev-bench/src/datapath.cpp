@@ -27,7 +27,10 @@ namespace {
 class VdevdDatapath : public Datapath {
  public:
   VdevdDatapath(VdevdSpec spec, std::string path, std::string statsPath, std::string logPath)
-      : spec_(std::move(spec)), path_(std::move(path)), statsPath_(std::move(statsPath)), logPath_(std::move(logPath)) {}
+      : spec_(std::move(spec)),
+        path_(std::move(path)),
+        statsPath_(std::move(statsPath)),
+        logPath_(std::move(logPath)) {}
   ~VdevdDatapath() override { (void)stop(); }
 
   std::string name() const override { return spec_.kind; }

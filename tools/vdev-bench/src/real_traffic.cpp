@@ -131,10 +131,11 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
                                        .term_with_parent = true},
                                       {.stdout_path = clientOut, .stderr_path = clientOut + ".err"});
   if (!client) return client.error();
-  const auto timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(duration + 30));
-  std::optional<int> st = testkit::waitUntil([&] { return stopRequested() || !client->running(); }, timeout, std::chrono::milliseconds(20))
-                              ? client->status()
-                              : std::nullopt;
+  const auto timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(duration + 30));
+  const bool ended =
+      testkit::waitUntil([&] { return stopRequested() || !client->running(); }, timeout, std::chrono::milliseconds(20));
+  std::optional<int> st = ended ? client->status() : std::nullopt;
   auto cpu = meter.end(what);
   const std::string clientName = "iperf3 -c (" + from.name + ")";
   if (!st) {
