@@ -16,6 +16,13 @@
 #      pacing never above the target), the loss-free rate = the best passing
 #      trial (or the peak's offered rate when the peak lost nothing and there
 #      was no search), a trial at 90% of vdevd's peak for every datapath;
+#   6. --real (MTU 1500, 1 run of 1 s): every datapath (bridge, tc-redirect,
+#      vdevd, vdevd-own) moved data in every scenario (TCP both ways between
+#      the containers, the UDP flood, TCP both ways between a container and
+#      the VM), no datagram arrived that was not sent, the VM sent GSO
+#      frames with partial checksums, and each datapath took the path it
+#      names (tc-redirect redirected; vdevd's fast path carried frames,
+#      vdevd-own's none);
 # and nothing left behind after any of them. Never a timed assertion: a
 # probe has 2 s to come back (--lat-timeout-ms), so a loaded machine delays
 # the answers but does not lose them.
@@ -23,12 +30,19 @@
 # fails the test (vdev-bench alone would skip it with a note).
 # Exit 77 (skipped) when not root.
 set -u
-BENCH=${1:?usage: smoke_test.sh PATH/TO/vdev-bench [PATH/TO/vdevd]}
+BENCH=${1:?usage: smoke_test.sh PATH/TO/vdev-bench [PATH/TO/vdevd|- [PATH/TO/vdev-vm]]}
 VDEVD=${2:-}
+VDEVVM=${3:-}
+[ "$VDEVD" = - ] && VDEVD=""
 vdevd_arg=""
 if [ -n "$VDEVD" ]; then
     [ -x "$VDEVD" ] || { echo "FAIL: vdevd not built: $VDEVD"; exit 1; }
     vdevd_arg="--vdevd $VDEVD"
+fi
+vdevvm_arg=""
+if [ -n "$VDEVVM" ]; then
+    [ -x "$VDEVVM" ] || { echo "FAIL: vdev-vm not built: $VDEVVM"; exit 1; }
+    vdevvm_arg="--vdev-vm $VDEVVM"
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -55,6 +69,8 @@ run tapveth --scenario tap-veth --frame-size 64 $short
 run rate --datapath xdp-redirect,bridge --rate 200k --latency off --runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --json
 # shellcheck disable=SC2086
 run findrate --find-rate --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-trials 5 --json $vdevd_arg
+# shellcheck disable=SC2086
+run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 
 python3 - "$dir" <<'PY'
 import json, math, os, sys
@@ -253,6 +269,75 @@ if doc:
                 fail("findrate: %s: %s" % (dp, rs["stop_problem"]))
     if have_vdevd and not doc["results"][0]["datapath"].startswith("vdevd"):
         fail("findrate: vdevd was not measured first")
+
+def check_real(doc, rc):
+    if doc.get("error"):
+        fail("real: error: %s" % doc["error"])
+    if not doc["cleanup"]["ok"]:
+        fail("real: leftovers: %s" % doc["cleanup"]["leftovers"])
+    prefix = doc["config"]["prefix"]
+    left = [n for n in os.listdir("/run/netns") if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") else []
+    if left:
+        fail("real: leftover namespaces: %s" % left)
+    for s in doc["skipped"]:
+        fail("real: skipped %s: %s" % (s["what"], s["reason"]))
+    want = ["bridge", "tc-redirect", "vdevd", "vdevd-own"]
+    if doc["config"]["datapaths"] != want:
+        fail("real: datapaths %s, expected %s" % (doc["config"]["datapaths"], want))
+    got = sorted(s["scenario"] for s in doc["scenarios"])
+    if got != sorted(["tcp-a-b", "tcp-b-a", "udp-a-b", "tcp-vm-a", "tcp-a-vm"]):
+        fail("real: scenarios %s" % got)
+    for s in doc["scenarios"]:
+        dps = [r["datapath"] for r in s["results"]]
+        if dps != want:
+            fail("real: %s: datapaths %s" % (s["scenario"], dps))
+        for r in s["results"]:
+            name = "real: %s %s" % (s["scenario"], r["datapath"])
+            if r["errors"]:
+                fail("%s: %s" % (name, r["errors"]))
+            if len(r["runs"]) != 1:
+                fail("%s: %d runs" % (name, len(r["runs"])))
+            for m in r["runs"]:
+                print("%-8s %-11s %.3f %s" % (s["scenario"], r["datapath"], m["value"], s["unit"]))
+                if not m["value"] > 0:
+                    fail("%s: moved nothing (%s)" % (name, m["value"]))
+                if s["unit"] == "gbit_s" and not m["bytes"] > 0:
+                    fail("%s: no bytes received" % name)
+                if s["unit"] == "mpps_received" and not 0 < m["received"] <= m["sent"]:
+                    fail("%s: received %d of %d datagrams" % (name, m["received"], m["sent"]))
+    for su in doc["setups"]:
+        name = "real: %s set-up" % su["datapath"]
+        if su["error"] or su["stop_problem"]:
+            fail("%s: %s %s" % (name, su["error"], su["stop_problem"]))
+        vm = su["vm"] or {}
+        fg = vm.get("from_guest", {})
+        if not (fg.get("gso", 0) > 0 and fg.get("partial_csum", 0) > 0):
+            fail("%s: the VM sent no GSO frame with a partial checksum: %s" % (name, vm))
+        st = su["datapath_stats"] or {}
+        if su["datapath"] == "tc-redirect":
+            if not st.get("redirected_skbs", 0) > 0 or st.get("redirect_failed") != 0:
+                fail("%s: tc_fwd counters %s" % (name, st))
+        if su["datapath"].startswith("vdevd"):
+            ports = st.get("ports", [])
+            fast = sum(p["xdp_prog"]["fast"] for p in ports)
+            rx = sum(p["rx_packets"] for p in ports)
+            if len(ports) != 3 or any(p["hook"] != "tc" for p in ports):
+                fail("%s: ports %s" % (name, [(p["name"], p["hook"]) for p in ports]))
+            if su["datapath"] == "vdevd" and not fast > 0:
+                fail("%s: nothing on the fast path" % name)
+            if su["datapath"] == "vdevd-own" and (fast != 0 or not rx > 0):
+                fail("%s: fast path carried %d, vdevd received %d" % (name, fast, rx))
+    if rc != 0 and ok:
+        fail("real: vdev-bench exited %d" % rc)
+
+rc = int(open(os.path.join(d, "real.rc")).read())
+try:
+    doc = json.load(open(os.path.join(d, "real.json")))
+except ValueError as e:
+    fail("real: output is not JSON: %s" % e)
+    doc = None
+if doc:
+    check_real(doc, rc)
 
 print("PASS" if ok else "FAILED")
 sys.exit(0 if ok else 1)

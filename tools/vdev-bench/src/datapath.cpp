@@ -19,87 +19,34 @@ namespace vdev::bench {
 
 namespace {
 
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  std::string s(buf);
-  auto slash = s.rfind('/');
-  return slash == std::string::npos ? "." : s.substr(0, slash);
-}
-
 // ---- vdevd ----------------------------------------------------------------
 
-// vdevd started in the device-under-test namespace through `ip netns exec`
-// (which also mounts that namespace's sysfs for it), pinned to the DUT CPU.
-// `ip netns exec` execs the command in place, so the child pid is vdevd's.
-// kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
-// (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
-// --no-fast-rx on the ingress port: what the generator sends goes through
-// vdevd's thread, what the sink answers may take the fast path), or
-// "vdevd-spin" (the
-// scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
-// thread never sleeps while frames come more often than once a second, the
-// nearest vdevd has to busy polling).
+// vdevd as VdevdSpec says, started through `ip netns exec` (which also
+// mounts that namespace's sysfs for it) as a testkit::Child. `ip netns exec`
+// execs the command in place, so the child pid is vdevd's.
 class VdevdDatapath : public Datapath {
  public:
-  VdevdDatapath(Topology& t, const Options& o, std::string path, std::string kind, std::string statsPath,
-                std::string logPath)
-      : topo_(t),
-        opt_(o),
+  VdevdDatapath(VdevdSpec spec, std::string path, std::string statsPath, std::string logPath)
+      : spec_(std::move(spec)),
         path_(std::move(path)),
-        kind_(std::move(kind)),
         statsPath_(std::move(statsPath)),
-        logPath_(std::move(logPath)) {
-    bool threePorts = topo_.ports().size() > 2;
-    mode_ = kind_ == "vdevd-switch" || fastPath() || threePorts ? "switch" : "xconnect";
-  }
+        logPath_(std::move(logPath)) {}
   ~VdevdDatapath() override { (void)stop(); }
 
-  std::string name() const override { return kind_; }
-  // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
-  bool fastPath() const { return kind_ == "vdevd-fast" || kind_ == "vdevd-rx-off"; }
+  std::string name() const override { return spec_.kind; }
 
   Status start() override {
-    std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_};
-    for (const auto& p : topo_.ports()) {
-      args.push_back("--port");
-      args.push_back(p);
-    }
-    for (const char* a : {"--mode", mode_.c_str(), "--stats-json", statsPath_.c_str(),
-                          // the host's control socket and saved ports are not ours
-                          "--no-socket", "--no-state"})
-      args.emplace_back(a);
-    if (kind_ == "vdevd-spin") {
-      args.emplace_back("--idle-spin-us");
-      args.emplace_back(std::to_string(kSpinUs));
-    }
-    // vdevd-fast requires the kernel fast path; the others measure vdevd's
-    // own (AF_XDP) path, so in switch mode they turn it off (it is on by
-    // default, and a tap always takes redirected frames).
-    if (fastPath()) args.emplace_back("--fast-path");
-    else if (mode_ == "switch") args.emplace_back("--no-fast-path");
-    if (kind_ == "vdevd-rx-off") {
-      args.emplace_back("--no-fast-rx");
-      args.push_back(topo_.portA());
-    }
-    // The generator's frames are XDP frames, a NIC-like source: the ports
-    // take vdevd's XDP hook (the skb path would see none of them: a veth
-    // without NAPI drops redirected frames). --vdevd-arg --default-hook=...
-    // comes after and wins.
-    args.emplace_back("--default-hook");
-    args.emplace_back("xdp");
-    for (const auto& a : opt_.vdevdArgs) args.push_back(a);
-    logInfo("+ %s  (cpu %d)", testkit::commandLine(args).c_str(), opt_.dutCpu);
+    std::vector<std::string> args{"ip", "netns", "exec", spec_.ns->name(), path_, "--stats-json", statsPath_};
+    args.insert(args.end(), spec_.args.begin(), spec_.args.end());
+    logInfo("+ %s  (cpu %d)", testkit::commandLine(args).c_str(), spec_.cpu);
     unlink(statsPath_.c_str());
 
-    // Pinned to the DUT CPU, at SCHED_FIFO --dp-prio (inherited through
+    // Pinned to spec's CPU, at SCHED_FIFO spec.prio (inherited through
     // exec); if vdev-bench dies, vdevd gets SIGTERM and cleans up after
     // itself. Its output goes to a file in the work directory, which it can
     // never block on.
     auto child = testkit::Child::start(
-        {.argv = args, .cpu = opt_.dutCpu, .fifo_prio = opt_.dpPrio, .term_with_parent = true},
+        {.argv = args, .cpu = spec_.cpu, .fifo_prio = spec_.prio, .term_with_parent = true},
         {.stdout_path = logPath_});
     if (!child) return child.error();
     child_.emplace(std::move(*child));
@@ -109,8 +56,9 @@ class VdevdDatapath : public Datapath {
     if (!ready.ok()) {
       if (ready.error().err == EINTR) return Error{EINTR, "waiting for vdevd"};
       if (ready.error().err == ECHILD)
-        return Error{0, "vdevd exited before it was ready (" + exitText(child_->status().value_or(-1)) + ")" + tail()};
-      return Error{0, "vdevd did not print 'vdevd: ready' within 30 s" + tail()};
+        return Error{0, "vdevd exited before it was ready (" + childExitText(child_->status().value_or(-1)) + ")" +
+                            childOutputTail(logPath_, "vdevd")};
+      return Error{0, "vdevd did not print 'vdevd: ready' within 30 s" + childOutputTail(logPath_, "vdevd")};
     }
     return {};
   }
@@ -125,9 +73,9 @@ class VdevdDatapath : public Datapath {
       (void)child_->signal(SIGKILL);
       st = child_->wait(std::chrono::seconds(30));
     }
-    const std::string problemTail = tail();
+    const std::string problemTail = childOutputTail(logPath_, "vdevd");
     if (verbose())
-      for (const auto& line : logLines(SIZE_MAX)) logInfo("vdevd: %s", line.c_str());
+      for (const auto& line : childOutputLines(logPath_, SIZE_MAX)) logInfo("vdevd: %s", line.c_str());
     child_.reset();
     auto text = testkit::readFile(statsPath_);
     stats_ = text ? *text : "";
@@ -137,7 +85,7 @@ class VdevdDatapath : public Datapath {
     unlink(logPath_.c_str());
     if (!exited) return Error{0, "vdevd did not exit after SIGTERM"};
     if (*st != 0)
-      return Error{0, "vdevd " + exitText(*st) + (*st == 1 ? " (frame leak reported)" : "") + problemTail};
+      return Error{0, "vdevd " + childExitText(*st) + (*st == 1 ? " (frame leak reported)" : "") + problemTail};
     return {};
   }
 
@@ -149,58 +97,83 @@ class VdevdDatapath : public Datapath {
   }
 
   std::string statsJson() const override { return stats_; }
-  // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
-  // needs NAPI, which vdevd gives the container end of every veth it creates.
-  bool transmitsXdpFrames() const override { return fastPath(); }
+  bool transmitsXdpFrames() const override { return spec_.transmitsXdpFrames; }
   pid_t pid() const override { return child_ ? child_->pid() : 0; }
   std::string liveStatsJson() override {
     if (!child_) return "";
     auto text = testkit::requestStats(*child_, statsPath_, std::chrono::milliseconds(200));
     return text ? *text : "";
   }
-  std::string describe() const override {
-    std::string s = "vdevd --mode " + mode_;
-    if (kind_ == "vdevd-spin") s += " --idle-spin-us " + std::to_string(kSpinUs);
-    if (fastPath()) s += " --fast-path";
-    else if (mode_ == "switch") s += " --no-fast-path";
-    if (kind_ == "vdevd-rx-off") s += " --no-fast-rx " + topo_.portA();
-    if (opt_.dpPrio) s += " (SCHED_FIFO " + std::to_string(opt_.dpPrio) + ")";
-    for (const auto& a : opt_.vdevdArgs) s += " " + a;
-    return s;
-  }
+  std::string describe() const override { return spec_.describe; }
 
  private:
-  static constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
-  // A testkit::Child status: the exit code, or 128 + the signal that killed it.
-  static std::string exitText(int st) {
-    if (st > 128 && st < 128 + NSIG) return std::string("killed by ") + strsignal(st - 128);
-    return "exit status " + std::to_string(st);
-  }
-  // The last `max` lines vdevd printed (stdout and stderr).
-  std::vector<std::string> logLines(size_t max) const {
-    auto text = testkit::readFile(logPath_);
-    std::vector<std::string> lines;
-    if (!text) return lines;
-    std::stringstream ss(*text);
-    std::string line;
-    while (std::getline(ss, line)) lines.push_back(line);
-    if (lines.size() > max) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max));
-    return lines;
-  }
-  std::string tail() const {
-    const auto lines = logLines(40);
-    if (lines.empty()) return "";
-    std::string s = "; vdevd output:";
-    for (const auto& l : lines) s += "\n    " + l;
-    return s;
-  }
-
-  Topology& topo_;
-  const Options& opt_;
-  std::string path_, kind_, mode_, statsPath_, logPath_;
+  VdevdSpec spec_;
+  std::string path_, statsPath_, logPath_;
   std::optional<testkit::Child> child_;  // while started
   std::string stats_;
 };
+
+// The vdevd datapaths of the XDP-frame scenarios: vdevd in the DUT
+// namespace on the topology's ports, pinned to the DUT CPU.
+// kind: "vdevd" (xconnect), "vdevd-switch" (--no-fast-path), "vdevd-fast"
+// (switch with the kernel fast path), "vdevd-rx-off" (vdevd-fast with
+// --no-fast-rx on the ingress port: what the generator sends goes through
+// vdevd's thread, what the sink answers may take the fast path), or
+// "vdevd-spin" (the
+// scenario's mode with --idle-spin-us at its maximum, 1 s: the datapath
+// thread never sleeps while frames come more often than once a second, the
+// nearest vdevd has to busy polling).
+VdevdSpec vdevdSpecFor(const std::string& kind, const Topology& topo, const Options& opt) {
+  constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
+  // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
+  const bool fastPath = kind == "vdevd-fast" || kind == "vdevd-rx-off";
+  const bool threePorts = topo.ports().size() > 2;
+  const std::string mode = kind == "vdevd-switch" || fastPath || threePorts ? "switch" : "xconnect";
+  VdevdSpec s;
+  s.kind = kind;
+  s.ns = &topo.dutNs();
+  s.cpu = opt.dutCpu;
+  s.prio = opt.dpPrio;
+  // Learned unicast leaves through the devmap (ndo_xdp_xmit): the sink veth
+  // needs NAPI, which vdevd gives the container end of every veth it creates.
+  s.transmitsXdpFrames = fastPath;
+  auto& args = s.args;
+  for (const auto& p : topo.ports()) {
+    args.push_back("--port");
+    args.push_back(p);
+  }
+  // The host's control socket and saved ports are not ours.
+  for (const char* a : {"--mode", mode.c_str(), "--no-socket", "--no-state"}) args.emplace_back(a);
+  if (kind == "vdevd-spin") {
+    args.emplace_back("--idle-spin-us");
+    args.emplace_back(std::to_string(kSpinUs));
+  }
+  // vdevd-fast requires the kernel fast path; the others measure vdevd's
+  // own (AF_XDP) path, so in switch mode they turn it off (it is on by
+  // default, and a tap always takes redirected frames).
+  if (fastPath) args.emplace_back("--fast-path");
+  else if (mode == "switch") args.emplace_back("--no-fast-path");
+  if (kind == "vdevd-rx-off") {
+    args.emplace_back("--no-fast-rx");
+    args.push_back(topo.portA());
+  }
+  // The generator's frames are XDP frames, a NIC-like source: the ports
+  // take vdevd's XDP hook (the skb path would see none of them: a veth
+  // without NAPI drops redirected frames). --vdevd-arg --default-hook=...
+  // comes after and wins.
+  args.emplace_back("--default-hook");
+  args.emplace_back("xdp");
+  for (const auto& a : opt.vdevdArgs) args.push_back(a);
+
+  s.describe = "vdevd --mode " + mode;
+  if (kind == "vdevd-spin") s.describe += " --idle-spin-us " + std::to_string(kSpinUs);
+  if (fastPath) s.describe += " --fast-path";
+  else if (mode == "switch") s.describe += " --no-fast-path";
+  if (kind == "vdevd-rx-off") s.describe += " --no-fast-rx " + topo.portA();
+  if (opt.dpPrio) s.describe += " (SCHED_FIFO " + std::to_string(opt.dpPrio) + ")";
+  for (const auto& a : opt.vdevdArgs) s.describe += " " + a;
+  return s;
+}
 
 // ---- Linux bridge ---------------------------------------------------------
 
@@ -331,6 +304,11 @@ std::string findVdevd(const std::string& given) {
   return testkit::findExecutable("vdevd");
 }
 
+std::unique_ptr<Datapath> makeVdevd(VdevdSpec spec, const std::string& vdevdPath, const std::string& statsPath,
+                                    const std::string& logPath) {
+  return std::make_unique<VdevdDatapath>(std::move(spec), vdevdPath, statsPath, logPath);
+}
+
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
                                                const std::string& vdevdPath, const std::string& workDir) {
   static int serial = 0;
@@ -338,8 +316,8 @@ Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology
   if (isVdevd(kind)) {
     if (vdevdPath.empty()) return makeError(ENOENT, "vdevd not found (use --vdevd PATH)");
     const std::string n = std::to_string(++serial);
-    d = std::make_unique<VdevdDatapath>(topo, o, vdevdPath, kind, workDir + "/vdevd-stats-" + n + ".json",
-                                        workDir + "/vdevd-" + n + ".log");
+    d = makeVdevd(vdevdSpecFor(kind, topo, o), vdevdPath, workDir + "/vdevd-stats-" + n + ".json",
+                  workDir + "/vdevd-" + n + ".log");
   } else if (kind == "bridge") {
     d = std::make_unique<BridgeDatapath>(topo, o);
   } else if (kind == "xdp-redirect") {

@@ -50,6 +50,22 @@ std::string datapathFitsScenario(const std::string& kind, Scenario sc);
 Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology& topo, const Options& o,
                                                const std::string& vdevdPath, const std::string& workDir);
 
+// How a vdevd datapath runs: what makeDatapath() derives from a vdevd kind
+// and the topology, or what another mode (--real) sets up itself.
+struct VdevdSpec {
+  std::string kind;                 // the datapath's name
+  const Netns* ns = nullptr;        // vdevd runs inside (ip netns exec); outlives the datapath
+  std::vector<std::string> args;    // after vdevd's path, except --stats-json (the datapath's own)
+  int cpu = -1;                     // pinned to this CPU, -1 anywhere
+  int prio = 0;                     // SCHED_FIFO priority, 0 normal
+  bool transmitsXdpFrames = false;  // Datapath::transmitsXdpFrames()
+  std::string describe;             // Datapath::describe()
+};
+// vdevd (at vdevdPath) as spec says; its statistics file is statsPath, what
+// it prints goes to logPath.
+std::unique_ptr<Datapath> makeVdevd(VdevdSpec spec, const std::string& vdevdPath, const std::string& statsPath,
+                                    const std::string& logPath);
+
 // Where vdevd is: --vdevd, else ../../daemon/vdevd relative to this binary
 // (the build tree), else PATH. Empty when not found.
 std::string findVdevd(const std::string& given);

@@ -126,12 +126,7 @@ Status Generator::start() {
 
 void Generator::threadMain(int index, uint32_t repeat, uint32_t batch) {
   // Stop signals go to the main thread; this one only reacts to kInterruptSignal.
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  blockStopSignals();
   sigset_t unblock;
   sigemptyset(&unblock);
   sigaddset(&unblock, kInterruptSignal);
@@ -260,12 +255,7 @@ Status TapWriter::start() {
 }
 
 void TapWriter::threadMain(int index) {
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  blockStopSignals();
   book_.started(index, gettid());
   Status s = pinTask(0, cpu_);
   if (s.ok() && rate_.load(std::memory_order_relaxed)) s = setPacerNice();

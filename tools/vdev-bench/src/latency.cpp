@@ -33,17 +33,10 @@ void sleepUntilNs(uint64_t t) {
   }
 }
 
-void blockStopSignals() {
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
-}
-
 // Ethernet + IPv4 + UDP headers of a probe frame.
 constexpr size_t kHeaders = 14 + 20 + 8;
+
+}  // namespace
 
 sockaddr_in sockAddr(uint32_t ip, uint16_t port) {
   sockaddr_in a = {};
@@ -68,8 +61,6 @@ Result<FileDesc> udpSocket(const Netns& ns, uint32_t ip, uint16_t port, bool udp
     return fd;
   });
 }
-
-}  // namespace
 
 LatencyStats summarizeLatency(const std::vector<double>& us, uint64_t sent) {
   LatencyStats s;

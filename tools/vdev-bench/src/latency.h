@@ -12,6 +12,7 @@
 // would carry unfinished to the receiver.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -26,6 +27,13 @@
 #include "sys.h"
 
 namespace vdev::bench {
+
+// An IPv4 socket address (ip and port in host byte order).
+sockaddr_in sockAddr(uint32_t ip, uint16_t port);
+// A UDP socket made inside ns (it stays there, whichever thread uses it),
+// bound to ip:port (port 0: any); udpChecksum false: it sends with UDP
+// checksum 0 (SO_NO_CHECK).
+Result<FileDesc> udpSocket(const Netns& ns, uint32_t ip, uint16_t port, bool udpChecksum);
 
 // Percentiles of a set of round trips, in microseconds.
 struct LatencyStats {

@@ -15,6 +15,7 @@
 #include "generator.h"
 #include "latency.h"
 #include "options.h"
+#include "real.h"
 #include "report.h"
 #include "runner.h"
 #include "sys.h"
@@ -172,6 +173,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "vdev-bench: must run as root (namespaces, XDP, BPF_PROG_RUN)\n");
     return 1;
   }
+  if (o.real) return runReal(o);
   int ncpu = onlineCpus();
   int sinkCpu = o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu;
   for (int c : {o.genCpu, o.dutCpu, sinkCpu}) {

@@ -8,6 +8,7 @@
 #include "base/parse.h"
 #include "datapath.h"
 #include "frame.h"
+#include "real.h"
 
 namespace vdev::bench {
 
@@ -41,6 +42,8 @@ SYNOPSIS
     vdev-bench [--scenario veth-veth|veth-tap|tap-veth|switch] [--datapath LIST]
                [--duration S] [--runs N] [--frame-size B] [--latency on|off|only]
                [--find-rate] [--rate PPS] [--json] [--vdevd PATH] [OPTIONS]
+    vdev-bench --real [--runs N] [--duration S] [--mtu LIST] [--datapath LIST]
+               [--vdevd PATH] [--vdev-vm PATH] [--json]
 
 DESCRIPTION
     Builds a private topology of network namespaces, offers a continuous stream of
@@ -238,6 +241,46 @@ OPTIONS
         --resolution F    stop when the bounds are within F x the upper one (default 0.02).
         --max-trials N    trials per search at most (default 12).
 
+  Real senders (see docs/performance.md, "Real senders"):
+        --real            instead of generated frames, what the kernel stacks of two
+                          containers and a VM send, each datapath on a fresh topology of
+                          its own (P = vb<pid>):
+                            P-a: eth0 (veth) == P-dut: Pa [datapath] Pb == P-b: eth0 (veth)
+                                                       Pt (tap) == vdev-vm guest == P-g: eth0
+                          The containers' veths keep their default offloads (TSO, checksum
+                          offload). The VM is vdev-vm's guest mode: it opens Pt as QEMU does
+                          by default (IFF_VNET_HDR, TUNSETOFFLOAD) and relays the stack of
+                          netns P-g through it, so the guest sends TCP with partial
+                          checksums and 64 KB GSO frames. Addresses 198.18.0.1 (A), 198.18.1.1
+                          (B), 198.18.2.1 (VM), static neighbour entries, IPv6 off; nothing
+                          is pinned. Per datapath, MTU and run:
+                            tcp-a-b, tcp-b-a  TCP A -> B and B -> A: iperf3 -s in the
+                                              receiver's namespace, iperf3 -c -t S -J in the
+                                              sender's, one stream; Gbit/s at the receiver
+                            udp-a-b           UDP A -> B: one thread sendmmsg()s 18-byte
+                                              payloads (64-byte frames) for S seconds, a
+                                              thread in B counts them (recvmmsg); Mpps
+                                              received. MTU 1500 only
+                            tcp-vm-a, tcp-a-vm
+                                              TCP VM -> A and A -> VM. MTU 1500 only
+                          --datapath takes these datapaths (default: all four, in order):
+                            bridge       the Linux bridge, every port enslaved (the reference)
+                            tc-redirect  a tc ingress program on each port that redirects
+                                         each skb to its destination's port by MAC:
+                                         bpf_redirect_peer() into a container's veth,
+                                         bpf_redirect() to the tap (the upper bound)
+                            vdevd        vdevd with its defaults: skb path, kernel fast path
+                            vdevd-own    vdevd --no-fast-path: every frame through vdevd's
+                                         AF_XDP path by way of the punt device; not above
+                                         MTU 1500 (a frame must fit in a UMEM frame)
+                          --runs, --duration, --vdevd, --vdevd-arg, --dp-prio and --json
+                          apply; the other options do not. Needs iperf3 and ping.
+        --mtu LIST        comma-separated MTUs of the containers' veths and their ports,
+                          576 .. 9000 (default 1500,9000).
+        --vdev-vm PATH    the vdev-vm binary (default: ../vdev-vm/vdev-vm relative to
+                          vdev-bench in the build tree, then PATH); without one the VM
+                          scenarios are skipped with a note.
+
     -v, --verbose         log every command and vdevd's output on stderr.
     -V, --version         print vdev-bench's version.
     -h, --help            this text.
@@ -255,6 +298,17 @@ OUTPUT
     count is <= the generator count and equals the kernel's count. With --json every run
     with all raw figures, 10 ms rate statistics and vdevd's statistics.
 
+    With --real, a table per scenario and MTU: per datapath the median over the runs
+    (min-max), its ratio to the bridge's median, CPU s/Gbit (UDP: CPU s/Mpkt): CPU
+    seconds of the benchmark's own tasks (iperf3 at both ends or the UDP sender and
+    receiver, vdevd, vdev-vm, ksoftirqd, vdev-bench; utime + stime, so softirq work
+    counts for the task it ran on top of) per Gbit (per million datagrams) received,
+    "machine": all busy CPU time of the machine (/proc/stat) per Gbit, and how many runs
+    were noisy (other load or steal above 15% of a CPU: a warning is printed as well).
+    UDP adds the Mpps sent and the datagrams lost in the receiving socket's full
+    buffer. With --json every run, the datapath's statistics (vdevd's, tc-redirect's
+    counters) and the VM's counts of GSO and partial-checksum frames.
+
 EXIT STATUS
     0  every datapath measured, counts consistent, nothing left behind
     1  a setup or run failure, a count mismatch, leftovers, or interrupted
@@ -268,6 +322,8 @@ EXAMPLES
     vdev-bench --scenario switch --frame-size 512
     vdev-bench --latency only --datapath vdevd,vdevd-spin,bridge
     vdev-bench --find-rate --runs 3
+    vdev-bench --real
+    vdev-bench --real --mtu 1500 --datapath bridge,vdevd --runs 5 --json > real.json
 
 SEE ALSO
     docs/performance.md (method and results), docs/vdevd.md
@@ -325,9 +381,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          std::string item;
          while (std::getline(ss, item, ',')) {
            if (item.empty()) continue;
-           if (!isKnownDatapath(item))
+           if (!isKnownDatapath(item) && !isRealDatapath(item))
              cli::fail("unknown datapath '" + item +
-                       "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect)");
+                       "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect; "
+                       "--real: bridge, tc-redirect, vdevd, vdevd-own)");
            o->datapaths.push_back(item);
          }
          if (o->datapaths.empty()) cli::fail("--datapath needs at least one datapath");
@@ -423,6 +480,17 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       {"dp-prio", 0, Arg::kRequired,
        [&](std::string_view v) { o->dpPrio = int(integer(v, 0, 99, "--dp-prio: 0 .. 99")); }},
       {"lat-udp-checksum", 0, Arg::kNone, [&](std::string_view) { o->latUdpChecksum = true; }},
+      {"real", 0, Arg::kNone, [&](std::string_view) { o->real = true; }},
+      {"mtu", 0, Arg::kRequired, [&](std::string_view v) {
+         o->mtus.clear();
+         o->mtusGiven = true;
+         std::stringstream ss{std::string(v)};
+         std::string item;
+         while (std::getline(ss, item, ','))
+           o->mtus.push_back(integer(item, 576, 9000, "--mtu: a comma-separated list of MTUs, 576 .. 9000"));
+         if (o->mtus.empty()) cli::fail("--mtu needs at least one MTU");
+       }},
+      {"vdev-vm", 0, Arg::kRequired, [&](std::string_view v) { o->vdevVmPath = v; }},
       {"boost", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "on") o->boost = 1;
          else if (v == "off") o->boost = 0;
@@ -432,6 +500,15 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   });
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
+    if (o->real) {
+      if (!o->datapathsGiven) o->datapaths = realDatapaths();
+      for (const auto& d : o->datapaths)
+        if (!isRealDatapath(d)) cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own)");
+      return;
+    }
+    if (o->mtusGiven || !o->vdevVmPath.empty()) cli::fail("--mtu and --vdev-vm go with --real");
+    for (const auto& d : o->datapaths)
+      if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
     if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
     for (const auto& d : o->datapaths) {
       std::string why = datapathFitsScenario(d, o->scenario);

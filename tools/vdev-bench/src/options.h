@@ -82,6 +82,11 @@ struct Options {
   int maxTrials = 12;           // --max-trials: per search
   int boost = -1;               // --boost: session (autogroup) nice -20; -1 auto (paced), 0 off, 1 on
   bool boosted() const { return boost == 1 || (boost == -1 && (findRate || ratePps)); }
+  // Real senders (--real, real.h): the datapaths are real.h's.
+  bool real = false;
+  std::vector<uint32_t> mtus{1500, 9000};  // --mtu
+  bool mtusGiven = false;
+  std::string vdevVmPath;                  // --vdev-vm; empty: look next to vdev-bench, then PATH
   bool verbose = false;
   std::vector<std::string> argv;  // as given, for the report
 };

@@ -14,14 +14,14 @@
 
 namespace vdev::bench {
 
-namespace {
-
 double median(std::vector<double> v) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+namespace {
 
 double medianOf(const std::vector<RunResult>& runs, const std::function<double(const RunResult&)>& f) {
   std::vector<double> v;
@@ -335,19 +335,15 @@ void printTable(const Report& rep, FILE* out) {
   if (!rep.fatal.empty()) fprintf(out, "error: %s\n", rep.fatal.c_str());
 }
 
-namespace {
-
-// The JSON document: nlohmann's, members in the order written.
-using Json = nlohmann::ordered_json;
-
-// A figure with `decimals` digits after the point, as precise as the text
-// prints it; NaN and infinities (no samples) are null.
 Json fixed(double v, int decimals) {
   if (!std::isfinite(v)) return nullptr;
   if (decimals == 0) return std::llround(v);
   const double scale = std::pow(10.0, decimals);
   return std::round(v * scale) / scale;
 }
+
+namespace {
+
 template <class T>
 Json orNull(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
@@ -526,11 +522,7 @@ Json strings(const std::vector<std::string>& v) {
 std::string toJson(const Report& rep) {
   const Options& o = *rep.opt;
   Json j;
-  j["tool"] = "vdev-bench";
-  j["command"] = strings(o.argv);
-  struct utsname u;
-  uname(&u);
-  j["host"] = {{"kernel", std::string(u.release)}, {"cpus", onlineCpus()}};
+  jsonHead(j, o.argv);
   Json c;
   c["scenario"] = scenarioName(o.scenario);
   c["frame_size"] = static_cast<uint64_t>(o.frameSize);
@@ -634,8 +626,24 @@ std::string toJson(const Report& rep) {
   Json skipped = Json::array();
   for (const auto& s : rep.skipped) skipped.push_back({{"datapath", s.datapath}, {"reason", s.reason}});
   j["skipped"] = std::move(skipped);
-  j["cleanup"] = {{"ok", rep.leftovers.empty()}, {"leftovers", strings(rep.leftovers)}};
-  j["error"] = orNull(rep.fatal);
+  jsonTail(j, rep.leftovers, rep.fatal);
+  return dumpJson(j);
+}
+
+void jsonHead(Json& j, const std::vector<std::string>& argv) {
+  j["tool"] = "vdev-bench";
+  j["command"] = strings(argv);
+  struct utsname u;
+  uname(&u);
+  j["host"] = {{"kernel", std::string(u.release)}, {"cpus", onlineCpus()}};
+}
+
+void jsonTail(Json& j, const std::vector<std::string>& leftovers, const std::string& fatal) {
+  j["cleanup"] = {{"ok", leftovers.empty()}, {"leftovers", strings(leftovers)}};
+  j["error"] = orNull(fatal);
+}
+
+std::string dumpJson(const Json& j) {
   // Text from the system (vdevd's output, error messages) may be any bytes:
   // invalid UTF-8 is replaced rather than thrown on.
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -187,12 +187,7 @@ TapSink::~TapSink() {
 }
 
 void TapSink::readerMain() {
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  sigaddset(&block, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  blockStopSignals();
   tid_.store(gettid(), std::memory_order_relaxed);
 
   alignas(64) uint8_t buf[65536];

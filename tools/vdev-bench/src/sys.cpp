@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -12,10 +13,12 @@
 #include <time.h>
 
 #include <cstdarg>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "testkit/files.h"
 #include "testkit/process.h"
 #include "testkit/wait.h"
 
@@ -66,6 +69,15 @@ void installStopSignals() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+void blockStopSignals() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  sigaddset(&block, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+}
+
 bool stopRequested() { return g_stop.load(std::memory_order_relaxed); }
 void requestStop() { g_stop.store(true, std::memory_order_relaxed); }
 
@@ -86,6 +98,53 @@ Status runCommand(const std::vector<std::string>& argv) {
   auto r = testkit::runChecked({.argv = argv, .timeout = std::chrono::minutes(1)});
   if (!r) return r.error();
   return {};
+}
+
+// ---- child processes ------------------------------------------------------------
+
+std::string childExitText(int st) {
+  if (st > 128 && st < 128 + NSIG) return std::string("killed by ") + strsignal(st - 128);
+  return "exit status " + std::to_string(st);
+}
+
+std::vector<std::string> childOutputLines(const std::string& path, size_t max) {
+  auto text = testkit::readFile(path);
+  std::vector<std::string> lines;
+  if (!text) return lines;
+  std::stringstream ss(*text);
+  std::string line;
+  while (std::getline(ss, line)) lines.push_back(line);
+  if (lines.size() > max) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(max));
+  return lines;
+}
+
+std::string childOutputTail(const std::string& path, const std::string& name) {
+  const auto lines = childOutputLines(path, 40);
+  if (lines.empty()) return "";
+  std::string s = "; " + name + " output:";
+  for (const auto& l : lines) s += "\n    " + l;
+  return s;
+}
+
+std::optional<int> stopChild(testkit::Child& child, std::chrono::nanoseconds timeout, const std::string& name) {
+  if (!child.running()) return child.status();
+  (void)child.signal(SIGTERM);
+  std::optional<int> st = child.wait(timeout);
+  if (st) return st;
+  logWarn("%s (pid %d) did not exit %.0f s after SIGTERM; killing it", name.c_str(), child.pid(),
+          std::chrono::duration<double>(timeout).count());
+  (void)child.signal(SIGKILL);
+  return child.wait(std::chrono::seconds(10));
+}
+
+std::string selfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string s(buf);
+  auto slash = s.rfind('/');
+  return slash == std::string::npos ? "." : s.substr(0, slash);
 }
 
 // ---- CPUs ---------------------------------------------------------------------

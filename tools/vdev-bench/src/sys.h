@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "base/fd.h"
 #include "result.h"
 #include "testkit/netns.h"
+#include "testkit/process.h"
 
 namespace vdev::bench {
 
@@ -28,6 +30,10 @@ void logWarn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));  // al
 // wait loop polls it, so an interrupted run unwinds through the destructors
 // that remove what it created.
 void installStopSignals();
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that they go to
+// the main thread (whose wait loops poll the stop flag) rather than
+// interrupting a helper thread's blocking call.
+void blockStopSignals();
 bool stopRequested();
 void requestStop();
 // Sleeps up to `seconds`, returning early (false) when a stop is requested.
@@ -37,6 +43,20 @@ bool sleepUnlessStopped(double seconds);
 // Runs argv (PATH search, no shell; testkit::runChecked), logged with -v.
 // Non-zero exit -> an Error whose text holds the command and what it printed.
 Status runCommand(const std::vector<std::string>& argv);
+
+// ---- child processes (testkit::Child) --------------------------------------
+// A testkit::Child status in words: "exit status 1", "killed by Terminated".
+std::string childExitText(int status);
+// The last `max` lines of a child's output file (testkit::ChildOutput).
+std::vector<std::string> childOutputLines(const std::string& path, size_t max);
+// "; NAME output:" and the file's last 40 lines, indented, or "" when the
+// child printed nothing: for error messages.
+std::string childOutputTail(const std::string& path, const std::string& name);
+// SIGTERM, up to `timeout` for it to exit, then SIGKILL (with a warning that
+// names it). Its status, or nullopt if even SIGKILL did not end it.
+std::optional<int> stopChild(testkit::Child& child, std::chrono::nanoseconds timeout, const std::string& name);
+// The directory of vdev-bench's own executable.
+std::string selfDir();
 
 // ---- network namespaces ------------------------------------------------------
 // testkit's: named namespaces (ip netns add/del) with IPv6 off, code run

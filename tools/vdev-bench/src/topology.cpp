@@ -184,16 +184,16 @@ std::vector<std::string> Topology::ports() const {
 // periodically), so without this wait the first vdevd run of an invocation
 // dropped everything for ~1 s after "vdevd: ready" (no socket on port A).
 Status Topology::waitRunning() {
-  struct Dev {
-    const Netns* ns;
-    std::string name;
-  };
-  std::vector<Dev> devs;
+  std::vector<NetDev> devs;
   if (gen_) devs.push_back({&*gen_, genIf_});
   for (const auto& p : ports()) devs.push_back({&*dut_, p});
   if (sinkNs_) devs.push_back({&*sinkNs_, sinkIf_});
+  return waitLinksRunning(devs);
+}
+
+Status waitLinksRunning(const std::vector<NetDev>& devs) {
   const double deadline = monotonicSeconds() + 5;
-  for (const Dev& d : devs) {
+  for (const NetDev& d : devs) {
     auto ls = LinkStats::open(*d.ns, d.name);
     if (!ls) return ls.error();
     Status failed;

@@ -123,6 +123,16 @@ class Topology {
   std::vector<LatencyPair> pairs_;
 };
 
+// A netdev and the namespace it is in.
+struct NetDev {
+  const Netns* ns;
+  std::string name;
+};
+// Waits up to 5 s (in all) until every one of devs is IFF_UP and
+// IFF_RUNNING (Topology::waitRunning says why); goes on with a warning for
+// one that is not. EINTR on a stop request.
+Status waitLinksRunning(const std::vector<NetDev>& devs);
+
 // Namespaces and root-namespace netdevs whose name starts with prefix and
 // still exist; empty after a clean teardown.
 std::vector<std::string> leftovers(const std::string& prefix);

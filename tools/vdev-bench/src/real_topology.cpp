@@ -1,0 +1,156 @@
+// real_topology.cpp - see real_topology.h.
+#include "real_topology.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "topology.h"
+
+namespace vdev::bench {
+
+namespace {
+// 198.18.0.0/15 (RFC 2544's range), one subnet; locally administered MACs
+// with "vb" in the second and third byte, 01 in the fourth (the XDP-frame
+// topology uses 00).
+constexpr uint32_t kIpA = 0xc6120001;      // 198.18.0.1
+constexpr uint32_t kIpB = 0xc6120101;      // 198.18.1.1
+constexpr uint32_t kIpGuest = 0xc6120201;  // 198.18.2.1
+constexpr int kPrefixLen = 15;
+constexpr Mac kMacA{0x02, 0x76, 0x62, 0x01, 0x00, 0x01};
+constexpr Mac kMacB{0x02, 0x76, 0x62, 0x01, 0x00, 0x02};
+constexpr Mac kMacGuest{0x02, 0x76, 0x62, 0x01, 0x00, 0x03};
+constexpr Mac kMacTap{0x02, 0x76, 0x62, 0x01, 0x00, 0x04};  // the host's end of the VM's tap
+constexpr uint32_t kGuestMtu = 1500;
+
+// testkit's namespace: lo up, IPv6 off before any device exists.
+Result<Netns> makeNetns(const std::string& name) {
+  if (stopRequested()) return Error{EINTR, "setup"};
+  return Netns::create(name);
+}
+}  // namespace
+
+Result<std::unique_ptr<RealTopology>> RealTopology::create(const std::string& prefix, uint32_t mtu, bool withGuest,
+                                                          const std::string& vdevVmPath,
+                                                          const std::string& vmLogPath) {
+  std::unique_ptr<RealTopology> t(new RealTopology());
+  t->prefix_ = prefix;
+  t->mtu_ = mtu;
+  Status s = t->build(withGuest, vdevVmPath, vmLogPath);
+  if (!s.ok()) return s.error();  // ~RealTopology removes what was built so far
+  return t;
+}
+
+Status RealTopology::addStation(const std::string& name, const std::string& nsSuffix, const std::string& port,
+                                Mac mac, uint32_t ip) {
+  auto st = std::make_unique<Station>();
+  st->name = name;
+  st->port = port;
+  st->mac = mac;
+  st->ip = ip;
+  auto ns = makeNetns(prefix_ + nsSuffix);
+  if (!ns) return ns.error();
+  st->ns.emplace(std::move(ns.value()));
+  stations_.push_back(std::move(st));
+  return {};
+}
+
+Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath) {
+  auto dut = makeNetns(prefix_ + "-dut");
+  if (!dut) return dut.error();
+  dut_.emplace(std::move(dut.value()));
+  const std::string& d = dut_->name();
+
+  // The containers: a veth each, made as a container runtime makes it.
+  VB_TRY(addStation("A", "-a", prefix_ + "a", kMacA, kIpA));
+  VB_TRY(addStation("B", "-b", prefix_ + "b", kMacB, kIpB));
+  for (const auto& st : stations_) {
+    auto veth = testkit::VethPair::create({.host_name = st->port,
+                                           .peer_name = "eth0",
+                                           .host_ns = &*dut_,
+                                           .peer_ns = &*st->ns,
+                                           .peer_mac = st->mac,
+                                           .mtu = static_cast<int>(mtu_)});
+    if (!veth) return veth.error();
+    veths_.push_back(std::move(*veth));
+  }
+
+  // The VM: vdev-vm creates the host's tap in the DUT namespace (it runs
+  // there) and the guest's tap, eth0, inside the guest's namespace.
+  if (withGuest) {
+    VB_TRY(addStation("guest", "-g", prefix_ + "t", kMacGuest, kIpGuest));
+    Station& g = *stations_.back();
+    g.portIsTap = true;
+    // Its output (the counts it prints as JSON when it stops) goes to a file.
+    vmLog_ = vmLogPath;
+    auto vm = testkit::Child::start({.argv = {"ip", "netns", "exec", d, vdevVmPath, "--tap", g.port, "--create",
+                                              "--mac", formatMac(kMacTap), "guest", "--netns", g.ns->name()},
+                                     .term_with_parent = true},
+                                    {.stdout_path = vmLog_});
+    if (!vm) return vm.error();
+    vm_.emplace(std::move(*vm));
+    if (Status ready = vm_->waitForLine("vdev-vm: ready", std::chrono::seconds(10), [] { return stopRequested(); });
+        !ready.ok()) {
+      if (ready.error().err == EINTR) return Error{EINTR, "waiting for vdev-vm"};
+      if (ready.error().err == ECHILD)
+        return Error{0, "vdev-vm exited before it was ready (" + childExitText(vm_->status().value_or(-1)) + ")" +
+                            childOutputTail(vmLog_, "vdev-vm")};
+      return Error{0, "vdev-vm did not print 'vdev-vm: ready' within 10 s" + childOutputTail(vmLog_, "vdev-vm")};
+    }
+    const std::string& ns = g.ns->name();
+    VB_TRY(runCommand({"ip", "-n", ns, "link", "set", "eth0", "address", formatMac(g.mac), "mtu",
+                       std::to_string(kGuestMtu), "up"}));
+  }
+
+  // Addresses and permanent neighbour entries: no ARP ever.
+  for (const auto& st : stations_) {
+    const std::string& ns = st->ns->name();
+    VB_TRY(runCommand({"ip", "-n", ns, "addr", "add", formatIp(st->ip) + "/" + std::to_string(kPrefixLen), "dev",
+                       "eth0"}));
+    for (const auto& peer : stations_) {
+      if (peer == st) continue;
+      VB_TRY(runCommand({"ip", "-n", ns, "neigh", "replace", formatIp(peer->ip), "lladdr", formatMac(peer->mac),
+                         "dev", "eth0", "nud", "permanent"}));
+    }
+  }
+
+  std::vector<NetDev> devs;
+  for (const auto& st : stations_) {
+    devs.push_back({&*st->ns, "eth0"});
+    devs.push_back({&*dut_, st->port});
+  }
+  return waitLinksRunning(devs);
+}
+
+std::vector<std::string> RealTopology::ports() const {
+  std::vector<std::string> v;
+  for (const auto& st : stations_) v.push_back(st->port);
+  return v;
+}
+
+std::string RealTopology::stopGuest() {
+  if (!vm_) return guestCounts_;
+  std::optional<int> st = stopChild(*vm_, std::chrono::seconds(5), "vdev-vm");
+  if (st != 0)
+    logWarn("vdev-vm: %s%s", st ? childExitText(*st).c_str() : "did not exit",
+            childOutputTail(vmLog_, "vdev-vm").c_str());
+  // Its last line of output: {"to_guest":{...},"from_guest":{...}}.
+  const auto lines = childOutputLines(vmLog_, SIZE_MAX);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it)
+    if (!it->empty() && it->front() == '{') {
+      guestCounts_ = *it;
+      break;
+    }
+  vm_.reset();
+  unlink(vmLog_.c_str());
+  return guestCounts_;
+}
+
+RealTopology::~RealTopology() {
+  stopGuest();
+  veths_.clear();
+  while (!stations_.empty()) stations_.pop_back();  // their namespaces, with the guest's tap
+  dut_.reset();
+}
+
+}  // namespace vdev::bench

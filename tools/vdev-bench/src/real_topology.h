@@ -1,0 +1,88 @@
+// real_topology.h - the namespaces and devices of one vdev-bench --real
+// measurement: two containers and a VM on the device under test.
+//
+//   netns <P>-a             netns <P>-dut                          netns <P>-b
+//   "container A"                                                  "container B"
+//   eth0 (veth) ========== <P>a (veth)  [datapath]  <P>b (veth) ========== eth0 (veth)
+//                                           |
+//                                       <P>t (tap) -- vdev-vm guest -- eth0 (tap) in netns <P>-g
+//                                                      (the VM: its kernel is the namespace's)
+//
+// P = "vb<pid>". The containers are namespaces on veths made here, with the
+// offloads a veth has by default (TSO, checksum offload: nothing is
+// changed); their senders are iperf3 and sockets in them. The VM is
+// vdev-vm's guest mode: it opens the host's tap <P>t as QEMU does by
+// default (IFF_VNET_HDR, TUNSETOFFLOAD) and relays the kernel stack of
+// netns <P>-g through it, so the "guest" sends TCP with partial checksums
+// and 64 KB GSO frames. Every namespace has IPv6 off and static neighbour
+// entries for the others (no ARP, no neighbour discovery: only the measured
+// traffic is on the wire). Addresses 198.18.0.0/15, locally administered
+// MACs. The destructor stops the VM and deletes the namespaces, which takes
+// every device along.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frame.h"
+#include "result.h"
+#include "sys.h"
+#include "testkit/links.h"
+#include "testkit/process.h"
+
+namespace vdev::bench {
+
+// A container or the VM: a namespace with one interface, eth0.
+struct Station {
+  std::string name;  // "A", "B", "guest"
+  std::optional<Netns> ns;
+  std::string port;  // its port on the device under test, in the DUT namespace
+  bool portIsTap = false;
+  Mac mac{};
+  uint32_t ip = 0;   // host byte order
+};
+
+class RealTopology {
+ public:
+  // mtu: of the containers' eth0 and their ports. withGuest: also the VM
+  // (vdev-vm at vdevVmPath; its tap keeps MTU 1500). vdev-vm's output goes
+  // to vmLogPath.
+  static Result<std::unique_ptr<RealTopology>> create(const std::string& prefix, uint32_t mtu, bool withGuest,
+                                                      const std::string& vdevVmPath, const std::string& vmLogPath);
+  RealTopology(const RealTopology&) = delete;
+  RealTopology& operator=(const RealTopology&) = delete;
+  ~RealTopology();
+
+  const std::string& prefix() const { return prefix_; }
+  const Netns& dut() const { return *dut_; }
+  uint32_t mtu() const { return mtu_; }
+  const Station& a() const { return *stations_[0]; }
+  const Station& b() const { return *stations_[1]; }
+  const Station* guest() const { return stations_.size() > 2 ? stations_[2].get() : nullptr; }
+  const std::vector<std::unique_ptr<Station>>& stations() const { return stations_; }
+  // Every port of the device under test: <P>a, <P>b[, <P>t].
+  std::vector<std::string> ports() const;
+  std::string bridgeName() const { return prefix_ + "br"; }
+  // Stops the VM and returns what vdev-vm counted (its JSON: frames, GSO
+  // frames, partial checksums in each direction), or "" without a VM.
+  std::string stopGuest();
+
+ private:
+  RealTopology() = default;
+  Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath);
+  Status addStation(const std::string& name, const std::string& nsSuffix, const std::string& port, Mac mac,
+                    uint32_t ip);
+
+  std::string prefix_;
+  uint32_t mtu_ = 1500;
+  std::optional<Netns> dut_;
+  std::vector<std::unique_ptr<Station>> stations_;  // A, B[, guest]
+  std::vector<testkit::VethPair> veths_;             // the containers': deleted before the namespaces
+  std::optional<testkit::Child> vm_;                 // vdev-vm guest: stopped before the namespaces go
+  std::string vmLog_;
+  std::string guestCounts_;
+};
+
+}  // namespace vdev::bench
