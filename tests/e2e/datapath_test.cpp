@@ -92,7 +92,7 @@ bool portLive(const Stats& s, std::string_view name) {
 }
 
 bool poolIdle(const Stats& s) {
-  return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;
+  return s.pool.free + s.pool.fill_ring + s.pool.kernel_rx == s.pool.total;
 }
 
 // vdevd's per-port counters equal what the stations sent and read, and no
@@ -101,7 +101,7 @@ void expectCountersMatch(Vdevd& d, const std::vector<Station>& stations) {
   const auto matches = [&](const Stats& s) {
     for (const Station& st : stations) {
       const PortStats* p = s.findPort(st.port);
-      if (!p || p->rxPackets != st.ep->sentFrames() || p->txPackets != st.ep->rx().frames())
+      if (!p || p->rx_packets != st.ep->sentFrames() || p->tx_packets != st.ep->rx().frames())
         return false;
     }
     return poolIdle(s);
@@ -110,13 +110,13 @@ void expectCountersMatch(Vdevd& d, const std::vector<Station>& stations) {
   for (const Station& st : stations) {
     const PortStats& p = s.port(st.port);
     SCOPED_TRACE("port " + st.port + " (" + st.ep->label() + ")");
-    EXPECT_EQ(p.rxPackets, st.ep->sentFrames());
-    EXPECT_EQ(p.rxBytes, st.ep->sentBytes());
-    EXPECT_EQ(p.txPackets, st.ep->rx().frames());
-    EXPECT_EQ(p.txBytes, st.ep->rx().bytesRead());
+    EXPECT_EQ(p.rx_packets, st.ep->sentFrames());
+    EXPECT_EQ(p.rx_bytes, st.ep->sentBytes());
+    EXPECT_EQ(p.tx_packets, st.ep->rx().frames());
+    EXPECT_EQ(p.tx_bytes, st.ep->rx().bytesRead());
     EXPECT_EQ(p.dropsTotal(), 0u) << s.dump();
     EXPECT_EQ(p.xdpRxDrops(), 0u) << s.dump();
-    EXPECT_EQ(p.devTxDropped, 0u) << s.dump();
+    EXPECT_EQ(p.dev_tx_dropped, 0u) << s.dump();
   }
   EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
   EXPECT_TRUE(poolIdle(s)) << s.dump();
@@ -156,11 +156,11 @@ DropLedger ledger(const Stats& s, std::initializer_list<Container*> containers) 
   for (const PortStats& p : s.ports) {
     l.vdevd += p.dropsTotal();
     l.xdp += p.xdpRxDrops();
-    l.devTx += p.devTxDropped;
+    l.devTx += p.dev_tx_dropped;
     for (const auto& [k, v] : p.drops) l.byReason[k] += v;
   }
   for (Container* c : containers) {
-    if (linkExists(c->veth.peerName(), &c->ns)) l.peerTx += c->veth.peerInfo().txDropped;
+    if (linkExists(c->veth.peerName(), &c->ns)) l.peerTx += c->veth.peerInfo().tx_dropped;
     l.sockets += c->sock.kernelDrops();
   }
   return l;
@@ -176,7 +176,7 @@ Stats settle(Vdevd& d, const Endpoints& eps, Millis quiet = 200ms, Millis timeou
     std::pair<uint64_t, uint64_t> now{0, 0};
     for (const Endpoint* e : eps) now.first += e->rx().frames();
     Stats s = d.stats();
-    for (const PortStats& p : s.ports) now.second += p.rxPackets + p.txPackets;
+    for (const PortStats& p : s.ports) now.second += p.rx_packets + p.tx_packets;
     if ((now == last && poolIdle(s)) || std::chrono::steady_clock::now() >= deadline) return s;
     last = now;
   }
@@ -194,7 +194,7 @@ enum class Fast { kOff, kTaps, kAll };
 struct Config {
   const char* name;
   std::vector<std::string> args;
-  const char* xdpMode;
+  const char* xdp_mode;
   Fast fast = Fast::kTaps;
 };
 
@@ -231,13 +231,13 @@ TEST_P(SwitchConfigTest, UnicastBetweenEveryPairArrivesByteForByte) {
   }
   expectCountersMatch(d, t.stations());
   const Stats s = d.stats();
-  for (const PortStats& p : s.ports) EXPECT_EQ(p.xdpMode, GetParam().xdpMode) << p.name;
+  for (const PortStats& p : s.ports) EXPECT_EQ(p.xdp_mode, GetParam().xdp_mode) << p.name;
   // Unicast to a learned station on a port that takes redirected frames
   // went through the kernel (and the counters above still matched exactly):
   // each port sent kN frames to each of the two others.
   for (const PortStats& p : s.ports) {
-    const auto it = p.xdpProg.find("fast");
-    ASSERT_NE(it, p.xdpProg.end()) << s.dump();
+    const auto it = p.xdp_prog.find("fast");
+    ASSERT_NE(it, p.xdp_prog.end()) << s.dump();
     uint64_t fastDestinations = 0;
     if (GetParam().fast == Fast::kAll) fastDestinations = 2;
     if (GetParam().fast == Fast::kTaps && p.name != t.vm.name()) fastDestinations = 1;  // the VM
@@ -287,8 +287,8 @@ TEST_F(DatapathTest, NoFastRxKeepsAPortsReceivedFramesOnVdevd) {
       for (int i = 0; i < 3; ++i) {
         run("ip link set dev " + t.vm.name() + " down");
         run("ip link set dev " + t.vm.name() + " up");
-        const Stats s = d.statsUntil([&](const Stats& st) { return st.port(t.vm.name()).bindMode != "closed"; }, 2s);
-        ASSERT_NE(s.port(t.vm.name()).bindMode, "closed") << d.logs();
+        const Stats s = d.statsUntil([&](const Stats& st) { return st.port(t.vm.name()).bind_mode != "closed"; }, 2s);
+        ASSERT_NE(s.port(t.vm.name()).bind_mode, "closed") << d.logs();
       }
     }
     const Stats before = d.stats();
@@ -303,10 +303,10 @@ TEST_F(DatapathTest, NoFastRxKeepsAPortsReceivedFramesOnVdevd) {
     expectCountersMatch(d, t.stations());
     const Stats s = d.stats();
     const PortStats &v0 = before.port(t.vm.name()), &v = s.port(t.vm.name());
-    EXPECT_EQ(v.xdpProg.at("fast"), 0u) << s.dump() << d.logs();
-    EXPECT_EQ(v.xdpProg.at("redirect") - v0.xdpProg.at("redirect"), kN) << s.dump();
+    EXPECT_EQ(v.xdp_prog.at("fast"), 0u) << s.dump() << d.logs();
+    EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN) << s.dump();
     for (const Container* c : {&t.a, &t.b})
-      EXPECT_EQ(s.port(c->port()).xdpProg.at("fast") - before.port(c->port()).xdpProg.at("fast"), kM)
+      EXPECT_EQ(s.port(c->port()).xdp_prog.at("fast") - before.port(c->port()).xdp_prog.at("fast"), kM)
           << c->port() << ": unicast to the --no-fast-rx port did not take the kernel path\n" << s.dump();
     EXPECT_FALSE(s.raw["ports"].asArray().empty());
     for (const Json& p : s.raw["ports"].asArray())
@@ -518,10 +518,10 @@ TEST_F(DatapathTest, FramesForAPortsOwnOrAHostMacGoToTheHostStack) {
   expectFlowsBeforeMarker(all, {{12, {}}}, t.vm, 101);
   // The host stack received them (XDP_PASS), vdevd did not.
   const LinkInfo after = t.a.veth.hostInfo();
-  EXPECT_GE(after.rxPackets - before.rxPackets, 20u);
+  EXPECT_GE(after.rx_packets - before.rx_packets, 20u);
   const Stats s = d.stats();
-  EXPECT_EQ(s.port(t.a.port()).rxPackets, 2u) << s.dump();  // the learning broadcast and the marker
-  EXPECT_EQ(s.port(t.vm.name()).rxPackets, 2u) << s.dump();
+  EXPECT_EQ(s.port(t.a.port()).rx_packets, 2u) << s.dump();  // the learning broadcast and the marker
+  EXPECT_EQ(s.port(t.vm.name()).rx_packets, 2u) << s.dump();
   expectCleanStop(d);
 }
 
@@ -552,8 +552,8 @@ TEST_F(DatapathTest, TinyPortRingDropsAreAccountedForEveryFrame) {
   const PortStats& b1 = s1.port(t.b.port());
   const PortStats& a0 = s0.port(t.a.port());
   const PortStats& b0 = s0.port(t.b.port());
-  EXPECT_EQ(a1.rxPackets - a0.rxPackets,
-            (b1.txPackets - b0.txPackets) + (b1.dropsTotal() - b0.dropsTotal()) +
+  EXPECT_EQ(a1.rx_packets - a0.rx_packets,
+            (b1.tx_packets - b0.tx_packets) + (b1.dropsTotal() - b0.dropsTotal()) +
                 (a1.dropsTotal() - a0.dropsTotal()))
       << s1.dump();
   EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
@@ -622,8 +622,8 @@ TEST_P(StalledVmTest, StalledVmDropsAreAccountedAndTrafficResumes) {
   // redirected frames its queue refused; vdevd reports the latter once, as
   // fast_xmit, and leaves them out of dev.tx_dropped.
   const uint64_t fastFull = l1.byReason.count("fast_xmit") ? l1.byReason.at("fast_xmit") : 0;
-  EXPECT_EQ(s1.port(t.vm.name()).devTxDropped - s0.port(t.vm.name()).devTxDropped + fastFull,
-            t.vm.info().txDropped - tap0.txDropped)
+  EXPECT_EQ(s1.port(t.vm.name()).dev_tx_dropped - s0.port(t.vm.name()).dev_tx_dropped + fastFull,
+            t.vm.info().tx_dropped - tap0.tx_dropped)
       << "dev.tx_dropped + fast_xmit is the tap's own tx_dropped";
   if (GetParam().fast == Fast::kOff)
     EXPECT_EQ(fastFull, 0u);
@@ -631,7 +631,7 @@ TEST_P(StalledVmTest, StalledVmDropsAreAccountedAndTrafficResumes) {
     EXPECT_GT(fastFull, 0u) << "the stalled VM's frames took the fast path";
   EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
   EXPECT_TRUE(poolIdle(s1)) << s1.dump();
-  EXPECT_EQ(s1.port(t.vm.name()).txOutstanding, 0u) << s1.dump();
+  EXPECT_EQ(s1.port(t.vm.name()).tx_outstanding, 0u) << s1.dump();
 
   // Traffic flows again, both ways, without loss.
   sendMixed(t.a.sock, t.vm.mac(), 11, 100);
@@ -701,7 +701,7 @@ TEST_P(LinkDownTest, FramesForADownPortAreDroppedNotParked) {
   EXPECT_EQ(b.rx().count(13), 0u);
   EXPECT_EQ(l1.total(), 100u) << l1.describe() << "\n" << s1.dump();
   EXPECT_TRUE(poolIdle(s1)) << "frames parked while B is down: " << s1.dump();
-  EXPECT_EQ(s1.port(t.b.port()).txOutstanding, 0u) << s1.dump();
+  EXPECT_EQ(s1.port(t.b.port()).tx_outstanding, 0u) << s1.dump();
 
   // Back up: new frames arrive, the ones sent while down do not. vdevd has
   // B live again (sockets bound, link up) before anything is sent to it.
@@ -744,8 +744,8 @@ TEST_F(DatapathTest, QuickLinkFlapsReattachWithoutWarnings) {
     // "closed"). 2 s is far beyond the retry interval, a functional bound;
     // the time it took (to the stats request that saw it) is printed, the
     // figure behind the README's "bound again within milliseconds".
-    const Stats s = d.statsUntil([&](const Stats& st) { return st.port(t.b.port()).bindMode != "closed"; }, 2s);
-    ASSERT_NE(s.port(t.b.port()).bindMode, "closed") << "flap " << i << ": B not attached again\n" << d.logs();
+    const Stats s = d.statsUntil([&](const Stats& st) { return st.port(t.b.port()).bind_mode != "closed"; }, 2s);
+    ASSERT_NE(s.port(t.b.port()).bind_mode, "closed") << "flap " << i << ": B not attached again\n" << d.logs();
     slowest = std::max(slowest, std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - up));
   }
   std::cout << "  " << kFlaps << " link flaps: B bound again within " << slowest.count()
@@ -904,9 +904,9 @@ TEST_F(DatapathTest, FramesLongerThanTheDestinationMtuAreDroppedAsOversize) {
   EXPECT_EQ(s1.port(t.a.port()).dropsTotal(), 0u) << "charged to the destination, not the ingress";
   EXPECT_EQ(s1.port(t.vm.name()).dropsTotal(), 0u) << s1.dump();
   // + the two markers (B gets both, A sent one).
-  EXPECT_EQ(b1.txPackets - s0.port(t.b.port()).txPackets, 5u + 2) << s1.dump();
-  EXPECT_EQ(s1.port(t.a.port()).rxPackets - s0.port(t.a.port()).rxPackets, 35u + 1) << s1.dump();
-  EXPECT_EQ(t.b.veth.peerInfo().rxDropped, 0u) << "vdevd, not the veth, must drop them";
+  EXPECT_EQ(b1.tx_packets - s0.port(t.b.port()).tx_packets, 5u + 2) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 35u + 1) << s1.dump();
+  EXPECT_EQ(t.b.veth.peerInfo().rx_dropped, 0u) << "vdevd, not the veth, must drop them";
   expectCleanStop(d);
 }
 
@@ -931,8 +931,8 @@ TEST_F(DatapathTest, FramesLongerThanAUmemFrameAreCountedByTheKernel) {
       2s);
   EXPECT_EQ(s1.port(t.a.port()).xdp("rx_dropped") - s0.port(t.a.port()).xdp("rx_dropped"), 12u) << s1.dump();
   // + the marker.
-  EXPECT_EQ(s1.port(t.a.port()).rxPackets - s0.port(t.a.port()).rxPackets, 3u + 1) << s1.dump();
-  EXPECT_EQ(s1.port(t.b.port()).txPackets - s0.port(t.b.port()).txPackets, 3u + 1) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 3u + 1) << s1.dump();
+  EXPECT_EQ(s1.port(t.b.port()).tx_packets - s0.port(t.b.port()).tx_packets, 3u + 1) << s1.dump();
   expectCleanStop(d);
 }
 
@@ -1015,7 +1015,7 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
   EXPECT_EQ(delta(s1, "bad_type"), 10u) << s1.dump();
   EXPECT_EQ(delta(s1, "mac_locked"), 10u) << s1.dump();
   EXPECT_EQ(delta(s1, "mac_limit"), 13u) << s1.dump();
-  EXPECT_EQ(s1.port(t.a.port()).rxPackets - s0.port(t.a.port()).rxPackets, 40u + 1) << "and the marker: " << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 40u + 1) << "and the marker: " << s1.dump();
   EXPECT_EQ(s1.port(t.a.port()).dropsTotal() - s0.port(t.a.port()).dropsTotal(), 33u) << s1.dump();
   // B and the VM were not moved or disturbed: unicast to them reaches them only.
   sendMixed(vm, b.mac(), 23, 5);
@@ -1028,7 +1028,7 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
   expectFlow(all, 26, {{&vm, 5}});
   // ... and that unicast went through the kernel, past the same checks.
   const Stats s2 = d.stats();
-  for (const PortStats& p : s2.ports) EXPECT_GE(p.xdpProg.at("fast"), 5u) << p.name << s2.dump();
+  for (const PortStats& p : s2.ports) EXPECT_GE(p.xdp_prog.at("fast"), 5u) << p.name << s2.dump();
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
@@ -1095,9 +1095,9 @@ TEST_F(DatapathTest, RuntsAreRefusedByTheKernelAndBareHeadersAreForwarded) {
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, bare);
   const Stats s1 = d.stats();
-  EXPECT_EQ(s1.port(t.a.port()).rxPackets - s0.port(t.a.port()).rxPackets, 1u) << s1.dump();
-  EXPECT_EQ(s1.port(t.a.port()).rxBytes - s0.port(t.a.port()).rxBytes, 14u) << s1.dump();
-  EXPECT_EQ(s1.port(t.vm.name()).rxPackets - s0.port(t.vm.name()).rxPackets, 0u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 1u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_bytes - s0.port(t.a.port()).rx_bytes, 14u) << s1.dump();
+  EXPECT_EQ(s1.port(t.vm.name()).rx_packets - s0.port(t.vm.name()).rx_packets, 0u) << s1.dump();
   for (const PortStats& p : s1.ports) {
     EXPECT_EQ(p.drop("runt"), 0u) << p.name;
     EXPECT_EQ(p.dropsTotal(), 0u) << s1.dump();
@@ -1115,7 +1115,7 @@ TEST_F(DatapathTest, ShutdownDetachesXdpAndReturnsEveryFrame) {
   Topology t;
   Vdevd d(t.portArgs());
   for (const Station& st : t.stations())
-    EXPECT_TRUE(linkInfo(st.port).hasXdp) << st.port << ": vdevd is ready but has no XDP program there";
+    EXPECT_TRUE(linkInfo(st.port).has_xdp) << st.port << ": vdevd is ready but has no XDP program there";
   const Endpoints all = t.all();
   learnAll(all, 1);
   sendMixed(t.a.sock, t.b.sock.mac(), 10, 200);
@@ -1125,7 +1125,7 @@ TEST_F(DatapathTest, ShutdownDetachesXdpAndReturnsEveryFrame) {
   EXPECT_EQ(d.stop(), 0) << d.logs();
   for (const Station& st : t.stations()) {
     const LinkInfo li = linkInfo(st.port);
-    EXPECT_FALSE(li.hasXdp) << st.port << ": " << li.raw.dump();
+    EXPECT_FALSE(li.has_xdp) << st.port << ": " << li.raw.dump();
   }
   const Json links = Json::parse(run("ip -j link show"));
   for (const Json& l : links.asArray())
@@ -1137,8 +1137,8 @@ TEST_F(DatapathTest, ShutdownDetachesXdpAndReturnsEveryFrame) {
   EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
   EXPECT_EQ(fin.pool.sum, fin.pool.total) << fin.dump();
   for (const Station& st : t.stations()) {
-    EXPECT_EQ(fin.port(st.port).rxPackets, st.ep->sentFrames()) << st.port;
-    EXPECT_EQ(fin.port(st.port).txPackets, st.ep->rx().frames()) << st.port;
+    EXPECT_EQ(fin.port(st.port).rx_packets, st.ep->sentFrames()) << st.port;
+    EXPECT_EQ(fin.port(st.port).tx_packets, st.ep->rx().frames()) << st.port;
   }
   // The devices work without vdevd: A's frames reach its host end again.
   PacketSocket hostEnd(t.a.port(), nullptr);
@@ -1153,7 +1153,7 @@ TEST_F(DatapathTest, SigintStopsCleanlyToo) {
   const auto status = d.child().wait(10s);
   ASSERT_TRUE(status.has_value()) << d.logs();
   EXPECT_EQ(*status, 0) << d.logs();
-  for (const Station& st : t.stations()) EXPECT_FALSE(linkInfo(st.port).hasXdp) << st.port;
+  for (const Station& st : t.stations()) EXPECT_FALSE(linkInfo(st.port).has_xdp) << st.port;
   const Stats fin = d.finalStats();
   EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
 }
@@ -1237,7 +1237,7 @@ TEST_F(DatapathTest, BadArgumentsAreRejected) {
   EXPECT_NE(unknown.err.find("--no-fast-rx " + t.b.port() + ": not a port given with --port"), std::string::npos)
       << unknown.err;
   // Nothing was left attached by the failed starts.
-  for (const Station& st : t.stations()) EXPECT_FALSE(linkInfo(st.port).hasXdp) << st.port;
+  for (const Station& st : t.stations()) EXPECT_FALSE(linkInfo(st.port).has_xdp) << st.port;
   const CmdResult help = tryRun(shellQuote(vdevdBinary()) + " --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("--port"), std::string::npos) << help.out << help.err;

@@ -114,7 +114,7 @@ uint64_t poolField(const Stats& s, std::string_view key) {
 }
 
 bool poolIdle(const Stats& s) {
-  return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;
+  return s.pool.free + s.pool.fill_ring + s.pool.kernel_rx == s.pool.total;
 }
 
 // Stats once every frame is back (or `timeout` passed). Not the first look
@@ -532,14 +532,14 @@ struct PortSample {
 PortSample sample(const Stats& s, const PortView& v) {
   PortSample r;
   const PortStats& p = s.port(v.port);
-  r.rx = p.rxPackets;
-  r.tx = p.txPackets;
+  r.rx = p.rx_packets;
+  r.tx = p.tx_packets;
   for (const auto& [k, n] : p.drops) (isIngressReason(k) ? r.ingress : r.dest) += n;
   r.drops = p.drops;
   r.inKernel = p.xdpRxDrops() + progCounter(s, v.port, "no_socket");
   if (!v.peerIf.empty() && v.peerNs && linkExists(v.peerIf, v.peerNs))
-    r.inKernel += linkInfo(v.peerIf, v.peerNs).txDropped;
-  r.outKernel = p.devTxDropped;
+    r.inKernel += linkInfo(v.peerIf, v.peerNs).tx_dropped;
+  r.outKernel = p.dev_tx_dropped;
   if (v.sock) r.outKernel += v.sock->kernelDrops();
   return r;
 }
@@ -1057,7 +1057,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   for (Endpoint* e : all)
     for (uint32_t f : {20u, 21u}) EXPECT_EQ(e->rx().count(f), 0u) << "flow " << f << " reached " << e->label();
   EXPECT_EQ(xdpProgCounter(c1Prog, 0) + xdpProgCounter(vmProg, 0) - pass0, 0u) << "passed to the host stack";
-  EXPECT_EQ(c1.veth->hostInfo().rxPackets - c1Host0.rxPackets, 50u)
+  EXPECT_EQ(c1.veth->hostInfo().rx_packets - c1Host0.rx_packets, 50u)
       << "the host end received them (and its program dropped them)";
 
   // Started again: same socket, same state file, same command line.
@@ -1072,8 +1072,9 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
     EXPECT_NE(progs[0].id, before[p]) << p << ": the orphaned program is still the one attached";
     EXPECT_EQ(progs[0].mode, "driver") << p;
     const LinkInfo li = linkInfo(p);
-    ASSERT_TRUE(li.hasXdp) << p;
-    EXPECT_FALSE(li.raw[0]["xdp"].has("attached") && li.raw[0]["xdp"]["attached"].size() != 1)
+    ASSERT_TRUE(li.has_xdp) << p;
+    const nlohmann::json& xdp = li.raw.at(0).at("xdp");
+    EXPECT_FALSE(xdp.contains("attached") && xdp.at("attached").size() != 1)
         << p << ": " << li.raw.dump();
   }
   // Replaced means gone: a program that stays loaded after it was detached
@@ -1101,7 +1102,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   const auto counted = [&](const Stats& s) {
     for (size_t i = 0; i < all.size(); ++i) {
       const PortStats* p = s.findPort(ports[i]);
-      if (!p || p->rxPackets != all[i]->sentFrames() - sent0[all[i]] || p->txPackets != all[i]->rx().frames())
+      if (!p || p->rx_packets != all[i]->sentFrames() - sent0[all[i]] || p->tx_packets != all[i]->rx().frames())
         return false;
     }
     return true;
@@ -1175,8 +1176,8 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
     traffic.set({12}, false);
   }
   const Stats vmDone =
-      d.statsUntil([&](const Stats& s) { return s.port(vm.name()).rxPackets == vm.sentFrames(); }, 10s);
-  ASSERT_EQ(vmDone.port(vm.name()).rxPackets, vm.sentFrames()) << vmDone.dump();
+      d.statsUntil([&](const Stats& s) { return s.port(vm.name()).rx_packets == vm.sentFrames(); }, 10s);
+  ASSERT_EQ(vmDone.port(vm.name()).rx_packets, vm.sentFrames()) << vmDone.dump();
   {
     auto lk = traffic.hold();
     traffic.pollReaders();
@@ -1219,7 +1220,7 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   EXPECT_EQ(l.sent, l.rxSrc + l.inKernel);
   EXPECT_EQ(l.rxSrc, l.txDst + l.dest + l.ingress)
       << "vdevd: rx(B) = tx(VM) + drops charged to the VM (a frame counted twice, or not at all)";
-  EXPECT_EQ(tap1.txPackets - tap0.txPackets, l.delivered) << "the tap counts what the VM read";
+  EXPECT_EQ(tap1.tx_packets - tap0.tx_packets, l.delivered) << "the tap counts what the VM read";
   EXPECT_GE(purged, 0);
   EXPECT_LE(purged, 32);
   EXPECT_GE(l.dest + l.outKernel, toVmAfter) << "every frame sent to the VM after it left must be counted";
@@ -1228,7 +1229,7 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
   const Stats idle = idleStats(d);
   EXPECT_TRUE(poolIdle(idle)) << "frames held for the VM that left: " << idle.dump();
-  EXPECT_EQ(idle.port(vm.name()).txOutstanding, 0u) << idle.dump();
+  EXPECT_EQ(idle.port(vm.name()).tx_outstanding, 0u) << idle.dump();
 
   // A VM attaches again: the port comes back with its MAC; nothing stale.
   const uint64_t stale = vm.rx().count(11);
@@ -1314,13 +1315,13 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   const auto settled = [&](const Stats& s) {
     uint64_t in = 0, out = 0;
     for (const PortStats& p : s.ports) {
-      in += p.rxPackets;
-      out += p.txPackets + p.dropsTotal();
+      in += p.rx_packets;
+      out += p.tx_packets + p.dropsTotal();
     }
     uint64_t in0 = 0, out0 = 0;
     for (const PortStats& p : s0.ports) {
-      in0 += p.rxPackets;
-      out0 += p.txPackets + p.dropsTotal();
+      in0 += p.rx_packets;
+      out0 += p.tx_packets + p.dropsTotal();
     }
     return in - in0 == out - out0 && poolIdle(s);
   };
@@ -1435,7 +1436,7 @@ TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
   const Stats s1 = d->stats();
   EXPECT_GE(progCounter(s1, port, "pass") - progCounter(s0, port, "pass"), 5u)
       << "the echo requests went to the host stack through vdevd's program (XDP_PASS)";
-  EXPECT_EQ(s1.port(port).rxPackets - s0.port(port).rxPackets, 0u) << "host traffic reached vdevd: " << s1.dump();
+  EXPECT_EQ(s1.port(port).rx_packets - s0.port(port).rx_packets, 0u) << "host traffic reached vdevd: " << s1.dump();
   c.sock->poll();
   EXPECT_EQ(c.sock->rx().frames(), 0u) << "host traffic was switched to a container: " << c.sock->rx().describe();
 
@@ -1453,7 +1454,7 @@ TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
   EXPECT_EQ(up.ping(3), 3) << "host traffic on the uplink stopped while it switched";
 
   EXPECT_EQ(d->stop(), 0) << d->logs();
-  EXPECT_FALSE(linkInfo(port).hasXdp) << "vdevd left its program on the uplink";
+  EXPECT_FALSE(linkInfo(port).has_xdp) << "vdevd left its program on the uplink";
   d.reset();
   EXPECT_EQ(up.ping(3), 3) << "host traffic on the uplink after vdevd stopped";
   up.forgetHost();
@@ -1534,7 +1535,7 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRunsAndA
       << "the neighbour has no entry with the host's MAC for " << hostAddr6 << ": " << neigh;
   expectCleanStop(d);
   // After vdevd stopped (no program on the uplink): resolved afresh again.
-  EXPECT_FALSE(linkInfo(host).hasXdp) << "vdevd left its program on the uplink";
+  EXPECT_FALSE(linkInfo(host).has_xdp) << "vdevd left its program on the uplink";
   up.net.ip("-6 neigh flush dev " + peer);
   EXPECT_EQ(up.ping(3, hostAddr6), 3) << "the neighbour cannot resolve the host's IPv6 address after vdevd stopped: "
                                       << tryRun("ip -n " + up.net.name() + " -6 neigh show").out;
@@ -1694,7 +1695,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     EXPECT_EQ(kernelTx, q1.qlen - 1) << "frames out of the pool in the kernel must be the skbs it holds";
     EXPECT_EQ(got, kernelTx) << "S's interface saw every frame the kernel took from the TX ring";
     EXPECT_EQ(s.sock->rx().duplicates(11), 0u);
-    EXPECT_EQ(s1.port(s.port()).txOutstanding, kernelTx + txRing + poolField(s1, "comp_ring"));
+    EXPECT_EQ(s1.port(s.port()).tx_outstanding, kernelTx + txRing + poolField(s1, "comp_ring"));
     EXPECT_GT(sS1.dest - sS0.dest, 0u) << "S's TX ring never filled: the stall was too short to test drops";
     EXPECT_EQ(sent, (a1.rx - a0.rx) + (a1.inKernel - a0.inKernel));
     EXPECT_EQ(a1.rx - a0.rx, (sS1.tx - sS0.tx) + (sS1.dest - sS0.dest) + (a1.ingress - a0.ingress));
@@ -1711,7 +1712,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   expectFlow(all, 20, {{a.sock.get(), 100}});
   const Stats s2 = d.stats();
   EXPECT_EQ(poolField(s2, "kernel_tx"), kernelTx) << s2.dump();
-  EXPECT_EQ(s2.port(s.port()).txOutstanding, s1.port(s.port()).txOutstanding) << s2.dump();
+  EXPECT_EQ(s2.port(s.port()).tx_outstanding, s1.port(s.port()).tx_outstanding) << s2.dump();
 
   // S's link goes down: vdevd takes the frames back without a completion.
   s.ns->ip("link set dev " + s.veth->peerName() + " down");
@@ -1721,7 +1722,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     SCOPED_TRACE(s3.dump());
     EXPECT_TRUE(poolIdle(s3)) << "frames the kernel holds must come back when the port goes down";
     EXPECT_EQ(poolField(s3, "kernel_tx") + poolField(s3, "tx_ring"), 0u);
-    EXPECT_EQ(s3.port(s.port()).txOutstanding, 0u);
+    EXPECT_EQ(s3.port(s.port()).tx_outstanding, 0u);
     EXPECT_EQ(dropOf(sS3, "port_down") - dropOf(sS1, "port_down"), txRing)
         << "the frames left on S's TX ring are counted as port_down";
     // Every frame of A's: delivered (seen by S), or dropped and counted, once.

@@ -263,21 +263,7 @@ std::string Netns::exec(const std::string& cmd) const { return run("ip netns exe
 void disableIpv6(const std::string& ifname, const Netns* ns) { orThrow(testkit::disableIpv6(ifname, kitOf(ns))); }
 
 LinkInfo linkInfo(const std::string& ifname, const Netns* ns) {
-  testkit::LinkInfo k = orThrow(testkit::linkInfo(ifname, kitOf(ns)));
-  LinkInfo li;
-  li.ifindex = k.ifindex;
-  li.mtu = k.mtu;
-  li.address = k.address;
-  li.up = k.up;
-  li.hasXdp = k.has_xdp;
-  li.rxPackets = k.rx_packets;
-  li.rxBytes = k.rx_bytes;
-  li.rxDropped = k.rx_dropped;
-  li.txPackets = k.tx_packets;
-  li.txBytes = k.tx_bytes;
-  li.txDropped = k.tx_dropped;
-  li.raw = Json(k.raw);
-  return li;
+  return orThrow(testkit::linkInfo(ifname, kitOf(ns)));
 }
 
 bool linkExists(const std::string& ifname, const Netns* ns) { return testkit::linkExists(ifname, kitOf(ns)); }
@@ -591,22 +577,11 @@ std::string Child::logs() const {
 }
 
 uint64_t PortStats::drop(std::string_view reason) const {
-  const auto it = drops.find(std::string(reason));
-  if (it == drops.end()) throw HarnessError("vdevd stats: port " + name + " has no drops." + std::string(reason));
-  return it->second;
-}
-
-uint64_t PortStats::dropsTotal() const {
-  uint64_t n = 0;
-  for (const auto& [k, v] : drops) n += v;
-  return n;
+  return orThrow(testkit::PortStats::drop(reason), "vdevd stats");
 }
 
 uint64_t PortStats::xdp(std::string_view stat) const {
-  const auto it = xdpStats.find(std::string(stat));
-  if (it == xdpStats.end())
-    throw HarnessError("vdevd stats: port " + name + " has no xdp_stats." + std::string(stat));
-  return it->second;
+  return orThrow(testkit::PortStats::xdp(stat), "vdevd stats");
 }
 
 uint64_t PortStats::xdpRxDrops() const { return xdp("rx_dropped") + xdp("rx_ring_full"); }
@@ -614,27 +589,8 @@ uint64_t PortStats::xdpRxDrops() const { return xdp("rx_dropped") + xdp("rx_ring
 Stats Stats::parse(const std::string& text) {
   testkit::Stats k = orThrow(testkit::parseStats(text), "vdevd stats");
   Stats s;
-  for (const testkit::PortStats& p : k.ports) {
-    PortStats ps;
-    ps.name = p.name;
-    ps.ifindex = p.ifindex;
-    ps.queues = p.queues;
-    ps.xdpMode = p.xdp_mode;
-    ps.bindMode = p.bind_mode;
-    ps.mtu = p.mtu;
-    ps.rxPackets = p.rx_packets;
-    ps.rxBytes = p.rx_bytes;
-    ps.txPackets = p.tx_packets;
-    ps.txBytes = p.tx_bytes;
-    ps.txOutstanding = p.tx_outstanding;
-    ps.drops = p.drops;
-    ps.xdpStats = p.xdp_stats;
-    ps.xdpProg = p.xdp_prog;
-    ps.devTxDropped = p.dev_tx_dropped;
-    s.ports.push_back(std::move(ps));
-  }
-  const testkit::PoolStats& q = k.pool;
-  s.pool = {q.total, q.free, q.fill_ring, q.kernel_rx, q.rx_burst, q.port_rings, q.tx_ring, q.kernel_tx, q.sum};
+  for (testkit::PortStats& p : k.ports) s.ports.push_back(PortStats{std::move(p)});
+  s.pool = k.pool;
   s.raw = Json(k.raw);
   return s;
 }

@@ -51,6 +51,7 @@
 #include "testkit/links.h"
 #include "testkit/netns.h"
 #include "testkit/process.h"
+#include "testkit/stats.h"
 
 namespace vdev::e2e {
 
@@ -223,16 +224,7 @@ class Netns {
 // No-op when the kernel has no IPv6.
 void disableIpv6(const std::string& ifname, const Netns* ns);
 
-struct LinkInfo {
-  int ifindex = 0;
-  int mtu = 0;
-  Mac address{};
-  bool up = false;
-  bool hasXdp = false;  // `ip -j link show` has an "xdp" object
-  uint64_t rxPackets = 0, rxBytes = 0, rxDropped = 0;
-  uint64_t txPackets = 0, txBytes = 0, txDropped = 0;
-  Json raw;
-};
+using testkit::LinkInfo;  // `ip -s -j link show`: counters and state
 
 // `ip [-n NS] -s -j link show dev IFNAME`; throws if the link does not exist.
 LinkInfo linkInfo(const std::string& ifname, const Netns* ns = nullptr);
@@ -491,33 +483,15 @@ class Child {
   testkit::Child kit_;
 };
 
-struct PortStats {
-  std::string name;
-  int ifindex = 0;
-  int queues = 0;
-  std::string xdpMode, bindMode;
-  int mtu = 0;
-  uint64_t rxPackets = 0, rxBytes = 0, txPackets = 0, txBytes = 0, txOutstanding = 0;
-  std::map<std::string, uint64_t> drops;     // by reason
-  std::map<std::string, uint64_t> xdpStats;  // XDP_STATISTICS, summed
-  std::map<std::string, uint64_t> xdpProg;   // the XDP program's counters (pass, redirect, fast, ...)
-  uint64_t devTxDropped = 0;
-
+// A port's counters (testkit::PortStats) with accessors that throw
+// HarnessError instead of returning an error, for assertions.
+struct PortStats : testkit::PortStats {
   uint64_t drop(std::string_view reason) const;  // throws if vdevd did not report it
-  uint64_t dropsTotal() const;                   // every reason
   uint64_t xdp(std::string_view stat) const;     // xdp_stats.<stat>; throws if absent
-  // Frames the kernel dropped on the way into the port's AF_XDP sockets:
-  // rx_dropped (no fill buffer, too long) + rx_ring_full. Not
-  // rx_fill_ring_empty_descs: that counts the same events as rx_dropped.
-  uint64_t xdpRxDrops() const;
+  uint64_t xdpRxDrops() const;                   // see testkit::PortStats::xdpRxDrops
 };
 
-struct PoolStats {
-  uint64_t total = 0, free = 0, fillRing = 0, kernelRx = 0, rxBurst = 0, portRings = 0,
-           txRing = 0, kernelTx = 0, sum = 0;
-  // Frames anywhere but the pool, fill ring and kernel RX: nothing in flight.
-  uint64_t inFlight() const { return rxBurst + portRings + txRing + kernelTx; }
-};
+using testkit::PoolStats;
 
 // vdevd's --stats-json or `vdevctl -j stats` (one schema; testkit/stats.h).
 struct Stats {

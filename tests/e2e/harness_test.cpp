@@ -161,7 +161,7 @@ TEST_F(HarnessTest, NetnsAndVethAreBuiltAndRemoved) {
     EXPECT_TRUE(p.up);
     EXPECT_EQ(h.address, veth.hostMac());
     EXPECT_EQ(p.address, veth.peerMac());
-    EXPECT_FALSE(h.hasXdp);
+    EXPECT_FALSE(h.has_xdp);
     if (::access("/proc/sys/net/ipv6", F_OK) == 0) {
       EXPECT_EQ(sysctlIn(ns, "net.ipv6.conf." + peer + ".disable_ipv6"), "1");
       EXPECT_EQ(sysctlIn(ns, "net.ipv6.conf.default.disable_ipv6"), "1");
@@ -252,7 +252,7 @@ TEST_F(HarnessTest, PausedTapDropsAreCountedInTxDropped) {
   waitTxReady(tap.name());
   PacketSocket host(tap.name(), nullptr);
   const LinkInfo before = tap.info();
-  const uint64_t qlen = before.raw[0]["txqlen"].asU64();
+  const uint64_t qlen = before.raw.at(0).at("txqlen").get<uint64_t>();
   tap.pause();
   constexpr uint32_t kN = 1500;
   host.sendFlow({tap.mac(), host.mac(), Kind::kExperimental, 1, 0, 100}, kN);
@@ -263,12 +263,12 @@ TEST_F(HarnessTest, PausedTapDropsAreCountedInTxDropped) {
   // to read at every poll), however long the loaded machine takes.
   const auto txDropped = [&] {
     return std::stoull("0" + readFile("/sys/class/net/" + tap.name() + "/statistics/tx_dropped")) -
-           before.txDropped;
+           before.tx_dropped;
   };
   ASSERT_TRUE(pumpUntil({&tap}, [&] { return tap.rx().count(1) + txDropped() >= kN; }, 10s))
       << tap.rx().describe() << "; tx_dropped " << txDropped();
   const LinkInfo after = tap.info();
-  const uint64_t dropped = after.txDropped - before.txDropped;
+  const uint64_t dropped = after.tx_dropped - before.tx_dropped;
   EXPECT_EQ(tap.rx().count(1) + dropped, kN) << tap.rx().describe();
   EXPECT_LE(tap.rx().count(1), qlen);
   EXPECT_GT(dropped, 0u);
@@ -301,8 +301,8 @@ TEST_F(HarnessTest, KernelRefusesRunts) {
   EXPECT_FALSE(tapHost.recvRaw(100ms).has_value());
   EXPECT_FALSE(host.recvRaw(10ms).has_value());
   const LinkInfo after = veth.peerInfo();
-  EXPECT_EQ(after.txPackets, before.txPackets);
-  EXPECT_EQ(after.txDropped, before.txDropped);
+  EXPECT_EQ(after.tx_packets, before.tx_packets);
+  EXPECT_EQ(after.tx_dropped, before.tx_dropped);
 
   // 14 bytes, a bare header, is a frame.
   const auto bare = rawFrame(host.mac(), peer.mac(), 0x88b5, 14);
@@ -503,21 +503,21 @@ TEST_F(FakeVdevdTest, StartsReadsStatsAndStops) {
   const Stats s1 = d.stats();
   ASSERT_EQ(s1.ports.size(), 1u);
   const PortStats& p = s1.port("p0");
-  EXPECT_EQ(p.rxPackets, 1u);
+  EXPECT_EQ(p.rx_packets, 1u);
   EXPECT_EQ(p.drop("ring_full"), 1u);
   EXPECT_EQ(p.dropsTotal(), 3u);
   EXPECT_EQ(p.xdpRxDrops(), 3u);
-  EXPECT_EQ(p.devTxDropped, 4u);
-  EXPECT_EQ(p.xdpMode, "native");
+  EXPECT_EQ(p.dev_tx_dropped, 4u);
+  EXPECT_EQ(p.xdp_mode, "native");
   EXPECT_THROW(p.drop("nonsense"), HarnessError);
   EXPECT_THROW(s1.port("p1"), HarnessError);
   EXPECT_EQ(s1.pool.sum, s1.pool.total);
   EXPECT_EQ(s1.pool.inFlight(), 0u);
-  EXPECT_EQ(d.stats().port("p0").rxPackets, 2u) << "a fresh file per SIGUSR1";
-  const Stats s3 = d.statsUntil([](const Stats& s) { return s.port("p0").rxPackets >= 5; }, 5s);
-  EXPECT_GE(s3.port("p0").rxPackets, 5u);
+  EXPECT_EQ(d.stats().port("p0").rx_packets, 2u) << "a fresh file per SIGUSR1";
+  const Stats s3 = d.statsUntil([](const Stats& s) { return s.port("p0").rx_packets >= 5; }, 5s);
+  EXPECT_GE(s3.port("p0").rx_packets, 5u);
   EXPECT_EQ(d.stop(), 0);
-  EXPECT_GT(d.finalStats().port("p0").rxPackets, s3.port("p0").rxPackets);
+  EXPECT_GT(d.finalStats().port("p0").rx_packets, s3.port("p0").rx_packets);
   EXPECT_FALSE(d.running());
 }
 

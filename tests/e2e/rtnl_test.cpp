@@ -60,8 +60,8 @@ std::string readTrimmed(const std::string& path) {
 bool haveIpv6() { return access("/proc/sys/net/ipv6", F_OK) == 0; }
 
 std::string ifalias(const e2e::LinkInfo& li) {
-  const e2e::Json& l = li.raw[0];
-  return l.has("ifalias") ? l["ifalias"].asString() : "";
+  const nlohmann::json& l = li.raw.at(0);
+  return l.contains("ifalias") ? l.at("ifalias").get<std::string>() : "";
 }
 
 class RtnlTest : public ::testing::Test {

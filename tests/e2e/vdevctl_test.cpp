@@ -364,7 +364,7 @@ void exchange(Endpoint& ctr, Endpoint& vm, uint32_t flow, uint32_t n) {
 }
 
 bool poolIdle(const Stats& s) {
-  return s.pool.free + s.pool.fillRing + s.pool.kernelRx == s.pool.total;
+  return s.pool.free + s.pool.fill_ring + s.pool.kernel_rx == s.pool.total;
 }
 
 // `stats -j` (read with `get`) agrees with what the stations sent and read:
@@ -378,20 +378,20 @@ Stats expectCounters(const std::function<Stats()>& get, const std::string& vc,
     s = get();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rxPackets == ctr.sentFrames() && c->txPackets == ctr.rx().frames() &&
-           v->rxPackets == vm.sentFrames() && v->txPackets == vm.rx().frames() && poolIdle(s);
+    return c && v && c->rx_packets == ctr.sentFrames() && c->tx_packets == ctr.rx().frames() &&
+           v->rx_packets == vm.sentFrames() && v->tx_packets == vm.rx().frames() && poolIdle(s);
   };
   waitUntil(matches, 3s, 20ms);
   const PortStats& c = s.port(vc);
   const PortStats& v = s.port(vt);
-  EXPECT_EQ(c.rxPackets, ctr.sentFrames()) << s.dump();
-  EXPECT_EQ(c.rxBytes, ctr.sentBytes()) << s.dump();
-  EXPECT_EQ(c.txPackets, ctr.rx().frames()) << s.dump();
-  EXPECT_EQ(c.txBytes, ctr.rx().bytesRead()) << s.dump();
-  EXPECT_EQ(v.rxPackets, vm.sentFrames()) << s.dump();
-  EXPECT_EQ(v.rxBytes, vm.sentBytes()) << s.dump();
-  EXPECT_EQ(v.txPackets, vm.rx().frames()) << s.dump();
-  EXPECT_EQ(v.txBytes, vm.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(c.rx_packets, ctr.sentFrames()) << s.dump();
+  EXPECT_EQ(c.rx_bytes, ctr.sentBytes()) << s.dump();
+  EXPECT_EQ(c.tx_packets, ctr.rx().frames()) << s.dump();
+  EXPECT_EQ(c.tx_bytes, ctr.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(v.rx_packets, vm.sentFrames()) << s.dump();
+  EXPECT_EQ(v.rx_bytes, vm.sentBytes()) << s.dump();
+  EXPECT_EQ(v.tx_packets, vm.rx().frames()) << s.dump();
+  EXPECT_EQ(v.tx_bytes, vm.rx().bytesRead()) << s.dump();
   EXPECT_EQ(c.dropsTotal() + v.dropsTotal(), 0u) << s.dump();
   EXPECT_EQ(c.xdpRxDrops() + v.xdpRxDrops(), 0u) << s.dump();
   EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
@@ -434,11 +434,11 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const auto prom = parsePrometheus(ok({"stats", "--prometheus"}));
   for (const auto& [port, st] : {std::pair{vc, &s.port(vc)}, std::pair{vt, &s.port(vt)}}) {
     SCOPED_TRACE(port);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), st->rxPackets);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), st->rxBytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), st->txPackets);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), st->txBytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), st->txOutstanding);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), st->rx_packets);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), st->rx_bytes);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), st->tx_packets);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), st->tx_bytes);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), st->tx_outstanding);
     for (const auto& [reason, n] : st->drops)
       EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}), n)
           << reason;
@@ -496,8 +496,8 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const Json one = json({"stats", vc});
   ASSERT_EQ(one["ports"].size(), 1u) << one.dump();
   EXPECT_EQ(one["ports"][0]["name"].asString(), vc);
-  EXPECT_EQ(one["ports"][0]["rx_packets"].asU64(), s.port(vc).rxPackets);
-  EXPECT_EQ(one["ports"][0]["tx_packets"].asU64(), s.port(vc).txPackets);
+  EXPECT_EQ(one["ports"][0]["rx_packets"].asU64(), s.port(vc).rx_packets);
+  EXPECT_EQ(one["ports"][0]["tx_packets"].asU64(), s.port(vc).tx_packets);
 
   ok({"port", "del", vc});
   ok({"port", "del", vt});
@@ -682,9 +682,9 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   const Stats after = d->stats();
   const Json& removed = after.raw["removed_ports"];
   EXPECT_EQ(removed["count"].asU64(), 2u) << after.dump();
-  EXPECT_EQ(removed["rx_packets"].asU64(), p1.rxPackets + p2.rxPackets) << after.dump();
-  EXPECT_EQ(removed["tx_packets"].asU64(), p1.txPackets + p2.txPackets) << after.dump();
-  EXPECT_EQ(removed["tx_bytes"].asU64(), p1.txBytes + p2.txBytes) << after.dump();
+  EXPECT_EQ(removed["rx_packets"].asU64(), p1.rx_packets + p2.rx_packets) << after.dump();
+  EXPECT_EQ(removed["tx_packets"].asU64(), p1.tx_packets + p2.tx_packets) << after.dump();
+  EXPECT_EQ(removed["tx_bytes"].asU64(), p1.tx_bytes + p2.tx_bytes) << after.dump();
   EXPECT_GE(removed["rx_packets"].asU64(), 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
@@ -739,11 +739,11 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   }
   const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
   const PortStats &v0 = before.port(vt), &c0 = before.port(vc), &v = s.port(vt), &c = s.port(vc);
-  EXPECT_EQ(v.xdpProg.at("fast"), 0u) << "the fast-rx off port's frames took the kernel path\n"
+  EXPECT_EQ(v.xdp_prog.at("fast"), 0u) << "the fast-rx off port's frames took the kernel path\n"
                                       << s.dump() << d->logs();
-  EXPECT_EQ(v.xdpProg.at("redirect") - v0.xdpProg.at("redirect"), kN)
+  EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN)
       << "every frame the VM sent must have gone to vdevd\n" << s.dump();
-  EXPECT_EQ(c.xdpProg.at("fast") - c0.xdpProg.at("fast"), kM)
+  EXPECT_EQ(c.xdp_prog.at("fast") - c0.xdp_prog.at("fast"), kM)
       << "the container's unicast to the fast-rx off port must still take the kernel path\n"
       << s.dump() << d->logs();
   EXPECT_EQ(s.raw["ports"].asArray().size(), 2u);
@@ -781,8 +781,8 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   pumpUntil(all, [&] { return ctr.rx().count(23) >= kN; }, 5s);
   EXPECT_EQ(ctr.rx().count(23), kN) << ctr.rx().describe();
   const Stats after = stats();
-  EXPECT_EQ(after.port(vt).xdpProg.at("fast"), 0u) << after.dump();
-  EXPECT_EQ(after.port(vt).xdpProg.at("redirect"), kN + 1) << after.dump();
+  EXPECT_EQ(after.port(vt).xdp_prog.at("fast"), 0u) << after.dump();
+  EXPECT_EQ(after.port(vt).xdp_prog.at("redirect"), kN + 1) << after.dump();
 
   // The tap deleted and made again (new ifindex, new program): still off.
   const int oldIfindex = after.port(vt).ifindex;
@@ -810,10 +810,10 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   EXPECT_EQ(ctr.rx().count(33), kN) << ctr.rx().describe();
   EXPECT_EQ(vm2.rx().count(34), kM) << vm2.rx().describe();
   const Stats re = stats();
-  EXPECT_EQ(re.port(vt).xdpProg.at("fast"), 0u) << "fast-rx off lost when the device came back\n"
+  EXPECT_EQ(re.port(vt).xdp_prog.at("fast"), 0u) << "fast-rx off lost when the device came back\n"
                                                 << re.dump() << d->logs();
-  EXPECT_EQ(re.port(vt).xdpProg.at("redirect"), kN + 1) << re.dump();
-  EXPECT_GE(re.port(vc).xdpProg.at("fast"), uint64_t(kM)) << "the new tap is not a fast-path destination\n"
+  EXPECT_EQ(re.port(vt).xdp_prog.at("redirect"), kN + 1) << re.dump();
+  EXPECT_GE(re.port(vc).xdp_prog.at("fast"), uint64_t(kM)) << "the new tap is not a fast-path destination\n"
                                                           << re.dump() << d->logs();
 
   ok({"port", "del", vc});
@@ -832,7 +832,7 @@ TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   ok({"port", "add", own.hostName()});
   ASSERT_TRUE(linkExists(vc) && linkExists("eth0", &ns) && linkExists(vt));
   EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName()))["type"].asString(), "netdev");
-  EXPECT_TRUE(linkInfo(own.hostName()).hasXdp);
+  EXPECT_TRUE(linkInfo(own.hostName()).has_xdp);
 
   ok({"port", "del", vc});
   EXPECT_FALSE(linkExists(vc)) << "the veth host end vdevd created is still there";
@@ -844,7 +844,7 @@ TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   ok({"port", "del", own.hostName()});
   EXPECT_TRUE(linkExists(own.hostName())) << "vdev deleted a device it did not create";
   EXPECT_TRUE(linkExists(own.peerName(), &ns));
-  EXPECT_FALSE(linkInfo(own.hostName()).hasXdp) << "XDP program left on a detached device";
+  EXPECT_FALSE(linkInfo(own.hostName()).has_xdp) << "XDP program left on a detached device";
 
   EXPECT_EQ(json({"port", "show"}).size(), 0u);
   const std::string state = readFile(state_);
@@ -893,8 +893,8 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
     const Stats s = stats();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rxPackets == ctr.sentFrames() - ctrSent && v->txPackets == 25 &&
-           v->rxPackets == vm.sentFrames() - vmSent && c->txPackets == 25;
+    return c && v && c->rx_packets == ctr.sentFrames() - ctrSent && v->tx_packets == 25 &&
+           v->rx_packets == vm.sentFrames() - vmSent && c->tx_packets == 25;
   };
   EXPECT_TRUE(waitUntil(counted, 3s, 20ms)) << ok({"stats"});
 

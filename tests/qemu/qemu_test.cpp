@@ -362,9 +362,9 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       try {
         const e2e::Stats s = vdevd_->stats();
         for (const auto& p : s.ports) {
-          d += "\nvdevd port " + p.name + ": rx " + std::to_string(p.rxPackets) + " tx " +
-               std::to_string(p.txPackets) + " drops " + std::to_string(p.dropsTotal());
-          for (const auto& [k, v] : p.xdpProg)
+          d += "\nvdevd port " + p.name + ": rx " + std::to_string(p.rx_packets) + " tx " +
+               std::to_string(p.tx_packets) + " drops " + std::to_string(p.dropsTotal());
+          for (const auto& [k, v] : p.xdp_prog)
             if (v) d += " xdp_prog." + k + " " + std::to_string(v);
         }
       } catch (const std::exception& e) {
