@@ -24,21 +24,13 @@
 
 #include "cni_plugin.h"
 #include "harness.h"
+#include "vdevctl_fixture.h"
 #include "wait.h"
 
 namespace vdev::e2e {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uid_t kNobody = 65534;
-constexpr gid_t kNogroup = 65534;
-
-std::string describe(const std::vector<std::string>& args, const CmdResult& r) {
-  std::string s = "vdevctl";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.status) + "\n  stdout: " + r.out + "\n  stderr: " + r.err;
-}
-
 // Devices that vdevd makes for a test, deleted at the end whatever happens.
 class Devices {
  public:
@@ -52,55 +44,23 @@ class Devices {
   std::vector<std::string> names_;
 };
 
-class HardeningTest : public ::testing::Test {
+class HardeningTest : public VdevctlFixture {
  protected:
-  void SetUp() override {
-    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
-    requireRoot();
-    if (IsSkipped()) return;
-    VDEV_E2E_REQUIRE_VDEVD();
-    ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0) << std::strerror(errno);
-  }
-  std::unique_ptr<Vdevd> startVdevd(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--socket", sock_, "--state", state_};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return std::make_unique<Vdevd>(args);
-  }
-  CmdResult ctl(const std::vector<std::string>& args, bool asNobody = false, Millis timeout = 20s) {
-    ProcessSpec p;
-    p.argv = {vdevctlBinary(), "-S", sock_};
-    p.argv.insert(p.argv.end(), args.begin(), args.end());
-    p.timeout = timeout;
-    if (asNobody) p.uid = kNobody, p.gid = kNogroup;
-    return runProcess(p);
-  }
-  std::string ok(const std::vector<std::string>& args, bool asNobody = false) {
-    const CmdResult r = ctl(args, asNobody);
-    if (!r.ok()) throw HarnessError("failed: " + describe(args, r));
-    return r.out;
-  }
-  Json json(std::vector<std::string> args) {
-    args.insert(args.begin(), "-j");
-    return Json::parse(ok(args));
-  }
   // `vdevctl ARGS` as nobody is refused with EPERM, naming `rule`.
   void expectRefused(const std::vector<std::string>& args, const std::string& rule) {
-    const CmdResult r = ctl(args, true);
+    const CmdResult r = ctl(args, kNobodyCreds);
     EXPECT_EQ(r.status, 1) << describe(args, r);
     EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << describe(args, r);
     EXPECT_NE(r.err.find(rule), std::string::npos) << describe(args, r);
   }
+  // The port's object in a fresh `port show -j`, or nullptr (valid until
+  // the next call).
   const Json* port(const std::string& name) {
-    static Json ports;
-    ports = json({"port", "show"});
-    for (const Json& p : ports.asArray())
-      if (p["name"].asString() == name) return &p;
-    return nullptr;
+    ports_ = json({"port", "show"});
+    return findPort(ports_, name);
   }
 
-  TempDir dir_;
-  const std::string sock_ = dir_.file("vdevd.sock");
-  const std::string state_ = dir_.file("vdevd.state");
+  Json ports_;
 };
 
 // A FIFO named as the peer's namespace used to block vdevd's control
@@ -113,7 +73,7 @@ TEST_F(HardeningTest, FifoAsNamespaceIsRefusedAtOnceAndVdevdStaysResponsive) {
   Devices guard({vc});
   auto d = startVdevd();
   const auto t0 = Clock::now();
-  const CmdResult r = ctl({"port", "add", vc, "type", "veth", "create", "netns", fifo}, false, 10s);
+  const CmdResult r = ctl({"port", "add", vc, "type", "veth", "create", "netns", fifo}, {}, 10s);
   EXPECT_LT(Clock::now() - t0, 5s) << describe({"port", "add"}, r);
   EXPECT_EQ(r.status, 1) << describe({"port", "add"}, r);
   EXPECT_NE(r.err.find("not a namespace file"), std::string::npos) << r.err;
@@ -121,11 +81,11 @@ TEST_F(HardeningTest, FifoAsNamespaceIsRefusedAtOnceAndVdevdStaysResponsive) {
   // A regular file and /dev/null are refused the same way, without being opened.
   std::ofstream(dir_.file("plain")) << "not a namespace\n";
   for (const std::string& bad : {dir_.file("plain"), std::string("/dev/null")}) {
-    const CmdResult b = ctl({"port", "add", vc, "type", "veth", "create", "netns", bad}, false, 10s);
+    const CmdResult b = ctl({"port", "add", vc, "type", "veth", "create", "netns", bad}, {}, 10s);
     EXPECT_EQ(b.status, 1) << describe({"port", "add", "netns", bad}, b);
     EXPECT_NE(b.err.find("not a namespace file"), std::string::npos) << b.err;
   }
-  EXPECT_TRUE(ctl({"info"}, false, 5s).ok()) << "vdevd stopped answering";
+  EXPECT_TRUE(ctl({"info"}, {}, 5s).ok()) << "vdevd stopped answering";
   expectCleanStop(*d, 5s);
 }
 
@@ -208,7 +168,7 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   EXPECT_EQ(json({"port", "show"}).size(), 1u);
 
   // Their own tap: owned by them even without "owner".
-  ok({"port", "add", mine, "type", "tap", "create"}, true);
+  ok({"port", "add", mine, "type", "tap", "create"}, kNobodyCreds);
   EXPECT_EQ(readFile("/sys/class/net/" + mine + "/owner"), "65534\n");
   const Json* p = port(mine);
   ASSERT_TRUE(p);
@@ -219,9 +179,9 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   // Restarted: the owner is remembered.
   ASSERT_TRUE(expectCleanStop(*d));
   d = startVdevd({"--group", "nogroup"});
-  const CmdResult r = ctl({"port", "del", rootTap}, true);
+  const CmdResult r = ctl({"port", "del", rootTap}, kNobodyCreds);
   EXPECT_EQ(r.status, 1) << describe({"port", "del", rootTap}, r);
-  ok({"port", "del", mine}, true);
+  ok({"port", "del", mine}, kNobodyCreds);
   EXPECT_FALSE(linkExists(mine));
   ok({"port", "del", rootTap});
   expectCleanStop(*d);
@@ -248,9 +208,9 @@ TEST_F(HardeningTest, GroupMembersAddVethsIntoTheirOwnNamespaces) {
   auto d = startVdevd({"--group", "nogroup"});
   // The sleep is unshare's child or unshare itself (exec): whichever holds the namespace.
   const std::string pid = std::to_string(userns.pid());
-  ok({"port", "add", vc, "type", "veth", "create", "netns", "pid", pid, "peer", "eth0"}, true);
+  ok({"port", "add", vc, "type", "veth", "create", "netns", "pid", pid, "peer", "eth0"}, kNobodyCreds);
   EXPECT_TRUE(linkExists(vc));
-  ok({"port", "del", vc}, true);
+  ok({"port", "del", vc}, kNobodyCreds);
   EXPECT_FALSE(linkExists(vc));
   Child rootSleeper("root-sleeper", {"/usr/bin/nsenter", "--net=/run/netns/" + rootNs.name(), "/bin/sleep", "60"});
   ASSERT_TRUE(waitUntil([&] { return otherNs(rootSleeper.pid(), "net"); }, 3s, 20ms)) << rootSleeper.logs();

@@ -33,6 +33,7 @@
 
 #include "flows.h"
 #include "harness.h"
+#include "vdevctl_fixture.h"
 #include "wait.h"
 
 namespace vdev::e2e {
@@ -40,32 +41,6 @@ namespace {
 
 namespace tf = testframe;
 using Clock = std::chrono::steady_clock;
-
-constexpr uid_t kNobody = 65534;
-constexpr gid_t kNogroup = 65534;
-
-// Credentials a child switches to before exec.
-struct Creds {
-  uid_t uid;
-  gid_t gid;
-};
-
-// Runs argv (no shell), capturing stdout and stderr; as `creds` if given
-// (supplementary groups dropped: only the primary gid counts). Kills it after
-// `timeout`. Never throws.
-CmdResult runArgv(const std::vector<std::string>& argv, std::optional<Creds> creds = {},
-                  Millis timeout = 20s) {
-  ProcessSpec p{.argv = argv, .timeout = timeout};
-  if (creds) p.uid = creds->uid, p.gid = creds->gid;
-  return runProcess(p);
-}
-
-std::string describe(const std::vector<std::string>& args, const CmdResult& r) {
-  std::string s = "vdevctl";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.status) + "\n  stdout: " + r.out +
-         "\n  stderr: " + r.err;
-}
 
 // Opens the existing tap `ifname` as a VM's QEMU does (TUNSETIFF IFF_TAP |
 // IFF_NO_PI), in a child running as `creds`. /dev/net/tun itself is opened
@@ -274,51 +249,10 @@ uint64_t promValue(const std::vector<PromSample>& samples, const std::string& na
 
 // ---------------------------------------------------------------------------
 
-class VdevctlTest : public ::testing::Test {
+class VdevctlTest : public VdevctlFixture {
  protected:
-  void SetUp() override {
-    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
-    requireRoot();
-    if (IsSkipped()) return;
-    VDEV_E2E_REQUIRE_VDEVD();
-    // The socket's directory must be traversable for the unprivileged client.
-    ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0) << std::strerror(errno);
-  }
-
-  std::unique_ptr<Vdevd> startVdevd(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--socket", sock_, "--state", state_};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return std::make_unique<Vdevd>(args);
-  }
-
-  CmdResult ctl(const std::vector<std::string>& args, std::optional<Creds> as = {}) {
-    std::vector<std::string> argv = {vdevctlBinary(), "-S", sock_};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runArgv(argv, as);
-  }
-  // Runs and expects success; returns stdout.
-  std::string ok(const std::vector<std::string>& args) {
-    const CmdResult r = ctl(args);
-    if (!r.ok()) throw HarnessError("failed: " + describe(args, r));
-    return r.out;
-  }
-  Json json(std::vector<std::string> args) {
-    args.insert(args.begin(), "-j");
-    const std::string out = ok(args);
-    try {
-      return Json::parse(out);
-    } catch (const std::exception& e) {
-      throw HarnessError(std::string("vdevctl -j output: ") + e.what() + "\n" + out);
-    }
-  }
   Stats stats() { return Stats::parse(ok({"-j", "stats"})); }
 
-  // The port's object in `port show -j`, or nullptr.
-  static const Json* findPort(const Json& ports, const std::string& name) {
-    for (const Json& p : ports.asArray())
-      if (p["name"].asString() == name) return &p;
-    return nullptr;
-  }
   bool portsLive(const std::vector<std::string>& names) {
     const Json ports = json({"port", "show"});
     for (const auto& n : names) {
@@ -332,9 +266,6 @@ class VdevctlTest : public ::testing::Test {
         << "ports not live: " << ok({"port", "show"});
   }
 
-  TempDir dir_;
-  const std::string sock_ = dir_.file("vdevd.sock");
-  const std::string state_ = dir_.file("vdevd.state");
 };
 
 // Sends `n` frames each way (sizes 60..1514) on flows `flow` (container ->
