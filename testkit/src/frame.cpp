@@ -170,4 +170,46 @@ ParsedTestFrame parseTestFrame(std::span<const uint8_t> frame) {
   return r;
 }
 
+bool makeArpOrEchoReply(const Mac& mac, const uint8_t ip4[4], uint8_t* f, size_t len) {
+  if (len < 42) return false;
+  const uint16_t type = uint16_t(f[12] << 8 | f[13]);
+  if (type == 0x0806) {  // ARP, Ethernet/IPv4 request for our address
+    uint8_t* a = f + 14;
+    if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[7] != 1) return false;
+    if (std::memcmp(a + 24, ip4, 4) != 0) return false;
+    uint8_t sha[6], spa[4];
+    std::memcpy(sha, a + 8, 6);
+    std::memcpy(spa, a + 14, 4);
+    a[7] = 2;  // reply
+    std::memcpy(a + 8, mac.data(), 6);
+    std::memcpy(a + 14, ip4, 4);
+    std::memcpy(a + 18, sha, 6);
+    std::memcpy(a + 24, spa, 4);
+    std::memcpy(f, sha, 6);
+    std::memcpy(f + 6, mac.data(), 6);
+    return true;
+  }
+  if (type != 0x0800 || std::memcmp(f, mac.data(), 6) != 0) return false;
+  uint8_t* ip = f + 14;
+  const size_t ihl = size_t(ip[0] & 0x0f) * 4;
+  if ((ip[0] >> 4) != 4 || ihl < 20 || len < 14 + ihl + 8 || ip[9] != 1) return false;
+  if (std::memcmp(ip + 16, ip4, 4) != 0) return false;
+  uint8_t* icmp = ip + ihl;
+  if (icmp[0] != 8) return false;
+  // Swap addresses (the IPv4 checksum covers their sum: unchanged), make it
+  // an echo reply and adjust the ICMP checksum for type 8 -> 0 (RFC 1624).
+  uint8_t tmp[6];
+  std::memcpy(tmp, ip + 12, 4);
+  std::memcpy(ip + 12, ip + 16, 4);
+  std::memcpy(ip + 16, tmp, 4);
+  icmp[0] = 0;
+  uint32_t sum = uint32_t(icmp[2] << 8 | icmp[3]) + 0x0800;
+  sum = (sum & 0xffff) + (sum >> 16);
+  icmp[2] = uint8_t(sum >> 8);
+  icmp[3] = uint8_t(sum);
+  std::memcpy(f, f + 6, 6);
+  std::memcpy(f + 6, mac.data(), 6);
+  return true;
+}
+
 }  // namespace vdev::testkit

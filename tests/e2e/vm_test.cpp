@@ -57,48 +57,6 @@ struct VmCounts {
   uint64_t frames = 0, arpReplies = 0, pingReplies = 0, writeErrors = 0;
 };
 
-// The guest's side of ARP and ping: the reply to `f` built in place, or
-// false if `f` is neither an ARP request for `ip` nor an echo request to it.
-bool makeReply(const Mac& guestMac, const uint8_t ip[4], uint8_t* f, size_t len) {
-  if (len < 42) return false;
-  const uint16_t type = uint16_t(f[12] << 8 | f[13]);
-  if (type == 0x0806) {
-    uint8_t* a = f + 14;
-    if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[7] != 1) return false;
-    if (std::memcmp(a + 24, ip, 4) != 0) return false;
-    uint8_t sha[6], spa[4];
-    std::memcpy(sha, a + 8, 6);
-    std::memcpy(spa, a + 14, 4);
-    a[7] = 2;
-    std::memcpy(a + 8, guestMac.data(), 6);
-    std::memcpy(a + 14, ip, 4);
-    std::memcpy(a + 18, sha, 6);
-    std::memcpy(a + 24, spa, 4);
-    std::memcpy(f, sha, 6);
-    std::memcpy(f + 6, guestMac.data(), 6);
-    return true;
-  }
-  if (type != 0x0800 || std::memcmp(f, guestMac.data(), 6) != 0) return false;
-  uint8_t* h = f + 14;
-  const size_t ihl = size_t(h[0] & 0x0f) * 4;
-  if ((h[0] >> 4) != 4 || ihl < 20 || len < 14 + ihl + 8 || h[9] != 1) return false;
-  if (std::memcmp(h + 16, ip, 4) != 0) return false;
-  uint8_t* icmp = h + ihl;
-  if (icmp[0] != 8) return false;
-  uint8_t tmp[4];
-  std::memcpy(tmp, h + 12, 4);
-  std::memcpy(h + 12, h + 16, 4);
-  std::memcpy(h + 16, tmp, 4);
-  icmp[0] = 0;  // echo reply; checksum adjusted for 8 -> 0 (RFC 1624)
-  uint32_t sum = uint32_t(icmp[2] << 8 | icmp[3]) + 0x0800;
-  sum = (sum & 0xffff) + (sum >> 16);
-  icmp[2] = uint8_t(sum >> 8);
-  icmp[3] = uint8_t(sum);
-  std::memcpy(f, f + 6, 6);
-  std::memcpy(f + 6, guestMac.data(), 6);
-  return true;
-}
-
 // A child process standing in for QEMU on the tap `tap`, running as `uid`.
 // Construction returns once it has attached every queue (throws with the
 // errno if it could not); stop() ends it and returns what it saw.
@@ -184,7 +142,7 @@ class QemuStandIn {
         ssize_t n;
         while ((n = ::read(fds[q], buf, sizeof buf)) > 0) {
           ++c.frames;
-          if (!makeReply(guestMac_, ip, buf, size_t(n))) continue;
+          if (!testkit::makeArpOrEchoReply(guestMac_, ip, buf, size_t(n))) continue;
           (buf[12] == 0x08 && buf[13] == 0x06 ? c.arpReplies : c.pingReplies)++;
           if (::write(fds[q], buf, size_t(n)) != n) ++c.writeErrors;  // the queue it came on
         }

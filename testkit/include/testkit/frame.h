@@ -119,4 +119,10 @@ struct ParsedTestFrame {
 // Classifies a received frame. Never reads outside `frame`.
 ParsedTestFrame parseTestFrame(std::span<const uint8_t> frame);
 
+// A guest's side of ARP and ping, as a VM stand-in answers them: if `f`
+// (len bytes) is an ARP request for `ip` or an ICMP echo request to `mac`
+// and `ip`, rewrites it in place into the reply `mac`/`ip` sends back and
+// returns true; else false, `f` untouched.
+bool makeArpOrEchoReply(const Mac& mac, const uint8_t ip[4], uint8_t* f, size_t len);
+
 }  // namespace vdev::testkit
