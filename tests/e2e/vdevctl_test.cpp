@@ -253,6 +253,21 @@ class VdevctlTest : public VdevctlFixture {
  protected:
   Stats stats() { return Stats::parse(ok({"-j", "stats"})); }
 
+  // True once stations `a` (on port `pa`) and `b` (on `pb`) have read as
+  // many frames as vdevd transmitted to their ports since this call: nothing
+  // vdevd sent them is still on its way.
+  std::function<bool()> drained(const std::string& pa, const Endpoint& a, const std::string& pb,
+                                const Endpoint& b) {
+    const Stats s0 = stats();
+    const uint64_t ta = s0.port(pa).tx_packets, tb = s0.port(pb).tx_packets;
+    const uint64_t ra = a.rx().frames(), rb = b.rx().frames();
+    return [this, pa, pb, &a, &b, ta, tb, ra, rb] {
+      const Stats s = stats();
+      return s.port(pa).tx_packets - ta == a.rx().frames() - ra &&
+             s.port(pb).tx_packets - tb == b.rx().frames() - rb;
+    };
+  }
+
   bool portsLive(const std::vector<std::string>& names) {
     const Json ports = json({"port", "show"});
     for (const auto& n : names) {
@@ -270,8 +285,10 @@ class VdevctlTest : public VdevctlFixture {
 
 // Sends `n` frames each way (sizes 60..1514) on flows `flow` (container ->
 // VM) and `flow + 1` (VM -> container) and checks that each arrives once,
-// intact, and nothing else arrives.
-void exchange(Endpoint& ctr, Endpoint& vm, uint32_t flow, uint32_t n) {
+// intact, and nothing else arrives: it reads until `drained` says the
+// stations have read every frame vdevd transmitted to them (so a duplicate
+// or a stray frame is in hand before the checks, however late it comes).
+void exchange(Endpoint& ctr, Endpoint& vm, uint32_t flow, uint32_t n, const std::function<bool()>& drained) {
   static const size_t kSizes[] = {60, 1514, 64, 1000, 128, 1513, 61, 576};
   for (uint32_t i = 0; i < n; ++i) {
     ctr.send({vm.mac(), ctr.mac(), i % 2 ? Kind::kIpv4Udp : Kind::kExperimental, flow, i,
@@ -282,7 +299,8 @@ void exchange(Endpoint& ctr, Endpoint& vm, uint32_t flow, uint32_t n) {
   const Endpoints all = {&ctr, &vm};
   pumpUntil(
       all, [&] { return vm.rx().count(flow) >= n && ctr.rx().count(flow + 1) >= n; }, 5s);
-  pumpFor(all, 100ms);
+  EXPECT_TRUE(pumpUntil(all, drained, 5s)) << "the stations did not read what vdevd sent them: "
+                                          << ctr.rx().describe() << " / " << vm.rx().describe();
   for (Endpoint* e : all) {
     EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
     EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
@@ -358,7 +376,7 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac());
   waitLive({vc, vt});  // the tap's carrier comes with the VM
 
-  exchange(ctr, vm, 1, 40);
+  exchange(ctr, vm, 1, 40, drained(vc, ctr, vt, vm));
   const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
 
   // Prometheus: well-formed, and the same numbers.
@@ -471,9 +489,9 @@ TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
       << "queue 1 never bound: " << ok({"port", "show"}) << d->logs();
   EXPECT_NE(ok({"port", "show"}).find(vt), std::string::npos);
 
-  exchange(ctr, vm, 1, 20);  // VM sends on queue 0
+  exchange(ctr, vm, 1, 20, drained(vc, ctr, vt, vm));  // VM sends on queue 0
   vm.useQueue(1);
-  exchange(ctr, vm, 3, 20);  // and on queue 1
+  exchange(ctr, vm, 3, 20, drained(vc, ctr, vt, vm));  // and on queue 1
   expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
 
   ok({"port", "del", vc});
@@ -596,8 +614,8 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   b.setLabel("c2");
   waitLive({c1, c2});
   // Both learned first (through vdevd), then every frame each way.
-  exchange(a, b, 1, 1);
-  exchange(a, b, 3, 40);
+  exchange(a, b, 1, 1, drained(c1, a, c2, b));
+  exchange(a, b, 3, 40, drained(c1, a, c2, b));
   expectCounters([&] { return stats(); }, c1, c2, a, b);
   const Json s = json({"stats"});
   uint64_t fast = 0;
@@ -652,8 +670,9 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
 
   // Both stations learned (through vdevd), then N frames VM -> container and
   // M the other way.
-  exchange(ctr, vm, 1, 1);
+  exchange(ctr, vm, 1, 1, drained(vc, ctr, vt, vm));
   const Stats before = stats();
+  const auto allRead = drained(vc, ctr, vt, vm);
   constexpr uint32_t kN = 60, kM = 35;
   for (uint32_t i = 0; i < kN; ++i)
     vm.send({ctr.mac(), vm.mac(), Kind::kIpv4Udp, 11, i, 60 + (i * 37) % 1400});
@@ -661,7 +680,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
     ctr.send({vm.mac(), ctr.mac(), Kind::kIpv4Udp, 12, i, 60 + (i * 53) % 1400});
   const Endpoints all = {&ctr, &vm};
   pumpUntil(all, [&] { return ctr.rx().count(11) >= kN && vm.rx().count(12) >= kM; }, 5s);
-  pumpFor(all, 100ms);
+  EXPECT_TRUE(pumpUntil(all, allRead, 5s)) << "the stations did not read what vdevd sent them";
   EXPECT_EQ(ctr.rx().count(11), kN) << ctr.rx().describe();
   EXPECT_EQ(vm.rx().count(12), kM) << vm.rx().describe();
   for (Endpoint* e : all) {
@@ -706,7 +725,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   EXPECT_TRUE(fastRxOf(again, vc)) << again.dump();
   waitLive({vc, vt});
   for (Endpoint* e : all) e->rx().clear();
-  exchange(ctr, vm, 21, 1);
+  exchange(ctr, vm, 21, 1, drained(vc, ctr, vt, vm));
   for (uint32_t i = 0; i < kN; ++i)
     vm.send({ctr.mac(), vm.mac(), Kind::kIpv4Udp, 23, i, 60 + (i * 37) % 1400});
   pumpUntil(all, [&] { return ctr.rx().count(23) >= kN; }, 5s);
@@ -732,7 +751,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   }, 5s, 20ms)) << "not attached to the new device: " << ok({"port", "show"}) << d->logs();
   EXPECT_FALSE(fastRxOf(json({"port", "show"}), vt));
   ctr.rx().clear();
-  exchange(ctr, vm2, 31, 1);
+  exchange(ctr, vm2, 31, 1, drained(vc, ctr, vt, vm2));
   for (uint32_t i = 0; i < kN; ++i)
     vm2.send({ctr.mac(), vm2.mac(), Kind::kIpv4Udp, 33, i, 60 + (i * 37) % 1400});
   for (uint32_t i = 0; i < kM; ++i)
@@ -802,7 +821,7 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
   ctr.setLabel("container");
   VmOnTap vm(vt, {kNobody, kNogroup}, uniqueMac());
   waitLive({vc, vt});
-  exchange(ctr, vm, 1, 20);
+  exchange(ctr, vm, 1, 20, drained(vc, ctr, vt, vm));
   ASSERT_EQ(d->stop(), 0) << d->logs();
   d.reset();
 
@@ -819,7 +838,7 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
   // Counters start again from zero; traffic flows as before.
   for (Endpoint* e : {static_cast<Endpoint*>(&ctr), static_cast<Endpoint*>(&vm)}) e->rx().clear();
   const uint64_t ctrSent = ctr.sentFrames(), vmSent = vm.sentFrames();
-  exchange(ctr, vm, 3, 25);
+  exchange(ctr, vm, 3, 25, drained(vc, ctr, vt, vm));
   const auto counted = [&] {
     const Stats s = stats();
     const PortStats* c = s.findPort(vc);
