@@ -1,0 +1,39 @@
+#!/bin/bash
+# Checks the module map of docs/architecture.md ("Modules"): a module
+# includes headers of itself and of the modules it uses, never of one above
+# it. Prints every include that breaks the map; exits 1 if there is one.
+# Usage: scripts/check-layering.sh [SOURCE_DIR]
+set -euo pipefail
+cd "${1:-$(dirname "$0")/..}"
+
+# module -> the modules it may include (besides itself)
+declare -A uses=(
+  [base]=""
+  [ringbuf]=""
+  [rtnl]="base"
+  [stats]="base"
+  [proto]="base stats"
+  [datapath]="base ringbuf stats rtnl"
+  [daemon]="base ringbuf stats rtnl proto datapath"
+  [testkit]="base"
+  [tools]="base stats rtnl proto testkit"
+)
+
+bad=0
+for mod in "${!uses[@]}"; do
+  [ -d "$mod" ] || { echo "check-layering: no folder $mod/" >&2; exit 2; }
+  allowed=" $mod ${uses[$mod]} "
+  while IFS=: read -r file line inc; do
+    dep=${inc#*\"}
+    dep=${dep%%/*}
+    # Only module headers count ("base/result.h"); system and local headers
+    # ("guest.h", "linux/bpf.h" through <>) are not modules.
+    [ -n "${uses[$dep]+set}" ] || continue
+    case "$allowed" in
+      *" $dep "*) ;;
+      *) echo "$file:$line: $mod includes $dep ($inc): not in its uses (${uses[$mod]:-none})"; bad=1 ;;
+    esac
+  done < <(grep -rnE '^#include "[a-z_]+/' "$mod" --include='*.h' --include='*.cpp' --include='*.c' || true)
+done
+[ "$bad" = 0 ] && echo "check-layering: every include follows the module map"
+exit "$bad"
