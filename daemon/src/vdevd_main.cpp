@@ -24,6 +24,7 @@
 #include "daemon/state_file.h"
 #include "daemon/stats_format.h"
 #include "rtnl/monitor.h"
+#include "rtnl/netdev.h"
 #include "proto/server.h"
 
 namespace {
@@ -468,13 +469,26 @@ int main(int argc, char** argv) {
   }
 
   // Link events (RTM_NEWLINK/RTM_DELLINK) make the datapath look at its
-  // ports at once; its 100 ms housekeeping check remains the fallback.
+  // ports at once, and are then the only thing that does for a live port
+  // (lost events: ENOBUFS, everything is checked); without them, its
+  // 100 ms housekeeping checks every port.
   std::optional<vdev::rtnl::LinkMonitor> links;
   if (auto lm = vdev::rtnl::LinkMonitor::open(); lm) {
     links.emplace(std::move(lm.value()));
+    d.setLinkEvents(true);
   } else {
     std::fprintf(stderr, "vdevd: link monitor: %s; checking links every 100 ms only\n",
                  lm.error().message().c_str());
+  }
+
+  // The same for devices' XDP features (the fast path's destinations):
+  // notifications where the kernel has them, else a check every second.
+  std::optional<vdev::rtnl::XdpFeaturesMonitor> xdp_features;
+  if (d.fastPath()) {
+    if (auto xm = vdev::rtnl::XdpFeaturesMonitor::open(); xm) {
+      xdp_features.emplace(std::move(xm.value()));
+      d.setXdpFeatureEvents(true);
+    }
   }
 
   d.start();
@@ -490,10 +504,11 @@ int main(int argc, char** argv) {
   const int poll_ms = wd.count() > 0 ? int(std::max<int64_t>(1, wd.count() / 2000)) : -1;
 
   for (bool run = true; run;) {
-    struct pollfd fds[3] = {{sigfd.get(), POLLIN, 0},
+    struct pollfd fds[4] = {{sigfd.get(), POLLIN, 0},
                             {server ? server->fd() : -1, POLLIN, 0},
-                            {links ? links->fd() : -1, POLLIN, 0}};
-    int n = ::poll(fds, 3, poll_ms);  // negative fds are ignored by poll()
+                            {links ? links->fd() : -1, POLLIN, 0},
+                            {xdp_features ? xdp_features->fd() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 4, poll_ms);  // negative fds are ignored by poll()
     if (wd.count() > 0) (void)vdev::daemon::sd::notifyWatchdog();
     if (n < 0) continue;  // EINTR
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
@@ -501,6 +516,13 @@ int main(int argc, char** argv) {
       bool any = false;
       auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
       if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+    }
+    if (xdp_features && (fds[3].revents & POLLIN)) {
+      auto r = xdp_features->processEvents();
+      if (!r)
+        d.checkFastPorts();  // some were lost: ask every device
+      else if (!r->empty())
+        d.checkFastPorts(*r);
     }
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;

@@ -182,6 +182,7 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
     next_tag++;
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
+    qu.fill_target = qu.fill_extra = 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
@@ -447,6 +448,7 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
       returned++;
     });
     q.fill_given = q.rx_got = 0;
+    q.fill_target = q.fill_extra = 0;
     q.tx_submitted = q.tx_completed = 0;
   }
   return returned;
