@@ -60,7 +60,10 @@ Ports and mode:
                            every port's own MAC always does
 
 Sizes and tuning:
-      --frames N           UMEM frames (default 32768)
+      --frames N           UMEM frames (default 32768). Each port at the XDP
+                           hook keeps at least 64 in its fill ring, and more
+                           while busy; half the pool is for those floors, so
+                           N / 128 ports fit (256 by default; more are refused)
       --frame-size N       2048 or 4096 bytes per frame (default 2048)
       --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
                            the fill ring is twice that)
@@ -324,10 +327,14 @@ int main(int argc, char** argv) {
   // one network namespace never share it and a restarted one finds its own.
   cfg.punt_name = puntName(socket_path.empty() ? (ports.empty() ? std::string() : ports.front()) : socket_path);
   cfg.port.xsk.busy_poll_budget = cfg.port.batch;
-  uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
-  if (cfg.frames < need)
-    std::fprintf(stderr, "vdevd: warning: %u frames for %zu ports: fill rings will run short (want >= %u)\n",
-                 cfg.frames, ports.size(), need);
+  // Half the pool is for the fill rings' floors (Datapath::refill): ports at
+  // the XDP hook beyond them are refused.
+  const uint32_t floors = cfg.frames / 2 / std::min<uint32_t>(64, cfg.port.xsk.fill_size);
+  if (ports.size() > floors)
+    std::fprintf(stderr,
+                 "vdevd: warning: %u frames hold the fill-ring floors of %u ports at the XDP hook; of %zu, the "
+                 "others fail unless at the tc hook (raise --frames)\n",
+                 cfg.frames, floors, ports.size());
 
   vdev::datapath::setupBpfLogging(verbose);
 
