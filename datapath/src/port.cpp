@@ -23,17 +23,6 @@ struct DirCloser {
   void operator()(DIR* d) const noexcept { ::closedir(d); }
 };
 
-// RX queues the device has (sysfs lists one rx-N directory per queue).
-uint32_t deviceQueues(const std::string& ifname) {
-  std::string path = "/sys/class/net/" + ifname + "/queues";
-  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
-  if (!d) return 1;
-  uint32_t n = 0;
-  while (struct dirent* e = ::readdir(d.get()))
-    if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
-  return n ? n : 1;
-}
-
 Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
   FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) return errnoError("socket for device ioctls");
@@ -47,6 +36,17 @@ Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
 }
 
 }  // namespace
+
+// Sysfs lists one rx-N directory per queue.
+uint32_t deviceQueues(const std::string& ifname) {
+  std::string path = "/sys/class/net/" + ifname + "/queues";
+  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
+  if (!d) return 1;
+  uint32_t n = 0;
+  while (struct dirent* e = ::readdir(d.get()))
+    if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
+  return n ? n : 1;
+}
 
 std::string deviceDriver(const std::string& ifname) {
   FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));

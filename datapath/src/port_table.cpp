@@ -211,7 +211,8 @@ void Datapath::recountFillExtra() {
 }
 
 Status Datapath::checkFillRoom(const std::string& ifname, const PortConfig& pc) const {
-  const uint64_t need = uint64_t(pc.queues) * fillFloor(pc.xsk.fill_size);
+  // queues 0: every RX queue the device has, each a socket of its own.
+  const uint64_t need = uint64_t(pc.queues ? pc.queues : deviceQueues(ifname)) * fillFloor(pc.xsk.fill_size);
   const uint64_t have = fillFloors();
   if (have + need <= fillFloorBudget()) return {};
   return Error{ENOSPC, "port " + ifname + ": the frame pool is full: its " + std::to_string(pool_->total()) +

@@ -56,6 +56,8 @@ const char* portHookName(PortHook h);
 // The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
 // has none or there is no such device.
 std::string deviceDriver(const std::string& ifname);
+// The RX queues the device has (1 if it cannot be read, or has none yet).
+uint32_t deviceQueues(const std::string& ifname);
 
 class TcPath;
 
