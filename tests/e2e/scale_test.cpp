@@ -140,6 +140,7 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     PacketSocket first("eth0", ns.front().get(), peer_mac.front());
     PacketSocket last_veth("eth0", ns.back().get(), peer_mac.back());
     Tap& vm = *taps.back();
+    vm.rx().clear();  // the taps outlive the rounds; the round counts its own frames
     const Endpoints eps = {&first, &last_veth, &vm};
     const Stats before = d.stats(30s);
     const uint32_t base = 100 * uint32_t(cycle);
@@ -222,8 +223,13 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
         30s, 50ms);
     EXPECT_TRUE(back) << fds << " open files, " << want << " before the ports";
     fds_after[cycle] = fds;
-    const Stats idle = d.statsUntil([](const Stats& s) { return s.pool.free == s.pool.total; }, 30s);
-    EXPECT_EQ(idle.pool.free, idle.pool.total) << idle.dump();
+    // Every frame back in the pool -- but the punt device's fill ring,
+    // which the skb path keeps with its socket.
+    const auto back_home = [&](const Stats& s) {
+      return s.pool.free + s.pool.fillRing == s.pool.total && (skb || s.pool.fillRing == 0);
+    };
+    const Stats idle = d.statsUntil(back_home, 30s);
+    EXPECT_TRUE(back_home(idle)) << idle.dump();
     rss_after[cycle] = rssKb(d.pid());
   }
   // Memory: the second round leaves nothing the first did not (no leak per
