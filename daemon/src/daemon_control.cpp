@@ -292,6 +292,9 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     const uint64_t used = uint64_t(openFds()) + 64 + 16;
     m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
   }
+  const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
+  m.ports_pool_left = room.pool;
+  m.ports_map_left = room.maps;
   for (const auto& i : ctx_.start_issues) {
     if (!m.start_issues.empty()) m.start_issues += '\n';
     m.start_issues += i;

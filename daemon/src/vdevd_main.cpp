@@ -24,6 +24,7 @@
 #include "daemon/state_file.h"
 #include "daemon/stats_format.h"
 #include "rtnl/monitor.h"
+#include "rtnl/netdev.h"
 #include "proto/server.h"
 
 namespace {
@@ -59,7 +60,10 @@ Ports and mode:
                            every port's own MAC always does
 
 Sizes and tuning:
-      --frames N           UMEM frames (default 32768)
+      --frames N           UMEM frames (default 32768). Each port at the XDP
+                           hook keeps at least 64 in its fill ring, and more
+                           while busy; half the pool is for those floors, so
+                           N / 128 ports fit (256 by default; more are refused)
       --frame-size N       2048 or 4096 bytes per frame (default 2048)
       --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
                            the fill ring is twice that)
@@ -323,10 +327,14 @@ int main(int argc, char** argv) {
   // one network namespace never share it and a restarted one finds its own.
   cfg.punt_name = puntName(socket_path.empty() ? (ports.empty() ? std::string() : ports.front()) : socket_path);
   cfg.port.xsk.busy_poll_budget = cfg.port.batch;
-  uint32_t need = uint32_t(ports.size()) * (cfg.port.xsk.fill_size + cfg.port.xsk.tx_size) + 1024;
-  if (cfg.frames < need)
-    std::fprintf(stderr, "vdevd: warning: %u frames for %zu ports: fill rings will run short (want >= %u)\n",
-                 cfg.frames, ports.size(), need);
+  // Half the pool is for the fill rings' floors (Datapath::refill): ports at
+  // the XDP hook beyond them are refused.
+  const uint32_t floors = cfg.frames / 2 / std::min<uint32_t>(64, cfg.port.xsk.fill_size);
+  if (ports.size() > floors)
+    std::fprintf(stderr,
+                 "vdevd: warning: %u frames hold the fill-ring floors of %u ports at the XDP hook; of %zu, the "
+                 "others fail unless at the tc hook (raise --frames)\n",
+                 cfg.frames, floors, ports.size());
 
   vdev::datapath::setupBpfLogging(verbose);
 
@@ -468,13 +476,26 @@ int main(int argc, char** argv) {
   }
 
   // Link events (RTM_NEWLINK/RTM_DELLINK) make the datapath look at its
-  // ports at once; its 100 ms housekeeping check remains the fallback.
+  // ports at once, and are then the only thing that does for a live port
+  // (lost events: ENOBUFS, everything is checked); without them, its
+  // 100 ms housekeeping checks every port.
   std::optional<vdev::rtnl::LinkMonitor> links;
   if (auto lm = vdev::rtnl::LinkMonitor::open(); lm) {
     links.emplace(std::move(lm.value()));
+    d.setLinkEvents(true);
   } else {
     std::fprintf(stderr, "vdevd: link monitor: %s; checking links every 100 ms only\n",
                  lm.error().message().c_str());
+  }
+
+  // The same for devices' XDP features (the fast path's destinations):
+  // notifications where the kernel has them, else a check every second.
+  std::optional<vdev::rtnl::XdpFeaturesMonitor> xdp_features;
+  if (d.fastPath()) {
+    if (auto xm = vdev::rtnl::XdpFeaturesMonitor::open(); xm) {
+      xdp_features.emplace(std::move(xm.value()));
+      d.setXdpFeatureEvents(true);
+    }
   }
 
   d.start();
@@ -490,10 +511,11 @@ int main(int argc, char** argv) {
   const int poll_ms = wd.count() > 0 ? int(std::max<int64_t>(1, wd.count() / 2000)) : -1;
 
   for (bool run = true; run;) {
-    struct pollfd fds[3] = {{sigfd.get(), POLLIN, 0},
+    struct pollfd fds[4] = {{sigfd.get(), POLLIN, 0},
                             {server ? server->fd() : -1, POLLIN, 0},
-                            {links ? links->fd() : -1, POLLIN, 0}};
-    int n = ::poll(fds, 3, poll_ms);  // negative fds are ignored by poll()
+                            {links ? links->fd() : -1, POLLIN, 0},
+                            {xdp_features ? xdp_features->fd() : -1, POLLIN, 0}};
+    int n = ::poll(fds, 4, poll_ms);  // negative fds are ignored by poll()
     if (wd.count() > 0) (void)vdev::daemon::sd::notifyWatchdog();
     if (n < 0) continue;  // EINTR
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
@@ -501,6 +523,13 @@ int main(int argc, char** argv) {
       bool any = false;
       auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
       if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+    }
+    if (xdp_features && (fds[3].revents & POLLIN)) {
+      auto r = xdp_features->processEvents();
+      if (!r)
+        d.checkFastPorts();  // some were lost: ask every device
+      else if (!r->empty())
+        d.checkFastPorts(*r);
     }
     if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo si;

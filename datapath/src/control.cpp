@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "datapath/datapath.h"
+#include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
 
@@ -78,7 +79,24 @@ Status Datapath::fdbDel(const uint8_t mac[6]) {
 
 void Datapath::checkLinks() {
   runOnDatapath([&] {
-    for (Port* p : ports_.active()) checkLink(*p);
+    for (Port* p : ports_.active()) {
+      checkLink(*p);
+      if (p->live()) refreshMtu(*p);  // an MTU change is a link event too
+    }
+  });
+}
+
+void Datapath::setLinkEvents(bool on) {
+  runOnDatapath([&] { link_events_ = on; });
+}
+
+void Datapath::setXdpFeatureEvents(bool on) {
+  runOnDatapath([&] { xdp_feature_events_ = on; });
+}
+
+void Datapath::checkFastPorts(const std::vector<int>& ifindexes) {
+  runOnDatapath([&] {
+    if (fast_) fast_sync_.checkPorts(ports_.active(), ifindexes);
   });
 }
 
@@ -86,6 +104,21 @@ bool Datapath::hasPort(const std::string& name) {
   bool found = false;
   runOnDatapath([&] { found = ports_.find(name) != nullptr; });
   return found;
+}
+
+Datapath::PortRoom Datapath::portRoom() {
+  PortRoom r;
+  runOnDatapath([&] {
+    const uint64_t floor = fillFloor(cfg_.port.xsk.fill_size);
+    const uint64_t used = fillFloors();
+    r.pool = uint32_t(used < fillFloorBudget() ? (fillFloorBudget() - used) / floor : 0);
+    // Indexes are reused lowest first, so the ports inside the maps are the
+    // ones with an index below their size.
+    uint32_t inside = 0;
+    for (const Port* p : ports_.active()) inside += p->index() < VDEV_FAST_MAX_PORTS;
+    r.maps = VDEV_FAST_MAX_PORTS - inside;
+  });
+  return r;
 }
 
 std::string Datapath::portName(uint16_t index) {

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 namespace vdev::datapath {
 
@@ -18,13 +17,6 @@ namespace {
 
 constexpr uint64_t kHousekeepingNs = 100ull * 1000 * 1000;  // dead-device checks, lazy reaping
 constexpr uint64_t kMtuRefreshNs = 1000ull * 1000 * 1000;
-
-uint32_t readSysfsU32(const std::string& path, uint32_t dflt) {
-  std::ifstream in(path);
-  uint64_t v = 0;
-  if (in >> v) return uint32_t(v);
-  return dflt;
-}
 
 }  // namespace
 
@@ -102,18 +94,18 @@ void Datapath::housekeeping(uint64_t now_ns) {
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
     host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
-    if (fast_) fast_sync_.housekeeping(fdb_, ports_.active());
+    if (fast_) fast_sync_.housekeeping(fdb_, ports_.active(), !xdp_feature_events_);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }
   for (Port* pp : ports_.active()) {
     Port& p = *pp;
-    checkLink(p);
+    // With link events (setLinkEvents), a live port with every queue bound
+    // is looked at only when its device changes: idle costs nothing per
+    // port. The others (down, absent, waiting for queues) are polled.
+    if (!link_events_ || !p.live() || p.unboundQueues()) checkLink(p);
     if (!p.live()) continue;
     if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
-    if (mtu_time) {
-      p.setMtu(readSysfsU32("/sys/class/net/" + p.name() + "/mtu", p.mtu()));
-      if (tc_) tc_->setMtu(p.index(), p.mtu());  // the skb path's row, if the port has one
-    }
+    if (mtu_time && !link_events_) refreshMtu(p);
   }
 }
 
@@ -165,7 +157,7 @@ void Datapath::run() {
     // The clock after work and every 16th idle spin: reading it on every
     // empty spin cost 15% of the thread when bursts come close together
     // (perf, vdev-bench); 15 spins late is well inside the idle budget.
-    if ((spins & 15) == 0) now = monotonicNs();
+    if ((spins & 15) == 0) fill_now_ns_ = now = monotonicNs();
     uint32_t work = 0;
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues())

@@ -1,6 +1,7 @@
 // The kernel fast path kept in step with the datapath (FastSync, fast_sync.h).
 #include "datapath/fast_sync.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "rtnl/netdev.h"
@@ -71,10 +72,15 @@ void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
   fdb.clearJournal();
 }
 
-void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports) {
+void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports, bool check_ports) {
   // Stations that talk only through the kernel are seen there: keep their
   // entries from ageing (and held against moves).
   fast_->forEach([&](uint64_t mac, uint16_t port_index, uint64_t seen) { fdb.touch(mac, port_index, seen); });
+  if (check_ports) checkPorts(ports);
+}
+
+void FastSync::checkPorts(const std::vector<Port*>& ports, const std::vector<int>& only) {
+  if (!fast_) return;
   // A device that stopped taking redirected frames (a container turned GRO
   // off) leaves the fast path; frames it refused meanwhile were counted as
   // fast_xmit drops. One that can take them (GRO turned on) joins. Ports
@@ -82,6 +88,7 @@ void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports) {
   for (Port* pp : ports) {
     const uint16_t index = pp->index();
     if (index >= records_.size() || !pp->live()) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), pp->ifindex()) == only.end()) continue;
     PortRecord& r = records_[index];
     const uint64_t refused = fast_->read(index).refused;
     auto takes = rtnl::deviceTakesXdpFrames(pp->ifindex());

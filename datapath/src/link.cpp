@@ -25,9 +25,18 @@ void Datapath::checkLink(Port& p) {
   fast_sync_.syncPort(p);
 }
 
+void Datapath::refreshMtu(Port& p) {
+  struct ifreq ifr = {};
+  std::strncpy(ifr.ifr_name, p.name().c_str(), IFNAMSIZ - 1);
+  if (::ioctl(ctl_sock_.get(), SIOCGIFMTU, &ifr) != 0 || uint32_t(ifr.ifr_mtu) == p.mtu()) return;
+  p.setMtu(uint32_t(ifr.ifr_mtu));
+  if (tc_) tc_->setMtu(p.index(), p.mtu());  // the skb path's row, if the port has one
+}
+
 void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
   std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
   p.shutdown(*pool_);
+  fill_recount_ = true;  // its fill rings' frames are back
   fast_sync_.syncPort(p);
   // A link that is only down keeps its learned MACs: frames for them are
   // counted as port_down rather than flooded to every other port (another

@@ -23,17 +23,6 @@ struct DirCloser {
   void operator()(DIR* d) const noexcept { ::closedir(d); }
 };
 
-// RX queues the device has (sysfs lists one rx-N directory per queue).
-uint32_t deviceQueues(const std::string& ifname) {
-  std::string path = "/sys/class/net/" + ifname + "/queues";
-  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
-  if (!d) return 1;
-  uint32_t n = 0;
-  while (struct dirent* e = ::readdir(d.get()))
-    if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
-  return n ? n : 1;
-}
-
 Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
   FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s.valid()) return errnoError("socket for device ioctls");
@@ -47,6 +36,17 @@ Status deviceInfo(const std::string& ifname, uint32_t& mtu, uint8_t mac[6]) {
 }
 
 }  // namespace
+
+// Sysfs lists one rx-N directory per queue.
+uint32_t deviceQueues(const std::string& ifname) {
+  std::string path = "/sys/class/net/" + ifname + "/queues";
+  const std::unique_ptr<DIR, DirCloser> d(::opendir(path.c_str()));
+  if (!d) return 1;
+  uint32_t n = 0;
+  while (struct dirent* e = ::readdir(d.get()))
+    if (std::strncmp(e->d_name, "rx-", 3) == 0) n++;
+  return n ? n : 1;
+}
 
 std::string deviceDriver(const std::string& ifname) {
   FileDesc s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -182,6 +182,7 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
     next_tag++;
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
+    qu.fill_target = qu.fill_extra = 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
@@ -447,6 +448,7 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
       returned++;
     });
     q.fill_given = q.rx_got = 0;
+    q.fill_target = q.fill_extra = 0;
     q.tx_submitted = q.tx_completed = 0;
   }
   return returned;

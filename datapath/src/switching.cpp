@@ -40,32 +40,69 @@ void Datapath::refill(Port::Queue& q) noexcept {
   if (!q.xsk || !q.xsk->receives()) return;
   XskSocket& s = *q.xsk;
   struct xsk_ring_prod& fill = s.fill();
-  // Keep the fill ring (twice the RX ring) full: frames in the fill ring, in
-  // the kernel and on the RX ring are all "given".
+  // Frames in the fill ring, in the kernel and on the RX ring are all "given".
   const uint64_t given = q.fill_given - q.rx_got;
-  const uint32_t target = fill.size;
-  if (given >= target) return;
-  uint32_t want = uint32_t(target - given);
-  if (want < cfg_.port.batch && given > 0) return;  // refill in batches
-  Frame* frames[256];
-  if (want > 256) want = 256;
-  want = std::min(want, xsk_prod_nb_free(&fill, want));
-  uint32_t got = pool_->allocBulk(std::span<Frame*>(frames, want));
-  if (!got) return;  // pool empty: the kernel counts rx_fill_ring_empty_descs
-  uint32_t idx = 0;
-  xsk_ring_prod__reserve(&fill, got, &idx);
-  for (uint32_t i = 0; i < got; i++) {
-    frames[i]->owner = s.tag();
-    *xsk_ring_prod__fill_addr(&fill, idx + i) = pool_->chunkAddr(frames[i]);
+  const uint32_t floor = fillFloor(fill.size);
+  const uint64_t budget = fillExtraBudget();
+  if (q.fill_target == 0) [[unlikely]] {
+    // A new socket: its floor, and half of the shared extra that is left.
+    if (fill_recount_) recountFillExtra();
+    const uint64_t left = fill_extra_ < budget ? budget - fill_extra_ : 0;
+    q.fill_target = uint32_t(std::min<uint64_t>(fill.size, floor + left / 2));
+    q.fill_busy_ns = fill_now_ns_;
+  } else if (given >= q.fill_target) {
+    return;
+  } else if (given < q.fill_target / 2) {
+    // The kernel took more than half the ring since the last refill: the
+    // queue is busy, and more frames keep it from running dry.
+    q.fill_busy_ns = fill_now_ns_;
+    if (q.fill_target < fill.size) {
+      uint64_t others = fill_extra_ - q.fill_extra;
+      if (fill_recount_ && others + (2 * uint64_t(q.fill_target) - floor) > budget) {
+        recountFillExtra();  // sockets closed since: their frames are back
+        others = fill_extra_ - q.fill_extra;
+      }
+      const uint64_t room = budget > others ? budget - others : 0;
+      q.fill_target = uint32_t(std::min<uint64_t>({fill.size, 2 * uint64_t(q.fill_target), floor + room}));
+    }
+  } else if (q.fill_target > floor && fill_now_ns_ - q.fill_busy_ns > kFillCalmNs) {
+    // Calm for a second: half the target. The frames above it go back to
+    // the pool as the queue receives them (they are not replaced).
+    q.fill_target = std::max(floor, q.fill_target / 2);
+    q.fill_busy_ns = fill_now_ns_;
   }
-  xsk_ring_prod__submit(&fill, got);
-  q.fill_given += got;
-  if (s.zerocopy() && xsk_ring_prod__needs_wakeup(&fill)) {
+  // What the queue holds above its floor, at most: its target, or more
+  // while it still holds frames given under a higher one.
+  const uint32_t held = uint32_t(std::max<uint64_t>(q.fill_target, given) - floor);
+  fill_extra_ = fill_extra_ - q.fill_extra + held;
+  q.fill_extra = held;
+  if (given >= q.fill_target) return;
+  uint32_t want = uint32_t(q.fill_target - given);
+  // Refill in batches (at most half a small ring at a time).
+  if (want < std::min(cfg_.port.batch, q.fill_target / 2) && given > 0) return;
+  uint32_t submitted = 0;
+  while (want) {
+    Frame* frames[256];
+    const uint32_t n = std::min({want, 256u, xsk_prod_nb_free(&fill, want)});
+    const uint32_t got = pool_->allocBulk(std::span<Frame*>(frames, n));
+    if (!got) break;  // pool empty: the kernel counts rx_fill_ring_empty_descs
+    uint32_t idx = 0;
+    xsk_ring_prod__reserve(&fill, got, &idx);
+    for (uint32_t i = 0; i < got; i++) {
+      frames[i]->owner = s.tag();
+      *xsk_ring_prod__fill_addr(&fill, idx + i) = pool_->chunkAddr(frames[i]);
+    }
+    xsk_ring_prod__submit(&fill, got);
+    q.fill_given += got;
+    submitted += got;
+    want -= got;
+    if (got < n) break;
+  }
+  if (submitted && s.zerocopy() && xsk_ring_prod__needs_wakeup(&fill)) {
     // Zero-copy drivers may wait for a wake-up once the fill ring ran dry.
     ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     (void)rc;
   }
-  if (got == want && q.fill_given - q.rx_got < target) refill(q);
 }
 
 uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {

@@ -80,6 +80,8 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPortsFdLeft: return {"PORTS_FD_LEFT", Kind::kU32};
     case kAttrStartIssues: return {"START_ISSUES", Kind::kString, kStartIssuesMax};
     case kAttrHook: return {"HOOK", Kind::kU8};
+    case kAttrPortsPoolLeft: return {"PORTS_POOL_LEFT", Kind::kU32};
+    case kAttrPortsMapLeft: return {"PORTS_MAP_LEFT", Kind::kU32};
     default: return {};
   }
 }
@@ -498,6 +500,8 @@ void putInfo(Writer& w, const InfoMsg& i) {
   w.u32(kAttrNumPorts, i.num_ports);
   if (i.fd_limit) w.u32(kAttrFdLimit, *i.fd_limit);
   if (i.ports_fd_left) w.u32(kAttrPortsFdLeft, *i.ports_fd_left);
+  if (i.ports_pool_left) w.u32(kAttrPortsPoolLeft, *i.ports_pool_left);
+  if (i.ports_map_left) w.u32(kAttrPortsMapLeft, *i.ports_map_left);
   if (!i.start_issues.empty()) w.str(kAttrStartIssues, i.start_issues.substr(0, kStartIssuesMax));
 }
 
@@ -775,6 +779,8 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
   if (tb[kAttrNumPorts]) i.num_ports = getU32(tb[kAttrNumPorts]);
   if (tb[kAttrFdLimit]) i.fd_limit = getU32(tb[kAttrFdLimit]);
   if (tb[kAttrPortsFdLeft]) i.ports_fd_left = getU32(tb[kAttrPortsFdLeft]);
+  if (tb[kAttrPortsPoolLeft]) i.ports_pool_left = getU32(tb[kAttrPortsPoolLeft]);
+  if (tb[kAttrPortsMapLeft]) i.ports_map_left = getU32(tb[kAttrPortsMapLeft]);
   if (tb[kAttrStartIssues]) {
     i.start_issues = getStr(tb[kAttrStartIssues]);
     for (char& c : i.start_issues)

@@ -272,6 +272,8 @@ const char* attrName(uint16_t attr) {
     case kAttrPortsFdLeft: return "PORTS_FD_LEFT";
     case kAttrStartIssues: return "START_ISSUES";
     case kAttrHook: return "HOOK";
+    case kAttrPortsPoolLeft: return "PORTS_POOL_LEFT";
+    case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
     default: return "UNKNOWN";
   }
 }

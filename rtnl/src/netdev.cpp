@@ -29,6 +29,54 @@ using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;
 
 }  // namespace
 
+struct XdpFeaturesMonitor::State {
+  detail::NlSockPtr sock;
+  std::vector<int> seen;  // ifindexes notified
+  static int onMessage(struct nl_msg* m, void* arg) {
+    struct nlattr* tb[kNetdevAttrXdpFeatures + 1] = {};
+    if (genlmsg_parse(nlmsg_hdr(m), 0, tb, kNetdevAttrXdpFeatures, nullptr) == 0 && tb[kNetdevAttrIfindex])
+      static_cast<State*>(arg)->seen.push_back(int(nla_get_u32(tb[kNetdevAttrIfindex])));
+    return NL_OK;
+  }
+};
+
+XdpFeaturesMonitor::XdpFeaturesMonitor(std::unique_ptr<State> s) : s_(std::move(s)) {}
+XdpFeaturesMonitor::XdpFeaturesMonitor(XdpFeaturesMonitor&&) noexcept = default;
+XdpFeaturesMonitor& XdpFeaturesMonitor::operator=(XdpFeaturesMonitor&&) noexcept = default;
+XdpFeaturesMonitor::~XdpFeaturesMonitor() = default;
+
+Result<XdpFeaturesMonitor> XdpFeaturesMonitor::open() {
+  auto st = std::make_unique<State>();
+  st->sock.reset(nl_socket_alloc());
+  if (!st->sock) return makeError(ENOMEM, "netlink socket");
+  nl_sock* sk = st->sock.get();
+  nl_socket_disable_seq_check(sk);  // notifications carry no sequence number of ours
+  if (int err = genl_connect(sk); err < 0) return makeError(EIO, std::string("genetlink: ") + nl_geterror(err));
+  const int grp = genl_ctrl_resolve_grp(sk, "netdev", "mgmt");
+  if (grp < 0) return makeError(EOPNOTSUPP, "no netdev genetlink family with a mgmt group");
+  if (int err = nl_socket_add_membership(sk, grp); err < 0)
+    return makeError(EIO, std::string("netdev mgmt group: ") + nl_geterror(err));
+  if (int err = nl_socket_set_nonblocking(sk); err < 0)
+    return makeError(EIO, std::string("netdev monitor: ") + nl_geterror(err));
+  nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, State::onMessage, st.get());
+  return XdpFeaturesMonitor(std::move(st));
+}
+
+int XdpFeaturesMonitor::fd() const { return nl_socket_get_fd(s_->sock.get()); }
+
+Result<std::vector<int>> XdpFeaturesMonitor::processEvents(size_t maxDatagrams) {
+  s_->seen.clear();
+  for (size_t i = 0; i < maxDatagrams; i++) {
+    const int rc = nl_recvmsgs_default(s_->sock.get());
+    if (rc >= 0) continue;
+    if (rc == -NLE_AGAIN) break;
+    // A receive-queue overflow (ENOBUFS) comes back as -NLE_NOMEM (see
+    // LinkMonitor::processEvents); anything else is treated alike: ask again.
+    return makeError(ENOBUFS, std::string("netdev notifications lost (libnl: ") + nl_geterror(rc) + ")");
+  }
+  return std::move(s_->seen);
+}
+
 Result<bool> deviceTakesXdpFrames(int ifindex) {
   detail::NlSockPtr sk(nl_socket_alloc());
   if (!sk) return makeError(ENOMEM, "netlink socket");

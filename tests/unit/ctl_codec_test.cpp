@@ -1238,6 +1238,8 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   InfoMsg i{"0.1.0", 1, SwitchMode::kSwitch, 5, 2};
   i.fd_limit = 524288;
   i.ports_fd_left = 32000;
+  i.ports_pool_left = 250;
+  i.ports_map_left = 0;  // present, and zero: the maps are full
   i.start_issues = "state file x: line 3: unknown key 'colour'\nport vd9 not restored";
   auto info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
   ASSERT_TRUE(info.ok()) << info.error().message();
@@ -1246,6 +1248,8 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   auto old = replyRoundTrip(requestFor(InfoGetRequest{}), InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 5, 2});
   ASSERT_TRUE(old.ok());
   EXPECT_FALSE(std::get<InfoMsg>(*old).fd_limit);
+  EXPECT_FALSE(std::get<InfoMsg>(*old).ports_pool_left);
+  EXPECT_FALSE(std::get<InfoMsg>(*old).ports_map_left);
   EXPECT_TRUE(std::get<InfoMsg>(*old).start_issues.empty());
 }
 

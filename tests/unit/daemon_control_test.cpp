@@ -109,6 +109,13 @@ TEST_F(DaemonControlTest, InfoSaysTheFdRoomAndWhatWasNotRestored) {
   EXPECT_LE(uint64_t(*i.ports_fd_left) * kFdsPerPort, *i.fd_limit);
   EXPECT_EQ(i.start_issues, "state file x: line 3: unknown key 'colour'\nport p9 not restored");
   EXPECT_EQ(i.num_ports, 3u);
+  // Half the pool (512 of 1024 frames) is for fill-ring floors of 64
+  // frames; the 3 ports (at the XDP hook, one queue each) keep 192 of them:
+  // room for 5 more. 3 of the fast path's 1024 map entries are taken.
+  ASSERT_TRUE(i.ports_pool_left);
+  ASSERT_TRUE(i.ports_map_left);
+  EXPECT_EQ(*i.ports_pool_left, (512u - 3 * 64) / 64);
+  EXPECT_EQ(*i.ports_map_left, 1024u - 3u);
 }
 
 }  // namespace

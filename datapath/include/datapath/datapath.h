@@ -26,6 +26,7 @@
 #include <linux/if_xdp.h>
 
 #include <array>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -109,12 +110,33 @@ class Datapath {
   // Whether learned unicast may take the kernel fast path (set up at create).
   bool fastPath() const { return fast_ != nullptr; }
   bool hasPort(const std::string& name);
-  // Checks every port's device and link now (as housekeeping does every
-  // 100 ms): the control thread calls it on rtnetlink link events.
+  // Checks every port's device, link and MTU now (as housekeeping does every
+  // 100 ms without link events): the control thread calls it on rtnetlink
+  // link events.
   void checkLinks();
+  // on: the caller calls checkLinks() on every link event, and after events
+  // were lost (ENOBUFS). Housekeeping then stops looking at live ports with
+  // every queue bound (their link state and MTU change only with an event);
+  // it still polls ports that are down, absent or waiting for queues.
+  void setLinkEvents(bool on);
+  // Whether the kernel fast path's destinations (devices that take
+  // redirected XDP frames) are checked again every second (off) or only
+  // when the caller calls checkFastPorts() -- on a netdev notification that
+  // a device's XDP features changed, or after some were lost (on).
+  void setXdpFeatureEvents(bool on);
+  // ifindexes: the devices to look at (empty: every port).
+  void checkFastPorts(const std::vector<int>& ifindexes = {});
   Result<std::vector<Fdb::Entry>> fdbDump();
   Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
   Status fdbDel(const uint8_t mac[6]);
+  // How many more ports fit (control path). pool: one-queue ports at the
+  // XDP hook whose fill-ring floor the frame pool has room for (port add
+  // refuses the next one; ports at the tc hook take none). maps: ports the
+  // kernel fast path's and the skb path's per-port maps have entries for.
+  struct PortRoom {
+    uint32_t pool = 0, maps = 0;
+  };
+  PortRoom portRoom();
   // The name of the port at index ("" if none), as FDB entries name it.
   std::string portName(uint16_t index);
   void start();
@@ -156,6 +178,8 @@ class Datapath {
   // forward() without the final flushPending(): frames of one ingress port,
   // switched into the per-destination batches.
   void switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
+  // Tops q's fill ring up to its target, which follows its traffic (see
+  // "fill rings" below).
   void refill(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   void flushPending() noexcept;
@@ -171,6 +195,30 @@ class Datapath {
     pool_->freeBulk(fs);
   }
 
+  // The fill rings' share of the pool (switching.cpp, refill). Every
+  // receiving queue keeps at least its floor (kFillFloor frames, or its whole
+  // fill ring if smaller); the floors of all of them take at most half the
+  // pool, which is what port add checks (a port whose floor does not fit is
+  // refused). Above its floor a queue holds what its traffic needs: it starts
+  // with half of what is left of a shared extra (a quarter of the pool),
+  // doubles while the kernel empties its ring faster than vdevd refills it,
+  // and halves after a second without that -- frames a quiet queue holds
+  // come back as it receives them. The last quarter of the pool is for
+  // frames in flight (RX bursts, delivery rings, TX rings).
+  static constexpr uint32_t kFillFloor = 64;
+  static constexpr uint64_t kFillCalmNs = 1000ull * 1000 * 1000;
+  uint32_t fillFloor(uint32_t fill_size) const noexcept { return std::min(kFillFloor, fill_size); }
+  uint64_t fillFloorBudget() const noexcept { return pool_->total() / 2; }
+  uint64_t fillExtraBudget() const noexcept { return pool_->total() / 4; }
+  // The floors of every receiving queue of the ports and the punt device.
+  uint64_t fillFloors() const;
+  // Sums every queue's Port::Queue::fill_extra into fill_extra_ again (after
+  // sockets were closed, whose queues gave their frames back).
+  void recountFillExtra();
+  // ENOSPC, naming the limit, if a port with pc's queues, receiving at the
+  // XDP hook, would not get its floor.
+  Status checkFillRoom(const std::string& ifname, const PortConfig& pc) const;
+
   // Ports (port_table.cpp).
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
@@ -185,6 +233,8 @@ class Datapath {
   void checkLink(Port& p);
   void checkLinkNow(Port& p);
   void killPort(Port& p, const char* why, bool forget_macs);
+  // Reads the device's MTU (one ioctl) into the port and the skb path.
+  void refreshMtu(Port& p);
   // Looks again at the ports waiting for the kernel to release their old
   // sockets (LinkState::kReleasing), when relink_ is due.
   void relink();
@@ -217,6 +267,9 @@ class Datapath {
   std::vector<uint32_t> pending_n_;
   std::vector<uint16_t> pending_ports_;  // indexes of the ports with pending frames this burst
   std::vector<Frame*> burst_;
+  uint64_t fill_extra_ = 0;     // frames above their floor that fill rings hold (refill)
+  bool fill_recount_ = false;   // sockets were closed since fill_extra_ was summed
+  uint64_t fill_now_ns_ = 0;    // the loop's clock, for refill's adaptation
   uint16_t next_tag_ = 0;  // the owner tag of the next socket (XskSocket::tag())
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
@@ -227,6 +280,8 @@ class Datapath {
   bool running_ = false;
   bool torn_down_ = false;
   uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
+  bool link_events_ = false;  // setLinkEvents
+  bool xdp_feature_events_ = false;  // setXdpFeatureEvents
   RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
   ControlChannel control_;
 };

@@ -62,9 +62,14 @@ class FastSync {
   // The MAC table's changes since the last sync go to the kernel's copy
   // (fdb's journal: pending after a burst that changed it).
   void syncFdb(Fdb& fdb, uint64_t now_ns);
-  // Once a second: last-seen times from the kernel into the FDB; devices
-  // that stopped (or started) taking redirected frames leave (or join).
-  void housekeeping(Fdb& fdb, const std::vector<Port*>& ports);
+  // Once a second: last-seen times from the kernel into the FDB; and,
+  // unless check_ports is false (the caller calls checkPorts() when a
+  // device's XDP features change instead), checkPorts().
+  void housekeeping(Fdb& fdb, const std::vector<Port*>& ports, bool check_ports = true);
+  // Devices that stopped (or started) taking redirected frames, or whose
+  // frames the kernel refused since the last check, leave (or join).
+  // only: the ifindexes to look at (empty: every port).
+  void checkPorts(const std::vector<Port*>& ports, const std::vector<int>& only = {});
   FastDevBase& devBase(uint16_t port_index) { return record(port_index).dev; }
 
  private:

@@ -56,6 +56,8 @@ const char* portHookName(PortHook h);
 // The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
 // has none or there is no such device.
 std::string deviceDriver(const std::string& ifname);
+// The RX queues the device has (1 if it cannot be read, or has none yet).
+uint32_t deviceQueues(const std::string& ifname);
 
 class TcPath;
 
@@ -100,6 +102,11 @@ class Port {
     // Owner-thread bookkeeping (cumulative frame counts).
     uint64_t fill_given = 0, rx_got = 0;
     uint64_t tx_submitted = 0, tx_completed = 0;
+    // The fill ring's target (Datapath::refill; 0 until its first refill),
+    // the frames above the floor it counts against the datapath's shared
+    // extra, and when the kernel last emptied it faster than it was refilled.
+    uint32_t fill_target = 0, fill_extra = 0;
+    uint64_t fill_busy_ns = 0;
   };
 
   // A port with delivery rings only and no device (for tests and benches),
@@ -164,6 +171,8 @@ class Port {
   // keeps their fill rings full. A kTc port's frames come through the punt
   // device.
   bool receives() const { return hook_ != PortHook::kTc; }
+  // Its receiving queues' fill ring size (XskConfig::fill_size).
+  uint32_t fillSize() const { return cfg_.xsk.fill_size; }
   // The device is a veth (the skb path delivers into its peer directly).
   bool isVeth() const { return driver_ == "veth"; }
   const std::string& driver() const { return driver_; }

@@ -191,6 +191,8 @@ struct InfoMsg {
   uint32_t num_ports = 0;
   std::optional<uint32_t> fd_limit;       // RLIMIT_NOFILE soft limit
   std::optional<uint32_t> ports_fd_left;  // further one-queue ports that limit allows
+  std::optional<uint32_t> ports_pool_left;  // further one-queue XDP-hook ports the frame pool allows
+  std::optional<uint32_t> ports_map_left;   // further ports the fast path's maps have entries for
   std::string start_issues;               // what was not restored at start, one per line
   bool operator==(const InfoMsg&) const = default;
 };

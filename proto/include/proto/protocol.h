@@ -78,7 +78,7 @@ enum Cmd : uint8_t {
   kCmdFdbDel = 7,
   // Daemon information. req: nothing.
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
-  //          PORTS_FD_LEFT, START_ISSUES (if any)
+  //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any)
   kCmdInfoGet = 8,
   kCmdMax = kCmdInfoGet
 };
@@ -119,7 +119,11 @@ enum Attr : uint16_t {
                          // not restore or use at start (INFO; absent: nothing)
   kAttrHook = 28,        // u8 PortHook: where the port's received frames enter vdev (PORT_ADD:
                          // absent = chosen by the device, tc for veths and taps; port replies)
-  kAttrMax = kAttrHook
+  kAttrPortsPoolLeft = 29, // u32: further one-queue ports at the XDP hook whose fill-ring floor the
+                           // frame pool has room for (INFO; ports at the tc hook take none)
+  kAttrPortsMapLeft = 30,  // u32: further ports the kernel fast path's maps have entries for (INFO;
+                           // a port beyond them is switched by vdevd alone)
+  kAttrMax = kAttrPortsMapLeft
 };
 
 // Inside kAttrCreate (PORT_ADD).

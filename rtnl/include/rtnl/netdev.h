@@ -6,6 +6,9 @@
 // (vdevd's housekeeping asks once a second per fast-path port).
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "base/result.h"
 
 namespace vdev::rtnl {
@@ -15,5 +18,34 @@ namespace vdev::rtnl {
 // or an XDP program). Errors: EOPNOTSUPP (no netdev family: a kernel before
 // 6.3), ENOMEM, EIO (the request failed, or the reply had no XDP features).
 Result<bool> deviceTakesXdpFrames(int ifindex);
+
+// The netdev family's notifications (its "mgmt" group): DEV_CHANGE_NTF
+// whenever a device's XDP features change -- a veth's when its peer turns
+// GRO or an XDP program on or off -- so that whoever needs them asks again
+// instead of asking every device on a timer. Only devices of the caller's
+// network namespace are reported.
+// Thread safety: one thread at a time per monitor.
+class XdpFeaturesMonitor {
+ public:
+  // A non-blocking generic netlink socket joined to netdev's "mgmt" group.
+  // Errors: EOPNOTSUPP (no netdev family, or no such group), ENOMEM, EIO.
+  static Result<XdpFeaturesMonitor> open();
+  XdpFeaturesMonitor(XdpFeaturesMonitor&&) noexcept;
+  XdpFeaturesMonitor& operator=(XdpFeaturesMonitor&&) noexcept;
+  ~XdpFeaturesMonitor();
+
+  // Readable (POLLIN) when notifications are waiting.
+  int fd() const;
+  // Reads every waiting notification (at most maxDatagrams reads). Returns
+  // the ifindexes of the devices they were about (empty: none); ENOBUFS if
+  // some were lost (the caller then asks every device, as it would have
+  // without the monitor).
+  Result<std::vector<int>> processEvents(size_t maxDatagrams = 256);
+
+ private:
+  struct State;
+  explicit XdpFeaturesMonitor(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace vdev::rtnl

@@ -32,6 +32,8 @@ int cmdInfo(Context& ctx, Args& a) {
     o["ports"] = m.num_ports;
     if (m.fd_limit) o["fd_limit"] = *m.fd_limit;
     if (m.ports_fd_left) o["ports_fd_left"] = *m.ports_fd_left;
+    if (m.ports_pool_left) o["ports_pool_left"] = *m.ports_pool_left;
+    if (m.ports_map_left) o["ports_map_left"] = *m.ports_map_left;
     o["start_issues"] = issueLines(m.start_issues);
     return Context::print(jsonText(o, ctx.opt().pretty));
   }
@@ -44,6 +46,10 @@ int cmdInfo(Context& ctx, Args& a) {
   if (m.fd_limit)
     o += "fds:      limit " + std::to_string(*m.fd_limit) +
          (m.ports_fd_left ? ", room for " + std::to_string(*m.ports_fd_left) + " more ports" : std::string()) + "\n";
+  if (m.ports_pool_left)
+    o += "pool:     room for " + std::to_string(*m.ports_pool_left) + " more ports at the XDP hook\n";
+  if (m.ports_map_left)
+    o += "maps:     room for " + std::to_string(*m.ports_map_left) + " more ports on the fast path\n";
   o += "socket:   " + ctx.opt().socket + "\n";
   // What vdevd could not restore when it started (the state file, --port).
   for (const auto& line : issueLines(m.start_issues)) o += "not restored: " + line + "\n";

@@ -99,6 +99,14 @@ std::string statsPrometheus(const StatsReply& r, const vdev::proto::InfoMsg* inf
              {{"version", info->version}, {"mode", vdev::proto::switchModeName(info->mode)}}, 1);
     w.family("vdev_uptime_seconds", "gauge", "Seconds since vdevd started.");
     w.sample("vdev_uptime_seconds", {}, info->uptime_s);
+    // How many more ports fit, by what limits them (vdevctl info).
+    const std::pair<const char*, const std::optional<uint32_t>*> room[] = {
+        {"fds", &info->ports_fd_left}, {"pool", &info->ports_pool_left}, {"maps", &info->ports_map_left}};
+    w.family("vdev_ports_room", "gauge",
+             "Further one-queue ports each limit leaves room for: fds (the open-file limit), pool (the frame "
+             "pool, ports at the XDP hook), maps (the fast path's per-port maps).");
+    for (const auto& [limit, v] : room)
+      if (*v) w.sample("vdev_ports_room", {{"limit", limit}}, **v);
   }
   w.family("vdev_port_info", "gauge",
            "A port's type and modes as labels; always 1 (join on port).");
