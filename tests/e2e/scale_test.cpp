@@ -175,7 +175,7 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     // and nothing was dropped anywhere, by vdevd or on the way in.
     const Stats after = d.statsUntil(
         [&](const Stats& s) {
-          return s.port(names.front()).txPackets - before.port(names.front()).txPackets >= 3 * kN &&
+          return s.port(names.front()).tx_packets - before.port(names.front()).tx_packets >= 3 * kN &&
                  s.pool.inFlight() == 0;
         },
         30s);
@@ -226,7 +226,7 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     // Every frame back in the pool -- but the punt device's fill ring,
     // which the skb path keeps with its socket.
     const auto back_home = [&](const Stats& s) {
-      return s.pool.free + s.pool.fillRing == s.pool.total && (skb || s.pool.fillRing == 0);
+      return s.pool.free + s.pool.fill_ring == s.pool.total && (skb || s.pool.fill_ring == 0);
     };
     const Stats idle = d.statsUntil(back_home, 30s);
     EXPECT_TRUE(back_home(idle)) << idle.dump();
