@@ -8,7 +8,9 @@ namespace vdev::datapath {
 
 uint32_t Datapath::teardown() {
   if (running_) stop();
-  if (torn_down_ || ports_.active().empty()) return 0;
+  // The punt device's socket holds frames in its fill ring even when every
+  // port is gone: it is torn down too.
+  if (torn_down_ || (ports_.active().empty() && !punt_)) return 0;
   torn_down_ = true;
   const std::vector<Port*>& active = ports_.active();
   // 1. No new frames: detach the programs (XDP and tc now drop nothing of
