@@ -165,7 +165,9 @@ static __always_inline __u32 longest_frame(struct __sk_buff *skb)
  * what it holds: the peer then never sends this connection a segment that
  * would be an oversize drop here (the clamp routers do, iptables TCPMSS).
  * IPv4 and IPv6 without extension headers; the TCP checksum follows the
- * change (bpf_l4_csum_replace leaves a CHECKSUM_PARTIAL one to the kernel). */
+ * change (bpf_l4_csum_replace leaves a CHECKSUM_PARTIAL one to the kernel;
+ * a CHECKSUM_COMPLETE skb's sum needs no update: the option and the checksum
+ * change by opposite amounts). */
 static __always_inline void clamp_mss(struct __sk_buff *skb)
 {
 	__u32 ip_hlen, fixed, tcp, doff, off, i;
