@@ -160,6 +160,77 @@ static __always_inline __u32 longest_frame(struct __sk_buff *skb)
 	return hlen ? hlen + skb->gso_size : skb->len;
 }
 
+/* A TCP SYN (or SYN-ACK) on its way to vdevd whose MSS option promises
+ * segments longer than vdevd's own path holds gets the option lowered to
+ * what it holds: the peer then never sends this connection a segment that
+ * would be an oversize drop here (the clamp routers do, iptables TCPMSS).
+ * IPv4 and IPv6 without extension headers; the TCP checksum follows the
+ * change (bpf_l4_csum_replace leaves a CHECKSUM_PARTIAL one to the kernel;
+ * a CHECKSUM_COMPLETE skb's sum needs no update: the option and the checksum
+ * change by opposite amounts). */
+static __always_inline void clamp_mss(struct __sk_buff *skb)
+{
+	__u32 ip_hlen, fixed, tcp, doff, off, i;
+	__u8 b[4];
+	__u16 mss, cap;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 14, b, 1))
+			return;
+		ip_hlen = (b[0] & 0x0f) * 4;
+		if (bpf_skb_load_bytes(skb, 14 + 9, b, 1) || b[0] != 6)
+			return;
+		if (bpf_skb_load_bytes(skb, 14 + 6, b, 2) || (b[0] & 0x3f) || b[1])
+			return; /* a fragment: no TCP header here */
+		fixed = 20;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 14 + 6, b, 1) || b[0] != 6)
+			return;
+		ip_hlen = 40;
+		fixed = 40;
+	} else {
+		return;
+	}
+	if (ip_hlen < 20 || ip_hlen > 60)
+		return;
+	tcp = 14 + ip_hlen;
+	if (bpf_skb_load_bytes(skb, tcp + 12, b, 2) || !(b[1] & 0x02))
+		return; /* not a SYN */
+	doff = (__u32)(b[0] >> 4) * 4;
+	if (punt_max_frame < 14 + fixed + 20 + 536)
+		return;
+	cap = (__u16)(punt_max_frame - 14 - fixed - 20);
+	/* The options, one at a time (at most 40 bytes of them). */
+	off = 20;
+#pragma unroll
+	for (i = 0; i < 20; i++) {
+		if (off + 4 > doff || off > 56)
+			return;
+		if (bpf_skb_load_bytes(skb, tcp + off, b, 4))
+			return;
+		if (b[0] == 0) /* end of options */
+			return;
+		if (b[0] == 1) { /* no-op */
+			off += 1;
+			continue;
+		}
+		if (b[0] == 2 && b[1] == 4) { /* MSS */
+			mss = (__u16)(b[2] << 8 | b[3]);
+			if (mss > cap) {
+				__be16 old = bpf_htons(mss), new = bpf_htons(cap);
+
+				if (bpf_skb_store_bytes(skb, tcp + off + 2, &new, 2, 0))
+					return;
+				bpf_l4_csum_replace(skb, tcp + 16, old, new, 2);
+			}
+			return;
+		}
+		if (b[1] < 2)
+			return; /* malformed: leave it */
+		off += b[1];
+	}
+}
+
 static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u64 dst)
 {
 	if (bpf_map_lookup_elem(&tc_host_macs, &dst))
@@ -262,6 +333,8 @@ punt:
 		fast_add(in, VDEV_FAST_OVERSIZE, frames_of(skb));
 		return TC_ACT_SHOT;
 	}
+	if (punt_ifindex)
+		clamp_mss(skb);
 	if (!punt_ifindex || bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), VDEV_PUNT_VID(in))) {
 		count(in, VDEV_XDP_NO_SOCKET);
 		return TC_ACT_SHOT;

@@ -6,6 +6,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -130,15 +131,18 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // An MTU above what a UMEM frame holds is not refused (the fast path
   // carries it, and the MTU may change at any time) but said once here; the
   // frames vdevd cannot hold are counted (oversize, or the kernel's
-  // xdp_stats.rx_dropped at the XDP hook).
-  const uint32_t room = pool_->frameSize() - kTxHeadroom - 14 - (np.hook() == PortHook::kTc ? 4 : 0);
+  // xdp_stats.rx_dropped at the XDP hook). On the skb path the punt device
+  // sets the limit, and TCP through it has its MSS lowered to fit.
+  const bool tc = np.hook() == PortHook::kTc && punt_dev_;
+  const uint32_t room = tc ? punt_dev_->mtu() : pool_->frameSize() - kTxHeadroom - 14;
   if (np.mtu() > room)
     std::fprintf(stderr,
                  "vdevd: warning: port %s: MTU %u is above the %u bytes vdevd's own path carries with %u-byte "
-                 "frames: longer frames cross only on the kernel fast path (learned unicast%s); the others are "
+                 "frames: %slonger frames cross only on the kernel fast path (learned unicast%s); the others are "
                  "dropped and counted\n",
                  ifname.c_str(), np.mtu(), room, pool_->frameSize(),
-                 np.hook() == PortHook::kTc ? "" : ", XDP ports whose device takes redirected frames");
+                 tc ? "TCP through it has its MSS lowered to fit; other " : "",
+                 tc ? "" : ", XDP ports whose device takes redirected frames");
   return {};
 }
 
@@ -165,7 +169,12 @@ Status Datapath::ensureTcPath() {
   if (!tc) return tc.error();
   // Frames through the pair must fit a UMEM frame with its tag:
   // the room after the kernel's headroom, less the Ethernet and tag headers.
-  const uint32_t mtu = pool_->frameSize() - kTxHeadroom - 14 - 4;
+  // And veth takes a native XDP program (one without frags) only up to a
+  // page less its XDP headroom, the skb_shared_info and the Ethernet
+  // header: 4096 - 256 - 320 - 14 = 3506 (veth_xdp_set), which 4096-byte
+  // frames would exceed.
+  constexpr uint32_t kVethXdpMaxMtu = 3506;
+  const uint32_t mtu = std::min(pool_->frameSize() - kTxHeadroom - 14 - 4, kVethXdpMaxMtu);
   auto dev = PuntDevice::create(cfg_.punt_name, mtu);
   if (!dev) return dev.error();
   PortConfig pc = cfg_.port;
@@ -173,6 +182,18 @@ Status Datapath::ensureTcPath() {
   pc.hook = PortHook::kXdp;
   pc.xdp_mode = XdpMode::kNative;
   pc.queues = 1;
+  // One socket takes every tc port's punted frames, in bursts of whole GSO
+  // skbs segmented at once (a 64 KB TCP skb is 44 frames): a larger RX ring
+  // than a port's, so a datapath thread that was not running for a moment
+  // finds them queued instead of dropped as rx_ring_full (a TCP stream then
+  // retransmits and halves its window). Up to 4x the ports' ring, its fill
+  // ring at most a quarter of the pool.
+  for (uint32_t rx = pc.xsk.rx_size * 4; rx > pc.xsk.rx_size; rx /= 2)
+    if (2 * rx <= cfg_.frames / 4) {
+      pc.xsk.rx_size = rx;
+      pc.xsk.fill_size = 2 * rx;
+      break;
+    }
   pc.fast = nullptr;
   pc.fast_rx = false;
   pc.tc = nullptr;

@@ -271,8 +271,8 @@ OPTIONS
                                          bpf_redirect() to the tap (the upper bound)
                             vdevd        vdevd with its defaults: skb path, kernel fast path
                             vdevd-own    vdevd --no-fast-path: every frame through vdevd's
-                                         AF_XDP path by way of the punt device; not above
-                                         MTU 1500 (a frame must fit in a UMEM frame)
+                                         AF_XDP path by way of the punt device (above its
+                                         MTU, 1774 by default, TCP segments are clamped)
                           --runs, --duration, --vdevd, --vdevd-arg, --dp-prio and --json
                           apply; the other options do not. Needs iperf3 and ping.
         --mtu LIST        comma-separated MTUs of the containers' veths and their ports,
