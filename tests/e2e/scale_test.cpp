@@ -184,19 +184,19 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     const auto delta = [&](const std::string& port, uint64_t PortStats::*f) {
       return after.port(port).*f - before.port(port).*f;
     };
-    EXPECT_EQ(delta(vm.name(), &PortStats::rxPackets), 2 * kN);
-    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::rxPackets), kN);
-    EXPECT_EQ(delta(names.front(), &PortStats::rxPackets), 2 * kN);
-    EXPECT_EQ(delta(names.front(), &PortStats::txPackets), 3 * kN);
-    EXPECT_EQ(delta(vm.name(), &PortStats::txPackets), 2 * kN);  // the other's flood, and the answers
-    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::txPackets), 2 * kN);
+    EXPECT_EQ(delta(vm.name(), &PortStats::rx_packets), 2 * kN);
+    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::rx_packets), kN);
+    EXPECT_EQ(delta(names.front(), &PortStats::rx_packets), 2 * kN);
+    EXPECT_EQ(delta(names.front(), &PortStats::tx_packets), 3 * kN);
+    EXPECT_EQ(delta(vm.name(), &PortStats::tx_packets), 2 * kN);  // the other's flood, and the answers
+    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::tx_packets), 2 * kN);
     uint64_t drops = 0, rx_drops = 0;
     for (const std::string& n : names) {
       drops += after.port(n).dropsTotal() - before.port(n).dropsTotal();
       rx_drops += after.port(n).xdpRxDrops() - before.port(n).xdpRxDrops();
       // The first frames of both senders were flooded: every other port got them.
       if (n != names.front() && n != vm.name() && n != names[kVeths - 1]) {
-        EXPECT_EQ(delta(n, &PortStats::txPackets), 2 * kN) << n;
+        EXPECT_EQ(delta(n, &PortStats::tx_packets), 2 * kN) << n;
       }
     }
     EXPECT_EQ(drops, 0u) << after.dump();
