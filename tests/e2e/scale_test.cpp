@@ -48,7 +48,7 @@ struct Param {
   const char* hook;  // vdevd --default-hook
 };
 
-class ScaleTest : public ::testing::TestWithParam<Param> {
+class ScaleBase : public ::testing::Test {
  protected:
   void SetUp() override {
     requireRoot();
@@ -78,6 +78,12 @@ class ScaleTest : public ::testing::TestWithParam<Param> {
   TempDir dir_;
   std::string sock_ = dir_.file("vdevd.sock");
 };
+
+// Both hooks (Param).
+class ScaleTest : public ScaleBase, public ::testing::WithParamInterface<Param> {};
+
+// The XDP hook alone: its ports take fill-ring floors from the pool.
+using PoolLimitTest = ScaleBase;
 
 TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
   std::vector<std::unique_ptr<Netns>> ns;
@@ -236,8 +242,14 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
   // port). The first leaves about 10 MB of the 14-29 MB that 250 ports hold
   // while attached (measured with scripts/scale-ports.sh; kept by the
   // allocator and libbpf, not yet accounted for), bounded here.
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan holds freed memory in its quarantine (up to 256 MB), so vdevd's
+  // RSS says nothing of what it keeps; LeakSanitizer checks that at exit.
+  (void)rss0;
+#else
   EXPECT_LE(rss_after[1], rss_after[0] + 2048) << "kB; before any port: " << rss0;
   EXPECT_LE(rss_after[0], rss0 + 16384) << "kB";
+#endif
   expectCleanStop(d);
 }
 
@@ -245,8 +257,7 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
 // refused at add, with an error naming the limit -- never attached with an
 // empty fill ring. 1024 frames keep 512 for floors of 64: eight ports. A
 // port at the tc hook takes none and is still added.
-TEST_P(ScaleTest, APortThePoolCannotFeedIsRefusedAtAdd) {
-  if (std::string(GetParam().hook) != "xdp") GTEST_SKIP() << "the XDP hook's ports only";
+TEST_F(PoolLimitTest, APortThePoolCannotFeedIsRefusedAtAdd) {
   constexpr int kFit = 8;
   std::vector<std::unique_ptr<Netns>> ns;
   for (int i = 0; i <= kFit + 1; i++) ns.push_back(std::make_unique<Netns>());
