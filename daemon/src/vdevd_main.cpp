@@ -20,6 +20,7 @@
 #include "base/parse.h"
 #include "daemon_control.h"
 #include "datapath/datapath.h"
+#include "datapath/punt.h"
 #include "daemon/sd_notify.h"
 #include "daemon/state_file.h"
 #include "daemon/stats_format.h"
@@ -400,6 +401,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vdevd: signalfd: %s\n", std::strerror(errno));
     return 1;
   }
+
+  // The punt pairs of vdevds killed without teardown (on other control
+  // sockets: a pair of this one's own name is replaced when it is made).
+  for (const std::string& gone : vdev::datapath::PuntDevice::removeOrphans())
+    std::fprintf(stderr, "vdevd: removed punt device %s: its vdevd is gone\n", gone.c_str());
 
   auto dp = vdev::datapath::Datapath::create(cfg);
   if (!dp) {

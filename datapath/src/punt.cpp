@@ -1,10 +1,61 @@
 #include "datapath/punt.h"
 
+#include <unistd.h>
+
+#include <charconv>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 
 #include "rtnl/link.h"
 
 namespace vdev::datapath {
+
+namespace {
+
+constexpr std::string_view kOwnerPrefix = "vdev:punt owner=";
+
+// Field 22 of /proc/PID/stat (clock ticks since boot), "" if there is no
+// such process. The command name (field 2) may hold spaces and ')': the
+// fields after it start after the last ')'.
+std::string startTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return {};
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && (rest >> field); i++)
+    if (i == 22) return field;
+  return {};
+}
+
+}  // namespace
+
+std::string PuntDevice::ownerAlias() {
+  return std::string(kOwnerPrefix) + std::to_string(::getpid()) + ":" + startTime(::getpid());
+}
+
+std::vector<std::string> PuntDevice::removeOrphans() {
+  std::vector<std::string> removed;
+  auto links = rtnl::listLinks();
+  if (!links) return removed;
+  for (const rtnl::LinkState& l : *links) {
+    const std::string_view a = l.alias;
+    if (a.substr(0, kOwnerPrefix.size()) != kOwnerPrefix || l.name.empty() || l.name.back() != 'u') continue;
+    const std::string_view owner = a.substr(kOwnerPrefix.size());
+    const size_t colon = owner.find(':');
+    if (colon == std::string_view::npos) continue;
+    pid_t pid = 0;
+    if (std::from_chars(owner.data(), owner.data() + colon, pid).ec != std::errc{} || pid <= 0) continue;
+    if (startTime(pid) == owner.substr(colon + 1)) continue;  // alive
+    const std::string near = l.name.substr(0, l.name.size() - 1) + "k";
+    // Only a pair whose near end carries the mark, i.e. one vdev made.
+    if (rtnl::linkIsManaged(near) && rtnl::deleteManagedLink(near)) removed.push_back(near);
+  }
+  return removed;
+}
 
 Result<std::unique_ptr<PuntDevice>> PuntDevice::create(const std::string& base, uint32_t mtu) {
   if (base.empty() || base.size() > 13) return Error{EINVAL, "punt device name '" + base + "': 1..13 characters"};
@@ -26,6 +77,10 @@ Result<std::unique_ptr<PuntDevice>> PuntDevice::create(const std::string& base, 
     // The far end's own stack sends nothing (no router solicitation, no
     // MLD, no DAD) into the near end; createVeth did the near end.
     std::ofstream(("/proc/sys/net/ipv6/conf/" + d->far_ + "/disable_ipv6").c_str()) << "1\n";
+  }
+  if (Status st = rtnl::setAlias(d->far_, ownerAlias()); !st) {
+    (void)rtnl::deleteManagedLink(d->near_);
+    return Error{st.error().err, "punt device: " + st.error().what};
   }
   rtnl::Offloads off;
   off.tso = false;

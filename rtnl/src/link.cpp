@@ -538,6 +538,34 @@ Result<int> ifindexOf(const std::string& name) {
   return s->ifindex;
 }
 
+Result<std::vector<LinkState>> listLinks() {
+  const std::string what = "list links";
+  auto sk = RtnlSocket::open();
+  if (!sk) return withContext(sk.error(), what);
+  nl_cache* raw = nullptr;
+  const int rc = sk->run([&](nl_sock* s) { return rtnl_link_alloc_cache(s, AF_UNSPEC, &raw); });
+  if (rc < 0) return sk->error(rc, what);
+  detail::CachePtr cache(raw);
+  std::vector<LinkState> out;
+  for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o))
+    out.push_back(stateOf(reinterpret_cast<rtnl_link*>(o)));
+  return out;
+}
+
+Status setAlias(const std::string& name, const std::string& alias) {
+  const std::string what = "set alias of " + name;
+  if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
+  if (alias.size() > 255) return Error{EINVAL, what + ": over 255 bytes"};
+  auto sk = RtnlSocket::open();
+  if (!sk) return withContext(sk.error(), what);
+  auto link = getKernelLink(*sk, name, what);
+  if (!link) return link.error();
+  LinkPtr changes(rtnl_link_alloc());
+  if (!changes) return Error{ENOMEM, what};
+  rtnl_link_set_ifalias(changes.get(), alias.c_str());
+  return changeLink(*sk, rtnl_link_get_ifindex(link->get()), changes.get(), what);
+}
+
 bool linkExists(const std::string& name) { return getLink(name).ok(); }
 
 bool linkIsManaged(const std::string& name) {

@@ -37,6 +37,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -1123,6 +1124,61 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
     EXPECT_FALSE(bpfProgExists(id)) << p << ": the orphaned program " << id << " outlived vdevd";
   const Stats fin = d->finalStats();
   EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+}
+
+// A vdevd killed (SIGKILL) leaves its punt veth pair behind: the next vdevd
+// on any control socket removes it at start -- and leaves a live vdevd's
+// pair alone. The pairs' names differ (a hash of the socket path), so each
+// is found by the owner its far end names.
+namespace {
+
+// The far ends of punt pairs here whose alias names `pid` as their owner.
+std::vector<std::string> puntPairsOf(pid_t pid) {
+  std::vector<std::string> out;
+  const std::string want = "vdev:punt owner=" + std::to_string(pid) + ":";
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/net")) {
+    std::ifstream in(e.path() / "ifalias");
+    std::string alias;
+    std::getline(in, alias);
+    if (alias.rfind(want, 0) == 0) out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_F(FaultsTest, VfSigkilledVdevdsPuntDeviceIsRemovedByTheNextVdevdAndALiveOnesIsKept) {
+  TempDir dir;
+  Container c1("C1"), c2("C2");
+  auto killed = std::make_unique<Vdevd>(std::vector<std::string>{
+      "--port", c1.port(), "--socket", dir.file("a.sock"), "--no-state", "--default-hook", "tc"});
+  Vdevd live({"--port", c2.port(), "--socket", dir.file("b.sock"), "--no-state", "--default-hook", "tc"});
+  const pid_t killed_pid = killed->pid();
+  const auto killed_pair = puntPairsOf(killed_pid);
+  const auto live_pair = puntPairsOf(live.pid());
+  ASSERT_EQ(killed_pair.size(), 1u) << "the tc port's punt device, named for its owner\n" << killed->logs();
+  ASSERT_EQ(live_pair.size(), 1u) << live.logs();
+  ASSERT_NE(killed_pair, live_pair);
+
+  killed->child().signal(SIGKILL);
+  const auto status = killed->child().wait(5s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 128 + SIGKILL);
+  EXPECT_EQ(puntPairsOf(killed_pid), killed_pair) << "SIGKILL cannot delete a device";
+  killed.reset();
+
+  // A third vdevd, on a socket of its own, with no port at all.
+  Vdevd next({"--socket", dir.file("c.sock"), "--no-state"});
+  EXPECT_TRUE(puntPairsOf(killed_pid).empty()) << next.logs();
+  std::string near = killed_pair[0];
+  near.back() = 'k';
+  EXPECT_FALSE(std::filesystem::exists("/sys/class/net/" + near)) << "its near end went with it";
+  EXPECT_NE(next.logs().find("removed punt device " + near), std::string::npos) << next.logs();
+  EXPECT_EQ(puntPairsOf(live.pid()), live_pair) << "a live vdevd's punt device is not an orphan";
+
+  EXPECT_EQ(next.stop(), 0) << next.logs();
+  EXPECT_EQ(live.stop(), 0) << live.logs();
+  EXPECT_TRUE(puntPairsOf(live.pid()).empty()) << "a clean stop removes its own";
 }
 
 // ---------------------------------------------------------------------------

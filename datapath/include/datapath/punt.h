@@ -15,7 +15,11 @@
 // (VDEV_PUNT_VID) into each frame: vdevd receives wire frames and knows
 // which port each came from. One pair per vdevd; it carries the mark
 // (rtnl::kManagedAlias) and is deleted with the object. A pair of that name
-// left by a vdevd that died is deleted first.
+// left by a vdevd that died is deleted first. The far end's alias names its
+// owner ("vdev:punt owner=PID:STARTTIME", the process's start time from
+// /proc/PID/stat), so that a vdevd on another control socket -- whose pair
+// has another name -- can tell a pair whose vdevd was killed (SIGKILL: no
+// teardown) from a live one's: removeOrphans().
 //
 // Not thread safe; control plane only.
 #pragma once
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -36,6 +41,15 @@ class PuntDevice {
   ~PuntDevice();
   PuntDevice(const PuntDevice&) = delete;
   PuntDevice& operator=(const PuntDevice&) = delete;
+
+  // Deletes every pair here whose far end names an owner that no longer
+  // runs (no such pid, or a pid reused by a process that started at another
+  // time); pairs of live owners and devices without the owner alias are
+  // left alone. Returns the near ends deleted (for the log). Control plane,
+  // at start.
+  static std::vector<std::string> removeOrphans();
+  // The far end's alias for this process.
+  static std::string ownerAlias();
 
   const std::string& nearName() const { return near_; }
   const std::string& farName() const { return far_; }

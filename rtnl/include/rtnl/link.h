@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/mac.h"
 #include "base/result.h"
@@ -239,6 +240,15 @@ struct Offloads {
   std::optional<bool> gro;
 };
 Status setOffloads(const std::string& name, const Offloads& o);
+
+// Every device here (one RTM_GETLINK dump). Errors: those of the socket.
+Result<std::vector<LinkState>> listLinks();
+
+// Sets the alias (IFLA_IFALIAS) of `name` here. Not for a device's host
+// end, whose alias is the mark (kManagedAlias): the caller's own devices'
+// other ends only. Errors: ENODEV, EINVAL (bad name, alias over 255 bytes),
+// EPERM.
+Status setAlias(const std::string& name, const std::string& alias);
 
 // True if `name` exists here. False also when that cannot be determined (a
 // netlink error): use getLink() to tell the two apart.
