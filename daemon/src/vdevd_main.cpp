@@ -484,11 +484,13 @@ int main(int argc, char** argv) {
   // Link events (RTM_NEWLINK/RTM_DELLINK) make the datapath look at its
   // ports at once, and are then the only thing that does for a live port
   // (lost events: ENOBUFS, everything is checked); without them, its
-  // 100 ms housekeeping checks every port.
+  // 100 ms housekeeping checks every port. Address events do the same for
+  // the host's addresses on the ports (else read once a second).
   std::optional<vdev::rtnl::LinkMonitor> links;
   if (auto lm = vdev::rtnl::LinkMonitor::open(); lm) {
     links.emplace(std::move(lm.value()));
     d.setLinkEvents(true);
+    d.setAddrEvents(true);
   } else {
     std::fprintf(stderr, "vdevd: link monitor: %s; checking links every 100 ms only\n",
                  lm.error().message().c_str());
@@ -529,6 +531,7 @@ int main(int argc, char** argv) {
       bool any = false;
       auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
       if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+      if (links->takeAddressChange()) d.refreshHostAddrs();  // also after ENOBUFS
     }
     if (xdp_features && (fds[3].revents & POLLIN)) {
       auto r = xdp_features->processEvents();

@@ -94,6 +94,14 @@ void Datapath::setXdpFeatureEvents(bool on) {
   runOnDatapath([&] { xdp_feature_events_ = on; });
 }
 
+void Datapath::setAddrEvents(bool on) {
+  runOnDatapath([&] { addr_events_ = on; });
+}
+
+void Datapath::refreshHostAddrs() {
+  runOnDatapath([&] { host_.refresh(cfg_.host_macs, ports_.active(), tc_.get()); });
+}
+
 void Datapath::checkFastPorts(const std::vector<int>& ifindexes) {
   runOnDatapath([&] {
     if (fast_) fast_sync_.checkPorts(ports_.active(), ifindexes);

@@ -3,7 +3,7 @@
 // files (see datapath.h).
 #include "datapath/datapath.h"
 
-#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -17,6 +17,10 @@ namespace {
 
 constexpr uint64_t kHousekeepingNs = 100ull * 1000 * 1000;  // dead-device checks, lazy reaping
 constexpr uint64_t kMtuRefreshNs = 1000ull * 1000 * 1000;
+// The idle sleep: the housekeeping period while something needs polling,
+// else the once-a-second work's period (idleTimeoutMs).
+constexpr int kPollingSleepMs = int(kHousekeepingNs / 1000000);
+constexpr int kQuietSleepMs = int(kMtuRefreshNs / 1000000);
 
 }  // namespace
 
@@ -54,6 +58,8 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
   dp->wake_fd_raw_ = dp->wake_fd_.get();
   dp->ctl_sock_ = FileDesc(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!dp->ctl_sock_.valid()) return errnoError("socket for link state");
+  dp->epoll_fd_ = FileDesc(::epoll_create1(EPOLL_CLOEXEC));
+  if (!dp->epoll_fd_.valid()) return errnoError("epoll_create1");
   return dp;
 }
 
@@ -93,7 +99,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
-    host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+    host_.refresh(cfg_.host_macs, ports_.active(), tc_.get(), !addr_events_);
     if (fast_) fast_sync_.housekeeping(fdb_, ports_.active(), !xdp_feature_events_);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }
@@ -126,25 +132,58 @@ void Datapath::sleepUntilWork() {
     if (work) break;
   }
   if (!work) {
-    struct pollfd fds[1 + 256];
-    nfds_t n = 0;
-    fds[n++] = {wake_fd_.get(), POLLIN, 0};
-    if (punt_ && punt_->live())
-      for (auto& q : punt_->queues())
-        if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
-    for (Port* pp : ports_.active()) {
-      if (!pp->live() || !pp->receives()) continue;
-      for (auto& q : pp->queues())
-        if (q->xsk && n < 257) fds[n++] = {q->xsk->fd(), POLLIN, 0};
-    }
-    int timeout_ms = int(kHousekeepingNs / 1000000);
-    if (relink_.armed()) timeout_ms = relink_.timeoutMs(monotonicNs());
-    ::poll(fds, n, timeout_ms);
+    syncEpoll();
+    int timeout_ms = idleTimeoutMs();
+    if (relink_.armed()) timeout_ms = std::min(timeout_ms, relink_.timeoutMs(monotonicNs()));
+    epoll_event evs[8];
+    (void)::epoll_wait(epoll_fd_.get(), evs, 8, timeout_ms);
     uint64_t v;
     ssize_t rc = ::read(wake_fd_.get(), &v, sizeof v);
     (void)rc;
   }
   for (auto* r : armed) r->disarmDoorbell();
+}
+
+void Datapath::syncEpoll() {
+  // The sockets to watch: those that receive, of live ports (a dead one's
+  // socket may report an error for ever, which would end every sleep).
+  epoll_want_.clear();  // keeps its capacity
+  if (punt_ && punt_->live())
+    for (auto& q : punt_->queues())
+      if (q->xsk) epoll_want_.push_back(q->xsk->fd());
+  for (Port* pp : ports_.active()) {
+    if (!pp->live() || !pp->receives()) continue;
+    for (auto& q : pp->queues())
+      if (q->xsk) epoll_want_.push_back(q->xsk->fd());
+  }
+  if (epoll_gen_ == XskSocket::generation() && epoll_want_ == epoll_have_) return;
+  // Built afresh: a closed fd has left the set by itself, and its number
+  // may be a new socket's now.
+  FileDesc ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return;  // the old set stays; tried again at the next sleep
+  const auto add = [&](int fd) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    (void)::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev);
+  };
+  add(wake_fd_.get());
+  for (int fd : epoll_want_) add(fd);
+  epoll_fd_ = std::move(ep);
+  epoll_gen_ = XskSocket::generation();
+  epoll_have_ = epoll_want_;
+}
+
+int Datapath::idleTimeoutMs() const {
+  // Polled every 100 ms: link state without rtnetlink events, ports that are
+  // down, absent or waiting for queues, lazy completions. Otherwise nothing
+  // needs the thread before the once-a-second work (host addresses, the
+  // fast path's timestamps, FDB ageing): a frame, a doorbell, a control
+  // request or a link event wakes it at once.
+  if (!link_events_ || cfg_.port.completion == CompletionMode::kLazy) return kPollingSleepMs;
+  for (const Port* p : ports_.active())
+    if (!p->live() || p->unboundQueues()) return kPollingSleepMs;
+  return kQuietSleepMs;
 }
 
 void Datapath::run() {

@@ -28,6 +28,8 @@ namespace vdev::datapath {
 
 namespace {
 
+std::atomic<uint64_t> g_generation{0};
+
 template <typename T>
 T* at(void* base, uint64_t off) {
   return reinterpret_cast<T*>(static_cast<char*>(base) + off);
@@ -166,11 +168,14 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
       return errnoError("busy polling (SO_PREFER_BUSY_POLL) for " + who);
     s->busy_poll_ = true;
   }
+  g_generation.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
 // The members own everything: the ring mappings go first, then the socket.
-XskSocket::~XskSocket() = default;
+XskSocket::~XskSocket() { g_generation.fetch_add(1, std::memory_order_relaxed); }
+
+uint64_t XskSocket::generation() noexcept { return g_generation.load(std::memory_order_relaxed); }
 
 struct xdp_statistics XskSocket::stats() const {
   struct xdp_statistics st = {};

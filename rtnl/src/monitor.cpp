@@ -45,6 +45,7 @@ struct LinkMonitor::State {
   // Filled by the libnl callback, delivered after libnl returns: the user's
   // callback never runs (or throws) inside C code.
   std::vector<LinkEvent> pending;
+  bool addr_changed = false;  // an RTM_NEWADDR / RTM_DELADDR was seen
 
   // NL_CB_VALID: one RTM_NEWLINK/RTM_DELLINK notification. Parsed here from
   // the attributes directly (ifinfomsg + IFLA_IFNAME/IFLA_MTU): all an event
@@ -53,6 +54,10 @@ struct LinkMonitor::State {
   static int onMessage(struct nl_msg* msg, void* arg) {
     auto* st = static_cast<State*>(arg);
     nlmsghdr* h = nlmsg_hdr(msg);
+    if (h->nlmsg_type == RTM_NEWADDR || h->nlmsg_type == RTM_DELADDR) {
+      st->addr_changed = true;
+      return NL_OK;
+    }
     if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) return NL_OK;
     if (!nlmsg_valid_hdr(h, sizeof(ifinfomsg))) return NL_OK;
     const auto* ifi = static_cast<const ifinfomsg*>(nlmsg_data(h));
@@ -102,6 +107,8 @@ Result<LinkMonitor> LinkMonitor::open() {
   if (int rc = nl_connect(sk, NETLINK_ROUTE); rc < 0) return Error{nlErrno(rc), what + ": connect"};
   if (int rc = nl_socket_add_membership(sk, RTNLGRP_LINK); rc < 0)
     return Error{nlErrno(rc), what + ": join RTNLGRP_LINK"};
+  if (int rc = nl_socket_add_memberships(sk, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, 0); rc < 0)
+    return Error{nlErrno(rc), what + ": join RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR"};
   if (int rc = nl_socket_set_nonblocking(sk); rc < 0)
     return Error{nlErrno(rc), what + ": set non-blocking"};
 
@@ -143,11 +150,19 @@ Result<size_t> LinkMonitor::processEvents(const LinkEventCallback& cb, size_t ma
   events.swap(s_->pending);
   for (const LinkEvent& ev : events) cb(ev);
 
-  if (overrun)
+  if (overrun) {
+    s_->addr_changed = true;
     return Error{ENOBUFS,
                  "read link events: events were lost (receive queue overflow); resynchronise with snapshot()"};
+  }
   if (failure.err != 0) return failure;
   return events.size();
+}
+
+bool LinkMonitor::takeAddressChange() {
+  const bool was = s_->addr_changed;
+  s_->addr_changed = false;
+  return was;
 }
 
 Status LinkMonitor::snapshot(const LinkEventCallback& cb) const {

@@ -1539,6 +1539,25 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostAddressWhileVdevdRuns) {
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
+// An address the host gains on the uplink while vdevd runs is the host's at
+// once: vdevd hears of it from rtnetlink (it no longer reads every address
+// once a second), gives it to the port's program, and the neighbour's ARP
+// request for it reaches the host stack instead of the container.
+TEST_F(FaultsTest, VfUplinkAddressAddedWhileVdevdRunsIsTheHostsToo) {
+  if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
+  Uplink up;
+  Container c("C");
+  Vdevd d({"--port", up.veth.hostName(), "--port", c.port()});
+  const std::string n = "198.19." + std::to_string(::getpid() % 256) + ".";
+  run("ip addr add " + n + "249/30 dev " + up.veth.hostName());
+  up.net.ip("addr add " + n + "250/30 dev " + up.veth.peerName());
+  const int got = pingUntilReplies(up.net.name(), n + "249", 3, 10).received;
+  c.sock->poll();
+  EXPECT_EQ(got, 3) << "the neighbour could not resolve an address the host gained while vdevd ran; "
+                    << c.sock->rx().frames() << " frames (its ARP requests) were switched to the container instead";
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
 // The same over IPv6: the neighbour resolves the host's IPv6 address (a ULA,
 // fd00:7664:<pid>::1/64, on the uplink only) while vdevd runs. Its Neighbour
 // Solicitation goes to the solicited-node multicast address, which vdevd's

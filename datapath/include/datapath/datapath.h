@@ -124,6 +124,13 @@ class Datapath {
   // when the caller calls checkFastPorts() -- on a netdev notification that
   // a device's XDP features changed, or after some were lost (on).
   void setXdpFeatureEvents(bool on);
+  // on: the caller calls refreshHostAddrs() whenever an address was added
+  // or removed on this host (rtnetlink address events) and after events
+  // were lost; housekeeping then stops reading every address once a second
+  // (getifaddrs: a dump of every link and address, the largest idle cost
+  // with many ports).
+  void setAddrEvents(bool on);
+  void refreshHostAddrs();
   // ifindexes: the devices to look at (empty: every port).
   void checkFastPorts(const std::vector<int>& ifindexes = {});
   Result<std::vector<Fdb::Entry>> fdbDump();
@@ -238,6 +245,9 @@ class Datapath {
   // Looks again at the ports waiting for the kernel to release their old
   // sockets (LinkState::kReleasing), when relink_ is due.
   void relink();
+  // The idle sleep's pieces (datapath.cpp).
+  void syncEpoll();
+  int idleTimeoutMs() const;
 
   // Statistics (stats.cpp).
   void collectOwned(DatapathStats& out) const;
@@ -274,6 +284,15 @@ class Datapath {
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)
+  // The idle sleep (sleepUntilWork): wake_fd_ and the receiving sockets of
+  // live ports, registered again when that set changes or a socket was
+  // opened or closed (epoll_gen_ against XskSocket::generation()). One
+  // epoll_wait whatever the port count: a poll() over 250 sockets cost more
+  // than everything else vdevd does idle, and a copy-mode socket's poll
+  // even runs a TX pass (xsk_poll).
+  FileDesc epoll_fd_;
+  uint64_t epoll_gen_ = ~0ull;
+  std::vector<int> epoll_want_, epoll_have_;  // the fds to watch; those watched
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -282,6 +301,7 @@ class Datapath {
   uint64_t last_hk_ns_ = 0, last_mtu_ns_ = 0;
   bool link_events_ = false;  // setLinkEvents
   bool xdp_feature_events_ = false;  // setXdpFeatureEvents
+  bool addr_events_ = false;  // setAddrEvents
   RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
   ControlChannel control_;
 };

@@ -12,7 +12,8 @@
 //    the host MACs (frames to them go to the host's stack).
 //
 // Both are refreshed when a port is added and once a second (a port added,
-// removed or re-created brings its MAC with it; addresses come and go).
+// removed or re-created brings its MAC with it; addresses come and go) --
+// the addresses only on rtnetlink address events where vdevd has them.
 //
 // Thread safety: owned by the datapath thread.
 #pragma once
@@ -31,11 +32,13 @@ class HostAddrs {
  public:
   // Both of the below (port added; housekeeping, once a second).
   // tc: the skb path, or null.
+  // ips false: the MACs alone (the addresses are pushed on address events
+  // instead, Datapath::setAddrEvents).
   void refresh(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports,
-               TcPath* tc = nullptr) {
+               TcPath* tc = nullptr, bool ips = true) {
     refreshMacs(configured, ports);
     if (tc) (void)tc->setHostMacs(mac_keys_);
-    pushIps(ports, tc);
+    if (ips) pushIps(ports, tc);
   }
   // Rebuilds the host MACs from the configured ones and the ports' devices.
   // Keeps the vector's capacity: no allocation once the ports are there.

@@ -60,6 +60,10 @@ class XskSocket {
   XskSocket& operator=(const XskSocket&) = delete;
 
   int fd() const { return fd_.get(); }
+  // Changes whenever a socket is created or destroyed (in any thread of
+  // the process): a set of watched fds built at one value is still exact
+  // while it holds -- no fd number has been closed and reused meanwhile.
+  static uint64_t generation() noexcept;
   uint16_t tag() const { return tag_; }  // owner tag of the frames it holds
   bool zerocopy() const { return zerocopy_; }
   uint32_t queue() const { return queue_; }

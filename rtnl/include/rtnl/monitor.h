@@ -80,6 +80,12 @@ class LinkMonitor {
   // the monitor's queue is untouched). For start-up and after ENOBUFS.
   Status snapshot(const LinkEventCallback& cb) const;
 
+  // Whether an IPv4 or IPv6 address was added or removed here since the
+  // last call (RTM_NEWADDR / RTM_DELADDR, seen by processEvents(); the
+  // socket also joins RTNLGRP_IPV4_IFADDR and RTNLGRP_IPV6_IFADDR). After
+  // ENOBUFS, assume so. Clears the flag.
+  bool takeAddressChange();
+
  private:
   struct State;
   explicit LinkMonitor(std::unique_ptr<State> s);
