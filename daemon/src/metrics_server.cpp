@@ -102,14 +102,23 @@ struct MetricsCallbacks {
   }
 
   static MHD_Result request(void* cls, MHD_Connection* c, const char* url, const char* method,
-                            const char* /*version*/, const char* /*upload*/, size_t* /*upload_size*/,
-                            void** /*con_cls*/) {
+                            const char* /*version*/, const char* /*upload*/, size_t* upload_size,
+                            void** con_cls) {
     auto* self = static_cast<MetricsServer*>(cls);
     constexpr const char kText[] = "text/plain; charset=utf-8";
-    // Answered at the first call, with the headers: a request body (which a
-    // GET has not) is never read.
+    // Another method is refused at the first call, with the headers: its
+    // body is never read (libmicrohttpd closes the connection after).
     if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 && std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
       return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", kText, "GET, HEAD");
+    // GET and HEAD are answered at the second call, once the whole request
+    // is in: a reply queued at the first would make libmicrohttpd close the
+    // connection, which a scraper keeps open from one scrape to the next.
+    static int seen;
+    if (*con_cls == nullptr) {
+      *con_cls = &seen;
+      return MHD_YES;
+    }
+    if (*upload_size != 0) return MHD_NO;  // a GET with a body: dropped
     if (std::strcmp(url, "/metrics") != 0) return respond(c, MHD_HTTP_NOT_FOUND, "vdevd serves /metrics\n", kText);
     return respond(c, MHD_HTTP_OK, self->render_(), proto::kPrometheusContentType);
   }
