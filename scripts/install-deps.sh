@@ -15,6 +15,9 @@ set -eu
 # man-db: tests/e2e/package_test.sh checks the completion and man pages.
 # podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
 # network and running containers on it (runc: crun refuses hybrid cgroups).
+# libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
+# python3-prometheus-client: e2e_metrics_test parses the scrape with
+# Prometheus' own text parser.
 
 PACKAGES="
 build-essential cmake pkg-config make
@@ -26,8 +29,9 @@ nlohmann-json3-dev
 containernetworking-plugins
 libgtest-dev libgmock-dev libbenchmark-dev
 libsystemd-dev systemd
+libmicrohttpd-dev
 iproute2 ethtool iputils-ping
-python3
+python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 debhelper dpkg-dev adduser bash-completion man-db
 podman runc

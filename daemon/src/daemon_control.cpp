@@ -10,6 +10,7 @@
 #include "datapath/fdb.h"
 #include "base/version.h"
 #include "daemon/datapath_convert.h"
+#include "proto/metrics.h"
 #include "rtnl/link.h"
 
 namespace vdev::daemon {
@@ -300,6 +301,13 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     m.start_issues += i;
   }
   return m;
+}
+
+std::string DaemonControl::metricsText() {
+  // In the order vdevctl asks: STATS_GET, then INFO_GET.
+  const vdev::proto::StatsReply stats = toStatsReply(ctx_.dp->stats(), *ctx_.state, "");
+  const vdev::proto::InfoMsg i = info();
+  return vdev::proto::prometheusText(stats, &i);
 }
 
 vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) {

@@ -64,6 +64,12 @@ class DaemonControl : public vdev::proto::ControlHandler {
                                          const std::string& only);
   static vdev::proto::PortInfo toPortInfo(const datapath::PortStats& p, const DaemonState& st);
 
+  // GET /metrics (--metrics-listen): the text `vdevctl stats --prometheus`
+  // prints, from what a STATS_GET of every port and an INFO_GET would
+  // answer now (the snapshot taken on the datapath thread, as for
+  // STATS_GET).
+  std::string metricsText();
+
  private:
   vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r, const vdev::proto::PeerCred& peer);
   vdev::proto::Reply portDel(const vdev::proto::PortDelRequest& r, const vdev::proto::PeerCred& peer);

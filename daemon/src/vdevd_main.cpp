@@ -21,6 +21,7 @@
 #include "daemon_control.h"
 #include "datapath/datapath.h"
 #include "datapath/punt.h"
+#include "daemon/metrics_server.h"
 #include "daemon/sd_notify.h"
 #include "daemon/state_file.h"
 #include "daemon/stats_format.h"
@@ -167,6 +168,14 @@ Control and state:
 Output:
       --stats-json PATH    on SIGUSR1 and at exit, write statistics as JSON to
                            PATH (via PATH.tmp and rename)
+      --metrics-listen [ADDR:]PORT
+                           serve the metrics of `vdevctl stats --prometheus`
+                           (Prometheus text format) at http://ADDR:PORT/metrics,
+                           from the control thread, never the datapath's. ADDR:
+                           a numeric IPv4 address, or an IPv6 one in brackets
+                           ([::1]:9469); none: 127.0.0.1. PORT 0: any free one
+                           (vdevd prints where). At most 16 connections at once,
+                           each closed after 10 s idle. Off by default
   -v, --verbose            libbpf/libxdp informational messages
   -V, --version
   -h, --help
@@ -203,6 +212,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, vdev::datapath::PortHook>> hooks;  // --hook IFNAME=xdp|tc
   std::string json_path;
   bool verbose = false;
+  std::string metrics_text;  // --metrics-listen as given
+  std::optional<vdev::daemon::ListenAddress> metrics_addr;
 
   std::string socket_path = vdev::proto::kDefaultSocketPath;
   std::string state_path = "/var/lib/vdev/vdevd.state";
@@ -302,6 +313,12 @@ int main(int argc, char** argv) {
          cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
        }},
       {"stats-json", 0, Arg::kRequired, [&](std::string_view v) { json_path = v; }},
+      {"metrics-listen", 0, Arg::kRequired, [&](std::string_view v) {
+         auto a = vdev::daemon::parseListenAddress(v);
+         if (!a) cli::fail("--metrics-listen " + a.error().what);
+         metrics_text = v;
+         metrics_addr = *a;
+       }},
       {"socket", 's', Arg::kRequired, [&](std::string_view v) { socket_path = v; }},
       {"no-socket", 0, Arg::kNone, [&](std::string_view) { socket_path.clear(); }},
       {"group", 'g', Arg::kRequired, [&](std::string_view v) { group_name = v; }},
@@ -338,6 +355,18 @@ int main(int argc, char** argv) {
                  cfg.frames, floors, ports.size());
 
   vdev::datapath::setupBpfLogging(verbose);
+
+  // The metrics socket is bound before anything is attached: an address in
+  // use or not on this host stops vdevd here, naming it.
+  vdev::FileDesc metrics_listener;
+  if (metrics_addr) {
+    auto l = vdev::daemon::listenTcp(*metrics_addr);
+    if (!l) {
+      std::fprintf(stderr, "vdevd: --metrics-listen %s: %s\n", metrics_text.c_str(), l.error().message().c_str());
+      return 1;
+    }
+    metrics_listener = std::move(l.value());
+  }
 
   std::optional<gid_t> group;
   if (!group_name.empty()) {
@@ -481,6 +510,23 @@ int main(int argc, char** argv) {
     server = std::move(srv.value());
   }
 
+  // GET /metrics, answered on this thread (run() below) from the snapshot a
+  // STATS_GET takes.
+  std::unique_ptr<vdev::daemon::MetricsServer> metrics;
+  if (metrics_listener.valid()) {
+    vdev::daemon::MetricsServer::Config mc;
+    mc.log = [](std::string_view m) { std::fprintf(stderr, "vdevd: metrics: %.*s\n", int(m.size()), m.data()); };
+    auto ms = vdev::daemon::MetricsServer::start(std::move(metrics_listener), mc,
+                                                 [&control] { return control.metricsText(); });
+    if (!ms) {
+      std::fprintf(stderr, "vdevd: --metrics-listen %s: %s\n", metrics_text.c_str(), ms.error().message().c_str());
+      server.reset();
+      d.teardown();
+      return 1;
+    }
+    metrics = std::move(ms.value());
+  }
+
   // Link events (RTM_NEWLINK/RTM_DELLINK) make the datapath look at its
   // ports at once, and are then the only thing that does for a live port
   // (lost events: ENOBUFS, everything is checked); without them, its
@@ -507,6 +553,7 @@ int main(int argc, char** argv) {
   }
 
   d.start();
+  if (metrics) std::printf("vdevd: metrics at http://%s/metrics\n", metrics->address().c_str());
   std::printf("vdevd: ready (%zu ports, %s mode%s)\n", d.numPorts(),
               cfg.mode == vdev::datapath::SwitchMode::kSwitch ? "switch" : "xconnect",
               d.fastPath() ? ", kernel fast path" : "");
@@ -519,14 +566,20 @@ int main(int argc, char** argv) {
   const int poll_ms = wd.count() > 0 ? int(std::max<int64_t>(1, wd.count() / 2000)) : -1;
 
   for (bool run = true; run;) {
-    struct pollfd fds[4] = {{sigfd.get(), POLLIN, 0},
+    struct pollfd fds[5] = {{sigfd.get(), POLLIN, 0},
                             {server ? server->fd() : -1, POLLIN, 0},
                             {links ? links->fd() : -1, POLLIN, 0},
-                            {xdp_features ? xdp_features->fd() : -1, POLLIN, 0}};
-    int n = ::poll(fds, 4, poll_ms);  // negative fds are ignored by poll()
+                            {xdp_features ? xdp_features->fd() : -1, POLLIN, 0},
+                            {metrics ? metrics->fd() : -1, POLLIN, 0}};
+    // libmicrohttpd says how long it may wait (a connection's idle timeout).
+    int timeout_ms = poll_ms;
+    if (metrics)
+      if (const int t = metrics->timeoutMs(); t >= 0) timeout_ms = timeout_ms < 0 ? t : std::min(timeout_ms, t);
+    int n = ::poll(fds, 5, timeout_ms);  // negative fds are ignored by poll()
     if (wd.count() > 0) (void)vdev::daemon::sd::notifyWatchdog();
     if (n < 0) continue;  // EINTR
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
+    if (metrics) metrics->run();  // never blocks; also after its timeout
     if (links && (fds[2].revents & POLLIN)) {
       bool any = false;
       auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
@@ -552,6 +605,7 @@ int main(int argc, char** argv) {
     }
   }
   (void)vdev::daemon::sd::notifyStopping();
+  metrics.reset();  // no more scrapes: connections and the socket closed
   server.reset();  // no more requests
   d.stop();
   uint32_t leaked = d.teardown();

@@ -1,0 +1,92 @@
+// vdevd's Prometheus scrape endpoint (--metrics-listen ADDR:PORT): GET
+// /metrics answers the text exposition format that `vdevctl stats
+// --prometheus` prints (proto/metrics.h), HEAD the same without the body;
+// any other path is 404, any other method 405.
+//
+// The HTTP side is Debian's libmicrohttpd in its "external epoll" mode: no
+// thread of its own. The caller polls fd() for POLLIN with at most
+// timeoutMs() and then calls run(), which accepts, reads, answers and times
+// out connections without blocking, and calls `render` for each GET on the
+// caller's thread. vdevd does that on its control thread, the one that
+// answers control requests (render takes the snapshot the way STATS_GET
+// does), never on the datapath thread. Connections are bounded: at most
+// Config::max_connections at once (further ones are accepted and closed at
+// once), and one idle for Config::timeout_s seconds is closed.
+//
+// Thread safety: one thread (the one that calls run()).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/fd.h"
+#include "base/result.h"
+
+struct MHD_Daemon;
+
+namespace vdev::daemon {
+
+// Where --metrics-listen says to listen.
+struct ListenAddress {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
+// "ADDR:PORT", "[ADDR6]:PORT", ":PORT" or "PORT": ADDR is a numeric IPv4
+// address, ADDR6 a numeric IPv6 one in brackets; no address means the
+// loopback 127.0.0.1. PORT 0..65535 (0: the kernel picks a free one).
+// EINVAL, saying what is wrong, for anything else (a host name, an IPv6
+// address without brackets, a port out of range).
+Result<ListenAddress> parseListenAddress(std::string_view text);
+
+// "127.0.0.1:9469", "[::1]:9469".
+std::string formatAddress(const sockaddr* addr, socklen_t len);
+
+// A TCP socket bound to `a` and listening (non-blocking, close-on-exec,
+// SO_REUSEADDR). The error names the address.
+Result<FileDesc> listenTcp(const ListenAddress& a, int backlog = 64);
+
+class MetricsServer {
+ public:
+  struct Config {
+    unsigned max_connections = 16;
+    unsigned timeout_s = 10;  // an idle connection is closed after this
+    // libmicrohttpd's own messages (a refused connection, a failed accept).
+    std::function<void(std::string_view)> log;
+  };
+  // The body of GET /metrics.
+  using Render = std::function<std::string()>;
+
+  // Serves on `listener` (listenTcp()'s; closed with the server).
+  static Result<std::unique_ptr<MetricsServer>> start(FileDesc listener, const Config& cfg, Render render);
+  // Closes every connection and the listening socket.
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // The address it listens on, the port the kernel picked included.
+  const std::string& address() const { return address_; }
+  // Poll this for POLLIN.
+  int fd() const { return epoll_fd_; }
+  // The longest the caller may poll before calling run() (-1: no limit).
+  int timeoutMs() const;
+  // Does whatever is ready; never blocks (but in render).
+  void run();
+
+ private:
+  MetricsServer() = default;
+  friend struct MetricsCallbacks;  // libmicrohttpd's callbacks (metrics_server.cpp)
+
+  MHD_Daemon* mhd_ = nullptr;
+  int epoll_fd_ = -1;
+  std::string address_;
+  Config cfg_;
+  Render render_;
+};
+
+}  // namespace vdev::daemon

@@ -1,0 +1,253 @@
+// vdevd's Prometheus scrape endpoint (--metrics-listen, docs/vdevd.md)
+// end to end: a vdevd with two containers' veths and the endpoint on a free
+// loopback port, a known number of frames each way, then GET /metrics parsed
+// by Prometheus' own text parser (Debian's python3-prometheus-client,
+// prom_scrape.py): the rx/tx counters equal what the stations sent and
+// read, the text equals `vdevctl stats --prometheus` but for the values
+// that change by themselves, other paths are 404 and other methods 405,
+// and SIGTERM closes an open scrape connection and exits 0. Bad addresses
+// (MetricsUsage.*) need no root.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "base/fd.h"
+#include "flows.h"
+#include "harness.h"
+#include "vdevctl_fixture.h"
+#include "wait.h"
+
+namespace vdev::e2e {
+namespace {
+
+const char kScrape[] = VDEV_E2E_PROM_SCRAPE;
+
+// Debian's python3, whose packages python3-prometheus-client installs into
+// (another python3 may come first in $PATH).
+std::string python() { return ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3"; }
+
+// Why Prometheus' parser cannot be run here, or nullopt.
+std::optional<std::string> parserProblem() {
+  const CmdResult r = runArgv({python(), kScrape, "check"});
+  if (r.ok()) return std::nullopt;
+  return "python3 with prometheus_client (Debian: python3-prometheus-client, scripts/install-deps.sh) "
+         "not available: " + r.err;
+}
+
+struct Scrape {
+  int status = 0;
+  std::string content_type, allow, body;
+  Json families;  // [{name, type, help, samples: [{name, labels, value}]}]
+};
+
+// One request through prom_scrape.py.
+Scrape scrape(const std::string& url, const std::string& method = "GET") {
+  const CmdResult r = runArgv({python(), kScrape, url, method});
+  if (!r.ok()) throw HarnessError("prom_scrape.py " + url + " " + method + ": exit " + std::to_string(r.status) +
+                                  "\n" + r.err + "\n" + r.out);
+  const Json j = Json::parse(r.out);
+  Scrape s;
+  s.status = int(j["status"].asU64());
+  s.content_type = j["content_type"].asString();
+  s.allow = j["allow"].asString();
+  s.body = j["body"].asString();
+  if (j.has("families")) s.families = j["families"];
+  return s;
+}
+
+// The value of the one sample `name` whose labels include `labels`.
+uint64_t sample(const Json& families, const std::string& name, const std::map<std::string, std::string>& labels) {
+  const Json* found = nullptr;
+  for (const Json& f : families.asArray())
+    for (const Json& s : f["samples"].asArray()) {
+      if (s["name"].asString() != name) continue;
+      bool match = true;
+      for (const auto& [k, v] : labels) match = match && s["labels"].has(k) && s["labels"][k].asString() == v;
+      if (!match) continue;
+      if (found) throw HarnessError("two samples " + name);
+      found = &s;
+    }
+  if (!found) throw HarnessError("no sample " + name);
+  return (*found)["value"].asU64();
+}
+
+// The exposition text with the values of the samples that change by
+// themselves between two reads replaced by "*": the uptime, the room the
+// open-file limit leaves (each reader's connection is a descriptor of
+// vdevd's) and the kernel's count of TX wakeups that found the ring empty
+// (it grows while idle). Every other line stays as it is.
+std::string masked(const std::string& text) {
+  static const std::regex kChanging(
+      R"(^(vdev_uptime_seconds|vdev_ports_room\{limit="fds"\}|vdev_port_xdp_tx_ring_empty_descs_total\{[^}]*\}) [0-9]+$)");
+  std::istringstream in(text);
+  std::string out, line;
+  while (std::getline(in, line)) out += std::regex_replace(line, kChanging, "$1 *") + "\n";
+  return out;
+}
+
+// "vdevd: metrics at http://ADDR/metrics" on vdevd's stdout -> ADDR.
+std::string metricsAddress(Vdevd& d) {
+  static const std::regex kLine(R"(vdevd: metrics at http://(\S+)/metrics)");
+  std::smatch m;
+  const std::string out = d.child().out();
+  if (!std::regex_search(out, m, kLine)) throw HarnessError("vdevd did not say where the metrics are\n" + d.logs());
+  return m[1];
+}
+
+struct Container {
+  explicit Container(const std::string& label) : veth(ns), sock(veth.peerName(), &ns) {
+    sock.setLabel(label);
+    waitTxReady(veth.peerName(), &ns);
+  }
+  const std::string& port() const { return veth.hostName(); }
+  Netns ns;
+  VethPair veth;
+  PacketSocket sock;
+};
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    requireRoot();
+    if (IsSkipped()) return;
+    VDEV_E2E_REQUIRE_VDEVD();
+    if (vdevctlBinary().empty()) GTEST_SKIP() << "vdevctl not built and $VDEVCTL not set";
+    if (auto p = parserProblem()) GTEST_SKIP() << *p;
+  }
+  TempDir dir_;
+  const std::string sock_ = dir_.file("vdevd.sock");
+};
+
+TEST_F(MetricsTest, ScrapeCountsTheTrafficAndEqualsVdevctl) {
+  Container a("A"), b("B");
+  Vdevd d({"--port", a.port(), "--port", b.port(), "--socket", sock_, "--metrics-listen", "127.0.0.1:0"});
+  const std::string addr = metricsAddress(d);
+  ASSERT_EQ(addr.rfind("127.0.0.1:", 0), 0u) << addr;
+  const std::string url = "http://" + addr + "/metrics";
+  const Endpoints all = {&a.sock, &b.sock};
+
+  // A known number of frames each way (flooded at first, then learned).
+  constexpr uint32_t kAtoB = 120, kBtoA = 75;
+  sendMixed(a.sock, b.sock.mac(), 1, kAtoB);
+  sendMixed(b.sock, a.sock.mac(), 2, kBtoA);
+  expectFlow(all, 1, {{&b.sock, kAtoB}});
+  expectFlow(all, 2, {{&a.sock, kBtoA}});
+  ASSERT_EQ(a.sock.sentFrames(), kAtoB);
+  ASSERT_EQ(b.sock.sentFrames(), kBtoA);
+
+  // The scrape's counters reach what was sent (tx is counted when a frame
+  // goes on the TX ring, before the station reads it: wait for it), then
+  // equal it exactly.
+  Scrape s;
+  const auto counted = [&] {
+    s = scrape(url);
+    return s.status == 200 &&
+           sample(s.families, "vdev_port_rx_packets_total", {{"port", a.port()}}) == a.sock.sentFrames() &&
+           sample(s.families, "vdev_port_tx_packets_total", {{"port", b.port()}}) == b.sock.rx().frames() &&
+           sample(s.families, "vdev_port_rx_packets_total", {{"port", b.port()}}) == b.sock.sentFrames() &&
+           sample(s.families, "vdev_port_tx_packets_total", {{"port", a.port()}}) == a.sock.rx().frames();
+  };
+  waitUntil(counted, 5s, 50ms);
+  ASSERT_EQ(s.status, 200) << s.body;
+  EXPECT_EQ(s.content_type.rfind("text/plain; version=0.0.4", 0), 0u) << s.content_type;
+  for (const Container* c : {&a, &b}) {
+    SCOPED_TRACE("port " + c->port() + " (" + c->sock.label() + ")");
+    const std::map<std::string, std::string> port = {{"port", c->port()}};
+    EXPECT_EQ(sample(s.families, "vdev_port_rx_packets_total", port), c->sock.sentFrames());
+    EXPECT_EQ(sample(s.families, "vdev_port_rx_bytes_total", port), c->sock.sentBytes());
+    EXPECT_EQ(sample(s.families, "vdev_port_tx_packets_total", port), c->sock.rx().frames());
+    EXPECT_EQ(sample(s.families, "vdev_port_tx_bytes_total", port), c->sock.rx().bytesRead());
+    EXPECT_EQ(sample(s.families, "vdev_port_up", port), 1u);
+    uint64_t drops = 0;
+    for (const Json& f : s.families.asArray())
+      if (f["name"].asString() == "vdev_port_drops")
+        for (const Json& x : f["samples"].asArray())
+          if (x["labels"]["port"].asString() == c->port()) drops += x["value"].asU64();
+    EXPECT_EQ(drops, 0u) << s.body;
+  }
+  EXPECT_EQ(a.sock.sentFrames(), b.sock.rx().frames());
+  EXPECT_EQ(b.sock.sentFrames(), a.sock.rx().frames());
+  // Prometheus' parser took every family with its TYPE and HELP.
+  std::set<std::string> types;
+  for (const Json& f : s.families.asArray()) {
+    types.insert(f["type"].asString());
+    EXPECT_FALSE(f["help"].asString().empty()) << f["name"].asString();
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"counter", "gauge"}));
+
+  // The same text as vdevctl's, but for the values that change by themselves.
+  const CmdResult ctl = runArgv({vdevctlBinary(), "-S", sock_, "stats", "--prometheus"});
+  ASSERT_TRUE(ctl.ok()) << ctl.err;
+  const Scrape again = scrape(url);
+  EXPECT_EQ(masked(again.body), masked(ctl.out));
+
+  // Another path, another method.
+  for (const char* path : {"/", "/metric", "/metrics/x"}) {
+    const Scrape r = scrape("http://" + addr + path);
+    EXPECT_EQ(r.status, 404) << path;
+  }
+  for (const char* method : {"POST", "PUT", "DELETE"}) {
+    const Scrape r = scrape(url, method);
+    EXPECT_EQ(r.status, 405) << method;
+    EXPECT_EQ(r.allow, "GET, HEAD") << method;
+  }
+  EXPECT_EQ(scrape(url, "HEAD").status, 200);
+
+  // A scraper's connection open at SIGTERM: closed, and vdevd stops cleanly.
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(uint16_t(std::stoul(addr.substr(addr.rfind(':') + 1))));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  FileDesc conn(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::connect(conn.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << std::strerror(errno);
+  const std::string partial = "GET /metrics HTTP/1.1\r\n";
+  ASSERT_EQ(::send(conn.get(), partial.data(), partial.size(), MSG_NOSIGNAL), ssize_t(partial.size()));
+  EXPECT_TRUE(expectCleanStop(d));
+  char c;
+  timeval tv{5, 0};
+  ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  EXPECT_EQ(::recv(conn.get(), &c, 1, 0), 0) << "the scrape connection was not closed: " << std::strerror(errno);
+}
+
+// Addresses vdevd cannot use: it exits at once, naming the address; no root.
+class MetricsUsage : public ::testing::Test {
+ protected:
+  void SetUp() override { VDEV_E2E_REQUIRE_VDEVD(); }
+};
+
+TEST_F(MetricsUsage, MalformedOrUnusableAddressesStopVdevd) {
+  for (const char* bad : {"localhost:9469", "::1:9469", "[::1]", "127.0.0.1:65536", "1.2.3:80", ""}) {
+    const CmdResult r = Vdevd::runExpectingExit({"--port", "vtnone0", "--metrics-listen", bad});
+    EXPECT_EQ(r.status, 2) << bad << "\n" << r.err;
+    EXPECT_NE(r.err.find(std::string("--metrics-listen '") + bad + "'"), std::string::npos) << r.err;
+  }
+  // In use: a socket of the test's listens on it.
+  FileDesc taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(taken.get(), 1), 0);
+  ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&sa), &len), 0);
+  const std::string in_use = "127.0.0.1:" + std::to_string(ntohs(sa.sin_port));
+  CmdResult r = Vdevd::runExpectingExit({"--port", "vtnone0", "--metrics-listen", in_use});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot bind " + in_use), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::strerror(EADDRINUSE)), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("vdevd: ready"), std::string::npos) << r.out;
+  // Not an address of this host (one of the test range no test gives a device).
+  r = Vdevd::runExpectingExit({"--port", "vtnone0", "--metrics-listen", "198.19.255.254:9469"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot bind 198.19.255.254:9469"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace vdev::e2e
