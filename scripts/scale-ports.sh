@@ -6,11 +6,15 @@
 #  - a ping from the last container to the first (every port forwards?),
 #  - vdevd's CPU while idle with N ports (user + system ticks of
 #    /proc/PID/stat over SECONDS, after a 2 s settle),
-#  - the pool's accounting (pool.sum == pool.total) from `vdevctl -j stats`.
+#  - the pool's accounting (pool.sum == pool.total) from `vdevctl -j stats`,
+#  - with VDEV_SCALE_IPERF=S: TCP from container 2 to container 1 (iperf3,
+#    one stream, S seconds) while the other N-2 ports are attached and idle.
 #
 #   scripts/scale-ports.sh BUILD_DIR [N] [HOOK] [SECONDS] [-- VDEVD_ARGS...]
 #
-# N defaults to 250, HOOK (xdp, tc or auto) to auto, SECONDS to 20. Needs
+# N defaults to 250, HOOK (xdp, tc or auto) to auto, SECONDS to 20. HOOK
+# "bridge" attaches the same containers to a Linux bridge instead (no
+# vdevd: add times and the iperf3 figure, for comparison). Needs
 # root; hold the shared lock on a shared machine (flock /tmp/vdev-e2e.lock ...).
 # Everything it creates (namespaces vs<pid>nN, the veths vdevd made) goes at exit.
 set -eu
@@ -27,7 +31,7 @@ shift $(($# < 4 ? $# : 4))
 [ "${1:-}" = "--" ] && shift
 vdevd="$build/daemon/vdevd"
 vdevctl="$build/tools/vdevctl/vdevctl"
-[ -x "$vdevd" ] && [ -x "$vdevctl" ] || { echo "scale-ports: build vdevd and vdevctl in $build" >&2; exit 1; }
+[ "$hook" = bridge ] || { [ -x "$vdevd" ] && [ -x "$vdevctl" ]; } || { echo "scale-ports: build vdevd and vdevctl in $build" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "scale-ports: needs root" >&2; exit 1; }
 
 tag="vs$$"
@@ -41,6 +45,7 @@ cleanup() {
         while [ $i -le "$n" ]; do ctl port del "${tag}h$i" >/dev/null 2>&1 || true; i=$((i + 1)); done
         kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     fi
+    [ "$hook" = bridge ] && ip link del "${tag}br" 2>/dev/null
     i=1
     while [ $i -le "$n" ]; do
         ip link del "${tag}h$i" 2>/dev/null || true
@@ -56,21 +61,38 @@ rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 
-"$vdevd" --socket "$sock" --no-state --default-hook "$hook" --stats-json "$dir/stats.json" "$@" \
-    >"$dir/out" 2>"$dir/err" &
-pid=$!
-i=0
-until grep -q '^vdevd: ready' "$dir/out" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 200 ] || ! kill -0 "$pid" 2>/dev/null; then
-        echo "scale-ports: vdevd did not start:" >&2
-        cat "$dir/out" "$dir/err" >&2
-        exit 1
+if [ "$hook" = bridge ]; then
+    ip link add "${tag}br" type bridge
+    ip link set "${tag}br" up
+    pid=""
+else
+    "$vdevd" --socket "$sock" --no-state --default-hook "$hook" --stats-json "$dir/stats.json" "$@" \
+        >"$dir/out" 2>"$dir/err" &
+    pid=$!
+    i=0
+    until grep -q '^vdevd: ready' "$dir/out" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 200 ] || ! kill -0 "$pid" 2>/dev/null; then
+            echo "scale-ports: vdevd did not start:" >&2
+            cat "$dir/out" "$dir/err" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
+    fd0=$(fds)
+    rss0=$(rss)
+fi
+
+# One container: vdevd creates its veth (as vdev-cni does), or the same
+# veth is made by hand and enslaved to the bridge.
+attach() {
+    if [ "$hook" = bridge ]; then
+        ip link add "${tag}h$1" type veth peer name eth0 netns "${tag}n$1" &&
+            ip link set "${tag}h$1" master "${tag}br" up && ip -n "${tag}n$1" link set eth0 up
+    else
+        ctl port add "${tag}h$1" type veth create netns "${tag}n$1"
     fi
-    sleep 0.05
-done
-fd0=$(fds)
-rss0=$(rss)
+}
 
 added=0
 i=1
@@ -78,7 +100,7 @@ while [ $i -le "$n" ]; do
     ip netns add "${tag}n$i"
     ip netns exec "${tag}n$i" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
     t0=$(now_us)
-    if ! msg=$(ctl port add "${tag}h$i" type veth create netns "${tag}n$i" 2>&1); then
+    if ! msg=$(attach $i 2>&1); then
         echo "scale-ports: port $i: $msg"
         break
     fi
@@ -89,12 +111,14 @@ while [ $i -le "$n" ]; do
     fi
     i=$((i + 1))
 done
-fd1=$(fds)
-rss1=$(rss)
-echo "scale-ports: hook $hook, $added ports: fds $fd0 -> $fd1, RSS $rss0 -> $rss1 kB"
-if [ "$added" -gt 0 ]; then
-    awk -v a="$added" -v f0="$fd0" -v f1="$fd1" -v r0="$rss0" -v r1="$rss1" 'BEGIN {
-        printf "scale-ports: per port: %.1f fds, %.0f kB RSS\n", (f1 - f0) / a, (r1 - r0) / a }'
+if [ -n "$pid" ]; then
+    fd1=$(fds)
+    rss1=$(rss)
+    echo "scale-ports: hook $hook, $added ports: fds $fd0 -> $fd1, RSS $rss0 -> $rss1 kB"
+    if [ "$added" -gt 0 ]; then
+        awk -v a="$added" -v f0="$fd0" -v f1="$fd1" -v r0="$rss0" -v r1="$rss1" 'BEGIN {
+            printf "scale-ports: per port: %.1f fds, %.0f kB RSS\n", (f1 - f0) / a, (r1 - r0) / a }'
+    fi
 fi
 
 if [ "$added" -ge 2 ]; then
@@ -106,6 +130,18 @@ if [ "$added" -ge 2 ]; then
         echo "scale-ports: ping from port $added to port 1: FAILED"
     fi
 fi
+
+if [ -n "${VDEV_SCALE_IPERF:-}" ] && [ "$added" -ge 3 ]; then
+    # Ports 1 and 2 talk; the others stay attached and idle.
+    ip -n "${tag}n2" addr add 198.18.7.3/24 dev eth0
+    ip netns exec "${tag}n1" iperf3 -s -1 -D -B 198.18.7.1 --logfile "$dir/iperf-s" 
+    sleep 0.5
+    gbps=$(ip netns exec "${tag}n2" iperf3 -c 198.18.7.1 -t "$VDEV_SCALE_IPERF" -J 2>/dev/null |
+        python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))' ||
+        echo "failed")
+    echo "scale-ports: TCP container 2 -> 1 with $added ports attached: $gbps Gbit/s (iperf3, one stream, ${VDEV_SCALE_IPERF} s)"
+fi
+[ "$hook" = bridge ] && exit 0
 
 sleep 2
 hz=$(getconf CLK_TCK)

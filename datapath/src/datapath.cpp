@@ -110,6 +110,9 @@ void Datapath::housekeeping(uint64_t now_ns) {
     // port. The others (down, absent, waiting for queues) are polled.
     if (!link_events_ || !p.live() || p.unboundQueues()) checkLink(p);
     if (!p.live()) continue;
+    // What a backed-up device left on a TX ring goes when it has room again
+    // (a copy-mode socket sends only when kicked).
+    p.kickPending();
     if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
     if (mtu_time && !link_events_) refreshMtu(p);
   }
@@ -176,13 +179,15 @@ void Datapath::syncEpoll() {
 
 int Datapath::idleTimeoutMs() const {
   // Polled every 100 ms: link state without rtnetlink events, ports that are
-  // down, absent or waiting for queues, lazy completions. Otherwise nothing
+  // down, absent or waiting for queues, lazy completions, frames a backed-up
+  // device left on a TX ring (retried by a kick: the poll() this sleep once
+  // was did that by itself, xsk_poll running a TX pass). Otherwise nothing
   // needs the thread before the once-a-second work (host addresses, the
   // fast path's timestamps, FDB ageing): a frame, a doorbell, a control
   // request or a link event wakes it at once.
   if (!link_events_ || cfg_.port.completion == CompletionMode::kLazy) return kPollingSleepMs;
   for (const Port* p : ports_.active())
-    if (!p->live() || p->unboundQueues()) return kPollingSleepMs;
+    if (!p->live() || p->unboundQueues() || p->txPending()) return kPollingSleepMs;
   return kQuietSleepMs;
 }
 

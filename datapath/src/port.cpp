@@ -272,6 +272,17 @@ uint32_t Port::kick(Queue& q) noexcept {
   return kicks;
 }
 
+bool Port::txPending() const noexcept {
+  for (const auto& q : queues_)
+    if (q->xsk && q->xsk->txRingCount()) return true;
+  return false;
+}
+
+void Port::kickPending() noexcept {
+  for (auto& q : queues_)
+    if (q->xsk && q->xsk->txRingCount()) (void)kick(*q);
+}
+
 uint32_t Port::reap(Queue& q, FramePool& pool) noexcept {
   XskSocket& s = *q.xsk;
   uint32_t total = 0, idx = 0, n;

@@ -181,6 +181,12 @@ class Port {
   PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }
   PortCounterSnapshot snapshot() const;
   uint64_t txOutstanding() const;  // owner thread or quiescent
+  // Frames on a TX ring that the kernel has not taken yet (a backed-up
+  // device: a tap whose VM stopped reading). Copy mode sends only on a
+  // kick, so they wait for kickPending() (housekeeping, every 100 ms while
+  // there are any: Datapath::idleTimeoutMs). Owner thread.
+  bool txPending() const noexcept;
+  void kickPending() noexcept;
   QueueAccounting accounting() const;  // owner thread or quiescent
 
   // A port whose device does not exist yet: kAbsent until a device of that
