@@ -116,7 +116,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
     std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
     return {};
   }
-  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_tag_);
+  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket());
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
   Port& np = *ports_[index];
@@ -197,7 +197,7 @@ Status Datapath::ensureTcPath() {
   pc.fast = nullptr;
   pc.fast_rx = false;
   pc.tc = nullptr;
-  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket(), next_tag_);
+  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket());
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
   tc_ = std::move(tc.value());
   tc_->setPunt(dev.value()->nearIfindex(), mtu);

@@ -757,6 +757,58 @@ TEST_F(DatapathTest, QuickLinkFlapsReattachWithoutWarnings) {
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
+// A guest that takes its link down and up in a loop cannot make vdevd's
+// thread close and open its sockets in a loop: once the link came up more
+// than 20 times in a second, each time it comes up the port waits (100 ms,
+// doubling up to 5 s), counted as link.flap_waits and logged once; the port
+// comes back once the flapping stops. Before, every flap reopened the
+// sockets (and used up a socket tag for good).
+TEST_F(DatapathTest, ALinkFlappingInALoopIsReattachedWithABackoff) {
+  Topology t;
+  Vdevd d(t.portArgs());
+  const Endpoints all = t.all();
+  learnAll(all, 1);
+  const auto flapWaits = [&](const Stats& s) {
+    for (const Json& p : s.raw["ports"].asArray())
+      if (p["name"].asString() == t.b.port()) return p["link"]["flap_waits"].asU64();
+    return uint64_t(0);
+  };
+  // B's container end goes down and up as fast as a guest's loop would,
+  // for 3 s: about 40 flaps a second.
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  int flaps = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    run("ip -n " + t.b.ns.name() + " link set dev " + t.b.veth.peerName() + " down");
+    std::this_thread::sleep_for(5ms);
+    run("ip -n " + t.b.ns.name() + " link set dev " + t.b.veth.peerName() + " up");
+    std::this_thread::sleep_for(15ms);
+    flaps++;
+  }
+  const Stats waited = d.stats();
+  EXPECT_GE(flapWaits(waited), 1u) << flaps << " flaps\n" << waited.dump() << d.logs();
+  // The port comes back once the link stays up: within the longest wait.
+  const Stats back = d.statsUntil([&](const Stats& s) { return portLive(s, t.b.port()); }, 8s);
+  ASSERT_TRUE(portLive(back, t.b.port())) << back.dump() << d.logs();
+  const std::string err = d.child().err();
+  size_t reattaches = 0;
+  const std::string line = "port " + t.b.port() + ": link up; attached again";
+  for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) reattaches++;
+  std::cout << "  " << flaps << " flaps in 3 s: " << reattaches << " re-attaches, " << flapWaits(back)
+            << " link-ups waited\n";
+  // At most 20 in the first second, then none while it keeps flapping
+  // (each link-up pushes the wait further), and the last once it stopped.
+  EXPECT_LE(reattaches, 22u) << flaps << " flaps\n" << err;
+  EXPECT_LT(reattaches, size_t(flaps)) << err;
+  const std::string said = "the link flapped more than 20 times in a second";
+  EXPECT_NE(err.find(said), std::string::npos) << err;
+  EXPECT_EQ(err.find(said), err.rfind(said)) << "logged once per flapping spell\n" << err;
+  // B forwards again, exactly.
+  waitTxReady(t.b.veth.peerName(), &t.b.ns);
+  sendMixed(t.a.sock, t.b.sock.mac(), 12, 50);
+  expectFlow(all, 12, {{&t.b.sock, 50}});
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
 // ---------------------------------------------------------------------------
 // A port's device goes away while the others talk
 
@@ -1175,7 +1227,7 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
     SCOPED_TRACE(p.dump());
     for (const char* k : {"name", "ifindex", "queues", "xdp_mode", "bind_mode", "mtu", "rx_packets",
                           "rx_bytes", "tx_packets", "tx_bytes", "tx_outstanding", "drops",
-                          "xdp_stats", "dev"})
+                          "xdp_stats", "dev", "link"})
       EXPECT_TRUE(p.has(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
                           "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit"})
@@ -1184,6 +1236,7 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})
       EXPECT_TRUE(p["xdp_stats"].has(k)) << k;
     EXPECT_TRUE(p["dev"].has("tx_dropped"));
+    EXPECT_TRUE(p["link"].has("flap_waits"));
     const LinkInfo li = linkInfo(st.port);
     EXPECT_EQ(p["ifindex"].asU64(), uint64_t(li.ifindex));
     EXPECT_EQ(p["mtu"].asU64(), uint64_t(li.mtu));

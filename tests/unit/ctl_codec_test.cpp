@@ -1143,6 +1143,7 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.inflight_limit", 27},
       {"drops.fast_xmit", 28},
       {"xdp_prog.fast", 29},
+      {"link.flap_waits", 30},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

@@ -172,5 +172,55 @@ TEST(FramePool, RejectsBadSizesAndDoubleFreeAborts) {
   EXPECT_DEATH(p.value()->free(f), "freed twice");
 }
 
+// Socket owner tags are handed out by the pool and taken back when a socket
+// closes: a vdevd whose ports come and go (container churn, a guest flapping
+// its link: every re-attach opens new sockets) never runs out. Before, a
+// counter handed out each tag once: after 65,520 socket opens no port could
+// be attached again until vdevd restarted.
+TEST(SocketTags, AreReusedSoSocketChurnNeverRunsOut) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  SocketTags& tags = pool.tags();
+  ASSERT_EQ(tags.capacity(), kMaxSocketTags);
+  // Open and close sockets far more often than there are tags, each holding
+  // frames as a socket's rings do; closing returns them (the sweep
+  // XskSocket::close() does) before its tag is given back.
+  constexpr uint32_t kOpens = 4 * kMaxSocketTags;
+  Frame* held[4];
+  for (uint32_t i = 0; i < kOpens; i++) {
+    const int a = tags.take(), b = tags.take();  // two sockets open at once
+    ASSERT_GE(a, 0) << "open " << i;
+    ASSERT_GE(b, 0) << "open " << i;
+    ASSERT_NE(a, b);
+    ASSERT_EQ(pool.allocBulk(held), 4u);
+    for (Frame* f : held) f->owner = uint16_t(i % 2 ? a : b);
+    ASSERT_EQ(pool.countOwned(uint16_t(i % 2 ? a : b)), 4u);
+    pool.forEachOwned(uint16_t(i % 2 ? a : b), [&](Frame* f) { pool.free(f); });
+    tags.give(uint16_t(a));
+    tags.give(uint16_t(b));
+  }
+  EXPECT_EQ(tags.inUse(), 0u);
+  EXPECT_EQ(pool.available(), pool.total());
+}
+
+TEST(SocketTags, AllDistinctWhileOpenThenRefusedUntilOneCloses) {
+  SocketTags tags(1000);
+  std::vector<bool> seen(1000, false);
+  for (uint32_t i = 0; i < 1000; i++) {
+    const int t = tags.take();
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, 1000);
+    ASSERT_FALSE(seen[size_t(t)]) << "tag " << t << " handed out twice";
+    seen[size_t(t)] = true;
+  }
+  EXPECT_EQ(tags.take(), -1) << "every tag is held by an open socket";
+  tags.give(417);
+  EXPECT_EQ(tags.take(), 417);
+  EXPECT_EQ(tags.take(), -1);
+  EXPECT_EQ(tags.inUse(), 1000u);
+  EXPECT_DEATH(SocketTags(4).give(2), "not taken");
+}
+
 }  // namespace
 }  // namespace vdev::datapath

@@ -270,7 +270,6 @@ class Datapath {
   uint64_t fill_extra_ = 0;     // frames above their floor that fill rings hold (refill)
   bool fill_recount_ = false;   // sockets were closed since fill_extra_ was summed
   uint64_t fill_now_ns_ = 0;    // the loop's clock, for refill's adaptation
-  uint16_t next_tag_ = 0;  // the owner tag of the next socket (XskSocket::tag())
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)

@@ -119,11 +119,11 @@ class Port {
 
   // Opens a netdev: attaches the XDP program and binds one socket per queue.
   // share_fd: a bound socket whose UMEM to share, or -1 (see XskSocket).
-  // next_tag: the owner-tag allocator for the sockets (XskSocket::tag()).
+  // The sockets' owner tags come from the pool (FramePool::tags()).
   static Result<std::unique_ptr<Port>> open(const std::string& ifname, uint16_t index,
                                             FramePool& pool, const PortConfig& cfg,
                                             const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                            int share_fd, uint16_t& next_tag);
+                                            int share_fd);
 
   // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
   //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
@@ -192,13 +192,13 @@ class Port {
   // Owner thread: opens one socket per queue the device has (up to the
   // port's queue count) and registers it with the XDP program (after a link
   // came back up). Does not change the link state.
-  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Status openSockets(FramePool& pool, int share_fd);
   // Queues of the port without a socket: the device has fewer RX queues
   // than the port (a multi-queue tap before the VM opened them all).
   uint32_t unboundQueues() const;
   // Owner thread, live port: binds queues that appeared on the device since.
   // Returns how many were bound.
-  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd);
   // Owner thread: takes the port down (link down, device gone, removal): no
   // new frames are accepted (a live port goes kDown), frames in the delivery
   // rings and frames on the TX rings that the kernel never took are dropped
@@ -218,7 +218,7 @@ class Port {
   // Owner thread: (re)binds to the device now carrying the port's name --
   // after it was deleted and created again: new ifindex, MAC, MTU, XDP
   // program, sockets. On success the port is live (Link::attached()).
-  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Status attachDevice(FramePool& pool, int share_fd);
 
  private:
   uint32_t kick(Queue& q) noexcept;

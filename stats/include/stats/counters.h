@@ -166,7 +166,11 @@ struct CounterDef {
   X(ProgFast, 29, "xdp_prog.fast", "xdp_prog fast", "vdev_port_xdp_prog_fast_total", kCounter,   \
     "Frames the port's XDP program sent on the kernel fast path (--fast-path).", kRead, false)   \
   X(DevTxDropped, 23, "dev.tx_dropped", "dev tx_dropped", "vdev_port_dev_tx_dropped_total",      \
-    kCounter, "The port device's own tx_dropped.", kRead, true)
+    kCounter, "The port device's own tx_dropped.", kRead, true)                                  \
+  X(LinkFlapWaits, 30, "link.flap_waits", "link flap_waits", "vdev_port_link_flap_waits_total",  \
+    kCounter,                                                                                    \
+    "Times the port's link came back but re-attaching it waited: the link flapped more than "    \
+    "20 times in a second.", kCounted, false)
 
 // Where every UMEM frame is, besides the total: P(Id, attr, name). JSON
 // "pool.<name>", Prometheus vdev_pool_frames{place="<name>"}. The places add
