@@ -60,7 +60,8 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
 Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
     : cfg_(cfg),
       pool_(std::move(pool)),
-      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns),
+      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
+           cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
       burst_(cfg.port.batch) {
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   host_.refreshMacs(cfg_.host_macs, ports_.active());

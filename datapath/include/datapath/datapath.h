@@ -70,6 +70,8 @@ struct DatapathConfig {
   uint32_t fdb_max_per_port = 256;
   uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
   uint32_t max_inflight = 0;
+  // The MAC table's hash key (Fdb); none: a random one (tests set it).
+  std::optional<FdbKey> fdb_key;
   // The kernel fast path for learned unicast (fast_path.h), switch mode
   // only. On by default; when it cannot be set up (a kernel without BTF or
   // raw tracepoints) vdevd warns and switches everything itself, unless
