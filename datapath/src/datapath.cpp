@@ -41,6 +41,13 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
       dp->fast_sync_ = FastSync(dp->fast_.get());
       dp->cfg_.port.fast = dp->fast_.get();
       dp->fdb_.enableJournal(4096);
+      // A move must not take a MAC whose station talks only through the
+      // kernel: the map's last-seen time is read before it is allowed.
+      dp->fdb_.setSeenElsewhere(
+          [](void* ctx, uint64_t mac, uint16_t port_index) noexcept {
+            return static_cast<const FastPath*>(ctx)->seen(mac, port_index);
+          },
+          dp->fast_.get());
     } else if (cfg.fast_path_required) {
       return Error{fp.error().err, "kernel fast path: " + fp.error().what};
     } else {

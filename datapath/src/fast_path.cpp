@@ -93,6 +93,12 @@ Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns) {
 
 void FastPath::erase(uint64_t mac) { (void)bpf_map_delete_elem(fdbFd(), &mac); }
 
+uint64_t FastPath::seen(uint64_t mac, uint16_t port_index) const noexcept {
+  struct vdev_fast_entry e;
+  if (bpf_map_lookup_elem(fdbFd(), &mac, &e) != 0 || e.port_index != port_index) return 0;
+  return e.seen_ns;
+}
+
 void FastPath::clear() {
   uint64_t key, next;
   while (bpf_map_get_next_key(fdbFd(), nullptr, &next) == 0) {

@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -65,6 +66,15 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexce
       // Held by another port: it moves only once silent there for hold_ns
       // (an aged-out entry is free to take).
       if (!expired(e, now_ns) && now_ns - e.seen_ns < hold_ns_) return Learn::kLocked;
+      // The owner may talk only through the kernel (the fast path), whose
+      // last-seen time is newer than ours by up to a second: read it now.
+      if (seen_fn_ && hold_ns_) {
+        const uint64_t seen = std::min(seen_fn_(seen_ctx_, mac, e.port_index), now_ns);
+        if (seen > e.seen_ns) {
+          e.seen_ns = seen;
+          if (now_ns - seen < hold_ns_) return Learn::kLocked;
+        }
+      }
       if (full) return Learn::kPortLimit;
       per_port_[e.port_index]--;
       per_port_[port_index]++;

@@ -424,6 +424,77 @@ TEST_F(DatapathTest, AStationThatMovesIsRelearnedAfterTheHoldTime) {
   expectCleanStop(d);
 }
 
+// A station whose traffic all takes the kernel fast path is seen there, and
+// vdevd's table learns its last-seen time from the kernel only once a
+// second: a spoofer used to take its MAC whenever that copy was older than
+// --fdb-hold-ms, although the station was talking. vdevd now reads the
+// kernel's time for the MAC at the moment it would allow the move.
+TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer) {
+  Topology t;
+  everyPortFastPathed(t);
+  // Shorter than the second between two refreshes from the kernel, longer
+  // than its timestamps' age (at most 100 ms) plus A's 5 ms between frames.
+  const auto kHold = 500ms;
+  Vdevd d(concat(t.portArgs(), {"--fdb-hold-ms", std::to_string(kHold.count())}));
+  const Endpoints all = t.all();
+  learnAll(all, 1);
+  Endpoint& a = t.a.sock;
+  Endpoint& b = t.b.sock;
+  Endpoint& vm = t.vm;
+  // A talks to B, unicast, every 5 ms: on the fast path, never through vdevd.
+  std::atomic<bool> stop{false};
+  std::atomic<uint32_t> sent{0};
+  std::string talkerError;
+  std::thread talker([&] {
+    try {
+      while (!stop) {
+        a.send({b.mac(), a.mac(), Kind::kExperimental, 20, sent, 60});
+        ++sent;
+        std::this_thread::sleep_for(5ms);
+      }
+    } catch (const std::exception& e) {
+      talkerError = e.what();
+    }
+  });
+  const auto fastFrames = [&](const Stats& s) {
+    const auto& prog = s.port(t.a.port()).xdp_prog;
+    const auto it = prog.find("fast");
+    return it == prog.end() ? uint64_t(0) : it->second;
+  };
+  const Stats onFast = d.statsUntil([&](const Stats& s) { return fastFrames(s) >= 20; }, 3s);
+  // The VM claims A's MAC every 50 ms for 2.5 s: through two of the table's
+  // refreshes from the kernel, and the moments between when the table's copy
+  // of A's time is older than the hold.
+  constexpr uint32_t kClaims = 50;
+  for (uint32_t i = 0; i < kClaims; i++) {
+    vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 21, i, 60});
+    std::this_thread::sleep_for(50ms);
+  }
+  stop = true;
+  talker.join();
+  ASSERT_TRUE(talkerError.empty()) << talkerError;
+  ASSERT_GE(fastFrames(onFast), 20u) << "A's frames do not take the fast path: the test means nothing\n"
+                                     << onFast.dump();
+  const Stats locked =
+      d.statsUntil([&](const Stats& s) { return s.port(t.vm.name()).drop("mac_locked") >= kClaims; }, 3s);
+  EXPECT_EQ(locked.port(t.vm.name()).drop("mac_locked"), kClaims) << locked.dump() << d.logs();
+  EXPECT_EQ(locked.port(t.a.port()).drop("mac_locked"), 0u) << "A lost its own MAC\n" << locked.dump();
+  // All of A's frames reached B, and only B; none of the claims anywhere.
+  expectFlow(all, 20, {{&b, sent}});
+  expectFlowsBeforeMarker(all, {{21, {}}}, vm, 100);
+  sendMixed(b, a.mac(), 22, 5);
+  expectFlow(all, 22, {{&a, 5}});
+  // A silent (in the kernel too) for longer than the hold time: the VM may
+  // take the MAC now (a VM migrated). Sleeping longer than the hold time is
+  // never wrong.
+  std::this_thread::sleep_for(kHold + 200ms);
+  vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 23, 0, 60});
+  expectFlow(all, 23, {{&a, 1}, {&b, 1}});
+  sendMixed(b, a.mac(), 24, 5);
+  expectFlow(all, 24, {{&vm, 5}});
+  expectCleanStop(d);
+}
+
 TEST_F(DatapathTest, LearnedMacsAgeOut) {
   Topology t;
   Vdevd d(concat(t.portArgs(), {"--fdb-aging", "1"}));

@@ -258,6 +258,44 @@ TEST(Fdb, AFullWindowTakesTheLearningPortsOwnOldestEntry) {
   EXPECT_EQ(fdb.dump(5000).size(), 1u);
 }
 
+// A station that talks only through the kernel fast path is seen there, not
+// in the table (whose times are refreshed from the kernel once a second): a
+// move is allowed only once the kernel's last-seen time, read at that moment,
+// is as old as the hold time too. Before, a spoofer took the MAC whenever the
+// table's copy of the time happened to be older than the hold.
+TEST(Fdb, AMoveAsksWhenTheStationWasLastSeenOnTheFastPath) {
+  struct Kernel {
+    uint64_t seen = 0;
+    int asked = 0;
+  } kernel;
+  Fdb fdb(64, 1'000'000, 0, /*hold_ns=*/100);
+  fdb.setSeenElsewhere(
+      [](void* ctx, uint64_t mac, uint16_t port) noexcept {
+        auto& k = *static_cast<Kernel*>(ctx);
+        k.asked++;
+        return mac == macKey(kMacA) && port == 0 ? k.seen : 0;
+      },
+      &kernel);
+  ASSERT_EQ(fdb.learn(macKey(kMacA), 0, 1000), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1050), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 0) << "held by the table's own time: nothing to ask";
+  // A talks on the fast path only: the table last saw it at 1000.
+  kernel.seen = 1150;
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1200), Fdb::Learn::kLocked) << "seen 50 ns ago in the kernel";
+  EXPECT_EQ(kernel.asked, 1);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1210), Fdb::Learn::kLocked);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1249), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 1) << "the kernel's time is kept: spoofs within it ask nothing";
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1249), 0);
+  kernel.seen = 1240;
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1300), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 2);
+  // Silent in the kernel too for the hold time: it may move (a VM migrated).
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1340), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1340), 1);
+  EXPECT_EQ(kernel.asked, 3);
+}
+
 // SipHash-2-4 of the reference's published vectors (vectors_sip64: key 00
 // 01 .. 0f, message 00 01 .. 05), through the code the table's SipHash-1-3
 // shares.

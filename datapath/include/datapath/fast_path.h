@@ -78,6 +78,10 @@ class FastPath {
   // MAC table mirror. set(): mac lives behind the port (seen = now).
   Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns);
   void erase(uint64_t mac);
+  // When the kernel last saw mac as a source behind the port (the entry's
+  // seen time: refreshed by the programs at most every VDEV_FAST_SEEN_NS);
+  // 0 if the map has no entry of mac on that port. One map lookup.
+  uint64_t seen(uint64_t mac, uint16_t port_index) const noexcept;
   void clear();
   // Calls fn(mac, port_index, seen_ns) for every entry (housekeeping).
   void forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& fn) const;

@@ -123,6 +123,19 @@ class Fdb {
   // A learned entry of mac on the port was seen at seen_ns elsewhere (the
   // kernel fast path): keeps it from ageing and holds it for the hold time.
   void touch(uint64_t mac, uint16_t port_index, uint64_t seen_ns) noexcept;
+  // Where a station may have been seen more recently than the table knows:
+  // the kernel fast path's map, whose last-seen times reach the table only
+  // once a second (touch()). learn() asks it, for the owner's port, before
+  // it lets another port take a MAC that the table's own time says was
+  // silent for the hold time; fn returns when the MAC was last seen there
+  // behind that port (monotonic ns), 0 if not. A reply that keeps the entry
+  // held is kept, so further tries within the hold ask again only once it
+  // has run out: at most one call per MAC and hold time.
+  using SeenElsewhere = uint64_t (*)(void* ctx, uint64_t mac, uint16_t port_index) noexcept;
+  void setSeenElsewhere(SeenElsewhere fn, void* ctx) noexcept {
+    seen_fn_ = fn;
+    seen_ctx_ = ctx;
+  }
 
   // Journal of changed MACs (added, moved, removed), for mirroring the table
   // (the kernel fast path). Off by default. Bounded: past its capacity it
@@ -171,6 +184,8 @@ class Fdb {
   }
 
   FdbKey key_;
+  SeenElsewhere seen_fn_ = nullptr;
+  void* seen_ctx_ = nullptr;
   std::vector<Entry> buckets_;
   uint32_t mask_;
   uint64_t ageing_ns_;
