@@ -131,7 +131,10 @@ int vdev_xdp(struct xdp_md *ctx)
 				return XDP_PASS;
 			}
 		}
-		if (!fast_enabled || (key & 1) || eth[12] < 0x06)
+		/* A port beyond the fast path's counters (vdevd loads it with
+		 * fast_enabled 0 as well) never takes it: its rx would go
+		 * uncounted. */
+		if (!fast_enabled || port_index >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06)
 			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
 		__builtin_memcpy(&src, eth + 6, 6);
 		s = bpf_map_lookup_elem(&fast_fdb, &src);

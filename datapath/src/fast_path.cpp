@@ -11,6 +11,8 @@
 
 namespace vdev::datapath {
 
+static_assert(kFastPathPorts == VDEV_FAST_MAX_PORTS);
+
 void FastPath::SkelDeleter::operator()(struct ::vdev_fast* s) const noexcept { vdev_fast__destroy(s); }
 void FastPath::LinkDeleter::operator()(struct ::bpf_link* l) const noexcept { bpf_link__destroy(l); }
 

@@ -122,7 +122,9 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
   // The hook: what the device's senders hand the kernel (PortHook).
   hook_ = cfg_.hook;
   if (hook_ == PortHook::kAuto)
-    hook_ = (cfg_.tc && !cfg_.punt && (driver_ == "veth" || driver_ == "tun")) ? PortHook::kTc : PortHook::kXdp;
+    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && (driver_ == "veth" || driver_ == "tun"))
+                ? PortHook::kTc
+                : PortHook::kXdp;
   if (hook_ == PortHook::kTc && !cfg_.tc)
     return Error{EOPNOTSUPP, "port " + name_ + ": the skb path (tc) is not available"};
   // Sockets first, then the program, loaded with its maps filled before it
@@ -133,7 +135,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     return st;
   }
   if (hook_ == PortHook::kTc) {
-    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), cfg_.fast_rx, mtu); !st) {
+    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu); !st) {
       shutdown(pool);
       return st;
     }
@@ -150,7 +152,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;
     return {};
-  }, XdpFastConfig{cfg_.punt ? nullptr : cfg_.fast, index_, cfg_.fast_rx});
+  }, XdpFastConfig{cfg_.punt ? nullptr : cfg_.fast, index_, fastRxPossible()});
   if (!xdp) {
     shutdown(pool);
     return xdp.error();

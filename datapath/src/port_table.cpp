@@ -83,8 +83,9 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (ports_.find(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
   if (cfg_.mode == SwitchMode::kXconnect && ports_.size() >= 2)
     return Error{ENOSPC, "xconnect mode takes exactly two ports"};
-  const size_t index = ports_.freeIndex();
+  const size_t index = opts.index ? *opts.index : ports_.freeIndex();
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
+  if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
   fast_sync_.resetPort(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
@@ -105,7 +106,9 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   pc.tc = tc_.get();
   // Whether it will receive on its own sockets (the XDP hook): then it needs
   // its fill-ring floor from the pool, or it would be attached dead.
-  const bool at_tc = tc_ && (pc.hook == PortHook::kTc || (pc.hook == PortHook::kAuto && wantsSkbPath(ifname)));
+  // (kAuto beyond the skb path's tables: at XDP, see PortHook.)
+  const bool at_tc = tc_ && (pc.hook == PortHook::kTc ||
+                             (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname)));
   if (!at_tc)
     if (Status st = checkFillRoom(ifname, pc); !st) return st;
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {

@@ -105,6 +105,9 @@ class Datapath {
     std::optional<bool> fast_rx;
     std::optional<PortHook> hook;
     bool allow_absent = false;
+    // The port's index, which must be free (tests: a port beyond the fast
+    // path's maps without a thousand before it); absent: the lowest free one.
+    std::optional<uint16_t> index;
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);

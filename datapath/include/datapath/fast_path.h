@@ -43,6 +43,13 @@ struct bpf_link;
 
 namespace vdev::datapath {
 
+// Ports the fast path's maps have rows for (VDEV_FAST_MAX_PORTS): the
+// devmap, the counters, the skb path's port table. A port with a higher
+// index never takes the fast path, as a source or as a destination: its
+// unicast goes through vdevd, counted there (its program is loaded with the
+// fast path off, the devmap refuses it, the skb path leaves it to XDP).
+inline constexpr uint16_t kFastPathPorts = 1024;
+
 struct FastPortStats {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
   // Of the drops, those the device's queue refused although it took the

@@ -20,6 +20,7 @@
 
 #include "ringbuf/ptr_ring.h"
 #include "datapath/counters.h"
+#include "datapath/fast_path.h"
 #include "datapath/frame_pool.h"
 #include "datapath/link_state.h"
 #include "datapath/xdp_prog.h"
@@ -49,7 +50,8 @@ enum class CompletionMode { kEager, kLazy };
 //        for senders that hand the kernel skbs -- a container's veth, a
 //        VM's tap -- whose GSO and checksum-offload state XDP cannot hold.
 //        The port's sockets only transmit.
-//  kAuto: kTc for veth and tun devices, kXdp for everything else.
+//  kAuto: kTc for veth and tun devices, kXdp for everything else -- and for
+//        a port whose index is beyond the skb path's tables (kFastPathPorts).
 enum class PortHook { kAuto, kXdp, kTc };
 const char* portHookName(PortHook h);
 
@@ -165,6 +167,9 @@ class Port {
   XdpProgram* xdp() { return xdp_.get(); }
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
+  // Whether what it receives may take the fast path: fast-rx on and an
+  // index inside the fast path's maps (kFastPathPorts).
+  bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }
   // The hook in use (kXdp or kTc once attached; the configured one before).
   PortHook hook() const { return hook_; }
   // Whether its sockets receive (kXdp): the datapath polls them for RX and
