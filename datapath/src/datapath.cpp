@@ -102,6 +102,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
     host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+    syncHostPorts();
     if (fast_) fast_sync_.housekeeping(fdb_, ports_.active(), !xdp_feature_events_);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }

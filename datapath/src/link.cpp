@@ -56,6 +56,7 @@ void Datapath::checkLinkNow(Port& p) {
       return;
     }
     for (auto& q : p.queues()) refill(*q);
+    p.applyHost(tc_.get());  // the new program, as the old one was (the addresses follow within a second)
     std::fprintf(stderr, "vdevd: port %s: device is back (ifindex %d); attached again\n",
                  p.name().c_str(), p.ifindex());
     return;

@@ -7,13 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 
 #include "base/fd.h"
 #include "datapath/tc_path.h"
+#include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
 
@@ -392,16 +395,43 @@ QueueAccounting Port::accounting() const {
   return a;
 }
 
+void Port::applyHost(TcPath* tc) {
+  if (cfg_.punt || !ifindex_) return;
+  if (hook_ == PortHook::kTc) {
+    if (tc_attached_) cfg_.tc->setHostPort(index_, carries_host_);
+    return;
+  }
+  if (!xdp_) return;
+  if (carries_host_ && tc && !copy_tc_) {
+    if (Status st = tc->attachCopy(index_, ifindex_, name_); st) {
+      copy_tc_ = tc;
+    } else if (!std::exchange(copy_warned_, true)) {
+      std::fprintf(stderr,
+                   "vdevd: port %s: the host's frames that the guests need too (gratuitous ARP, Router "
+                   "Advertisements, broadcast DHCP replies) are switched, not given to the host: %s\n",
+                   name_.c_str(), st.error().message().c_str());
+    }
+  } else if (!carries_host_ && copy_tc_) {
+    copy_tc_->detachCopy(index_);
+    copy_tc_ = nullptr;
+  }
+  (void)xdp_->setPortFlags(carries_host_ ? VDEV_PORT_HOST | (copy_tc_ ? VDEV_PORT_COPY : 0u) : 0u);
+}
+
 void Port::detachXdp() {
   if (xdp_) xdp_->detach();
   if (tc_attached_) cfg_.tc->detach(index_);
   tc_attached_ = false;
+  if (copy_tc_) copy_tc_->detachCopy(index_);
+  copy_tc_ = nullptr;
 }
 
 void Port::forgetProgram() {
   if (xdp_) xdp_->forget();
   if (tc_attached_) cfg_.tc->forget(index_);
   tc_attached_ = false;
+  if (copy_tc_) copy_tc_->forgetCopy(index_);
+  copy_tc_ = nullptr;
 }
 
 uint32_t Port::shutdown(FramePool& pool) noexcept {

@@ -87,6 +87,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
   if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
   fast_sync_.resetPort(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
+  if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
@@ -131,6 +132,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // (no carrier) is reported down from the first `port show`.
   checkLink(np);
   host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+  syncHostPorts();
   // An MTU above what a UMEM frame holds is not refused (the fast path
   // carries it, and the MTU may change at any time) but said once here; the
   // frames vdevd cannot hold are counted (oversize, or the kernel's

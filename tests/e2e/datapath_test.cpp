@@ -1301,7 +1301,8 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
                           "xdp_stats", "dev", "link"})
       EXPECT_TRUE(p.has(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
-                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit"})
+                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit",
+                          "link_local"})
       EXPECT_TRUE(p["drops"].has(k)) << k;
     for (const char* k : {"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})

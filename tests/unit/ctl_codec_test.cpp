@@ -1144,6 +1144,7 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.fast_xmit", 28},
       {"xdp_prog.fast", 29},
       {"link.flap_waits", 30},
+      {"drops.link_local", 31},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

@@ -224,6 +224,10 @@ class Datapath {
   // XDP hook, would not get its floor.
   Status checkFillRoom(const std::string& ifname, const PortConfig& pc) const;
 
+  // The host's view of each port (host_addrs.cpp): after host_.refresh(),
+  // every port's program learns whether the host is behind it.
+  void syncHostPorts();
+
   // Ports (port_table.cpp).
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
@@ -256,6 +260,7 @@ class Datapath {
   FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
   std::unique_ptr<TcPath> tc_;      // the skb path; null until a port wants it (ensureTcPath)
   bool tc_warned_ = false;          // "no skb path" was logged
+  bool tc_tried_for_copies_ = false;  // syncHostPorts tried ensureTcPath for an uplink at XDP
   std::unique_ptr<FramePool> pool_;
   Fdb fdb_;
   PortTable ports_;

@@ -215,6 +215,21 @@ class Port {
   // XDP_STATISTICS summed over the open sockets and every socket the port
   // had before (owner thread).
   struct xdp_statistics xdpStats() const;
+  // Whether the host is a station behind the port (an uplink): its device
+  // is not a veth or a tap (a NIC, a bond, a VLAN), or the host has an IPv4
+  // address or an IPv6 address other than a link-local one on it. Then
+  // multicast and broadcast frames for the host reach its stack
+  // (bpf/vdev_frame_class.h). Set by HostAddrs once a second.
+  bool carriesHost() const { return carries_host_; }
+  void setCarriesHost(bool on) { carries_host_ = on; }
+  // Puts carriesHost() into the port's program: at tc, the skb path's row;
+  // at XDP, its flags, and the copy program at its tcx ingress (tc: the skb
+  // path, or null: none can be had; then the frames both need are switched
+  // only). Idempotent.
+  void applyHost(TcPath* tc);
+  // An XDP port whose copies of frames for the host and the guests reach
+  // vdevd through the punt device (applyHost).
+  bool copiesToVdevd() const { return copy_tc_ != nullptr; }
   // Detaches the port's program, XDP or tc (device kept).
   void detachXdp();
   // The device was deleted with its program: never detach (the ifindex may
@@ -240,6 +255,9 @@ class Port {
   PortHook hook_ = PortHook::kAuto;
   std::string driver_;  // ETHTOOL_GDRVINFO: "veth", "tun", a NIC's driver
   bool tc_attached_ = false;
+  bool carries_host_ = false;
+  TcPath* copy_tc_ = nullptr;  // vdev_tc_copy is attached at the device's tcx ingress (applyHost)
+  bool copy_warned_ = false;   // "no copies" was logged
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
   uint32_t bound_ = 0;  // TX picks among queues [0, bound_): those with a socket, once opened

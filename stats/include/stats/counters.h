@@ -115,7 +115,10 @@ struct CounterDef {
   D(Inflight, 27, "inflight_limit")   /* the ingress port's frames in flight reached its     \
                                          bound; ingress */                                    \
   D(FastXmit, 28, "fast_xmit")        /* kernel fast path: the destination device refused    \
-                                         the frame; destination */
+                                         the frame; destination */                            \
+  D(LinkLocal, 31, "link_local")      /* an 802.1D link-local group destination (STP, LACP,  \
+                                         802.1X, LLDP: 01:80:c2:00:00:0x) from a port the    \
+                                         host is not behind: never bridged; ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
