@@ -67,10 +67,13 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
 Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
     : cfg_(cfg),
       pool_(std::move(pool)),
+      held_(std::make_unique<HeldFrames>(*pool_)),
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
            cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
       burst_(cfg.port.batch) {
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
+  cfg_.port.held = held_.get();
+  cfg_.port.hold_copy_mode = cfg_.hold_copy_mode_frames;
   host_.refreshMacs(cfg_.host_macs, ports_.active());
 }
 
@@ -98,6 +101,7 @@ void Datapath::stop() {
 
 void Datapath::housekeeping(uint64_t now_ns) {
   last_hk_ns_ = now_ns;
+  if (!held_->empty()) held_->release(now_ns);  // frames the kernel let go of
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;

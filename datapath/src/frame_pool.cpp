@@ -98,6 +98,16 @@ void SocketTags::give(uint16_t tag) noexcept {
   free_.push_back(tag);  // reserved: never allocates
 }
 
+uint32_t FramePool::releaseTag(uint16_t tag) noexcept {
+  uint32_t returned = 0;
+  forEachOwned(tag, [&](Frame* f) {
+    free(f);
+    returned++;
+  });
+  tags_.give(tag);
+  return returned;
+}
+
 uint32_t FramePool::countOwned(uint16_t owner) const {
   uint32_t n = 0;
   for (const auto& f : frames_) n += f.owner == owner;

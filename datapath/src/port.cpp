@@ -15,6 +15,7 @@
 #include <linux/sockios.h>
 
 #include "base/fd.h"
+#include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
 #include "vdev_xdp_shared.h"
 
@@ -183,6 +184,8 @@ Status Port::openSockets(FramePool& pool, int share_fd) {
     }
     auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, xc);
     if (!xsk) return xsk.error();
+    // Bound: the kernel had let go of whatever socket was there before.
+    if (cfg_.held) cfg_.held->bound(ifindex_, q);
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
     qu.fill_target = qu.fill_extra = 0;
@@ -472,7 +475,10 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     // Once the socket is closed the kernel no longer touches its rings; every
     // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is
     // ours, and close() returns them before its tag can be taken again.
-    returned += q.xsk->close();
+    if (cfg_.held && (q.xsk->zerocopy() || cfg_.hold_copy_mode))
+      cfg_.held->hold(*q.xsk, ifindex_);  // until the kernel releases the queue
+    else
+      returned += q.xsk->close();
     q.xsk.reset();
     q.fill_given = q.rx_got = 0;
     q.fill_target = q.fill_extra = 0;

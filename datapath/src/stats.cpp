@@ -72,6 +72,7 @@ PoolStats Datapath::poolStats() const {
     s[stats::kPoolCompRing] += a.comp_ring;
   }
   s[stats::kPoolRxBurst] = 0;  // taken between bursts
+  s[stats::kPoolKernelHeld] = held_->frames();
   return s;
 }
 

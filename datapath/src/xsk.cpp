@@ -173,11 +173,11 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
   return s;
 }
 
-uint32_t XskSocket::close() noexcept {
-  if (!pool_) return 0;
+void XskSocket::closeKeepingFrames() noexcept {
+  if (!pool_) return;
   // The ring mappings go first, then the socket: from then on the kernel
-  // no longer reads or writes any of its rings (copy mode; zero-copy: see
-  // docs/architecture.md, "Frame owner tags").
+  // no longer reads or writes any of its rings, and in copy mode none of
+  // its frames either (docs/architecture.md, "Frame owner tags").
   rx_map_.reset();
   tx_map_.reset();
   fill_map_.reset();
@@ -187,14 +187,14 @@ uint32_t XskSocket::close() noexcept {
   fill_ = {};
   comp_ = {};
   fd_.reset();
-  uint32_t returned = 0;
-  pool_->forEachOwned(tag_, [&](Frame* f) {
-    pool_->free(f);
-    returned++;
-  });
-  pool_->tags().give(tag_);
   pool_ = nullptr;
-  return returned;
+}
+
+uint32_t XskSocket::close() noexcept {
+  if (!pool_) return 0;
+  FramePool& pool = *pool_;
+  closeKeepingFrames();
+  return pool.releaseTag(tag_);
 }
 
 XskSocket::~XskSocket() { (void)close(); }

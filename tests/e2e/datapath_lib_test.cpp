@@ -4,11 +4,18 @@
 // thousand ports before it).
 #include <gtest/gtest.h>
 
+#include <net/if.h>
+
+#include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <memory>
+#include <thread>
 #include <string>
 
 #include "datapath/datapath.h"
+#include "rtnl/netdev.h"
+#include "stats/counters.h"
 #include "flows.h"
 #include "harness.h"
 #include "wait.h"
@@ -39,8 +46,7 @@ class DatapathLibTest : public ::testing::Test {
   void SetUp() override { requireRoot(); }
 
   // A datapath with the kernel fast path, running.
-  std::unique_ptr<dp::Datapath> start() {
-    dp::DatapathConfig cfg;
+  std::unique_ptr<dp::Datapath> start(const dp::DatapathConfig& cfg = {}) {
     auto d = dp::Datapath::create(cfg);
     if (!d) throw HarnessError("datapath: " + d.error().message());
     return std::move(d.value());
@@ -104,6 +110,68 @@ TEST_F(DatapathLibTest, APortBeyondTheFastPathsMapsIsSwitchedByVdevdAndCountedEx
   const Status auto_added = d->addPort(e.port(), {.index = 1501});
   ASSERT_TRUE(auto_added.ok()) << auto_added.error().message();
   EXPECT_STREQ(port(d->stats(), e.port()).hook, "xdp");
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
+uint64_t poolSum(const dp::PoolStats& p) {
+  uint64_t n = 0;
+  for (uint32_t id = stats::kPoolFree; id < stats::kNumPoolCounters; id++) n += p[stats::PoolCounter(id)];
+  return n;
+}
+
+// A closed socket's frames are returned once the kernel has let go of its
+// queue. On a zero-copy NIC the driver may DMA into them until then; veth
+// sockets are copy mode, so here they are held as a zero-copy socket's
+// would be (hold_copy_mode_frames), and the kernel's release is the real
+// one: the netdev family reports the queue's pool gone, the frames come
+// back, and they are in kernel_held until then, never in the pool.
+TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueue) {
+  Container a("A"), b("B");
+  dp::DatapathConfig cfg;
+  cfg.hold_copy_mode_frames = true;
+  auto d = start(cfg);
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());
+  d->start();
+  learnAll({&a.sock, &b.sock}, 1);
+  const int ifindex = int(::if_nametoindex(b.port().c_str()));
+  auto bound = rtnl::rxQueueHasXsk(ifindex, 0);
+  if (!bound || !*bound) GTEST_SKIP() << "the kernel does not report a queue's AF_XDP pool (netdev QUEUE_GET xsk: Linux 6.15+)";
+  const dp::DatapathStats before = d->stats();
+  const uint64_t fill = before.pool[stats::kPoolFillRing];
+  ASSERT_GT(fill, 0u);
+  // B's container end goes down: vdevd closes B's socket.
+  b.ns.exec("ip link set dev " + b.veth.peerName() + " down");
+  uint64_t maxHeld = 0;
+  std::chrono::steady_clock::time_point closed{};
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    const dp::DatapathStats s = d->stats();
+    ASSERT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+    if (!port(s, b.port()).live && closed == std::chrono::steady_clock::time_point{})
+      closed = std::chrono::steady_clock::now();
+    maxHeld = std::max(maxHeld, s.pool[stats::kPoolKernelHeld]);
+    if (closed != std::chrono::steady_clock::time_point{} && s.pool[stats::kPoolKernelHeld] == 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "frames held for 5 s";
+    std::this_thread::sleep_for(1ms);
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed);
+  auto after = rtnl::rxQueueHasXsk(ifindex, 0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(*after) << "the frames came back while the kernel still held the queue";
+  EXPECT_GT(maxHeld, 0u) << "B's fill ring frames were never held";
+  std::cout << "  " << maxHeld << " of B's frames held after its socket closed (fill ring: " << fill
+            << " frames in all); back " << took.count() << " ms later, the kernel's queue released\n";
+  // B comes back; traffic flows; every frame is in the pool at the end.
+  b.ns.exec("ip link set dev " + b.veth.peerName() + " up");
+  waitTxReady(b.veth.peerName(), &b.ns);
+  const auto liveBy = std::chrono::steady_clock::now() + 3s;
+  while (!port(d->stats(), b.port()).live && std::chrono::steady_clock::now() < liveBy)
+    std::this_thread::sleep_for(5ms);
+  sendMixed(a.sock, b.sock.mac(), 10, 20);
+  expectFlow({&a.sock, &b.sock}, 10, {{&b.sock, 20}});
   d->stop();
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }

@@ -2,9 +2,11 @@
 // one test per rule. Ports here have delivery rings but no device.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "datapath/frame_pool.h"
+#include "datapath/held_frames.h"
 #include "datapath/port.h"
 
 namespace vdev::datapath {
@@ -220,6 +222,76 @@ TEST(SocketTags, AllDistinctWhileOpenThenRefusedUntilOneCloses) {
   EXPECT_EQ(tags.take(), -1);
   EXPECT_EQ(tags.inUse(), 1000u);
   EXPECT_DEATH(SocketTags(4).give(2), "not taken");
+}
+
+// A zero-copy socket's frames stay out of the pool after it is closed until
+// the kernel has released its queue (the NIC may still DMA into them): a
+// fake kernel here says when. Before, they were returned at once.
+struct FakeKernel {
+  std::map<std::pair<int, uint32_t>, bool> busy;  // (ifindex, queue) -> a pool is there
+  HeldFrames::Probe probe() {
+    return [this](int ifindex, uint32_t queue) -> Result<bool> {
+      const auto it = busy.find({ifindex, queue});
+      if (it == busy.end()) return makeError(ENOENT, "no such queue");
+      return it->second;
+    };
+  }
+};
+
+// n frames owned by a socket tag, as its rings held them when it closed.
+uint16_t closedSocket(FramePool& pool, uint32_t n) {
+  const int tag = pool.tags().take();
+  EXPECT_GE(tag, 0);
+  std::vector<Frame*> f(n);
+  EXPECT_EQ(pool.allocBulk(f), n);
+  for (Frame* x : f) x->owner = uint16_t(tag);
+  return uint16_t(tag);
+}
+
+TEST(HeldFrames, AClosedSocketsFramesComeBackOnlyOnceTheKernelLetsGo) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  FakeKernel k;
+  k.busy[{7, 3}] = true;
+  HeldFrames held(pool, k.probe());
+  const uint64_t t0 = 1'000'000'000;
+  held.hold(closedSocket(pool, 10), 7, 3, /*reported=*/true, t0);
+  EXPECT_EQ(held.frames(), 10u);
+  EXPECT_EQ(held.release(t0 + 100'000'000), 0u) << "the kernel still holds the queue";
+  EXPECT_EQ(held.release(t0 + 10 * HeldFrames::kFallbackNs), 0u) << "and says so: no time limit";
+  EXPECT_EQ(pool.available(), 54u);
+  std::vector<Frame*> rest(64);
+  EXPECT_EQ(pool.allocBulk(rest), 54u) << "held frames are never handed out";
+  pool.freeBulk(std::span<Frame* const>(rest.data(), 54));
+  EXPECT_EQ(pool.tags().inUse(), 1u) << "their tag stays taken: no new socket gets it";
+  k.busy[{7, 3}] = false;
+  EXPECT_EQ(held.release(t0 + 200'000'000), 10u);
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(pool.available(), 64u);
+  EXPECT_EQ(pool.tags().inUse(), 0u);
+}
+
+TEST(HeldFrames, WhereTheKernelCannotSayTheyComeBackAfterTheFallbackOrOnARebind) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  FakeKernel k;
+  k.busy[{7, 0}] = false;  // a kernel that never reports a pool
+  HeldFrames held(pool, k.probe());
+  const uint64_t t0 = 1'000'000'000;
+  held.hold(closedSocket(pool, 4), 7, 0, /*reported=*/false, t0);
+  held.hold(closedSocket(pool, 5), 9, 0, /*reported=*/true, t0);  // its device is gone (ENOENT)
+  held.hold(closedSocket(pool, 6), 7, 1, /*reported=*/true, t0);
+  k.busy[{7, 1}] = true;
+  EXPECT_EQ(held.release(t0 + HeldFrames::kFallbackNs - 1), 0u);
+  EXPECT_EQ(held.bound(7, 1), 6u) << "a socket bound to that queue: the kernel had let go";
+  EXPECT_EQ(held.release(t0 + HeldFrames::kFallbackNs), 9u) << "the other two after the fallback time";
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(pool.available(), 64u);
+  held.hold(closedSocket(pool, 3), 7, 1, true, t0);
+  EXPECT_EQ(held.release(0, /*force=*/true), 3u);
+  EXPECT_EQ(pool.tags().inUse(), 0u);
 }
 
 }  // namespace

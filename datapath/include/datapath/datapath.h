@@ -20,6 +20,7 @@
 //   fast_sync.cpp     the kernel fast path kept in step with ports and FDB (FastSync)
 //   control.cpp       control requests run on the datapath thread (ControlChannel)
 //   teardown.cpp      shutdown: drain, close, every frame back
+//   held_frames.cpp   a closed zero-copy socket's frames until the kernel lets go (HeldFrames)
 //   stats.cpp         statistics
 #pragma once
 
@@ -44,6 +45,7 @@
 #include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
 #include "datapath/frame_pool.h"
+#include "datapath/held_frames.h"
 #include "datapath/host_addrs.h"
 #include "datapath/link_state.h"
 #include "datapath/port.h"
@@ -72,6 +74,9 @@ struct DatapathConfig {
   uint32_t max_inflight = 0;
   // The MAC table's hash key (Fdb); none: a random one (tests set it).
   std::optional<FdbKey> fdb_key;
+  // Tests: the frames of a closed copy-mode socket wait for the kernel to
+  // release its queue, as a zero-copy socket's do (HeldFrames).
+  bool hold_copy_mode_frames = false;
   // The kernel fast path for learned unicast (fast_path.h), switch mode
   // only. On by default; when it cannot be set up (a kernel without BTF or
   // raw tracepoints) vdevd warns and switches everything itself, unless
@@ -262,6 +267,7 @@ class Datapath {
   bool tc_warned_ = false;          // "no skb path" was logged
   bool tc_tried_for_copies_ = false;  // syncHostPorts tried ensureTcPath for an uplink at XDP
   std::unique_ptr<FramePool> pool_;
+  std::unique_ptr<HeldFrames> held_;  // closed zero-copy sockets' frames, until the kernel lets go
   Fdb fdb_;
   PortTable ports_;
   // The punt device (punt.h) and its far end's port: frames from the skb

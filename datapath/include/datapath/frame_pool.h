@@ -127,6 +127,10 @@ class FramePool {
 
   // Counts frames by owner tag (not a hot-path call): for accounting checks.
   uint32_t countOwned(uint16_t owner) const;
+  // A closed socket's tag: every frame still tagged with it back to the pool
+  // (nothing touches them any more), then the tag given back. Returns the
+  // frames returned.
+  uint32_t releaseTag(uint16_t tag) noexcept;
   // Calls fn(frame) for every frame tagged with owner.
   template <typename Fn>
   void forEachOwned(uint16_t owner, Fn&& fn) {

@@ -62,6 +62,7 @@ std::string deviceDriver(const std::string& ifname);
 uint32_t deviceQueues(const std::string& ifname);
 
 class TcPath;
+class HeldFrames;
 
 struct PortConfig {
   uint32_t queues = 0;             // 0: every RX queue the device has
@@ -86,6 +87,11 @@ struct PortConfig {
   // XDP program hands every frame to its sockets -- no host MACs, no fast
   // path -- and whose frames belong to the ports they are tagged with.
   bool punt = false;
+  // Where a zero-copy socket's frames wait when it is closed until the
+  // kernel lets go of them (owned by the Datapath; null: returned at once).
+  // hold_copy_mode: copy-mode sockets' too (tests: veth has no zero-copy).
+  HeldFrames* held = nullptr;
+  bool hold_copy_mode = false;
 };
 
 // Where the frames of one queue are (for the frame accounting).

@@ -73,6 +73,11 @@ class XskSocket {
   // pool, and the tag is given back. Returns the frames returned. After
   // it, only tag() and queue() may be called.
   uint32_t close() noexcept;
+  // The same, but the frames stay tagged and out of the pool, and the tag
+  // taken: a zero-copy driver may still use them until the kernel releases
+  // the queue (HeldFrames, held_frames.h, returns them then with
+  // FramePool::releaseTag()).
+  void closeKeepingFrames() noexcept;
 
   int fd() const { return fd_.get(); }
   uint16_t tag() const { return tag_; }  // owner tag of the frames it holds

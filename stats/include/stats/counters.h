@@ -187,7 +187,8 @@ struct CounterDef {
   P(PortRings, 7, "port_rings")   \
   P(TxRing, 8, "tx_ring")         \
   P(KernelTx, 9, "kernel_tx")     \
-  P(CompRing, 10, "comp_ring")
+  P(CompRing, 10, "comp_ring")    \
+  P(KernelHeld, 11, "kernel_held")
 
 inline constexpr Metric kDropsMetric{
     "vdev_port_drops_total", MetricType::kCounter,

@@ -200,7 +200,8 @@ DESCRIPTION
                  (it flapped more than 20 times in a second)
 
     and, for the whole datapath, where every UMEM frame is (free, fill_ring,
-    kernel_rx, rx_ring, rx_burst, port_rings, tx_ring, kernel_tx, comp_ring),
+    kernel_rx, rx_ring, rx_burst, port_rings, tx_ring, kernel_tx, comp_ring,
+    kernel_held: frames of closed zero-copy sockets the kernel still holds),
     whether the places add up to the total ("adds up", or "MISMATCH": a
     vdevd bug), and the number of MAC table entries. Their meaning is in
     docs/vdevd.md.
