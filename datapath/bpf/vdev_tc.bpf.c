@@ -23,6 +23,16 @@
  * Nothing ever goes to the host's stack that is not for the host: a frame
  * that cannot be handed to vdevd is dropped and counted (no_socket).
  *
+ * On a port the host is a station behind (an uplink, VDEV_TC_HOST), what a
+ * multicast or broadcast frame is to the host decides (vdev_frame_class.h):
+ * link-local group frames go to the host's stack alone; what the host and
+ * the guests both need goes to the stack, and a clone of it to vdevd
+ * (bpf_clone_redirect), counted as pass and as redirect.
+ *
+ * vdev_tc_copy, the second program, is for ports at the XDP hook the host
+ * is behind: the XDP program passes such frames to the stack, and this one,
+ * at the device's tcx ingress, hands vdevd the copy (XDP cannot clone).
+ *
  * Counters: per port, the program's own (pass, punt as "redirect",
  * no_socket, fast) and the fast path's (fast_stats: rx at this port, tx at
  * the destination, oversize at the destination), so vdevd's counters stay
@@ -36,6 +46,7 @@
 
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
+#include "vdev_frame_class.h"
 
 /* Set by vdevd before loading. */
 const volatile __u32 fast_enabled = 0;
@@ -60,6 +71,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } tc_index SEC(".maps");
+
+/* ifindex of a port at the XDP hook whose frames for the host and the
+ * guests vdev_tc_copy copies -> its port index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tc_copy_index SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -266,6 +286,36 @@ static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u6
 	return 0;
 }
 
+/* The frame's class (vdev_frame_class.h). */
+static __always_inline int frame_class(struct __sk_buff *skb)
+{
+	__u8 b[VDEV_CLASS_BYTES] = {};
+
+	if (bpf_skb_load_bytes(skb, 0, b, VDEV_CLASS_BYTES) == 0)
+		return vdev_frame_class(b, VDEV_CLASS_BYTES);
+	if (bpf_skb_load_bytes(skb, 0, b, 14) == 0)
+		return vdev_frame_class(b, 14);
+	return VDEV_CLASS_SWITCH;
+}
+
+/* A copy of the frame, which goes on to the host's stack, to vdevd: tagged
+ * with the port's index, cloned out of the punt device, the tag taken off
+ * the original again. Counted as redirect, or no_socket if it could not be
+ * (the host got the frame all the same). */
+static __always_inline void copy_to_vdevd(struct __sk_buff *skb, __u32 in)
+{
+	if (!punt_ifindex || skb->vlan_present || skb->len > punt_max_frame ||
+	    bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), VDEV_PUNT_VID(in))) {
+		count(in, VDEV_XDP_NO_SOCKET);
+		return;
+	}
+	if (bpf_clone_redirect(skb, punt_ifindex, 0))
+		count(in, VDEV_XDP_NO_SOCKET);
+	else
+		count(in, VDEV_XDP_REDIRECT);
+	bpf_skb_vlan_pop(skb);
+}
+
 SEC("tc")
 int vdev_tc_port(struct __sk_buff *skb)
 {
@@ -290,6 +340,17 @@ int vdev_tc_port(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	self = bpf_map_lookup_elem(&tc_ports, &in);
+	if ((dst & 1) && self && (self->flags & VDEV_TC_HOST)) {
+		/* Multicast or broadcast on a port the host is behind. */
+		int class = frame_class(skb);
+
+		if (class != VDEV_CLASS_SWITCH) {
+			count(in, VDEV_XDP_PASS);
+			if (class == VDEV_CLASS_BOTH)
+				copy_to_vdevd(skb, in);
+			return TC_ACT_OK;
+		}
+	}
 	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || (dst & 1) || eth[12] < 0x06 ||
 	    skb->vlan_present)
 		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged: vdevd */
@@ -341,6 +402,20 @@ punt:
 	}
 	count(in, VDEV_XDP_REDIRECT);
 	return bpf_redirect(punt_ifindex, 0);
+}
+
+/* At the tcx ingress of a port at the XDP hook the host is behind: every
+ * frame here is one the XDP program passed to the host's stack, and goes on
+ * there; those for the guests as well get copied to vdevd. */
+SEC("tc")
+int vdev_tc_copy(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ifindex;
+	__u32 *idx = bpf_map_lookup_elem(&tc_copy_index, &ifindex);
+
+	if (idx && *idx < VDEV_FAST_MAX_PORTS && frame_class(skb) == VDEV_CLASS_BOTH)
+		copy_to_vdevd(skb, *idx);
+	return TC_ACT_OK;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -9,6 +9,14 @@
  * counts) instead of passing: a switched port's traffic must never leak into
  * the host's stack.
  *
+ * On a port the host is a station behind (an uplink, port_flags), what a
+ * multicast or broadcast frame is to the host decides (vdev_frame_class.h):
+ * link-local group frames (LLDP, STP, LACP) go to the stack alone; what the
+ * host and the guests both need (a gratuitous ARP, a Router Advertisement,
+ * a broadcast DHCP reply) goes to the stack too, where the tc program
+ * vdev_tc_copy hands vdevd a copy to switch -- XDP cannot clone a frame, tc
+ * can (VDEV_PORT_COPY; without it, such frames are switched only).
+ *
  * Frames shorter than an Ethernet header are redirected too: vdevd counts
  * them as runts, so every drop is visible in one place.
  *
@@ -27,6 +35,7 @@
 
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
+#include "vdev_frame_class.h"
 
 /* Set by vdevd before loading: this port's index, and whether its frames
  * may take the fast path. */
@@ -73,6 +82,15 @@ struct {
 	__type(key, struct vdev_ipv6_key);
 	__type(value, __u32);
 } host_ipv6 SEC(".maps");
+
+/* VDEV_PORT_*: what the host is to this port (set by vdevd, refreshed with
+ * the host's addresses). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} port_flags SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -131,7 +149,34 @@ int vdev_xdp(struct xdp_md *ctx)
 				return XDP_PASS;
 			}
 		}
-		if (!fast_enabled || (key & 1) || eth[12] < 0x06)
+		/* A port beyond the fast path's counters (vdevd loads it with
+		 * fast_enabled 0 as well) never takes it: its rx would go
+		 * uncounted. */
+		/* Multicast and broadcast on a port the host is behind: the
+		 * host's, or the host's and the guests'. */
+		if (key & 1) {
+			__u32 zero = 0, *flags = bpf_map_lookup_elem(&port_flags, &zero);
+
+			if (flags && (*flags & VDEV_PORT_HOST)) {
+				__u8 b[VDEV_CLASS_BYTES] = {};
+				__u32 len = 14;
+				int class;
+
+				if (data + VDEV_CLASS_BYTES <= data_end) {
+					__builtin_memcpy(b, data, VDEV_CLASS_BYTES);
+					len = VDEV_CLASS_BYTES;
+				} else {
+					__builtin_memcpy(b, data, 14);
+				}
+				class = vdev_frame_class(b, len);
+				if (class == VDEV_CLASS_HOST ||
+				    (class == VDEV_CLASS_BOTH && (*flags & VDEV_PORT_COPY))) {
+					count(VDEV_XDP_PASS);
+					return XDP_PASS;
+				}
+			}
+		}
+		if (!fast_enabled || port_index >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06)
 			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
 		__builtin_memcpy(&src, eth + 6, 6);
 		s = bpf_map_lookup_elem(&fast_fdb, &src);

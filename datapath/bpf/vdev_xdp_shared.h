@@ -16,6 +16,13 @@ enum vdev_xdp_counter {
 	VDEV_XDP_NCOUNTERS = 4,
 };
 
+/* port_flags (the XDP program's one-entry array): what the host is to the
+ * port (vdev_frame_class.h). */
+#define VDEV_PORT_HOST 1  /* the host is a station behind the port (an uplink):
+			   * link-local group frames go to its stack alone */
+#define VDEV_PORT_COPY 2  /* frames for the host and the guests go to the stack,
+			   * where the tc program vdev_tc_copy hands vdevd a copy */
+
 /* Key of the host_macs and fast_fdb maps: a MAC address in the low 6 bytes
  * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero. */
 
@@ -69,6 +76,7 @@ struct vdev_tc_port {
 #define VDEV_TC_DEST 1     /* a fast-path destination now (live) */
 #define VDEV_TC_PEER 2     /* a veth: deliver with bpf_redirect_peer, into its peer's ingress */
 #define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
+#define VDEV_TC_HOST 8     /* the host is a station behind the port (VDEV_PORT_HOST) */
 
 /* Keys of the host address maps of the skb-level programs (one map for
  * every port, keyed by the port device's ifindex). */

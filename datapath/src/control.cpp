@@ -99,7 +99,10 @@ void Datapath::setAddrEvents(bool on) {
 }
 
 void Datapath::refreshHostAddrs() {
-  runOnDatapath([&] { host_.refresh(cfg_.host_macs, ports_.active(), tc_.get()); });
+  runOnDatapath([&] {
+    host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+    syncHostPorts();  // an address can make a port the host's (Port::carriesHost)
+  });
 }
 
 void Datapath::checkFastPorts(const std::vector<int>& ifindexes) {

@@ -45,6 +45,13 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
       dp->fast_sync_ = FastSync(dp->fast_.get());
       dp->cfg_.port.fast = dp->fast_.get();
       dp->fdb_.enableJournal(4096);
+      // A move must not take a MAC whose station talks only through the
+      // kernel: the map's last-seen time is read before it is allowed.
+      dp->fdb_.setSeenElsewhere(
+          [](void* ctx, uint64_t mac, uint16_t port_index) noexcept {
+            return static_cast<const FastPath*>(ctx)->seen(mac, port_index);
+          },
+          dp->fast_.get());
     } else if (cfg.fast_path_required) {
       return Error{fp.error().err, "kernel fast path: " + fp.error().what};
     } else {
@@ -66,9 +73,13 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
 Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
     : cfg_(cfg),
       pool_(std::move(pool)),
-      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns),
+      held_(std::make_unique<HeldFrames>(*pool_)),
+      fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
+           cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
       burst_(cfg.port.batch) {
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
+  cfg_.port.held = held_.get();
+  cfg_.port.hold_copy_mode = cfg_.hold_copy_mode_frames;
   host_.refreshMacs(cfg_.host_macs, ports_.active());
 }
 
@@ -96,10 +107,12 @@ void Datapath::stop() {
 
 void Datapath::housekeeping(uint64_t now_ns) {
   last_hk_ns_ = now_ns;
+  if (!held_->empty()) held_->release(now_ns);  // frames the kernel let go of
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
   if (mtu_time) {
     last_mtu_ns_ = now_ns;
     host_.refresh(cfg_.host_macs, ports_.active(), tc_.get(), !addr_events_);
+    syncHostPorts();
     if (fast_) fast_sync_.housekeeping(fdb_, ports_.active(), !xdp_feature_events_);
     fdb_.expire(now_ns);  // aged-out MACs stop counting against their port's limit
   }

@@ -11,6 +11,8 @@
 
 namespace vdev::datapath {
 
+static_assert(kFastPathPorts == VDEV_FAST_MAX_PORTS);
+
 void FastPath::SkelDeleter::operator()(struct ::vdev_fast* s) const noexcept { vdev_fast__destroy(s); }
 void FastPath::LinkDeleter::operator()(struct ::bpf_link* l) const noexcept { bpf_link__destroy(l); }
 
@@ -92,6 +94,12 @@ Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns) {
 }
 
 void FastPath::erase(uint64_t mac) { (void)bpf_map_delete_elem(fdbFd(), &mac); }
+
+uint64_t FastPath::seen(uint64_t mac, uint16_t port_index) const noexcept {
+  struct vdev_fast_entry e;
+  if (bpf_map_lookup_elem(fdbFd(), &mac, &e) != 0 || e.port_index != port_index) return 0;
+  return e.seen_ns;
+}
 
 void FastPath::clear() {
   uint64_t key, next;

@@ -69,6 +69,45 @@ void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
   }
 }
 
+SocketTags::SocketTags(uint32_t capacity) : taken_(capacity > kMaxSocketTags ? kMaxSocketTags : capacity, false) {
+  free_.reserve(taken_.size());
+}
+
+int SocketTags::take() noexcept {
+  uint32_t t;
+  if (!free_.empty()) {
+    t = free_.back();
+    free_.pop_back();
+  } else if (next_ < taken_.size()) {
+    t = next_++;
+  } else {
+    return -1;
+  }
+  taken_[t] = true;
+  in_use_++;
+  return int(t);
+}
+
+void SocketTags::give(uint16_t tag) noexcept {
+  if (tag >= taken_.size() || !taken_[tag]) [[unlikely]] {
+    std::fprintf(stderr, "vdev: BUG: socket tag %u given back but not taken\n", unsigned(tag));
+    std::abort();
+  }
+  taken_[tag] = false;
+  in_use_--;
+  free_.push_back(tag);  // reserved: never allocates
+}
+
+uint32_t FramePool::releaseTag(uint16_t tag) noexcept {
+  uint32_t returned = 0;
+  forEachOwned(tag, [&](Frame* f) {
+    free(f);
+    returned++;
+  });
+  tags_.give(tag);
+  return returned;
+}
+
 uint32_t FramePool::countOwned(uint16_t owner) const {
   uint32_t n = 0;
   for (const auto& f : frames_) n += f.owner == owner;

@@ -5,9 +5,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <cstring>
+#include <utility>
 #include <memory>
 
+#include "datapath/datapath.h"
 #include "datapath/fdb.h"
 #include "vdev_xdp_shared.h"
 
@@ -50,6 +53,12 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
         addrs6.push_back(v6);
       }
     }
+    // The host is a station behind the port: a device that is not a
+    // guest's (a veth or a tap), or one the host has an address on. A
+    // link-local IPv6 address does not count: every veth has one.
+    bool routable6 = false;
+    for (const auto& a : addrs6) routable6 |= !(a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+    pp->setCarriesHost(!(pp->isVeth() || pp->driver() == "tun") || !addrs.empty() || routable6);
     std::sort(addrs.begin(), addrs.end());
     if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
     std::sort(addrs6.begin(), addrs6.end());
@@ -61,6 +70,23 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
       (void)pp->xdp()->setHostIpv4(addrs);
       (void)pp->xdp()->setHostIpv6(addrs6);
     }
+  }
+}
+
+void Datapath::syncHostPorts() {
+  for (Port* p : ports_.active()) {
+    // An uplink at the XDP hook gives vdevd its copies of the frames the
+    // host and the guests both need through the punt device: set up for it
+    // if there is none yet (once; without it they are switched only).
+    if (p->carriesHost() && p->hook() == PortHook::kXdp && p->xdp() && !tc_ && !tc_tried_for_copies_ &&
+        p->index() < kFastPathPorts) {
+      tc_tried_for_copies_ = true;
+      if (Status st = ensureTcPath(); !st && !std::exchange(tc_warned_, true))
+        std::fprintf(stderr, "vdevd: warning: no skb path (%s); frames the host and the guests both need are "
+                             "switched, not given to the host\n",
+                     st.error().message().c_str());
+    }
+    p->applyHost(tc_.get());
   }
 }
 

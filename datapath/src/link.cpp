@@ -49,13 +49,14 @@ void Datapath::checkLinkNow(Port& p) {
   if (link.state() == LinkState::kAbsent) {
     // A configured port whose device comes back (same name) is attached again.
     if (!::if_nametoindex(p.name().c_str())) return;
-    if (auto st = p.attachDevice(*pool_, anyLiveSocket(), next_tag_); !st) {
+    if (auto st = p.attachDevice(*pool_, anyLiveSocket()); !st) {
       if (link.report())
         std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
                      st.error().message().c_str());
       return;
     }
     for (auto& q : p.queues()) refill(*q);
+    p.applyHost(tc_.get());  // the new program, as the old one was (the addresses follow within a second)
     std::fprintf(stderr, "vdevd: port %s: device is back (ifindex %d); attached again\n",
                  p.name().c_str(), p.ifindex());
     return;
@@ -79,7 +80,25 @@ void Datapath::checkLinkNow(Port& p) {
   if (p.live() && (!up || err == ENETDOWN)) {
     killPort(p, "link down", false);
   } else if (!p.live() && up) {
-    if (auto st = p.openSockets(*pool_, anyLiveSocket(), next_tag_); !st) {
+    Link::Flap flap;
+    bool waits;
+    const bool may = link.mayAttach(monotonicNs(), flap, waits);
+    if (flap == Link::Flap::kStarted)
+      std::fprintf(stderr,
+                   "vdevd: port %s: the link flapped more than %u times in a second: each time it comes up, "
+                   "the port waits before it is attached again (%llu ms, doubling up to %llu ms, counted as "
+                   "link.flap_waits), until it stays down or up for %llu s\n",
+                   p.name().c_str(), kFlapBurst, (unsigned long long)(kFlapBackoffMinNs / 1000000),
+                   (unsigned long long)(kFlapBackoffMaxNs / 1000000), (unsigned long long)(kFlapCalmNs / 1000000000));
+    else if (flap == Link::Flap::kCalm)
+      std::fprintf(stderr, "vdevd: port %s: the link stopped flapping; attached again at once from now on\n",
+                   p.name().c_str());
+    if (waits) p.counters()[kLinkFlapWaits].add(1);
+    if (!may) {
+      relink_.armAt(link.reattachAt());  // the sockets are opened when the wait is over
+      return;
+    }
+    if (auto st = p.openSockets(*pool_, anyLiveSocket()); !st) {
       p.shutdown(*pool_);
       const uint64_t now = monotonicNs();
       if (st.error().err == EBUSY && link.busy(now)) {
@@ -99,7 +118,7 @@ void Datapath::checkLinkNow(Port& p) {
   }
   if (p.live() && p.unboundQueues()) {
     // A multi-queue tap grows queues as the VM opens them.
-    auto n = p.bindNewQueues(*pool_, anyLiveSocket(), next_tag_);
+    auto n = p.bindNewQueues(*pool_, anyLiveSocket());
     if (!n) {
       if (link.report())
         std::fprintf(stderr, "vdevd: port %s: new queue, but: %s\n", p.name().c_str(),
@@ -114,8 +133,13 @@ void Datapath::checkLinkNow(Port& p) {
 
 void Datapath::relink() {
   relink_.fired();  // checkLink arms it again for a port still waiting
-  for (Port* p : ports_.active())
-    if (p->link().state() == LinkState::kReleasing) checkLink(*p);
+  const uint64_t now = monotonicNs();
+  for (Port* p : ports_.active()) {
+    const Link& l = p->link();
+    // Waiting for the kernel, or a flapping link whose wait is over.
+    if (l.state() == LinkState::kReleasing || (l.state() == LinkState::kDown && l.reattachAt() && now >= l.reattachAt()))
+      checkLink(*p);
+  }
 }
 
 }  // namespace vdev::datapath

@@ -7,13 +7,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 
 #include "base/fd.h"
+#include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
+#include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
 
@@ -85,14 +89,14 @@ Port::~Port() = default;
 Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t index, FramePool& pool,
                                          const PortConfig& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                         int share_fd, uint16_t& next_tag) {
+                                         int share_fd) {
   if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
   if (!::if_nametoindex(ifname.c_str())) return errnoError("port " + ifname);
   uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
   std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, 1500));
   p->host_macs_ = host_macs;
-  if (auto st = p->attachDevice(pool, share_fd, next_tag); !st) return st.error();
+  if (auto st = p->attachDevice(pool, share_fd); !st) return st.error();
   return p;
 }
 
@@ -107,7 +111,7 @@ Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t i
   return p;
 }
 
-Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
+Status Port::attachDevice(FramePool& pool, int share_fd) {
   const int ifindex = int(::if_nametoindex(name_.c_str()));
   if (!ifindex) return errnoError("port " + name_);
   uint32_t mtu = 0;
@@ -122,18 +126,20 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
   // The hook: what the device's senders hand the kernel (PortHook).
   hook_ = cfg_.hook;
   if (hook_ == PortHook::kAuto)
-    hook_ = (cfg_.tc && !cfg_.punt && (driver_ == "veth" || driver_ == "tun")) ? PortHook::kTc : PortHook::kXdp;
+    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && (driver_ == "veth" || driver_ == "tun"))
+                ? PortHook::kTc
+                : PortHook::kXdp;
   if (hook_ == PortHook::kTc && !cfg_.tc)
     return Error{EOPNOTSUPP, "port " + name_ + ": the skb path (tc) is not available"};
   // Sockets first, then the program, loaded with its maps filled before it
   // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
   // while the port is being set up.
-  if (auto st = openSockets(pool, share_fd, next_tag); !st) {
+  if (auto st = openSockets(pool, share_fd); !st) {
     shutdown(pool);
     return st;
   }
   if (hook_ == PortHook::kTc) {
-    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), cfg_.fast_rx, mtu); !st) {
+    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu); !st) {
       shutdown(pool);
       return st;
     }
@@ -150,7 +156,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;
     return {};
-  }, XdpFastConfig{cfg_.punt ? nullptr : cfg_.fast, index_, cfg_.fast_rx});
+  }, XdpFastConfig{cfg_.punt ? nullptr : cfg_.fast, index_, fastRxPossible()});
   if (!xdp) {
     shutdown(pool);
     return xdp.error();
@@ -164,12 +170,11 @@ Status Port::attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag) {
 // tap has one until the VM opens the others (AF_XDP can only bind a queue
 // that exists). Those that exist are bound now, the rest by bindNewQueues()
 // when they appear. Queue 0 always exists.
-Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
+Status Port::openSockets(FramePool& pool, int share_fd) {
   const uint32_t have = std::min<uint32_t>(deviceQueues(name_), uint32_t(queues_.size()));
   for (uint32_t q = 0; q < have; q++) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
-    if (next_tag >= kMaxSocketTags) return Error{ENOSPC, "too many AF_XDP sockets"};
     XskConfig xc = cfg_.xsk;
     if (!receives()) {
       // Transmit only: the frames it receives reach vdevd through the punt
@@ -177,9 +182,10 @@ Status Port::openSockets(FramePool& pool, int share_fd, uint16_t& next_tag) {
       xc.rx_size = 0;
       xc.fill_size = 64;
     }
-    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, next_tag, xc);
+    auto xsk = XskSocket::create(pool, ifindex_, name_, q, share_fd, xc);
     if (!xsk) return xsk.error();
-    next_tag++;
+    // Bound: the kernel had let go of whatever socket was there before.
+    if (cfg_.held) cfg_.held->bound(ifindex_, q);
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
     qu.fill_target = qu.fill_extra = 0;
@@ -199,10 +205,10 @@ uint32_t Port::unboundQueues() const {
   return n;
 }
 
-Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_tag) {
+Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd) {
   const uint32_t before = unboundQueues();
   if (before == 0 || deviceQueues(name_) <= bound_) return 0u;
-  if (auto st = openSockets(pool, share_fd, next_tag); !st) return st.error();
+  if (auto st = openSockets(pool, share_fd); !st) return st.error();
   return before - unboundQueues();
 }
 
@@ -403,16 +409,43 @@ QueueAccounting Port::accounting() const {
   return a;
 }
 
+void Port::applyHost(TcPath* tc) {
+  if (cfg_.punt || !ifindex_) return;
+  if (hook_ == PortHook::kTc) {
+    if (tc_attached_) cfg_.tc->setHostPort(index_, carries_host_);
+    return;
+  }
+  if (!xdp_) return;
+  if (carries_host_ && tc && !copy_tc_) {
+    if (Status st = tc->attachCopy(index_, ifindex_, name_); st) {
+      copy_tc_ = tc;
+    } else if (!std::exchange(copy_warned_, true)) {
+      std::fprintf(stderr,
+                   "vdevd: port %s: the host's frames that the guests need too (gratuitous ARP, Router "
+                   "Advertisements, broadcast DHCP replies) are switched, not given to the host: %s\n",
+                   name_.c_str(), st.error().message().c_str());
+    }
+  } else if (!carries_host_ && copy_tc_) {
+    copy_tc_->detachCopy(index_);
+    copy_tc_ = nullptr;
+  }
+  (void)xdp_->setPortFlags(carries_host_ ? VDEV_PORT_HOST | (copy_tc_ ? VDEV_PORT_COPY : 0u) : 0u);
+}
+
 void Port::detachXdp() {
   if (xdp_) xdp_->detach();
   if (tc_attached_) cfg_.tc->detach(index_);
   tc_attached_ = false;
+  if (copy_tc_) copy_tc_->detachCopy(index_);
+  copy_tc_ = nullptr;
 }
 
 void Port::forgetProgram() {
   if (xdp_) xdp_->forget();
   if (tc_attached_) cfg_.tc->forget(index_);
   tc_attached_ = false;
+  if (copy_tc_) copy_tc_->forgetCopy(index_);
+  copy_tc_ = nullptr;
 }
 
 uint32_t Port::shutdown(FramePool& pool) noexcept {
@@ -442,7 +475,6 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
       counters()[kTxBytes].add(uint64_t(0) - bytes);
     }
     down.add(unsent);
-    const uint16_t tag = q.xsk->tag();
     addXdpStats(xdp_closed_, q.xsk->stats());  // kept: the socket's counters die with it
     if (xdp_) (void)xdp_->clearSocket(q.xsk->queue());
     // Frames the kernel put on the RX ring that vdevd never took die with
@@ -452,12 +484,13 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     // already in flight on another CPU may still land after this read.)
     xdp_closed_.rx_dropped += q.xsk->rxRingCount();
     // Once the socket is closed the kernel no longer touches its rings; every
-    // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is ours.
+    // frame still tagged with it (fill ring, RX ring, TX ring, in flight) is
+    // ours, and close() returns them before its tag can be taken again.
+    if (cfg_.held && (q.xsk->zerocopy() || cfg_.hold_copy_mode))
+      cfg_.held->hold(*q.xsk, ifindex_);  // until the kernel releases the queue
+    else
+      returned += q.xsk->close();
     q.xsk.reset();
-    pool.forEachOwned(tag, [&](Frame* f) {
-      pool.free(f);
-      returned++;
-    });
     q.fill_given = q.rx_got = 0;
     q.fill_target = q.fill_extra = 0;
     q.tx_submitted = q.tx_completed = 0;

@@ -83,9 +83,11 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (ports_.find(ifname)) return Error{EEXIST, "port " + ifname + " is already attached"};
   if (cfg_.mode == SwitchMode::kXconnect && ports_.size() >= 2)
     return Error{ENOSPC, "xconnect mode takes exactly two ports"};
-  const size_t index = ports_.freeIndex();
+  const size_t index = opts.index ? *opts.index : ports_.freeIndex();
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
+  if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
   fast_sync_.resetPort(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
+  if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
@@ -105,7 +107,9 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   pc.tc = tc_.get();
   // Whether it will receive on its own sockets (the XDP hook): then it needs
   // its fill-ring floor from the pool, or it would be attached dead.
-  const bool at_tc = tc_ && (pc.hook == PortHook::kTc || (pc.hook == PortHook::kAuto && wantsSkbPath(ifname)));
+  // (kAuto beyond the skb path's tables: at XDP, see PortHook.)
+  const bool at_tc = tc_ && (pc.hook == PortHook::kTc ||
+                             (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname)));
   if (!at_tc)
     if (Status st = checkFillRoom(ifname, pc); !st) return st;
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
@@ -116,7 +120,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
     std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
     return {};
   }
-  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket(), next_tag_);
+  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket());
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
   Port& np = *ports_[index];
@@ -128,6 +132,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // (no carrier) is reported down from the first `port show`.
   checkLink(np);
   host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
+  syncHostPorts();
   // An MTU above what a UMEM frame holds is not refused (the fast path
   // carries it, and the MTU may change at any time) but said once here; the
   // frames vdevd cannot hold are counted (oversize, or the kernel's
@@ -197,7 +202,7 @@ Status Datapath::ensureTcPath() {
   pc.fast = nullptr;
   pc.fast_rx = false;
   pc.tc = nullptr;
-  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket(), next_tag_);
+  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket());
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
   tc_ = std::move(tc.value());
   tc_->setPunt(dev.value()->nearIfindex(), mtu);

@@ -72,6 +72,7 @@ PoolStats Datapath::poolStats() const {
     s[stats::kPoolCompRing] += a.comp_ring;
   }
   s[stats::kPoolRxBurst] = 0;  // taken between bursts
+  s[stats::kPoolKernelHeld] = held_->frames();
   return s;
 }
 
@@ -137,6 +138,13 @@ DatapathStats Datapath::stats() {
         c[kProgNoSocket] = prog.no_socket;
         c[kProgFast] = prog.fast;
         if (!p.xdp()) c[kDropOversize] += tc_->ownOversize(p.index());
+        if (p.xdp() && tc_ && p.copiesToVdevd()) {
+          // An uplink at XDP: the copies its tc program handed vdevd (or
+          // could not) of frames the XDP program passed to the host.
+          const XdpProgCounters copies = tc_->counters(p.index());
+          c[kProgRedirect] += copies.redirect;
+          c[kProgNoSocket] += copies.no_socket;
+        }
       }
       uint64_t dev = readSysfsU64("/sys/class/net/" + p.name() + "/statistics/tx_dropped");
       c[kDevTxDropped] = dev - std::min(dev, fastDropsCountedByDevice(p));

@@ -191,7 +191,7 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
       const uint32_t vid = (uint32_t(data[14] & 0x0f) << 8) | data[15];
       if (vid >= 1) in = ports_.get(vid - 1);
     }
-    if (!in || in->hook() != PortHook::kTc) [[unlikely]] {
+    if (!in || (in->hook() != PortHook::kTc && !in->copiesToVdevd())) [[unlikely]] {
       // Untagged, or the port is gone (removed while its frame was on the
       // way): nobody's frame to switch.
       drop(punt_->counters(), kDropNoRoute, f);
@@ -266,6 +266,14 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
         continue;
       }
       enqueue(*out, f);
+      continue;
+    }
+    // 802.1D link-local group addresses (STP, LACP, 802.1X, LLDP) are never
+    // bridged: from an uplink its program gives them to the host; from a
+    // guest they go nowhere (a BPDU on the uplink could shut its switch port).
+    if (d[0] == 0x01 && d[1] == 0x80 && d[2] == 0xc2 && d[3] == 0 && d[4] == 0 && (d[5] & 0xf0) == 0)
+        [[unlikely]] {
+      drop(ic, kDropLinkLocal, f);
       continue;
     }
     // A guest that sends as the host (a port's own MAC, a --host-mac) is

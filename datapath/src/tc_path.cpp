@@ -26,6 +26,7 @@ namespace vdev::datapath {
 namespace {
 
 constexpr const char* kProgName = "vdev_tc_port";
+constexpr const char* kCopyProgName = "vdev_tc_copy";
 constexpr enum bpf_attach_type kTcxIngress = static_cast<enum bpf_attach_type>(BPF_TCX_INGRESS);
 
 // tcx through BPF_PROG_ATTACH/DETACH/QUERY: libbpf 1.1 (Debian 12) predates
@@ -57,8 +58,8 @@ void tcxDetach(int prog_fd, int ifindex) {
   (void)sysBpf(BPF_PROG_DETACH, &a);
 }
 
-// Detaches every program named kProgName at ifindex's tcx ingress: what a
-// vdevd that died left behind.
+// Detaches every program named kProgName or kCopyProgName at ifindex's tcx
+// ingress: what a vdevd that died left behind.
 void detachStale(int ifindex) {
   uint32_t ids[64];
   union bpf_attr a;
@@ -74,7 +75,8 @@ void detachStale(int ifindex) {
     FileDesc own(fd);
     struct bpf_prog_info info = {};
     uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, kProgName) == 0)
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+        (std::strcmp(info.name, kProgName) == 0 || std::strcmp(info.name, kCopyProgName) == 0))
       tcxDetach(fd, ifindex);
   }
 }
@@ -110,12 +112,65 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast) {
   }
   if (vdev_tc__load(t->skel_.get())) return errnoError("skb path: load the tc program");
   t->prog_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_port);
+  t->copy_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_copy);
   return t;
 }
 
 TcPath::~TcPath() {
-  for (size_t i = 0; i < rows_.size(); i++)
+  for (size_t i = 0; i < rows_.size(); i++) {
     if (rows_[i].attached) detach(uint16_t(i));
+    if (rows_[i].copy_ifindex) detachCopy(uint16_t(i));
+  }
+}
+
+void TcPath::setHostPort(uint16_t port_index, bool on) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return;
+  Row& r = row(port_index);
+  if (!r.indexed) return;  // a port at tc only
+  const uint32_t f = on ? (r.flags | VDEV_TC_HOST) : (r.flags & ~uint32_t(VDEV_TC_HOST));
+  if (f == r.flags) return;
+  r.flags = f;
+  writeRow(port_index);
+}
+
+Status TcPath::attachCopy(uint16_t port_index, int ifindex, const std::string& ifname) {
+  if (port_index >= VDEV_FAST_MAX_PORTS || port_index >= VDEV_PUNT_MAX_VID)
+    return Error{ENOSPC, "port " + ifname + ": index " + std::to_string(port_index) +
+                             " beyond the skb path's port table (" + std::to_string(VDEV_FAST_MAX_PORTS) + ")"};
+  Row& r = row(port_index);
+  if (r.copy_ifindex == ifindex) return {};
+  if (r.copy_ifindex) detachCopy(port_index);
+  uint32_t ifi = uint32_t(ifindex), k = port_index;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi, &k, BPF_ANY))
+    return errnoError("skb path: copy index map for " + ifname);
+  detachStale(ifindex);
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.target_fd = uint32_t(ifindex);
+  a.attach_bpf_fd = uint32_t(copy_fd_);
+  a.attach_type = kTcxIngress;
+  if (sysBpf(BPF_PROG_ATTACH, &a) != 0) {
+    const Error e = errnoError("attach the copy program at the tcx ingress of " + ifname);
+    (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi);
+    return e;
+  }
+  row(port_index).copy_ifindex = ifindex;
+  return {};
+}
+
+void TcPath::detachCopy(uint16_t port_index) {
+  Row& r = row(port_index);
+  if (!r.copy_ifindex) return;
+  tcxDetach(copy_fd_, r.copy_ifindex);
+  forgetCopy(port_index);
+}
+
+void TcPath::forgetCopy(uint16_t port_index) {
+  Row& r = row(port_index);
+  if (!r.copy_ifindex) return;
+  uint32_t ifi = uint32_t(r.copy_ifindex);
+  (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi);
+  r.copy_ifindex = 0;
 }
 
 void TcPath::setPunt(int ifindex, uint32_t mtu) {
@@ -149,7 +204,9 @@ void TcPath::clearRow(uint16_t port_index) {
     (void)setHostIpv4(r.ifindex, {});
     (void)setHostIpv6(r.ifindex, {});
   }
+  const int copy = r.copy_ifindex;  // the copy program is attachCopy()'s, not the row's
   r = Row{};
+  r.copy_ifindex = copy;
 }
 
 Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,

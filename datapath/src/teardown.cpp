@@ -2,6 +2,8 @@
 // forwarded or counted, every socket closed, every frame back in the pool.
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "datapath/datapath.h"
 
 namespace vdev::datapath {
@@ -42,11 +44,24 @@ uint32_t Datapath::teardown() {
     if ((!work && !pending) || now > deadline) break;
     if (!work) ::usleep(1000);
   }
-  // 3. Close the sockets; every frame comes back.
+  // 3. Close the sockets; every frame comes back -- a zero-copy socket's
+  //    once the kernel has released its queue (bounded: the process is
+  //    leaving, and its UMEM pages stay the kernel's until then anyway).
   for (Port* pp : active) pp->shutdown(*pool_);
   if (punt_) {
     punt_->detachXdp();
     punt_->shutdown(*pool_);
+  }
+  const uint64_t held_deadline = monotonicNs() + HeldFrames::kFallbackNs;
+  while (!held_->empty() && monotonicNs() < held_deadline) {
+    held_->release(monotonicNs());
+    if (!held_->empty()) ::usleep(2000);
+  }
+  if (!held_->empty()) {
+    const uint64_t n = held_->frames();
+    held_->release(0, true);
+    std::fprintf(stderr, "vdevd: %llu frames of closed zero-copy sockets were still the kernel's at exit\n",
+                 (unsigned long long)n);
   }
   // The ports stay (down, without sockets) so final statistics can be read.
   return pool_->total() - pool_->available();

@@ -315,6 +315,15 @@ Status XdpProgram::setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs
   return {};
 }
 
+Status XdpProgram::setPortFlags(uint32_t flags) {
+  if (flags == port_flags_) return {};
+  uint32_t zero = 0;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.port_flags), &zero, &flags, BPF_ANY))
+    return errnoError("set the host's frames on " + ifname_);
+  port_flags_ = flags;
+  return {};
+}
+
 Status XdpProgram::setSocket(uint32_t queue, int xsk_fd) {
   if (bpf_map_update_elem(xsksMapFd(), &queue, &xsk_fd, BPF_ANY))
     return errnoError("register AF_XDP socket for " + ifname_ + " queue " + std::to_string(queue));

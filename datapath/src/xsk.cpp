@@ -41,11 +41,15 @@ uint32_t loadAcquire(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQ
 
 Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifindex,
                                                      const std::string& ifname, uint32_t queue,
-                                                     int share_fd, uint16_t tag,
-                                                     const XskConfig& cfg) {
+                                                     int share_fd, const XskConfig& cfg) {
   const std::string who = ifname + " queue " + std::to_string(queue);
+  const int tag = pool.tags().take();
+  if (tag < 0)
+    return Error{ENOSPC, "AF_XDP socket for " + who + ": " + std::to_string(pool.tags().capacity()) +
+                             " sockets are open, the most one frame pool tags"};
   std::unique_ptr<XskSocket> s(new XskSocket());
-  s->tag_ = tag;
+  s->pool_ = &pool;  // from here on, the tag goes back with the socket
+  s->tag_ = uint16_t(tag);
   s->queue_ = queue;
   s->fd_ = FileDesc(::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0));
   if (!s->fd_.valid()) return errnoError("AF_XDP socket for " + who);
@@ -172,8 +176,32 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
   return s;
 }
 
-// The members own everything: the ring mappings go first, then the socket.
-XskSocket::~XskSocket() { g_generation.fetch_add(1, std::memory_order_relaxed); }
+void XskSocket::closeKeepingFrames() noexcept {
+  if (!pool_) return;
+  // The ring mappings go first, then the socket: from then on the kernel
+  // no longer reads or writes any of its rings, and in copy mode none of
+  // its frames either (docs/architecture.md, "Frame owner tags").
+  rx_map_.reset();
+  tx_map_.reset();
+  fill_map_.reset();
+  comp_map_.reset();
+  rx_ = {};
+  tx_ = {};
+  fill_ = {};
+  comp_ = {};
+  fd_.reset();
+  pool_ = nullptr;
+  g_generation.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint32_t XskSocket::close() noexcept {
+  if (!pool_) return 0;
+  FramePool& pool = *pool_;
+  closeKeepingFrames();
+  return pool.releaseTag(tag_);
+}
+
+XskSocket::~XskSocket() { (void)close(); }
 
 uint64_t XskSocket::generation() noexcept { return g_generation.load(std::memory_order_relaxed); }
 

@@ -6,8 +6,10 @@
 #include <netlink/netlink.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "socket.h"
 
@@ -21,6 +23,13 @@ constexpr uint8_t kNetdevCmdDevGet = 1;
 constexpr int kNetdevAttrIfindex = 1;
 constexpr int kNetdevAttrXdpFeatures = 3;
 constexpr uint64_t kNetdevXdpActNdoXmit = 1u << 2;
+// QUEUE_GET (Linux 6.8+) and its attributes; "xsk" from Linux 6.15.
+constexpr uint8_t kNetdevCmdQueueGet = 10;
+constexpr int kNetdevAttrQueueId = 1;
+constexpr int kNetdevAttrQueueIfindex = 2;
+constexpr int kNetdevAttrQueueType = 3;
+constexpr int kNetdevAttrQueueXsk = 7;
+constexpr uint32_t kNetdevQueueTypeRx = 0;
 
 struct NlMsgDeleter {
   void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
@@ -77,22 +86,34 @@ Result<std::vector<int>> XdpFeaturesMonitor::processEvents(size_t maxDatagrams) 
   return std::move(s_->seen);
 }
 
-Result<bool> deviceTakesXdpFrames(int ifindex) {
+namespace {
+
+// A genetlink socket that has sent the netdev family the request cmd with
+// the u32 attributes attrs (attribute, value); its reply is to be read.
+Result<detail::NlSockPtr> sendNetdev(uint8_t cmd, const char* what,
+                                     std::initializer_list<std::pair<int, uint32_t>> attrs) {
   detail::NlSockPtr sk(nl_socket_alloc());
   if (!sk) return makeError(ENOMEM, "netlink socket");
   if (int err = genl_connect(sk.get()); err < 0)
     return makeError(EIO, std::string("genetlink: ") + nl_geterror(err));
   const int family = genl_ctrl_resolve(sk.get(), "netdev");
   if (family < 0) return makeError(EOPNOTSUPP, "no netdev genetlink family (kernel before 6.3)");
+  NlMsgPtr msg(nlmsg_alloc());
+  if (!msg) return makeError(ENOMEM, "netlink message");
+  genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, cmd, 1);
+  for (const auto& [attr, v] : attrs) nla_put_u32(msg.get(), attr, v);
+  if (int err = nl_send_auto(sk.get(), msg.get()); err < 0)
+    return makeError(EIO, std::string("netdev ") + what + ": " + nl_geterror(err));
+  return sk;
+}
+
+}  // namespace
+
+Result<bool> deviceTakesXdpFrames(int ifindex) {
+  auto sent = sendNetdev(kNetdevCmdDevGet, "DEV_GET", {{kNetdevAttrIfindex, uint32_t(ifindex)}});
+  if (!sent) return sent.error();
+  detail::NlSockPtr sk = std::move(sent.value());
   int err;
-  {
-    NlMsgPtr msg(nlmsg_alloc());
-    if (!msg) return makeError(ENOMEM, "netlink message");
-    genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, 0, kNetdevCmdDevGet, 1);
-    nla_put_u32(msg.get(), kNetdevAttrIfindex, uint32_t(ifindex));
-    err = nl_send_auto(sk.get(), msg.get());
-  }
-  if (err < 0) return makeError(EIO, std::string("netdev DEV_GET: ") + nl_geterror(err));
   struct Ctx {
     bool found = false;
     uint64_t features = 0;
@@ -114,6 +135,42 @@ Result<bool> deviceTakesXdpFrames(int ifindex) {
     return makeError(EIO, std::string("netdev DEV_GET: ") + nl_geterror(err));
   if (!ctx.found) return makeError(EIO, "netdev DEV_GET: no XDP features in the reply");
   return (ctx.features & kNetdevXdpActNdoXmit) != 0;
+}
+
+Result<bool> rxQueueHasXsk(int ifindex, uint32_t queue) {
+  auto sent = sendNetdev(kNetdevCmdQueueGet, "QUEUE_GET",
+                         {{kNetdevAttrQueueIfindex, uint32_t(ifindex)},
+                          {kNetdevAttrQueueType, kNetdevQueueTypeRx},
+                          {kNetdevAttrQueueId, queue}});
+  if (!sent) return sent.error();
+  detail::NlSockPtr sk = std::move(sent.value());
+  int err;
+  struct Ctx {
+    bool found = false;
+    bool xsk = false;
+  } ctx;
+  nl_socket_modify_cb(
+      sk.get(), NL_CB_VALID, NL_CB_CUSTOM,
+      [](struct nl_msg* m, void* arg) -> int {
+        auto* c = static_cast<Ctx*>(arg);
+        struct nlattr* tb[kNetdevAttrQueueXsk + 1] = {};
+        if (genlmsg_parse(nlmsg_hdr(m), 0, tb, kNetdevAttrQueueXsk, nullptr) == 0 && tb[kNetdevAttrQueueId]) {
+          c->found = true;
+          c->xsk = tb[kNetdevAttrQueueXsk] != nullptr;
+        }
+        return NL_OK;
+      },
+      &ctx);
+  if (err = nl_recvmsgs_default(sk.get()); err < 0) {
+    // libnl's codes: no such device or queue, or a kernel without QUEUE_GET.
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_NODEV || err == -NLE_RANGE || err == -NLE_INVAL)
+      return makeError(ENOENT, std::string("netdev QUEUE_GET: ") + nl_geterror(err));
+    if (err == -NLE_OPNOTSUPP)
+      return makeError(EOPNOTSUPP, std::string("netdev QUEUE_GET: ") + nl_geterror(err));
+    return makeError(EIO, std::string("netdev QUEUE_GET: ") + nl_geterror(err));
+  }
+  if (!ctx.found) return makeError(EIO, "netdev QUEUE_GET: no queue in the reply");
+  return ctx.xsk;
 }
 
 }  // namespace vdev::rtnl

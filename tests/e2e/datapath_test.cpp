@@ -424,6 +424,77 @@ TEST_F(DatapathTest, AStationThatMovesIsRelearnedAfterTheHoldTime) {
   expectCleanStop(d);
 }
 
+// A station whose traffic all takes the kernel fast path is seen there, and
+// vdevd's table learns its last-seen time from the kernel only once a
+// second: a spoofer used to take its MAC whenever that copy was older than
+// --fdb-hold-ms, although the station was talking. vdevd now reads the
+// kernel's time for the MAC at the moment it would allow the move.
+TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer) {
+  Topology t;
+  everyPortFastPathed(t);
+  // Shorter than the second between two refreshes from the kernel, longer
+  // than its timestamps' age (at most 100 ms) plus A's 5 ms between frames.
+  const auto kHold = 500ms;
+  Vdevd d(concat(t.portArgs(), {"--fdb-hold-ms", std::to_string(kHold.count())}));
+  const Endpoints all = t.all();
+  learnAll(all, 1);
+  Endpoint& a = t.a.sock;
+  Endpoint& b = t.b.sock;
+  Endpoint& vm = t.vm;
+  // A talks to B, unicast, every 5 ms: on the fast path, never through vdevd.
+  std::atomic<bool> stop{false};
+  std::atomic<uint32_t> sent{0};
+  std::string talkerError;
+  std::thread talker([&] {
+    try {
+      while (!stop) {
+        a.send({b.mac(), a.mac(), Kind::kExperimental, 20, sent, 60});
+        ++sent;
+        std::this_thread::sleep_for(5ms);
+      }
+    } catch (const std::exception& e) {
+      talkerError = e.what();
+    }
+  });
+  const auto fastFrames = [&](const Stats& s) {
+    const auto& prog = s.port(t.a.port()).xdp_prog;
+    const auto it = prog.find("fast");
+    return it == prog.end() ? uint64_t(0) : it->second;
+  };
+  const Stats onFast = d.statsUntil([&](const Stats& s) { return fastFrames(s) >= 20; }, 3s);
+  // The VM claims A's MAC every 50 ms for 2.5 s: through two of the table's
+  // refreshes from the kernel, and the moments between when the table's copy
+  // of A's time is older than the hold.
+  constexpr uint32_t kClaims = 50;
+  for (uint32_t i = 0; i < kClaims; i++) {
+    vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 21, i, 60});
+    std::this_thread::sleep_for(50ms);
+  }
+  stop = true;
+  talker.join();
+  ASSERT_TRUE(talkerError.empty()) << talkerError;
+  ASSERT_GE(fastFrames(onFast), 20u) << "A's frames do not take the fast path: the test means nothing\n"
+                                     << onFast.dump();
+  const Stats locked =
+      d.statsUntil([&](const Stats& s) { return s.port(t.vm.name()).drop("mac_locked") >= kClaims; }, 3s);
+  EXPECT_EQ(locked.port(t.vm.name()).drop("mac_locked"), kClaims) << locked.dump() << d.logs();
+  EXPECT_EQ(locked.port(t.a.port()).drop("mac_locked"), 0u) << "A lost its own MAC\n" << locked.dump();
+  // All of A's frames reached B, and only B; none of the claims anywhere.
+  expectFlow(all, 20, {{&b, sent}});
+  expectFlowsBeforeMarker(all, {{21, {}}}, vm, 100);
+  sendMixed(b, a.mac(), 22, 5);
+  expectFlow(all, 22, {{&a, 5}});
+  // A silent (in the kernel too) for longer than the hold time: the VM may
+  // take the MAC now (a VM migrated). Sleeping longer than the hold time is
+  // never wrong.
+  std::this_thread::sleep_for(kHold + 200ms);
+  vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 23, 0, 60});
+  expectFlow(all, 23, {{&a, 1}, {&b, 1}});
+  sendMixed(b, a.mac(), 24, 5);
+  expectFlow(all, 24, {{&vm, 5}});
+  expectCleanStop(d);
+}
+
 TEST_F(DatapathTest, LearnedMacsAgeOut) {
   Topology t;
   Vdevd d(concat(t.portArgs(), {"--fdb-aging", "1"}));
@@ -754,6 +825,58 @@ TEST_F(DatapathTest, QuickLinkFlapsReattachWithoutWarnings) {
   expectFlow(all, 12, {{&b, 50}});
   const std::string err = d.child().err();
   EXPECT_EQ(err.find("link up, but"), std::string::npos) << err;
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
+// A guest that takes its link down and up in a loop cannot make vdevd's
+// thread close and open its sockets in a loop: once the link came up more
+// than 20 times in a second, each time it comes up the port waits (100 ms,
+// doubling up to 5 s), counted as link.flap_waits and logged once; the port
+// comes back once the flapping stops. Before, every flap reopened the
+// sockets (and used up a socket tag for good).
+TEST_F(DatapathTest, ALinkFlappingInALoopIsReattachedWithABackoff) {
+  Topology t;
+  Vdevd d(t.portArgs());
+  const Endpoints all = t.all();
+  learnAll(all, 1);
+  const auto flapWaits = [&](const Stats& s) {
+    for (const Json& p : s.raw["ports"].asArray())
+      if (p["name"].asString() == t.b.port()) return p["link"]["flap_waits"].asU64();
+    return uint64_t(0);
+  };
+  // B's container end goes down and up as fast as a guest's loop would,
+  // for 3 s: about 40 flaps a second.
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  int flaps = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    run("ip -n " + t.b.ns.name() + " link set dev " + t.b.veth.peerName() + " down");
+    std::this_thread::sleep_for(5ms);
+    run("ip -n " + t.b.ns.name() + " link set dev " + t.b.veth.peerName() + " up");
+    std::this_thread::sleep_for(15ms);
+    flaps++;
+  }
+  const Stats waited = d.stats();
+  EXPECT_GE(flapWaits(waited), 1u) << flaps << " flaps\n" << waited.dump() << d.logs();
+  // The port comes back once the link stays up: within the longest wait.
+  const Stats back = d.statsUntil([&](const Stats& s) { return portLive(s, t.b.port()); }, 8s);
+  ASSERT_TRUE(portLive(back, t.b.port())) << back.dump() << d.logs();
+  const std::string err = d.child().err();
+  size_t reattaches = 0;
+  const std::string line = "port " + t.b.port() + ": link up; attached again";
+  for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) reattaches++;
+  std::cout << "  " << flaps << " flaps in 3 s: " << reattaches << " re-attaches, " << flapWaits(back)
+            << " link-ups waited\n";
+  // At most 20 in the first second, then none while it keeps flapping
+  // (each link-up pushes the wait further), and the last once it stopped.
+  EXPECT_LE(reattaches, 22u) << flaps << " flaps\n" << err;
+  EXPECT_LT(reattaches, size_t(flaps)) << err;
+  const std::string said = "the link flapped more than 20 times in a second";
+  EXPECT_NE(err.find(said), std::string::npos) << err;
+  EXPECT_EQ(err.find(said), err.rfind(said)) << "logged once per flapping spell\n" << err;
+  // B forwards again, exactly.
+  waitTxReady(t.b.veth.peerName(), &t.b.ns);
+  sendMixed(t.a.sock, t.b.sock.mac(), 12, 50);
+  expectFlow(all, 12, {{&t.b.sock, 50}});
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
@@ -1175,15 +1298,17 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
     SCOPED_TRACE(p.dump());
     for (const char* k : {"name", "ifindex", "queues", "xdp_mode", "bind_mode", "mtu", "rx_packets",
                           "rx_bytes", "tx_packets", "tx_bytes", "tx_outstanding", "drops",
-                          "xdp_stats", "dev"})
+                          "xdp_stats", "dev", "link"})
       EXPECT_TRUE(p.has(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
-                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit"})
+                          "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit",
+                          "link_local"})
       EXPECT_TRUE(p["drops"].has(k)) << k;
     for (const char* k : {"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})
       EXPECT_TRUE(p["xdp_stats"].has(k)) << k;
     EXPECT_TRUE(p["dev"].has("tx_dropped"));
+    EXPECT_TRUE(p["link"].has("flap_waits"));
     const LinkInfo li = linkInfo(st.port);
     EXPECT_EQ(p["ifindex"].asU64(), uint64_t(li.ifindex));
     EXPECT_EQ(p["mtu"].asU64(), uint64_t(li.mtu));

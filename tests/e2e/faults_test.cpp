@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/if_packet.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <signal.h>
@@ -129,7 +130,7 @@ Stats idleStats(Vdevd& d, Millis timeout = 2s) { return d.statsUntil(poolIdle, t
 // only for frames longer than a UMEM frame, which these tests never send.
 bool isIngressReason(std::string_view r) {
   static const std::set<std::string, std::less<>> kIngress = {
-      "no_route", "runt", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit"};
+      "no_route", "runt", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "link_local"};
   return kIngress.count(r) != 0;
 }
 
@@ -1615,6 +1616,185 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRunsAndA
   EXPECT_EQ(up.ping(3, hostAddr6), 3) << "the neighbour cannot resolve the host's IPv6 address after vdevd stopped: "
                                       << tryRun("ip -n " + up.net.name() + " -6 neigh show").out;
 }
+
+// What the host's stack on the uplink receives: an AF_PACKET socket bound
+// to one EtherType on the device gets a frame only once the kernel hands it
+// to that protocol -- after XDP and tc let it into the stack (unlike one
+// bound to every type, which sees frames before tc decides).
+class HostStack {
+ public:
+  HostStack(const std::string& ifname, uint16_t ethertype) {
+    fd_ = FileDesc(::socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ethertype)));
+    if (!fd_.valid()) throw HarnessError("packet socket: " + std::string(std::strerror(errno)));
+    struct sockaddr_ll sll = {};
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ethertype);
+    sll.sll_ifindex = int(::if_nametoindex(ifname.c_str()));
+    if (::bind(fd_.get(), reinterpret_cast<struct sockaddr*>(&sll), sizeof sll))
+      throw HarnessError("bind packet socket to " + ifname + ": " + std::strerror(errno));
+  }
+  // Frames received so far whose bytes contain `mark`.
+  int count(const std::string& mark) {
+    uint8_t buf[2048];
+    for (;;) {
+      const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got_.emplace_back(reinterpret_cast<const char*>(buf), size_t(n));
+    }
+    int c = 0;
+    for (const std::string& f : got_) c += f.find(mark) != std::string::npos;
+    return c;
+  }
+
+ private:
+  FileDesc fd_;
+  std::vector<std::string> got_;
+};
+
+// Frames of the kinds the host and the guests tell apart, from `src`, each
+// with `mark` in its payload (padded to 60 bytes at least).
+struct KindFrames {
+  std::vector<uint8_t> lldp, garp, arpOther, ra, dhcp;
+};
+
+KindFrames kindFrames(const Mac& src, uint32_t ip, uint32_t otherIp, const std::string& mark) {
+  auto eth = [&](std::initializer_list<uint8_t> dst, uint16_t type) {
+    std::vector<uint8_t> f(dst);
+    f.insert(f.end(), src.begin(), src.end());
+    f.push_back(uint8_t(type >> 8));
+    f.push_back(uint8_t(type));
+    return f;
+  };
+  auto be32 = [](std::vector<uint8_t>& f, uint32_t v) {  // v in network order already
+    const auto* b = reinterpret_cast<const uint8_t*>(&v);
+    f.insert(f.end(), b, b + 4);
+  };
+  auto finish = [&](std::vector<uint8_t> f) {
+    f.insert(f.end(), mark.begin(), mark.end());
+    if (f.size() < 60) f.resize(60, 0);
+    return f;
+  };
+  auto arp = [&](uint32_t tpa) {
+    std::vector<uint8_t> f = eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 0x0806);
+    f.insert(f.end(), {0, 1, 0x08, 0x00, 6, 4, 0, 1});  // Ethernet/IPv4, a request
+    f.insert(f.end(), src.begin(), src.end());
+    be32(f, ip);
+    f.insert(f.end(), 6, 0);
+    be32(f, tpa);
+    return finish(f);
+  };
+  KindFrames k;
+  k.lldp = finish(eth({0x01, 0x80, 0xc2, 0, 0, 0x0e}, 0x88cc));
+  k.garp = arp(ip);         // gratuitous: sender and target address the same
+  k.arpOther = arp(otherIp);  // asking for someone else's address
+  {
+    // A Router Advertisement to all nodes with router lifetime 0 and no
+    // options: nothing a stack that does process it would configure.
+    std::vector<uint8_t> f = eth({0x33, 0x33, 0, 0, 0, 1}, 0x86dd);
+    const uint16_t plen = uint16_t(16 + mark.size());
+    f.insert(f.end(), {0x60, 0, 0, 0, uint8_t(plen >> 8), uint8_t(plen), 58, 255});
+    f.insert(f.end(), {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+    f.insert(f.end(), {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+    f.insert(f.end(), {134, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    k.ra = finish(f);
+  }
+  {
+    // A DHCP reply to broadcast: IPv4 UDP 67 -> 68.
+    std::vector<uint8_t> f = eth({0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 0x0800);
+    const uint16_t len = uint16_t(20 + 8 + mark.size());
+    std::vector<uint8_t> ih = {0x45, 0, uint8_t(len >> 8), uint8_t(len), 0, 0, 0, 0, 64, 17, 0, 0};
+    be32(ih, ip);
+    be32(ih, 0xffffffffu);
+    uint32_t sum = 0;
+    for (size_t i = 0; i < ih.size(); i += 2) sum += uint32_t(ih[i]) << 8 | ih[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    ih[10] = uint8_t(~sum >> 8);
+    ih[11] = uint8_t(~sum);
+    f.insert(f.end(), ih.begin(), ih.end());
+    const uint16_t ulen = uint16_t(8 + mark.size());
+    f.insert(f.end(), {0, 67, 0, 68, uint8_t(ulen >> 8), uint8_t(ulen), 0, 0});  // no UDP checksum
+    k.dhcp = finish(f);
+  }
+  return k;
+}
+
+// How many frames holding `mark` reach `ep` within `within` (all of them
+// read, raw: not test frames).
+int rawWithMark(Endpoint& ep, const std::string& mark, Millis within = 300ms) {
+  int n = 0;
+  const auto until = Clock::now() + within;
+  while (Clock::now() < until)
+    if (auto f = ep.recvRaw(50ms))
+      n += std::string(f->begin(), f->end()).find(mark) != std::string::npos;
+  return n;
+}
+
+// On an uplink the host is a station of the segment, and its stack must get
+// what it would get without vdev: an LLDP frame for the host is the host's
+// alone (a bridge never forwards link-local group addresses); a gratuitous
+// ARP, a Router Advertisement to all nodes and a broadcast DHCP reply are
+// for the host AND the guests -- the host's stack gets them and vdevd a
+// copy, which it switches; an ARP request for another address is the
+// guests' only. Before, the program passed only frames for the host's MACs
+// and ARP/NS for its addresses: every one of these was switched to the
+// guests and never reached the host. A guest's own RA never reaches the host
+// (its port is not one the host is behind), and a guest's LLDP is switched
+// nowhere (drops.link_local). At the tc hook (the uplink's veth, as auto
+// chooses) and at the XDP hook (a NIC's), where XDP passes the frame and the
+// copy program at the device's tcx ingress hands vdevd its copy.
+class UplinkFramesTest : public FaultsTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(UplinkFramesTest, EachFrameTypeReachesTheHostTheGuestsOrBoth) {
+  Uplink up;
+  Container c("C");
+  const std::string port = up.veth.hostName();
+  Vdevd d({"--port", port, "--port", c.port(), "--hook", port + "=" + GetParam()});
+  ASSERT_EQ(rawPort(d.stats(), port)["hook"].asString(), GetParam());
+  HostStack lldp(port, 0x88cc), arp(port, 0x0806), ip6(port, 0x86dd), ip4(port, 0x0800);
+  HostStack guestIp6(c.port(), 0x86dd);
+  PacketSocket peer(up.veth.peerName(), &up.net);
+  peer.setLabel("neighbour");
+  uint32_t peerIp = 0, otherIp = 0;
+  ASSERT_EQ(::inet_pton(AF_INET, up.peerAddr.c_str(), &peerIp), 1);
+  ASSERT_EQ(::inet_pton(AF_INET, "198.18.0.77", &otherIp), 1);
+  const Stats s0 = d.stats();
+  const KindFrames n = kindFrames(peer.mac(), peerIp, otherIp, "vdev-neighbour");
+  for (const auto* f : {&n.lldp, &n.garp, &n.arpOther, &n.ra, &n.dhcp}) ASSERT_EQ(peer.sendRaw(*f), 0);
+  // The container: every frame for the guests, once.
+  const int atGuest = rawWithMark(*c.sock, "vdev-neighbour", 500ms);
+  EXPECT_EQ(atGuest, 4) << "gratuitous ARP, other ARP, RA, DHCP reply; not LLDP";
+  // The host's stack: LLDP, the gratuitous ARP, the RA, the DHCP reply.
+  const auto deadline = Clock::now() + 3s;
+  while (Clock::now() < deadline &&
+         (lldp.count("vdev-neighbour") < 1 || arp.count("vdev-neighbour") < 1 || ip6.count("vdev-neighbour") < 1 ||
+          ip4.count("vdev-neighbour") < 1))
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(lldp.count("vdev-neighbour"), 1) << "LLDP did not reach the host";
+  EXPECT_EQ(arp.count("vdev-neighbour"), 1) << "the gratuitous ARP, and only it of the two ARP frames";
+  EXPECT_EQ(ip6.count("vdev-neighbour"), 1) << "the Router Advertisement did not reach the host";
+  EXPECT_EQ(ip4.count("vdev-neighbour"), 1) << "the broadcast DHCP reply did not reach the host";
+  const Stats s1 = d.stats();
+  EXPECT_EQ(progCounter(s1, port, "pass") - progCounter(s0, port, "pass"), 4u) << s1.dump();
+  EXPECT_EQ(s1.port(port).rx_packets - s0.port(port).rx_packets, 4u)
+      << "vdevd received the three copies and the other ARP\n" << s1.dump();
+  EXPECT_EQ(s1.port(port).dropsTotal(), 0u) << s1.dump();
+
+  // From the guest: its RA goes to the neighbour, never to the host's stack;
+  // its LLDP goes nowhere, counted.
+  const Stats s2 = d.stats();
+  const KindFrames g = kindFrames(c.mac(), 0, 0, "vdev-guest");
+  ASSERT_EQ(c.sock->sendRaw(g.ra), 0);
+  ASSERT_EQ(c.sock->sendRaw(g.lldp), 0);
+  EXPECT_EQ(rawWithMark(peer, "vdev-guest", 500ms), 1) << "the guest's RA, switched; not its LLDP";
+  const Stats s3 = d.statsUntil([&](const Stats& s) { return s.port(c.port()).drop("link_local") >= 1; }, 3s);
+  EXPECT_EQ(s3.port(c.port()).drop("link_local") - s2.port(c.port()).drop("link_local"), 1u) << s3.dump();
+  EXPECT_EQ(guestIp6.count("vdev-guest"), 0) << "a guest's RA reached the host's stack";
+  EXPECT_EQ(ip6.count("vdev-guest"), 0) << "a guest's RA reached the host's stack on the uplink";
+  expectCleanStop(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hooks, UplinkFramesTest, ::testing::Values("tc", "xdp"),
+                         [](const auto& info) { return std::string(info.param); });
 
 // ---------------------------------------------------------------------------
 // 5. A completion ring that stops returning frames

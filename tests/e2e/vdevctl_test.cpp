@@ -402,8 +402,8 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   // Text: every counter is there and the pool adds up.
   const std::string text = ok({"stats"});
   for (const char* word : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
-                           "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit", "rx_dropped", "rx_ring_full", "outstanding",
-                           "no_socket", "tx_dropped", "adds up"})
+                           "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit", "link_local", "rx_dropped", "rx_ring_full", "outstanding",
+                           "no_socket", "tx_dropped", "flap_waits", "adds up"})
     EXPECT_NE(text.find(word), std::string::npos) << word << " missing in\n" << text;
   EXPECT_EQ(text.find("MISMATCH"), std::string::npos) << text;
 

@@ -1143,6 +1143,8 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.inflight_limit", 27},
       {"drops.fast_xmit", 28},
       {"xdp_prog.fast", 29},
+      {"link.flap_waits", 30},
+      {"drops.link_local", 31},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

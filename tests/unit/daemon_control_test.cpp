@@ -18,7 +18,10 @@ class DaemonControlTest : public ::testing::Test {
   void SetUp() override {
     datapath::DatapathConfig cfg;
     cfg.frames = 1024;
-    cfg.fdb_size = 1u << 16;
+    // Room for 30,000 static entries: a keyed hash spreads MACs at random,
+    // and a 16-bucket probe window of a random table is full somewhere
+    // from about a third of it on (FdbDumpNamesEveryEntrysPort).
+    cfg.fdb_size = 1u << 18;
     cfg.fdb_max_per_port = 0;
     cfg.fast_path = false;
     auto d = datapath::Datapath::create(cfg);

@@ -245,20 +245,130 @@ TEST(Fdb, StaticEntriesDoNotMoveOrAge) {
   EXPECT_EQ(fdb.lookup(macKey(kMacA), 10), Fdb::kNone);
 }
 
-TEST(Fdb, FullTableRefusesThenReusesAgedSlots) {
-  Fdb fdb(16, 1000);
-  uint32_t learned = 0;
-  for (uint64_t m = 1; m <= 64; m++) learned += fdb.learn(m << 8 | 0x02, 0, 5) == Fdb::Learn::kOk;
-  EXPECT_LE(learned, 16u);
-  EXPECT_GE(learned, 8u);
+TEST(Fdb, AFullWindowTakesTheLearningPortsOwnOldestEntry) {
+  Fdb fdb(16, 1000);  // one window: the whole table
   for (uint64_t m = 1; m <= 64; m++)
-    if (fdb.lookup(m << 8 | 0x02, 5) >= 0) {
-      EXPECT_EQ(fdb.lookup(m << 8 | 0x02, 5), 0);
-    }
+    EXPECT_EQ(fdb.learn(m << 8 | 0x02, 0, 4 + m), Fdb::Learn::kOk) << "its own oldest gives way";
+  EXPECT_EQ(fdb.learnedOn(0), 16u);
+  for (uint64_t m = 1; m <= 64; m++)
+    EXPECT_EQ(fdb.lookup(m << 8 | 0x02, 70), m > 48 ? 0 : Fdb::kNone) << "the 16 most recent stay, m=" << m;
   // Everything ages out; new addresses take the slots.
   EXPECT_EQ(fdb.learn(uint64_t(999) << 8 | 0x02, 1, 5000), Fdb::Learn::kOk);
   EXPECT_EQ(fdb.lookup(uint64_t(999) << 8 | 0x02, 5000), 1);
   EXPECT_EQ(fdb.dump(5000).size(), 1u);
+}
+
+// A station that talks only through the kernel fast path is seen there, not
+// in the table (whose times are refreshed from the kernel once a second): a
+// move is allowed only once the kernel's last-seen time, read at that moment,
+// is as old as the hold time too. Before, a spoofer took the MAC whenever the
+// table's copy of the time happened to be older than the hold.
+TEST(Fdb, AMoveAsksWhenTheStationWasLastSeenOnTheFastPath) {
+  struct Kernel {
+    uint64_t seen = 0;
+    int asked = 0;
+  } kernel;
+  Fdb fdb(64, 1'000'000, 0, /*hold_ns=*/100);
+  fdb.setSeenElsewhere(
+      [](void* ctx, uint64_t mac, uint16_t port) noexcept {
+        auto& k = *static_cast<Kernel*>(ctx);
+        k.asked++;
+        return mac == macKey(kMacA) && port == 0 ? k.seen : 0;
+      },
+      &kernel);
+  ASSERT_EQ(fdb.learn(macKey(kMacA), 0, 1000), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1050), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 0) << "held by the table's own time: nothing to ask";
+  // A talks on the fast path only: the table last saw it at 1000.
+  kernel.seen = 1150;
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1200), Fdb::Learn::kLocked) << "seen 50 ns ago in the kernel";
+  EXPECT_EQ(kernel.asked, 1);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1210), Fdb::Learn::kLocked);
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1249), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 1) << "the kernel's time is kept: spoofs within it ask nothing";
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1249), 0);
+  kernel.seen = 1240;
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1300), Fdb::Learn::kLocked);
+  EXPECT_EQ(kernel.asked, 2);
+  // Silent in the kernel too for the hold time: it may move (a VM migrated).
+  EXPECT_EQ(fdb.learn(macKey(kMacA), 1, 1340), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.lookup(macKey(kMacA), 1340), 1);
+  EXPECT_EQ(kernel.asked, 3);
+}
+
+// SipHash-2-4 of the reference's published vectors (vectors_sip64: key 00
+// 01 .. 0f, message 00 01 .. 05), through the code the table's SipHash-1-3
+// shares.
+TEST(Fdb, HashIsSipHash) {
+  const FdbKey ref{0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+  EXPECT_EQ((sipHashMac<2, 4>(ref, 0x050403020100ull)), 0xcbc9466e58fee3ceull);
+  EXPECT_NE((sipHashMac<1, 3>(ref, 0x050403020100ull)), (sipHashMac<1, 3>(FdbKey{1, 2}, 0x050403020100ull)));
+}
+
+// MACs whose home bucket is `home` under fdb's key (an attacker who knew the
+// key could choose them offline), locally administered unicast.
+std::vector<uint64_t> collidingMacs(const Fdb& fdb, uint32_t home, size_t n) {
+  std::vector<uint64_t> out;
+  for (uint64_t m = 1; out.size() < n; m++) {
+    const uint64_t mac = (m << 8) | 0x02;
+    if (fdb.home(mac) == home) out.push_back(mac);
+  }
+  return out;
+}
+
+constexpr FdbKey kKnownKey{0x5eed5eed5eed5eedull, 0x0123456789abcdefull};
+
+// A guest that knows the key sends from hundreds of MACs that share the
+// victim's probe window: the victim's entry stays, whichever was first.
+// Before, the hash was unkeyed (16 MACs chosen offline filled a window) and
+// a full window made learn() refuse the victim, whose unicast was then
+// flooded to every port, the attacker's included.
+TEST(Fdb, CollidingMacsFromOnePortCannotPushOutOrKeepOutAVictim) {
+  constexpr uint16_t kVictim = 0, kAttacker = 1;
+  Fdb fdb(4096, 1'000'000'000, 0, 0, kKnownKey);
+  const uint64_t victim = macKey(kMacA);
+  const std::vector<uint64_t> evil = collidingMacs(fdb, fdb.home(victim), 300);
+  // The victim first: 300 colliding MACs later, still there.
+  ASSERT_EQ(fdb.learn(victim, kVictim, 10), Fdb::Learn::kOk);
+  uint64_t t = 20;
+  for (uint64_t m : evil) {
+    EXPECT_EQ(fdb.learn(m, kAttacker, t++), Fdb::Learn::kOk) << "the attacker's own oldest gives way";
+    ASSERT_EQ(fdb.lookup(victim, t), kVictim) << "pushed out after " << t - 20 << " MACs";
+  }
+  EXPECT_EQ(fdb.learnedOn(kAttacker), Fdb::kMaxProbe - 1);
+  // The attacker first: its MACs fill the window, the victim still gets in
+  // (a port holding more than half of the window gives way), and stays.
+  Fdb fdb2(4096, 1'000'000'000, 0, 0, kKnownKey);
+  t = 10;
+  for (size_t i = 0; i < 40; i++) ASSERT_EQ(fdb2.learn(evil[i], kAttacker, t++), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb2.learn(victim, kVictim, t++), Fdb::Learn::kOk);
+  for (size_t i = 40; i < evil.size(); i++) fdb2.learn(evil[i], kAttacker, t++);
+  EXPECT_EQ(fdb2.lookup(victim, t), kVictim);
+  // Other ports' entries in the window are not taken by a port that has
+  // none of its own there and is not the one holding most of it.
+  Fdb fdb3(4096, 1'000'000'000, 0, 0, kKnownKey);
+  t = 10;
+  for (size_t i = 0; i < Fdb::kMaxProbe; i++) ASSERT_EQ(fdb3.learn(evil[i], uint16_t(10 + i % 4), t++), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb3.learn(victim, kVictim, t++), Fdb::Learn::kTableFull) << "no port holds most of the window";
+  for (size_t i = 0; i < Fdb::kMaxProbe; i++) EXPECT_EQ(fdb3.lookup(evil[i], t), int(10 + i % 4));
+}
+
+// Under another key (each vdevd draws its own), MACs chosen for one key
+// scatter over the table like any others.
+TEST(Fdb, MacsChosenForOneKeyDoNotCollideUnderAnother) {
+  Fdb known(4096, 1000, 0, 0, kKnownKey);
+  const std::vector<uint64_t> evil = collidingMacs(known, 77, 200);
+  Fdb fdb(4096, 1000);  // a random key
+  std::vector<bool> seen(fdb.capacity(), false);
+  uint32_t distinct = 0, near = 0;
+  for (uint64_t m : evil) {
+    const uint32_t h = fdb.home(m);
+    distinct += !seen[h];
+    seen[h] = true;
+    near += (h - fdb.home(evil[0]) + Fdb::kMaxProbe) % fdb.capacity() < 2 * Fdb::kMaxProbe;
+  }
+  EXPECT_GE(distinct, 180u) << "200 random MACs take about 195 of 4096 buckets";
+  EXPECT_LE(near, 12u) << "about 1.6 of them land within a window of the first";
 }
 
 TEST(Fdb, FlushPortForgetsItsEntriesOnly) {
@@ -328,6 +438,30 @@ TEST_F(SwitchTest, MacFloodFromOnePortIsCappedAndCounted) {
   send(2, {frame(kMacB, kMacC, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
   EXPECT_TRUE(drain(0).empty());
+  expectPoolFull();
+}
+
+// The same attack through the switch: a guest that knew the hash key fills
+// the victim's window before the victim speaks; the victim is learned all
+// the same and its unicast reaches only it, never the attacker.
+TEST_F(SwitchTest, CollidingMacsCannotMakeAVictimsUnicastFlood) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) {
+    c.fdb_key = kKnownKey;
+    c.fdb_max_per_port = 256;
+  });
+  std::vector<Frame*> flood;
+  uint8_t src[6];
+  for (uint64_t m : collidingMacs(dp->fdb(), dp->fdb().home(macKey(kMacA)), 48)) {
+    std::memcpy(src, &m, 6);
+    flood.push_back(frame(kBcast, src, 64));
+  }
+  send(1, flood);  // the attacker, port 1
+  drain(0), drain(2);
+  send(0, {frame(kBcast, kMacA, 64)});  // the victim speaks once
+  drain(1), drain(2);
+  send(2, {frame(kMacA, kMacC, 64), frame(kMacA, kMacC, 64)});
+  EXPECT_EQ(drain(0).size(), 2u);
+  EXPECT_TRUE(drain(1).empty()) << "the victim's unicast was flooded to the attacker";
   expectPoolFull();
 }
 

@@ -103,7 +103,7 @@ TEST(VdevdStats, JsonFieldsNestingAndOrder) {
   EXPECT_EQ(*r, d.removed);
   EXPECT_EQ(keys(j["pool"]), (std::vector<std::string>{"total", "free", "fill_ring", "kernel_rx", "rx_ring",
                                                        "rx_burst", "port_rings", "tx_ring", "kernel_tx",
-                                                       "comp_ring", "sum"}));
+                                                       "comp_ring", "kernel_held", "sum"}));
   EXPECT_EQ(j["pool"]["sum"], d.pool.sum());
   EXPECT_EQ(j["fdb_entries"], 4u);
 }

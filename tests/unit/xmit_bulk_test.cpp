@@ -2,9 +2,11 @@
 // one test per rule. Ports here have delivery rings but no device.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <vector>
 
 #include "datapath/frame_pool.h"
+#include "datapath/held_frames.h"
 #include "datapath/port.h"
 
 namespace vdev::datapath {
@@ -170,6 +172,126 @@ TEST(FramePool, RejectsBadSizesAndDoubleFreeAborts) {
   EXPECT_EQ(p.value()->frameAt(uint64_t(16) * 2048), nullptr);
   p.value()->free(f);
   EXPECT_DEATH(p.value()->free(f), "freed twice");
+}
+
+// Socket owner tags are handed out by the pool and taken back when a socket
+// closes: a vdevd whose ports come and go (container churn, a guest flapping
+// its link: every re-attach opens new sockets) never runs out. Before, a
+// counter handed out each tag once: after 65,520 socket opens no port could
+// be attached again until vdevd restarted.
+TEST(SocketTags, AreReusedSoSocketChurnNeverRunsOut) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  SocketTags& tags = pool.tags();
+  ASSERT_EQ(tags.capacity(), kMaxSocketTags);
+  // Open and close sockets far more often than there are tags, each holding
+  // frames as a socket's rings do; closing returns them (the sweep
+  // XskSocket::close() does) before its tag is given back.
+  constexpr uint32_t kOpens = 4 * kMaxSocketTags;
+  Frame* held[4];
+  for (uint32_t i = 0; i < kOpens; i++) {
+    const int a = tags.take(), b = tags.take();  // two sockets open at once
+    ASSERT_GE(a, 0) << "open " << i;
+    ASSERT_GE(b, 0) << "open " << i;
+    ASSERT_NE(a, b);
+    ASSERT_EQ(pool.allocBulk(held), 4u);
+    for (Frame* f : held) f->owner = uint16_t(i % 2 ? a : b);
+    ASSERT_EQ(pool.countOwned(uint16_t(i % 2 ? a : b)), 4u);
+    pool.forEachOwned(uint16_t(i % 2 ? a : b), [&](Frame* f) { pool.free(f); });
+    tags.give(uint16_t(a));
+    tags.give(uint16_t(b));
+  }
+  EXPECT_EQ(tags.inUse(), 0u);
+  EXPECT_EQ(pool.available(), pool.total());
+}
+
+TEST(SocketTags, AllDistinctWhileOpenThenRefusedUntilOneCloses) {
+  SocketTags tags(1000);
+  std::vector<bool> seen(1000, false);
+  for (uint32_t i = 0; i < 1000; i++) {
+    const int t = tags.take();
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, 1000);
+    ASSERT_FALSE(seen[size_t(t)]) << "tag " << t << " handed out twice";
+    seen[size_t(t)] = true;
+  }
+  EXPECT_EQ(tags.take(), -1) << "every tag is held by an open socket";
+  tags.give(417);
+  EXPECT_EQ(tags.take(), 417);
+  EXPECT_EQ(tags.take(), -1);
+  EXPECT_EQ(tags.inUse(), 1000u);
+  EXPECT_DEATH(SocketTags(4).give(2), "not taken");
+}
+
+// A zero-copy socket's frames stay out of the pool after it is closed until
+// the kernel has released its queue (the NIC may still DMA into them): a
+// fake kernel here says when. Before, they were returned at once.
+struct FakeKernel {
+  std::map<std::pair<int, uint32_t>, bool> busy;  // (ifindex, queue) -> a pool is there
+  HeldFrames::Probe probe() {
+    return [this](int ifindex, uint32_t queue) -> Result<bool> {
+      const auto it = busy.find({ifindex, queue});
+      if (it == busy.end()) return makeError(ENOENT, "no such queue");
+      return it->second;
+    };
+  }
+};
+
+// n frames owned by a socket tag, as its rings held them when it closed.
+uint16_t closedSocket(FramePool& pool, uint32_t n) {
+  const int tag = pool.tags().take();
+  EXPECT_GE(tag, 0);
+  std::vector<Frame*> f(n);
+  EXPECT_EQ(pool.allocBulk(f), n);
+  for (Frame* x : f) x->owner = uint16_t(tag);
+  return uint16_t(tag);
+}
+
+TEST(HeldFrames, AClosedSocketsFramesComeBackOnlyOnceTheKernelLetsGo) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  FakeKernel k;
+  k.busy[{7, 3}] = true;
+  HeldFrames held(pool, k.probe());
+  const uint64_t t0 = 1'000'000'000;
+  held.hold(closedSocket(pool, 10), 7, 3, /*reported=*/true, t0);
+  EXPECT_EQ(held.frames(), 10u);
+  EXPECT_EQ(held.release(t0 + 100'000'000), 0u) << "the kernel still holds the queue";
+  EXPECT_EQ(held.release(t0 + 10 * HeldFrames::kFallbackNs), 0u) << "and says so: no time limit";
+  EXPECT_EQ(pool.available(), 54u);
+  std::vector<Frame*> rest(64);
+  EXPECT_EQ(pool.allocBulk(rest), 54u) << "held frames are never handed out";
+  pool.freeBulk(std::span<Frame* const>(rest.data(), 54));
+  EXPECT_EQ(pool.tags().inUse(), 1u) << "their tag stays taken: no new socket gets it";
+  k.busy[{7, 3}] = false;
+  EXPECT_EQ(held.release(t0 + 200'000'000), 10u);
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(pool.available(), 64u);
+  EXPECT_EQ(pool.tags().inUse(), 0u);
+}
+
+TEST(HeldFrames, WhereTheKernelCannotSayTheyComeBackAfterTheFallbackOrOnARebind) {
+  auto p = FramePool::create(64, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  FakeKernel k;
+  k.busy[{7, 0}] = false;  // a kernel that never reports a pool
+  HeldFrames held(pool, k.probe());
+  const uint64_t t0 = 1'000'000'000;
+  held.hold(closedSocket(pool, 4), 7, 0, /*reported=*/false, t0);
+  held.hold(closedSocket(pool, 5), 9, 0, /*reported=*/true, t0);  // its device is gone (ENOENT)
+  held.hold(closedSocket(pool, 6), 7, 1, /*reported=*/true, t0);
+  k.busy[{7, 1}] = true;
+  EXPECT_EQ(held.release(t0 + HeldFrames::kFallbackNs - 1), 0u);
+  EXPECT_EQ(held.bound(7, 1), 6u) << "a socket bound to that queue: the kernel had let go";
+  EXPECT_EQ(held.release(t0 + HeldFrames::kFallbackNs), 9u) << "the other two after the fallback time";
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(pool.available(), 64u);
+  held.hold(closedSocket(pool, 3), 7, 1, true, t0);
+  EXPECT_EQ(held.release(0, /*force=*/true), 3u);
+  EXPECT_EQ(pool.tags().inUse(), 0u);
 }
 
 }  // namespace

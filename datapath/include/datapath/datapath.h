@@ -20,6 +20,7 @@
 //   fast_sync.cpp     the kernel fast path kept in step with ports and FDB (FastSync)
 //   control.cpp       control requests run on the datapath thread (ControlChannel)
 //   teardown.cpp      shutdown: drain, close, every frame back
+//   held_frames.cpp   a closed zero-copy socket's frames until the kernel lets go (HeldFrames)
 //   stats.cpp         statistics
 #pragma once
 
@@ -44,6 +45,7 @@
 #include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
 #include "datapath/frame_pool.h"
+#include "datapath/held_frames.h"
 #include "datapath/host_addrs.h"
 #include "datapath/link_state.h"
 #include "datapath/port.h"
@@ -70,6 +72,11 @@ struct DatapathConfig {
   uint32_t fdb_max_per_port = 256;
   uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
   uint32_t max_inflight = 0;
+  // The MAC table's hash key (Fdb); none: a random one (tests set it).
+  std::optional<FdbKey> fdb_key;
+  // Tests: the frames of a closed copy-mode socket wait for the kernel to
+  // release its queue, as a zero-copy socket's do (HeldFrames).
+  bool hold_copy_mode_frames = false;
   // The kernel fast path for learned unicast (fast_path.h), switch mode
   // only. On by default; when it cannot be set up (a kernel without BTF or
   // raw tracepoints) vdevd warns and switches everything itself, unless
@@ -103,6 +110,9 @@ class Datapath {
     std::optional<bool> fast_rx;
     std::optional<PortHook> hook;
     bool allow_absent = false;
+    // The port's index, which must be free (tests: a port beyond the fast
+    // path's maps without a thousand before it); absent: the lowest free one.
+    std::optional<uint16_t> index;
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);
@@ -226,6 +236,10 @@ class Datapath {
   // XDP hook, would not get its floor.
   Status checkFillRoom(const std::string& ifname, const PortConfig& pc) const;
 
+  // The host's view of each port (host_addrs.cpp): after host_.refresh(),
+  // every port's program learns whether the host is behind it.
+  void syncHostPorts();
+
   // Ports (port_table.cpp).
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
@@ -261,7 +275,9 @@ class Datapath {
   FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
   std::unique_ptr<TcPath> tc_;      // the skb path; null until a port wants it (ensureTcPath)
   bool tc_warned_ = false;          // "no skb path" was logged
+  bool tc_tried_for_copies_ = false;  // syncHostPorts tried ensureTcPath for an uplink at XDP
   std::unique_ptr<FramePool> pool_;
+  std::unique_ptr<HeldFrames> held_;  // closed zero-copy sockets' frames, until the kernel lets go
   Fdb fdb_;
   PortTable ports_;
   // The punt device (punt.h) and its far end's port: frames from the skb
@@ -280,7 +296,6 @@ class Datapath {
   uint64_t fill_extra_ = 0;     // frames above their floor that fill rings hold (refill)
   bool fill_recount_ = false;   // sockets were closed since fill_extra_ was summed
   uint64_t fill_now_ns_ = 0;    // the loop's clock, for refill's adaptation
-  uint16_t next_tag_ = 0;  // the owner tag of the next socket (XskSocket::tag())
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)

@@ -43,6 +43,13 @@ struct bpf_link;
 
 namespace vdev::datapath {
 
+// Ports the fast path's maps have rows for (VDEV_FAST_MAX_PORTS): the
+// devmap, the counters, the skb path's port table. A port with a higher
+// index never takes the fast path, as a source or as a destination: its
+// unicast goes through vdevd, counted there (its program is loaded with the
+// fast path off, the devmap refuses it, the skb path leaves it to XDP).
+inline constexpr uint16_t kFastPathPorts = 1024;
+
 struct FastPortStats {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0, drops = 0, refused = 0;
   // Of the drops, those the device's queue refused although it took the
@@ -78,6 +85,10 @@ class FastPath {
   // MAC table mirror. set(): mac lives behind the port (seen = now).
   Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns);
   void erase(uint64_t mac);
+  // When the kernel last saw mac as a source behind the port (the entry's
+  // seen time: refreshed by the programs at most every VDEV_FAST_SEEN_NS);
+  // 0 if the map has no entry of mac on that port. One map lookup.
+  uint64_t seen(uint64_t mac, uint16_t port_index) const noexcept;
   void clear();
   // Calls fn(mac, port_index, seen_ns) for every entry (housekeeping).
   void forEach(const std::function<void(uint64_t, uint16_t, uint64_t)>& fn) const;

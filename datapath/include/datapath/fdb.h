@@ -14,6 +14,15 @@
 // been silent on its own port for `hold_ns` (a guest cannot take over
 // another's MAC while that one is talking).
 //
+// A MAC's home bucket is a keyed hash of it (SipHash-1-3) under a key drawn
+// at random for each table (getrandom), so a guest cannot choose MACs
+// offline that share a victim's probe window. And a new MAC whose window is
+// full takes the bucket of the learning port's own oldest entry there, never
+// another port's -- unless one port holds more than half of the window, whose
+// oldest entry then gives way -- so no set of MACs from one port can push a
+// victim's entry out, or keep the victim from being learned (its unicast
+// would then be flooded to every port, the attacker's included).
+//
 // Thread safety: owned by one datapath thread.
 #pragma once
 
@@ -22,6 +31,38 @@
 #include <vector>
 
 namespace vdev::datapath {
+
+// The key of the table's hash (SipHash's two 64-bit halves).
+struct FdbKey {
+  uint64_t k0 = 0, k1 = 0;
+  // 16 random bytes from the kernel (getrandom).
+  static FdbKey random();
+};
+
+// SipHash-C-D of a MAC key (macKey(): the 6 address bytes, first byte
+// lowest) as the 6-byte message it is. The table uses SipHash-1-3, the
+// variant hash tables use against flooding (Rust's HashMap, CPython);
+// SipHash-2-4 is the reference's, whose published vectors check this code.
+template <int C, int D>
+constexpr uint64_t sipHashMac(const FdbKey& key, uint64_t mac) noexcept {
+  uint64_t v0 = key.k0 ^ 0x736f6d6570736575ull, v1 = key.k1 ^ 0x646f72616e646f6dull;
+  uint64_t v2 = key.k0 ^ 0x6c7967656e657261ull, v3 = key.k1 ^ 0x7465646279746573ull;
+  const auto rotl = [](uint64_t x, int b) { return (x << b) | (x >> (64 - b)); };
+  const auto round = [&] {
+    v0 += v1, v1 = rotl(v1, 13), v1 ^= v0, v0 = rotl(v0, 32);
+    v2 += v3, v3 = rotl(v3, 16), v3 ^= v2;
+    v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
+    v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
+  };
+  // No whole 8-byte block: the last block is the 6 bytes and the length.
+  const uint64_t b = (uint64_t(6) << 56) | (mac & 0xffffffffffffull);
+  v3 ^= b;
+  for (int i = 0; i < C; i++) round();
+  v0 ^= b;
+  v2 ^= 0xff;
+  for (int i = 0; i < D; i++) round();
+  return v0 ^ v1 ^ v2 ^ v3;
+}
 
 // A MAC address packed into the low 48 bits (byte 0 lowest), as the XDP
 // program's host_macs key.
@@ -41,8 +82,8 @@ class Fdb {
   static constexpr int kNone = -1;
 
   enum class Learn : uint8_t {
-    kOk,         // learned, refreshed or moved
-    kTableFull,  // no free bucket in the MAC's probe window: not learned
+    kOk,         // learned, refreshed or moved (or took the bucket of the port's own oldest entry)
+    kTableFull,  // the MAC's probe window is full of other ports' entries: not learned
     kPortLimit,  // the port already holds max_per_port learned entries
     kLocked,     // static on another port, or held by another port (hold time)
   };
@@ -57,13 +98,17 @@ class Fdb {
   };
 
   // capacity: rounded up to a power of two (at least 16). max_per_port 0:
-  // no per-port limit. hold_ns 0: a learned MAC moves at once.
-  Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port = 0, uint64_t hold_ns = 0);
+  // no per-port limit. hold_ns 0: a learned MAC moves at once. key: the
+  // hash's (tests choose one; a random one otherwise).
+  Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port = 0, uint64_t hold_ns = 0,
+      const FdbKey& key = FdbKey::random());
 
   // The port index of mac, or kNone if unknown or aged out.
   int lookup(uint64_t mac, uint64_t now_ns) const noexcept;
   // Learns (or refreshes, or moves) mac -> port_index. Static entries are
-  // not changed.
+  // not changed. A new MAC whose probe window is full takes the bucket of
+  // the oldest learned entry there of port_index itself, or else of a port
+  // holding more than half of the window.
   Learn learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexcept;
   bool addStatic(uint64_t mac, uint16_t port_index);
   bool remove(uint64_t mac);
@@ -78,6 +123,19 @@ class Fdb {
   // A learned entry of mac on the port was seen at seen_ns elsewhere (the
   // kernel fast path): keeps it from ageing and holds it for the hold time.
   void touch(uint64_t mac, uint16_t port_index, uint64_t seen_ns) noexcept;
+  // Where a station may have been seen more recently than the table knows:
+  // the kernel fast path's map, whose last-seen times reach the table only
+  // once a second (touch()). learn() asks it, for the owner's port, before
+  // it lets another port take a MAC that the table's own time says was
+  // silent for the hold time; fn returns when the MAC was last seen there
+  // behind that port (monotonic ns), 0 if not. A reply that keeps the entry
+  // held is kept, so further tries within the hold ask again only once it
+  // has run out: at most one call per MAC and hold time.
+  using SeenElsewhere = uint64_t (*)(void* ctx, uint64_t mac, uint16_t port_index) noexcept;
+  void setSeenElsewhere(SeenElsewhere fn, void* ctx) noexcept {
+    seen_fn_ = fn;
+    seen_ctx_ = ctx;
+  }
 
   // Journal of changed MACs (added, moved, removed), for mirroring the table
   // (the kernel fast path). Off by default. Bounded: past its capacity it
@@ -97,11 +155,15 @@ class Fdb {
   uint64_t holdNs() const { return hold_ns_; }
   std::vector<Entry> dump(uint64_t now_ns) const;  // live entries
 
- private:
+  // A MAC's probe window: its home bucket and the kMaxProbe - 1 after it.
   static constexpr uint32_t kMaxProbe = 16;
-  uint32_t home(uint64_t mac) const noexcept {
-    return uint32_t((mac * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
-  }
+  uint32_t home(uint64_t mac) const noexcept { return uint32_t(sipHashMac<1, 3>(key_, mac)) & mask_; }
+
+ private:
+  // The entry a new MAC of port_index takes in the full window at `first`:
+  // the port's own oldest learned one, else the oldest of a port holding
+  // more than half of the window; null if neither.
+  Entry* evictable(uint32_t first, uint16_t port_index) noexcept;
   bool expired(const Entry& e, uint64_t now) const noexcept {
     return !e.is_static && now - e.seen_ns > ageing_ns_;
   }
@@ -121,6 +183,9 @@ class Fdb {
       journal_overflow_ = true;
   }
 
+  FdbKey key_;
+  SeenElsewhere seen_fn_ = nullptr;
+  void* seen_ctx_ = nullptr;
   std::vector<Entry> buckets_;
   uint32_t mask_;
   uint64_t ageing_ns_;

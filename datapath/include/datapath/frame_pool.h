@@ -8,7 +8,11 @@
 //
 // Every frame is always in exactly one place. The pool itself knows "free" and
 // "taken"; each Frame also carries an owner tag so that the frames held by a
-// socket that died (device deleted) can be found and returned.
+// socket that died (device deleted) can be found and returned. The pool hands
+// out the sockets' tags (SocketTags) and takes each back when its socket is
+// closed and every frame carrying it has been returned, so a tag is reused
+// and vdevd can open and close sockets forever (ports added and removed,
+// links flapping), with at most kMaxSocketTags open at once.
 //
 // Ownership: the pool owns its UMEM mapping (MmapRegion, unmapped with it);
 // every socket that registers or shares the UMEM must be closed first.
@@ -40,6 +44,26 @@ inline constexpr uint16_t kMaxSocketTags = 0xfff0;
 inline constexpr uint32_t kTxHeadroom = 256;
 
 class FramePool;
+
+// The owner tags of one pool's sockets: 0 .. capacity - 1, each held by at
+// most one open socket at a time. A tag given back is taken again (the most
+// recently given first), so the tags in use stay as many as the sockets
+// open. Giving back a tag that is not taken is a bug: it aborts.
+class SocketTags {
+ public:
+  explicit SocketTags(uint32_t capacity = kMaxSocketTags);
+  // A free tag, or -1 when all capacity() are taken.
+  int take() noexcept;
+  void give(uint16_t tag) noexcept;
+  uint32_t inUse() const noexcept { return in_use_; }
+  uint32_t capacity() const noexcept { return uint32_t(taken_.size()); }
+
+ private:
+  std::vector<bool> taken_;     // by tag
+  std::vector<uint16_t> free_;  // tags given back, taken again last in first out
+  uint32_t next_ = 0;           // tags from here up were never taken
+  uint32_t in_use_ = 0;
+};
 
 struct Frame {
   uint64_t addr = 0;         // UMEM offset of the first data byte
@@ -96,8 +120,17 @@ class FramePool {
   }
   uint32_t inflight(uint16_t port_index) const noexcept { return inflight_[port_index]; }
 
+  // The owner tags of the sockets on this pool's UMEM (XskSocket takes one
+  // when it is created and gives it back once closed and swept).
+  SocketTags& tags() noexcept { return tags_; }
+  const SocketTags& tags() const noexcept { return tags_; }
+
   // Counts frames by owner tag (not a hot-path call): for accounting checks.
   uint32_t countOwned(uint16_t owner) const;
+  // A closed socket's tag: every frame still tagged with it back to the pool
+  // (nothing touches them any more), then the tag given back. Returns the
+  // frames returned.
+  uint32_t releaseTag(uint16_t tag) noexcept;
   // Calls fn(frame) for every frame tagged with owner.
   template <typename Fn>
   void forEachOwned(uint16_t owner, Fn&& fn) {
@@ -116,6 +149,7 @@ class FramePool {
   std::vector<uint32_t> free_;  // stack of free chunk indices
   uint32_t top_ = 0;           // number of entries in free_
   std::vector<uint32_t> inflight_;  // charged frames by port index
+  SocketTags tags_;
 };
 
 }  // namespace vdev::datapath

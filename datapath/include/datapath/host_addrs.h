@@ -11,7 +11,12 @@
 //    Solicitations for them go to the host's stack. The skb path also gets
 //    the host MACs (frames to them go to the host's stack).
 //
-// Both are refreshed when a port is added and once a second (a port added,
+//  - Whether the host is a station behind each port (Port::carriesHost():
+//    an uplink), from its driver and the addresses: which multicast and
+//    broadcast frames reach the host's stack there (Datapath::syncHostPorts
+//    puts it into the programs).
+//
+// All are refreshed when a port is added and once a second (a port added,
 // removed or re-created brings its MAC with it; addresses come and go) --
 // the addresses only on rtnetlink address events where vdevd has them.
 //

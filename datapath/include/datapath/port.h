@@ -20,6 +20,7 @@
 
 #include "ringbuf/ptr_ring.h"
 #include "datapath/counters.h"
+#include "datapath/fast_path.h"
 #include "datapath/frame_pool.h"
 #include "datapath/link_state.h"
 #include "datapath/xdp_prog.h"
@@ -49,7 +50,8 @@ enum class CompletionMode { kEager, kLazy };
 //        for senders that hand the kernel skbs -- a container's veth, a
 //        VM's tap -- whose GSO and checksum-offload state XDP cannot hold.
 //        The port's sockets only transmit.
-//  kAuto: kTc for veth and tun devices, kXdp for everything else.
+//  kAuto: kTc for veth and tun devices, kXdp for everything else -- and for
+//        a port whose index is beyond the skb path's tables (kFastPathPorts).
 enum class PortHook { kAuto, kXdp, kTc };
 const char* portHookName(PortHook h);
 
@@ -60,6 +62,7 @@ std::string deviceDriver(const std::string& ifname);
 uint32_t deviceQueues(const std::string& ifname);
 
 class TcPath;
+class HeldFrames;
 
 struct PortConfig {
   uint32_t queues = 0;             // 0: every RX queue the device has
@@ -84,6 +87,11 @@ struct PortConfig {
   // XDP program hands every frame to its sockets -- no host MACs, no fast
   // path -- and whose frames belong to the ports they are tagged with.
   bool punt = false;
+  // Where a zero-copy socket's frames wait when it is closed until the
+  // kernel lets go of them (owned by the Datapath; null: returned at once).
+  // hold_copy_mode: copy-mode sockets' too (tests: veth has no zero-copy).
+  HeldFrames* held = nullptr;
+  bool hold_copy_mode = false;
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -119,11 +127,11 @@ class Port {
 
   // Opens a netdev: attaches the XDP program and binds one socket per queue.
   // share_fd: a bound socket whose UMEM to share, or -1 (see XskSocket).
-  // next_tag: the owner-tag allocator for the sockets (XskSocket::tag()).
+  // The sockets' owner tags come from the pool (FramePool::tags()).
   static Result<std::unique_ptr<Port>> open(const std::string& ifname, uint16_t index,
                                             FramePool& pool, const PortConfig& cfg,
                                             const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                            int share_fd, uint16_t& next_tag);
+                                            int share_fd);
 
   // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
   //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
@@ -165,6 +173,9 @@ class Port {
   XdpProgram* xdp() { return xdp_.get(); }
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
+  // Whether what it receives may take the fast path: fast-rx on and an
+  // index inside the fast path's maps (kFastPathPorts).
+  bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }
   // The hook in use (kXdp or kTc once attached; the configured one before).
   PortHook hook() const { return hook_; }
   // Whether its sockets receive (kXdp): the datapath polls them for RX and
@@ -198,13 +209,13 @@ class Port {
   // Owner thread: opens one socket per queue the device has (up to the
   // port's queue count) and registers it with the XDP program (after a link
   // came back up). Does not change the link state.
-  Status openSockets(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Status openSockets(FramePool& pool, int share_fd);
   // Queues of the port without a socket: the device has fewer RX queues
   // than the port (a multi-queue tap before the VM opened them all).
   uint32_t unboundQueues() const;
   // Owner thread, live port: binds queues that appeared on the device since.
   // Returns how many were bound.
-  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd);
   // Owner thread: takes the port down (link down, device gone, removal): no
   // new frames are accepted (a live port goes kDown), frames in the delivery
   // rings and frames on the TX rings that the kernel never took are dropped
@@ -216,6 +227,21 @@ class Port {
   // XDP_STATISTICS summed over the open sockets and every socket the port
   // had before (owner thread).
   struct xdp_statistics xdpStats() const;
+  // Whether the host is a station behind the port (an uplink): its device
+  // is not a veth or a tap (a NIC, a bond, a VLAN), or the host has an IPv4
+  // address or an IPv6 address other than a link-local one on it. Then
+  // multicast and broadcast frames for the host reach its stack
+  // (bpf/vdev_frame_class.h). Set by HostAddrs once a second.
+  bool carriesHost() const { return carries_host_; }
+  void setCarriesHost(bool on) { carries_host_ = on; }
+  // Puts carriesHost() into the port's program: at tc, the skb path's row;
+  // at XDP, its flags, and the copy program at its tcx ingress (tc: the skb
+  // path, or null: none can be had; then the frames both need are switched
+  // only). Idempotent.
+  void applyHost(TcPath* tc);
+  // An XDP port whose copies of frames for the host and the guests reach
+  // vdevd through the punt device (applyHost).
+  bool copiesToVdevd() const { return copy_tc_ != nullptr; }
   // Detaches the port's program, XDP or tc (device kept).
   void detachXdp();
   // The device was deleted with its program: never detach (the ifindex may
@@ -224,7 +250,7 @@ class Port {
   // Owner thread: (re)binds to the device now carrying the port's name --
   // after it was deleted and created again: new ifindex, MAC, MTU, XDP
   // program, sockets. On success the port is live (Link::attached()).
-  Status attachDevice(FramePool& pool, int share_fd, uint16_t& next_tag);
+  Status attachDevice(FramePool& pool, int share_fd);
 
  private:
   uint32_t kick(Queue& q) noexcept;
@@ -241,6 +267,9 @@ class Port {
   PortHook hook_ = PortHook::kAuto;
   std::string driver_;  // ETHTOOL_GDRVINFO: "veth", "tun", a NIC's driver
   bool tc_attached_ = false;
+  bool carries_host_ = false;
+  TcPath* copy_tc_ = nullptr;  // vdev_tc_copy is attached at the device's tcx ingress (applyHost)
+  bool copy_warned_ = false;   // "no copies" was logged
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;
   uint32_t bound_ = 0;  // TX picks among queues [0, bound_): those with a socket, once opened

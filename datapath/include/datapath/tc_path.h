@@ -68,6 +68,19 @@ class TcPath {
   void setDest(uint16_t port_index, bool on);
   void setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool peer, bool on);
   void setMtu(uint16_t port_index, uint32_t mtu);
+  // A port at tc the host is a station behind (an uplink): its program
+  // gives the host's multicast and broadcast frames to the host's stack,
+  // and a copy of those the guests need too to vdevd
+  // (bpf/vdev_frame_class.h).
+  void setHostPort(uint16_t port_index, bool on);
+  // A port at the XDP hook the host is behind: the program vdev_tc_copy at
+  // its device's tcx ingress hands vdevd a copy of the frames its XDP
+  // program passed to the host that the guests need too (XDP cannot clone
+  // a frame). ENOSPC beyond the skb path's tables. detachCopy: detached;
+  // forgetCopy: the device is gone (its program with it).
+  Status attachCopy(uint16_t port_index, int ifindex, const std::string& ifname);
+  void detachCopy(uint16_t port_index);
+  void forgetCopy(uint16_t port_index);
 
   // Host addresses: frames to these MACs, ARP requests and Neighbour
   // Solicitations for these addresses on a port's device go to the host's
@@ -96,6 +109,7 @@ class TcPath {
     uint32_t mtu = 0;
     bool indexed = false;   // its device is in tc_index: a port at tc (attach())
     bool attached = false;  // the program is at its device's tcx ingress
+    int copy_ifindex = 0;   // vdev_tc_copy is at this device's tcx ingress (attachCopy())
   };
   void writeRow(uint16_t port_index);
   void clearRow(uint16_t port_index);
@@ -103,6 +117,7 @@ class TcPath {
 
   std::unique_ptr<struct ::vdev_tc, SkelDeleter> skel_;
   int prog_fd_ = -1;  // owned by the skeleton
+  int copy_fd_ = -1;  // vdev_tc_copy, owned by the skeleton
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
   bool shares_fast_ = false;

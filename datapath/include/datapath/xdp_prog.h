@@ -65,6 +65,10 @@ class XdpProgram {
   // IPv6 Neighbour Solicitations for these addresses (network order) go to
   // the host stack: the set replaces the previous one.
   Status setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs);
+  // What the host is to the port (VDEV_PORT_HOST, VDEV_PORT_COPY in
+  // bpf/vdev_xdp_shared.h): which multicast and broadcast frames go to the
+  // host stack (bpf/vdev_frame_class.h). 0 at load: none of them.
+  Status setPortFlags(uint32_t flags);
   // Registers an AF_XDP socket for RX queue q (-errno on failure).
   Status setSocket(uint32_t queue, int xsk_fd);
   Status clearSocket(uint32_t queue);
@@ -93,6 +97,7 @@ class XdpProgram {
   bool attached_ = false;
   std::vector<uint32_t> host_ipv4_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;
+  uint32_t port_flags_ = 0;
 };
 
 // Quiets libbpf/libxdp to warnings (called once at start).

@@ -12,6 +12,13 @@
 // Zero-copy: the first socket on a UMEM tries XDP_ZEROCOPY and falls back to
 // copy mode; sockets that share the UMEM inherit its mode (a kernel rule).
 //
+// Owner tag: a socket takes a tag from its pool (FramePool::tags()) when it
+// is created; the frames its rings hold carry it (Frame::owner). close()
+// (or the destructor) closes the socket -- after which the kernel no longer
+// touches its rings -- returns every frame still carrying the tag to the
+// pool, and only then gives the tag back, so a tag is never reused while a
+// frame still carries it.
+//
 // Thread safety: the rings belong to the datapath thread that owns the
 // socket; stats() may be called from any thread.
 #pragma once
@@ -50,14 +57,27 @@ class XskSocket {
  public:
   // share_fd < 0: register pool's area as a new UMEM on this socket.
   // share_fd >= 0: share the UMEM of that (bound) socket.
-  // tag: the owner tag of the frames this socket's rings hold (frame_pool.h).
+  // The socket's owner tag comes from pool.tags(); ENOSPC when every tag
+  // is taken (kMaxSocketTags sockets open).
   static Result<std::unique_ptr<XskSocket>> create(FramePool& pool, int ifindex,
                                                    const std::string& ifname, uint32_t queue,
-                                                   int share_fd, uint16_t tag,
-                                                   const XskConfig& cfg);
+                                                   int share_fd, const XskConfig& cfg);
+  // close() if not closed yet.
   ~XskSocket();
   XskSocket(const XskSocket&) = delete;
   XskSocket& operator=(const XskSocket&) = delete;
+
+  // Unmaps the rings and closes the socket; then every frame of the pool
+  // still tagged with this socket's tag (fill, RX, TX, completion ring, or
+  // the kernel in between: nothing touches them any more) goes back to the
+  // pool, and the tag is given back. Returns the frames returned. After
+  // it, only tag() and queue() may be called.
+  uint32_t close() noexcept;
+  // The same, but the frames stay tagged and out of the pool, and the tag
+  // taken: a zero-copy driver may still use them until the kernel releases
+  // the queue (HeldFrames, held_frames.h, returns them then with
+  // FramePool::releaseTag()).
+  void closeKeepingFrames() noexcept;
 
   int fd() const { return fd_.get(); }
   // Changes whenever a socket is created or destroyed (in any thread of
@@ -101,6 +121,7 @@ class XskSocket {
   struct xsk_ring_prod tx_ {};
   struct xsk_ring_prod fill_ {};
   struct xsk_ring_cons comp_ {};
+  FramePool* pool_ = nullptr;  // whose tag it holds (null: none taken, or closed)
   uint16_t tag_ = 0;
   uint32_t queue_ = 0;
   bool zerocopy_ = false;

@@ -6,6 +6,7 @@
 // (vdevd's housekeeping asks once a second per fast-path port).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,17 @@ namespace vdev::rtnl {
 // or an XDP program). Errors: EOPNOTSUPP (no netdev family: a kernel before
 // 6.3), ENOMEM, EIO (the request failed, or the reply had no XDP features).
 Result<bool> deviceTakesXdpFrames(int ifindex);
+
+// Whether the kernel holds an AF_XDP buffer pool at the device's RX queue
+// (netdev QUEUE_GET's "xsk" attribute, Linux 6.15+): from the bind of a
+// socket there until the kernel has released the pool after that socket
+// was closed -- a work item, once nothing refers to the socket any more,
+// and for a zero-copy driver once it has stopped using the socket's frames.
+// false also on a kernel that does not report it (ask a queue known to be
+// bound to tell the two apart). Errors: EOPNOTSUPP (no netdev family or no
+// QUEUE_GET: a kernel before 6.8), ENOENT (no such device or queue), ENOMEM,
+// EIO.
+Result<bool> rxQueueHasXsk(int ifindex, uint32_t queue);
 
 // The netdev family's notifications (its "mgmt" group): DEV_CHANGE_NTF
 // whenever a device's XDP features change -- a veth's when its peer turns

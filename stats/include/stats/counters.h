@@ -115,7 +115,10 @@ struct CounterDef {
   D(Inflight, 27, "inflight_limit")   /* the ingress port's frames in flight reached its     \
                                          bound; ingress */                                    \
   D(FastXmit, 28, "fast_xmit")        /* kernel fast path: the destination device refused    \
-                                         the frame; destination */
+                                         the frame; destination */                            \
+  D(LinkLocal, 31, "link_local")      /* an 802.1D link-local group destination (STP, LACP,  \
+                                         802.1X, LLDP: 01:80:c2:00:00:0x) from a port the    \
+                                         host is not behind: never bridged; ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
@@ -166,7 +169,11 @@ struct CounterDef {
   X(ProgFast, 29, "xdp_prog.fast", "xdp_prog fast", "vdev_port_xdp_prog_fast_total", kCounter,   \
     "Frames the port's XDP program sent on the kernel fast path (--fast-path).", kRead, false)   \
   X(DevTxDropped, 23, "dev.tx_dropped", "dev tx_dropped", "vdev_port_dev_tx_dropped_total",      \
-    kCounter, "The port device's own tx_dropped.", kRead, true)
+    kCounter, "The port device's own tx_dropped.", kRead, true)                                  \
+  X(LinkFlapWaits, 30, "link.flap_waits", "link flap_waits", "vdev_port_link_flap_waits_total",  \
+    kCounter,                                                                                    \
+    "Times the port's link came back but re-attaching it waited: the link flapped more than "    \
+    "20 times in a second.", kCounted, false)
 
 // Where every UMEM frame is, besides the total: P(Id, attr, name). JSON
 // "pool.<name>", Prometheus vdev_pool_frames{place="<name>"}. The places add
@@ -180,7 +187,8 @@ struct CounterDef {
   P(PortRings, 7, "port_rings")   \
   P(TxRing, 8, "tx_ring")         \
   P(KernelTx, 9, "kernel_tx")     \
-  P(CompRing, 10, "comp_ring")
+  P(CompRing, 10, "comp_ring")    \
+  P(KernelHeld, 11, "kernel_held")
 
 inline constexpr Metric kDropsMetric{
     "vdev_port_drops_total", MetricType::kCounter,

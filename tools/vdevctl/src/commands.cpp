@@ -188,16 +188,20 @@ DESCRIPTION
                  put on its TX rings; outstanding: sent, not yet completed
     drops        frames vdevd dropped, by reason: ring_full, tx_ring_full,
                  no_route, port_down, oversize, runt, pool_empty, invalid_src,
-                 bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit
+                 bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit,
+                 link_local
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
     xdp_prog     the XDP program's own counters: pass (to the host stack),
                  redirect (to vdevd), no_socket, fast (on the kernel fast path)
     dev          the device's tx_dropped
+    link         flap_waits: times the link came up and re-attaching waited
+                 (it flapped more than 20 times in a second)
 
     and, for the whole datapath, where every UMEM frame is (free, fill_ring,
-    kernel_rx, rx_ring, rx_burst, port_rings, tx_ring, kernel_tx, comp_ring),
+    kernel_rx, rx_ring, rx_burst, port_rings, tx_ring, kernel_tx, comp_ring,
+    kernel_held: frames of closed zero-copy sockets the kernel still holds),
     whether the places add up to the total ("adds up", or "MISMATCH": a
     vdevd bug), and the number of MAC table entries. Their meaning is in
     docs/vdevd.md.

@@ -1,0 +1,180 @@
+// The datapath library in this process on real devices (root): states that
+// vdevd reaches only after a long time or many ports, set up directly --
+// a port whose index is beyond the kernel fast path's maps (it would take a
+// thousand ports before it).
+#include <gtest/gtest.h>
+
+#include <net/if.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <string>
+
+#include "datapath/datapath.h"
+#include "rtnl/netdev.h"
+#include "stats/counters.h"
+#include "flows.h"
+#include "harness.h"
+#include "wait.h"
+
+namespace vdev::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+namespace dp = vdev::datapath;
+
+// A container whose end takes redirected XDP frames (GRO on: NAPI), so its
+// port can be a fast-path destination.
+struct Container {
+  explicit Container(const std::string& label) : veth(ns), sock(veth.peerName(), &ns) {
+    sock.setLabel(label);
+    ns.exec("ethtool -K " + veth.peerName() + " gro on");
+    waitTxReady(veth.peerName(), &ns);
+  }
+  const std::string& port() const { return veth.hostName(); }
+
+  Netns ns;
+  VethPair veth;
+  PacketSocket sock;
+};
+
+class DatapathLibTest : public ::testing::Test {
+ protected:
+  void SetUp() override { requireRoot(); }
+
+  // A datapath with the kernel fast path, running.
+  std::unique_ptr<dp::Datapath> start(const dp::DatapathConfig& cfg = {}) {
+    auto d = dp::Datapath::create(cfg);
+    if (!d) throw HarnessError("datapath: " + d.error().message());
+    return std::move(d.value());
+  }
+  static const dp::PortStats& port(const dp::DatapathStats& s, const std::string& name) {
+    for (const auto& p : s.ports)
+      if (p.name == name) return p;
+    throw HarnessError("no port " + name);
+  }
+};
+
+// Ports are named by their index in the fast path's maps (the devmap, the
+// per-port counters), which have 1024 rows. A port with a higher index
+// used to get a program with the fast path on: its learned unicast was
+// redirected by the kernel and counted nowhere at the port (its row is
+// beyond the counters map), so its rx fell short of what it received.
+// Now such a port never takes the fast path, as a source or as a
+// destination: vdevd switches its unicast and counts every frame; a veth
+// there attaches at XDP (the skb path's tables have the same 1024 rows).
+TEST_F(DatapathLibTest, APortBeyondTheFastPathsMapsIsSwitchedByVdevdAndCountedExactly) {
+  Container a("A"), b("B"), c("C");
+  auto d = start();
+  ASSERT_TRUE(d->fastPath()) << "no kernel fast path here: the test would mean nothing";
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());                          // index 0
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());                          // index 1
+  auto beyond = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp, .index = 1500};
+  const Status added = d->addPort(c.port(), beyond);
+  ASSERT_TRUE(added.ok()) << added.error().message();
+  d->start();
+  const Endpoints all = {&a.sock, &b.sock, &c.sock};
+  learnAll(all, 1);
+  // Unicast between every pair, both ways.
+  constexpr uint32_t kN = 200;
+  sendMixed(b.sock, a.sock.mac(), 10, kN);  // below 1024: the kernel's
+  expectFlow(all, 10, {{&a.sock, kN}});
+  sendMixed(c.sock, a.sock.mac(), 11, kN);  // from beyond: vdevd's
+  expectFlow(all, 11, {{&a.sock, kN}});
+  sendMixed(a.sock, c.sock.mac(), 12, kN);  // to beyond: vdevd's
+  expectFlow(all, 12, {{&c.sock, kN}});
+  const dp::DatapathStats s = d->stats();
+  const dp::PortStats& pb = port(s, b.port());
+  const dp::PortStats& pc = port(s, c.port());
+  EXPECT_EQ(pc.index, 1500u);
+  EXPECT_GE(pb.counters[dp::kProgFast], kN) << "B's unicast to A did not take the fast path";
+  EXPECT_EQ(pc.counters[dp::kProgFast], 0u) << "a port beyond the maps took the fast path";
+  for (const Container* st : {&a, &b, &c}) {
+    const dp::PortStats& p = port(s, st->port());
+    SCOPED_TRACE(st->sock.label());
+    EXPECT_EQ(p.counters[dp::kRxPackets], st->sock.sentFrames());
+    EXPECT_EQ(p.counters[dp::kRxBytes], st->sock.sentBytes());
+    EXPECT_EQ(p.counters[dp::kTxPackets], st->sock.rx().frames());
+    uint64_t drops = 0;
+    for (uint32_t r = 0; r < dp::kNumDropReasons; r++) drops += p.counters[dp::DropReason(r)];
+    EXPECT_EQ(drops, 0u);
+    EXPECT_EQ(p.counters[dp::kXdpRxDropped] + p.counters[dp::kXdpRxRingFull], 0u);
+  }
+  // A veth beyond the skb path's tables attaches at XDP when its hook is
+  // left to vdevd (it used to fail: "beyond the skb path's port table").
+  Container e("E");
+  const Status auto_added = d->addPort(e.port(), {.index = 1501});
+  ASSERT_TRUE(auto_added.ok()) << auto_added.error().message();
+  EXPECT_STREQ(port(d->stats(), e.port()).hook, "xdp");
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
+uint64_t poolSum(const dp::PoolStats& p) {
+  uint64_t n = 0;
+  for (uint32_t id = stats::kPoolFree; id < stats::kNumPoolCounters; id++) n += p[stats::PoolCounter(id)];
+  return n;
+}
+
+// A closed socket's frames are returned once the kernel has let go of its
+// queue. On a zero-copy NIC the driver may DMA into them until then; veth
+// sockets are copy mode, so here they are held as a zero-copy socket's
+// would be (hold_copy_mode_frames), and the kernel's release is the real
+// one: the netdev family reports the queue's pool gone, the frames come
+// back, and they are in kernel_held until then, never in the pool.
+TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueue) {
+  Container a("A"), b("B");
+  dp::DatapathConfig cfg;
+  cfg.hold_copy_mode_frames = true;
+  auto d = start(cfg);
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());
+  d->start();
+  learnAll({&a.sock, &b.sock}, 1);
+  const int ifindex = int(::if_nametoindex(b.port().c_str()));
+  auto bound = rtnl::rxQueueHasXsk(ifindex, 0);
+  if (!bound || !*bound) GTEST_SKIP() << "the kernel does not report a queue's AF_XDP pool (netdev QUEUE_GET xsk: Linux 6.15+)";
+  const dp::DatapathStats before = d->stats();
+  const uint64_t fill = before.pool[stats::kPoolFillRing];
+  ASSERT_GT(fill, 0u);
+  // B's container end goes down: vdevd closes B's socket.
+  b.ns.exec("ip link set dev " + b.veth.peerName() + " down");
+  uint64_t maxHeld = 0;
+  std::chrono::steady_clock::time_point closed{};
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    const dp::DatapathStats s = d->stats();
+    ASSERT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+    if (!port(s, b.port()).live && closed == std::chrono::steady_clock::time_point{})
+      closed = std::chrono::steady_clock::now();
+    maxHeld = std::max(maxHeld, s.pool[stats::kPoolKernelHeld]);
+    if (closed != std::chrono::steady_clock::time_point{} && s.pool[stats::kPoolKernelHeld] == 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "frames held for 5 s";
+    std::this_thread::sleep_for(1ms);
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - closed);
+  auto after = rtnl::rxQueueHasXsk(ifindex, 0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(*after) << "the frames came back while the kernel still held the queue";
+  EXPECT_GT(maxHeld, 0u) << "B's fill ring frames were never held";
+  std::cout << "  " << maxHeld << " of B's frames held after its socket closed (fill ring: " << fill
+            << " frames in all); back " << took.count() << " ms later, the kernel's queue released\n";
+  // B comes back; traffic flows; every frame is in the pool at the end.
+  b.ns.exec("ip link set dev " + b.veth.peerName() + " up");
+  waitTxReady(b.veth.peerName(), &b.ns);
+  const auto liveBy = std::chrono::steady_clock::now() + 3s;
+  while (!port(d->stats(), b.port()).live && std::chrono::steady_clock::now() < liveBy)
+    std::this_thread::sleep_for(5ms);
+  sendMixed(a.sock, b.sock.mac(), 10, 20);
+  expectFlow({&a.sock, &b.sock}, 10, {{&b.sock, 20}});
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
+}  // namespace
+}  // namespace vdev::e2e
