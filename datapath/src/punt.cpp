@@ -31,11 +31,12 @@ std::string startTime(pid_t pid) {
   return {};
 }
 
-}  // namespace
-
-std::string PuntDevice::ownerAlias() {
+// The far end's alias for this process.
+std::string ownerAlias() {
   return std::string(kOwnerPrefix) + std::to_string(::getpid()) + ":" + startTime(::getpid());
 }
+
+}  // namespace
 
 std::vector<std::string> PuntDevice::removeOrphans() {
   std::vector<std::string> removed;

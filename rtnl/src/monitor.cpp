@@ -13,26 +13,12 @@
 
 namespace vdev::rtnl {
 
-using detail::CachePtr;
 using detail::NlSockPtr;
 using detail::nlErrno;
-using detail::RtnlSocket;
-using detail::withContext;
 
 namespace {
 
 constexpr int kRcvBuf = 1 << 20;
-
-LinkEvent eventOf(rtnl_link* link) {
-  LinkEvent ev;
-  ev.ifindex = rtnl_link_get_ifindex(link);
-  if (const char* n = rtnl_link_get_name(link)) ev.name = n;
-  ev.flags = rtnl_link_get_flags(link);
-  ev.up = (ev.flags & IFF_UP) != 0;
-  ev.carrier = (ev.flags & IFF_LOWER_UP) != 0;
-  ev.mtu = static_cast<int>(rtnl_link_get_mtu(link));
-  return ev;
-}
 
 }  // namespace
 
@@ -166,19 +152,18 @@ bool LinkMonitor::takeAddressChange() {
 }
 
 Status LinkMonitor::snapshot(const LinkEventCallback& cb) const {
-  const std::string what = "list links";
-  auto sk = RtnlSocket::open();
-  if (!sk) return withContext(sk.error(), what);
-  nl_cache* raw = nullptr;
-  int rc = sk->run([&](nl_sock* s) { return rtnl_link_alloc_cache(s, AF_UNSPEC, &raw); });
-  CachePtr cache(raw);
-  if (rc < 0) return sk->error(rc, what);
-
-  std::vector<LinkEvent> events;
-  for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o))
-    events.push_back(eventOf(reinterpret_cast<rtnl_link*>(o)));
-  cache.reset();
-  for (const LinkEvent& ev : events) cb(ev);
+  auto links = listLinks();
+  if (!links) return links.error();
+  for (const LinkState& l : *links) {
+    LinkEvent ev;
+    ev.ifindex = l.ifindex;
+    ev.name = l.name;
+    ev.flags = l.flags;
+    ev.up = l.up;
+    ev.carrier = l.carrier;
+    ev.mtu = l.mtu;
+    cb(ev);
+  }
   return {};
 }
 

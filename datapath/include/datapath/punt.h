@@ -48,8 +48,6 @@ class PuntDevice {
   // left alone. Returns the near ends deleted (for the log). Control plane,
   // at start.
   static std::vector<std::string> removeOrphans();
-  // The far end's alias for this process.
-  static std::string ownerAlias();
 
   const std::string& nearName() const { return near_; }
   const std::string& farName() const { return far_; }
