@@ -366,7 +366,9 @@ NetConf parseNetConf(std::string_view text, Command command) {
   NetConf c;
   try {
     c.raw = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // parse_error, and out_of_range for a number JSON allows but a double
+    // cannot hold (1e999): the runtime gets an error JSON either way.
     throw CniError(kErrDecode, "decoding the network configuration: " + std::string(e.what()));
   }
   const Json& j = c.raw;
