@@ -48,11 +48,12 @@ struct ControlContext {
   std::vector<std::string> start_issues;  // what could not be restored at start (INFO)
 };
 
-// Open-file budget of one port with one queue (AF_XDP socket, XDP program,
-// its maps and link, the fast-path entries): what `vdevctl info` divides
-// the free part of RLIMIT_NOFILE by. Measured at 12 here; a margin for
-// kernels and libbpf versions that keep a few more.
-inline constexpr uint32_t kFdsPerPort = 16;
+// Open-file budget of one port with one queue: what `vdevctl info` divides
+// the free part of RLIMIT_NOFILE by. A port holds its AF_XDP socket (one a
+// queue; at tc a TX-only one): the XDP program and its maps, or the skb
+// path's, are one set for every port, loaded once (measured: 250 ports at
+// the XDP hook hold 262 descriptors). One more for a margin.
+inline constexpr uint32_t kFdsPerPort = 2;
 
 class DaemonControl : public vdev::proto::ControlHandler {
  public:

@@ -378,9 +378,10 @@ int main(int argc, char** argv) {
     group = g.value();
   }
 
-  // A port holds about a dozen fds (kFdsPerPort): systemd's soft limit of
-  // 1024 would stop vdevd at about 80 ports. Raise the soft limit to the
-  // hard one (which LimitNOFILE= in the unit sets).
+  // A port holds a descriptor a queue (kFdsPerPort): systemd's soft limit
+  // of 1024 would stop vdevd short of a thousand ports, fewer with
+  // multi-queue taps. Raise the soft limit to the hard one (which
+  // LimitNOFILE= in the unit sets).
   {
     rlimit rl{};
     if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
-/* vdev's XDP program, one instance per port.
+/* vdev's XDP program: one instance, attached to every port at the XDP hook.
  *
- * Frames for the host itself (a MAC in host_macs: the port's own address
- * and any configured host address; an ARP request or an IPv6 Neighbour
- * Solicitation for one of the host's addresses on the device, host_ipv4 and
- * host_ipv6) go to the stack (XDP_PASS); every other frame is redirected
+ * What is a port's own is found by the ifindex a frame arrived on: its
+ * entry in xdp_ports (its fast-path index, flags, counter slot and socket
+ * keys), and the host's addresses on its device in the xdp_host_* maps,
+ * keyed by that ifindex too.
+ *
+ * Frames for the host itself (a MAC in xdp_host_macs: the port's own
+ * address and any configured host address; an ARP request or an IPv6
+ * Neighbour Solicitation for one of the host's addresses on the device,
+ * xdp_host_ipv4 and xdp_host_ipv6) go to the stack (XDP_PASS); every other frame is redirected
  * into the AF_XDP socket of its RX queue. A queue with no socket drops (and
  * counts) instead of passing: a switched port's traffic must never leak into
  * the host's stack.
  *
- * On a port the host is a station behind (an uplink, port_flags), what a
+ * On a port the host is a station behind (an uplink, VDEV_PORT_HOST), what a
  * multicast or broadcast frame is to the host decides (vdev_frame_class.h):
  * link-local group frames (LLDP, STP, LACP) go to the stack alone; what the
  * host and the guests both need (a gratuitous ARP, a Router Advertisement,
@@ -20,7 +25,7 @@
  * Frames shorter than an Ethernet header are redirected too: vdevd counts
  * them as runts, so every drop is visible in one place.
  *
- * The kernel fast path (when vdevd enables it, fast_enabled): unicast whose
+ * The kernel fast path (where vdevd allows it, VDEV_PORT_FAST_RX): unicast whose
  * source MAC vdevd learned on this very port and whose destination MAC it
  * learned on another port that the fast path may use is redirected through
  * the fast_ports devmap -- the kernel's bulk ndo_xdp_xmit -- instead of
@@ -37,71 +42,70 @@
 #include "vdev_fast_maps.h"
 #include "vdev_frame_class.h"
 
-/* Set by vdevd before loading: this port's index, and whether its frames
- * may take the fast path. */
-const volatile __u32 port_index = 0;
-const volatile __u32 fast_enabled = 0;
+/* The ports this program is attached to, by the ifindex of their device
+ * (struct vdev_xdp_port): one program and one set of maps for every port,
+ * so a port costs map entries, not a program and its maps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_XDP_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_xdp_port);
+} xdp_ports SEC(".maps");
 
+/* Every port's sockets: key xsk_base + RX queue (vdevd hands each port a
+ * range of nqueues keys). */
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, VDEV_XDP_MAX_QUEUES);
+	__uint(max_entries, VDEV_XDP_MAX_XSKS);
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks_map SEC(".maps");
 
+/* MACs of the host on each port's device: its own address and any
+ * configured host address. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, VDEV_XDP_MAX_HOST_MACS);
-	__type(key, __u64);
+	__uint(max_entries, VDEV_XDP_MAX_PORTS * 4);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vdev_xdp_mac_key);
 	__type(value, __u32);
-} host_macs SEC(".maps");
+} xdp_host_macs SEC(".maps");
 
-/* IPv4 addresses the host has on this port's device (network order): an
- * ARP request for one of them goes to the host's stack, so that a
- * neighbour on an uplink port can resolve the host while vdevd switches the
- * port. */
+/* IPv4 addresses the host has on a port's device (network order): an ARP
+ * request for one of them goes to the host's stack, so that a neighbour on
+ * an uplink port can resolve the host while vdevd switches the port. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, VDEV_XDP_MAX_HOST_IPS);
-	__type(key, __u32);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vdev_host_ipv4_key);
 	__type(value, __u32);
-} host_ipv4 SEC(".maps");
+} xdp_host_ipv4 SEC(".maps");
 
-/* IPv6 addresses the host has on this port's device (16 bytes, network
- * order): a Neighbour Solicitation for one of them goes to the host's stack,
- * as an ARP request does for host_ipv4. */
-/* A struct, not key_size 16: a key BTF can describe, so libbpf creates the
- * map with BTF at once instead of warning and retrying without it. */
-struct vdev_ipv6_key {
-	__u8 addr[16];
-};
-
+/* IPv6 addresses the host has on a port's device (16 bytes, network
+ * order): a Neighbour Solicitation for one of them goes to the host's
+ * stack, as an ARP request does for xdp_host_ipv4. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, VDEV_XDP_MAX_HOST_IPS);
-	__type(key, struct vdev_ipv6_key);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vdev_host_ipv6_key);
 	__type(value, __u32);
-} host_ipv6 SEC(".maps");
+} xdp_host_ipv6 SEC(".maps");
 
-/* VDEV_PORT_*: what the host is to this port (set by vdevd, refreshed with
- * the host's addresses). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} port_flags SEC(".maps");
-
+/* Per port (its slot), per CPU: key slot * VDEV_XDP_NCOUNTERS + counter;
+ * slot VDEV_XDP_MAX_PORTS: frames of a device with no xdp_ports entry. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, VDEV_XDP_NCOUNTERS);
+	__uint(max_entries, (VDEV_XDP_MAX_PORTS + 1) * VDEV_XDP_NCOUNTERS);
 	__type(key, __u32);
 	__type(value, __u64);
 } vdev_xdp_stats SEC(".maps");
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count(const struct vdev_xdp_port *p, __u32 idx)
 {
-	__u64 *c = bpf_map_lookup_elem(&vdev_xdp_stats, &idx);
+	__u32 k = p->slot * VDEV_XDP_NCOUNTERS + idx;
+	__u64 *c = bpf_map_lookup_elem(&vdev_xdp_stats, &k);
 
 	if (c)
 		*c += 1;
@@ -112,26 +116,40 @@ int vdev_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	__u32 ifindex = ctx->ingress_ifindex;
 	__u32 q = ctx->rx_queue_index;
+	struct vdev_xdp_port *p = bpf_map_lookup_elem(&xdp_ports, &ifindex);
 
+	if (!p) {
+		/* Not a port (vdevd writes a port's entry before it attaches
+		 * the program and deletes it after it detaches): a switched
+		 * device's frames never leak into the host's stack. Counted in
+		 * the row after the last slot's. */
+		struct vdev_xdp_port none = {.slot = VDEV_XDP_MAX_PORTS};
+
+		count(&none, VDEV_XDP_NO_SOCKET);
+		return XDP_DROP;
+	}
 	if (data + 14 <= data_end) {
+		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 		__u64 key = 0, src = 0;
 		struct vdev_fast_entry *s, *d;
 		__u8 *eth = data;
 
 		__builtin_memcpy(&key, data, 6);
-		if (bpf_map_lookup_elem(&host_macs, &key)) {
-			count(VDEV_XDP_PASS);
+		hk.mac = key;
+		if (bpf_map_lookup_elem(&xdp_host_macs, &hk)) {
+			count(p, VDEV_XDP_PASS);
 			return XDP_PASS;
 		}
 		/* An ARP request (broadcast) for one of the host's addresses. */
 		if (key == 0xffffffffffffULL && eth[12] == 0x08 && eth[13] == 0x06 &&
 		    data + 14 + 28 <= data_end && eth[14 + 6] == 0 && eth[14 + 7] == 1) {
-			__u32 tpa;
+			struct vdev_host_ipv4_key k4 = {.ifindex = ifindex};
 
-			__builtin_memcpy(&tpa, eth + 14 + 24, 4);
-			if (bpf_map_lookup_elem(&host_ipv4, &tpa)) {
-				count(VDEV_XDP_PASS);
+			__builtin_memcpy(&k4.addr, eth + 14 + 24, 4);
+			if (bpf_map_lookup_elem(&xdp_host_ipv4, &k4)) {
+				count(p, VDEV_XDP_PASS);
 				return XDP_PASS;
 			}
 		}
@@ -141,49 +159,45 @@ int vdev_xdp(struct xdp_md *ctx)
 		 * target 8 bytes into the ICMPv6 header. */
 		if ((key & 0xffffffULL) == 0xff3333ULL && eth[12] == 0x86 && eth[13] == 0xdd &&
 		    data + 14 + 40 + 24 <= data_end && eth[14 + 6] == 58 && eth[14 + 40] == 135) {
-			__u8 target[16];
+			struct vdev_host_ipv6_key k6 = {.ifindex = ifindex};
 
-			__builtin_memcpy(target, eth + 14 + 40 + 8, 16);
-			if (bpf_map_lookup_elem(&host_ipv6, target)) {
-				count(VDEV_XDP_PASS);
+			__builtin_memcpy(k6.addr, eth + 14 + 40 + 8, 16);
+			if (bpf_map_lookup_elem(&xdp_host_ipv6, &k6)) {
+				count(p, VDEV_XDP_PASS);
 				return XDP_PASS;
 			}
 		}
-		/* A port beyond the fast path's counters (vdevd loads it with
-		 * fast_enabled 0 as well) never takes it: its rx would go
-		 * uncounted. */
 		/* Multicast and broadcast on a port the host is behind: the
 		 * host's, or the host's and the guests'. */
-		if (key & 1) {
-			__u32 zero = 0, *flags = bpf_map_lookup_elem(&port_flags, &zero);
+		if ((key & 1) && (p->flags & VDEV_PORT_HOST)) {
+			__u8 b[VDEV_CLASS_BYTES] = {};
+			__u32 len = 14;
+			int class;
 
-			if (flags && (*flags & VDEV_PORT_HOST)) {
-				__u8 b[VDEV_CLASS_BYTES] = {};
-				__u32 len = 14;
-				int class;
-
-				if (data + VDEV_CLASS_BYTES <= data_end) {
-					__builtin_memcpy(b, data, VDEV_CLASS_BYTES);
-					len = VDEV_CLASS_BYTES;
-				} else {
-					__builtin_memcpy(b, data, 14);
-				}
-				class = vdev_frame_class(b, len);
-				if (class == VDEV_CLASS_HOST ||
-				    (class == VDEV_CLASS_BOTH && (*flags & VDEV_PORT_COPY))) {
-					count(VDEV_XDP_PASS);
-					return XDP_PASS;
-				}
+			if (data + VDEV_CLASS_BYTES <= data_end) {
+				__builtin_memcpy(b, data, VDEV_CLASS_BYTES);
+				len = VDEV_CLASS_BYTES;
+			} else {
+				__builtin_memcpy(b, data, 14);
+			}
+			class = vdev_frame_class(b, len);
+			if (class == VDEV_CLASS_HOST ||
+			    (class == VDEV_CLASS_BOTH && (p->flags & VDEV_PORT_COPY))) {
+				count(p, VDEV_XDP_PASS);
+				return XDP_PASS;
 			}
 		}
-		if (!fast_enabled || port_index >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06)
+		/* A port beyond the fast path's counters never has
+		 * VDEV_PORT_FAST_RX (vdevd): its rx would go uncounted. */
+		__u32 in = p->port_index;
+		if (!(p->flags & VDEV_PORT_FAST_RX) || in >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06)
 			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
 		__builtin_memcpy(&src, eth + 6, 6);
 		s = bpf_map_lookup_elem(&fast_fdb, &src);
-		if (!s || s->port_index != port_index)
+		if (!s || s->port_index != in)
 			goto slow;
 		d = bpf_map_lookup_elem(&fast_fdb, &key);
-		if (!d || d->port_index == port_index || d->port_index >= VDEV_FAST_MAX_PORTS)
+		if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS)
 			goto slow;
 		__u32 out = d->port_index;  /* the destination's devmap key */
 		if (!bpf_map_lookup_elem(&fast_ports, &out))
@@ -192,27 +206,31 @@ int vdev_xdp(struct xdp_md *ctx)
 		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
 			s->seen_ns = now;
 		__u64 len = (__u64)(data_end - data);
-		fast_add(port_index, VDEV_FAST_RX_PKTS, 1);
-		fast_add(port_index, VDEV_FAST_RX_BYTES, len);
+		fast_add(in, VDEV_FAST_RX_PKTS, 1);
+		fast_add(in, VDEV_FAST_RX_BYTES, len);
 		fast_add(out, VDEV_FAST_TX_PKTS, 1);
 		fast_add(out, VDEV_FAST_TX_BYTES, len);
-		count(VDEV_XDP_FAST);
+		count(p, VDEV_XDP_FAST);
 		return bpf_redirect_map(&fast_ports, out, 0);
 	} else if (data + 6 <= data_end) {
-		__u64 key = 0;
+		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 
-		__builtin_memcpy(&key, data, 6);
-		if (bpf_map_lookup_elem(&host_macs, &key)) {
-			count(VDEV_XDP_PASS);
+		__builtin_memcpy(&hk.mac, data, 6);
+		if (bpf_map_lookup_elem(&xdp_host_macs, &hk)) {
+			count(p, VDEV_XDP_PASS);
 			return XDP_PASS;
 		}
 	}
 slow:
-	if (bpf_map_lookup_elem(&xsks_map, &q)) {
-		count(VDEV_XDP_REDIRECT);
-		return bpf_redirect_map(&xsks_map, q, XDP_DROP);
+	if (q < p->nqueues) {
+		__u32 k = p->xsk_base + q;
+
+		if (bpf_map_lookup_elem(&xsks_map, &k)) {
+			count(p, VDEV_XDP_REDIRECT);
+			return bpf_redirect_map(&xsks_map, k, XDP_DROP);
+		}
 	}
-	count(VDEV_XDP_NO_SOCKET);
+	count(p, VDEV_XDP_NO_SOCKET);
 	return XDP_DROP;
 }
 

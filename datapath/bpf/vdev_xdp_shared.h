@@ -3,9 +3,31 @@
 #ifndef VDEV_XDP_SHARED_H
 #define VDEV_XDP_SHARED_H
 
-#define VDEV_XDP_MAX_QUEUES 64
-#define VDEV_XDP_MAX_HOST_MACS 64
-#define VDEV_XDP_MAX_HOST_IPS 64
+#define VDEV_XDP_MAX_QUEUES 64     /* RX queues of one port with a socket each */
+#define VDEV_XDP_MAX_HOST_MACS 64  /* host MACs of one port (tc: of the host) */
+#define VDEV_XDP_MAX_HOST_IPS 64   /* host addresses of one port's device */
+
+/* One XDP program object for every port at the XDP hook (vdev_xdp.bpf.c):
+ * what is a port's own is found by the ifindex a frame arrived on. */
+#define VDEV_XDP_MAX_PORTS 4096    /* ports at the XDP hook (xdp_ports, stats slots) */
+#define VDEV_XDP_MAX_XSKS 16384    /* sockets of all of them (xsks_map) */
+
+/* xdp_ports value (key: the port device's ifindex). */
+struct vdev_xdp_port {
+	__u32 port_index;  /* vdevd's Port::index(): its fast-path rows */
+	__u32 flags;       /* VDEV_PORT_* */
+	__u32 slot;        /* its rows in vdev_xdp_stats: slot * VDEV_XDP_NCOUNTERS + counter */
+	__u32 xsk_base;    /* its sockets in xsks_map: xsk_base + RX queue */
+	__u32 nqueues;     /* RX queues below this have a key in xsks_map */
+	__u32 pad;
+};
+
+/* xdp_host_macs key: frames to mac on the device go to the host's stack. */
+struct vdev_xdp_mac_key {
+	__u64 mac;  /* as the fast_fdb keys below */
+	__u32 ifindex;
+	__u32 pad;
+};
 
 /* Per-CPU counters of the XDP program, index into vdev_xdp_stats. */
 enum vdev_xdp_counter {
@@ -16,14 +38,15 @@ enum vdev_xdp_counter {
 	VDEV_XDP_NCOUNTERS = 4,
 };
 
-/* port_flags (the XDP program's one-entry array): what the host is to the
- * port (vdev_frame_class.h). */
+/* vdev_xdp_port.flags: what the host is to the port (vdev_frame_class.h),
+ * and whether the port's frames may take the fast path. */
 #define VDEV_PORT_HOST 1  /* the host is a station behind the port (an uplink):
 			   * link-local group frames go to its stack alone */
 #define VDEV_PORT_COPY 2  /* frames for the host and the guests go to the stack,
 			   * where the tc program vdev_tc_copy hands vdevd a copy */
+#define VDEV_PORT_FAST_RX 4 /* what the port receives may take the kernel fast path */
 
-/* Key of the host_macs and fast_fdb maps: a MAC address in the low 6 bytes
+/* Key of the fast_fdb and tc_host_macs maps (and vdev_xdp_mac_key.mac): a MAC address in the low 6 bytes
  * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero. */
 
 /* The kernel fast path (vdev_fast.bpf.c owns the maps, every port's program

@@ -60,6 +60,8 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
     }
   }
   dp->cfg_.fast_path = dp->fast_ != nullptr;
+  dp->xdp_ = std::make_unique<XdpObject>(dp->fast_.get());
+  dp->cfg_.port.xdp = dp->xdp_.get();
   dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!dp->wake_fd_.valid()) return errnoError("eventfd");
   dp->wake_fd_raw_ = dp->wake_fd_.get();

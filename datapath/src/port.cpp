@@ -147,7 +147,12 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     link_.attached();
     return {};
   }
-  auto xdp = XdpProgram::attach(ifindex, name_, cfg_.xdp_mode, cfg_.force, [&](XdpProgram& x) -> Status {
+  if (!cfg_.xdp) {
+    shutdown(pool);
+    return Error{EINVAL, "port " + name_ + ": no XDP program object (PortConfig::xdp)"};
+  }
+  auto xdp = XdpProgram::attach(*cfg_.xdp, ifindex, name_, cfg_.xdp_mode, cfg_.force, uint32_t(queues_.size()),
+                                [&](XdpProgram& x) -> Status {
     for (uint32_t q = 0; q < queues_.size(); q++)
       if (queues_[q]->xsk)
         if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;

@@ -19,10 +19,25 @@
 
 namespace vdev::datapath {
 
-void XdpProgram::SkelDeleter::operator()(struct ::vdev_xdp* s) const noexcept { vdev_xdp__destroy(s); }
-void XdpProgram::ProgDeleter::operator()(struct ::xdp_program* p) const noexcept { xdp_program__close(p); }
+void XdpObject::SkelDeleter::operator()(struct ::vdev_xdp* s) const noexcept { vdev_xdp__destroy(s); }
 
 namespace {
+
+struct ProgDeleter {
+  void operator()(struct xdp_program* p) const noexcept { xdp_program__close(p); }
+};
+using ProgPtr = std::unique_ptr<struct xdp_program, ProgDeleter>;
+
+// A libxdp handle on the loaded program (its own dup of the fd), for one
+// attach or detach call: held no longer, so a port holds no descriptor of
+// the program.
+Result<ProgPtr> libxdpHandle(int prog_fd, const std::string& ifname) {
+  struct xdp_program* prog = xdp_program__from_fd(prog_fd);
+  // An error comes back as an error pointer, which is nobody's to close.
+  if (long err = libxdp_get_error(prog); err || !prog)
+    return Error{int(err ? -err : EINVAL), "XDP program for " + ifname};
+  return ProgPtr(prog);
+}
 
 struct MultiprogDeleter {
   void operator()(struct xdp_multiprog* mp) const noexcept { xdp_multiprog__close(mp); }
@@ -173,10 +188,87 @@ void setupBpfLogging(bool verbose) {
   libxdp_set_print(libxdpPrint);
 }
 
-Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::string& ifname,
-                                                       XdpMode mode, bool force,
+XdpObject::XdpObject(const FastPath* fast)
+    : fast_(fast), slots_(VDEV_XDP_MAX_PORTS, false), xsks_(VDEV_XDP_MAX_XSKS, false) {}
+
+XdpObject::~XdpObject() = default;
+
+uint32_t XdpObject::freePorts() const { return VDEV_XDP_MAX_PORTS - slots_used_; }
+
+int XdpObject::progFd() const { return bpf_program__fd(skel_->progs.vdev_xdp); }
+
+Status XdpObject::load() {
+  if (skel_) return {};
+  std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel(vdev_xdp__open());
+  if (!skel) return errnoError("open vdev's XDP program");
+  if (fast_) {
+    // The fast path's maps, shared with its own object and the skb path.
+    const std::pair<struct bpf_map*, int> shared[] = {{skel->maps.fast_fdb, fast_->fdbFd()},
+                                                      {skel->maps.fast_ports, fast_->portsFd()},
+                                                      {skel->maps.fast_stats, fast_->statsFd()},
+                                                      {skel->maps.fast_ifindex, fast_->ifindexFd()}};
+    for (const auto& [map, fd] : shared)
+      if (int err = bpf_map__reuse_fd(map, fd); err)
+        return Error{-err, std::string("XDP program: share fast-path map ") + bpf_map__name(map)};
+  } else {
+    // Unused without the fast path: keep them minimal.
+    (void)bpf_map__set_max_entries(skel->maps.fast_fdb, 1);
+    (void)bpf_map__set_max_entries(skel->maps.fast_ports, 1);
+    (void)bpf_map__set_max_entries(skel->maps.fast_stats, 1);
+    (void)bpf_map__set_max_entries(skel->maps.fast_ifindex, 1);
+  }
+  if (vdev_xdp__load(skel.get())) return errnoError("load vdev's XDP program");
+  ncpu_ = std::max(libbpf_num_possible_cpus(), 1);
+  skel_ = std::move(skel);
+  return {};
+}
+
+Result<uint32_t> XdpObject::takeSlot() {
+  for (uint32_t i = 0; i < slots_.size(); i++)
+    if (!slots_[i]) {
+      slots_[i] = true;
+      slots_used_++;
+      return i;
+    }
+  return Error{ENOSPC, "vdev's XDP program serves at most " + std::to_string(VDEV_XDP_MAX_PORTS) +
+                           " ports at the XDP hook"};
+}
+
+void XdpObject::putSlot(uint32_t slot) {
+  if (slot < slots_.size() && slots_[slot]) {
+    slots_[slot] = false;
+    // The last port is gone: so are the program and its maps (loaded
+    // again with the next port), and a vdevd without ports at the XDP hook
+    // holds none of their descriptors.
+    if (--slots_used_ == 0) skel_.reset();
+  }
+}
+
+Result<uint32_t> XdpObject::takeXsks(uint32_t n) {
+  for (uint32_t base = 0, run = 0; base + run < xsks_.size();) {
+    if (xsks_[base + run]) {
+      base += run + 1;
+      run = 0;
+    } else if (++run == n) {
+      for (uint32_t i = 0; i < n; i++) xsks_[base + i] = true;
+      return base;
+    }
+  }
+  return Error{ENOSPC, "vdev's XDP program has room for " + std::to_string(VDEV_XDP_MAX_XSKS) +
+                           " AF_XDP sockets in all, not " + std::to_string(n) + " more"};
+}
+
+void XdpObject::putXsks(uint32_t base, uint32_t n) {
+  for (uint32_t i = 0; i < n && base + i < xsks_.size(); i++) xsks_[base + i] = false;
+}
+
+Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(XdpObject& obj, int ifindex, const std::string& ifname,
+                                                       XdpMode mode, bool force, uint32_t nqueues,
                                                        const std::function<Status(XdpProgram&)>& prepare,
                                                        const XdpFastConfig& fast) {
+  if (nqueues == 0 || nqueues > VDEV_XDP_MAX_QUEUES)
+    return Error{EINVAL, ifname + ": vdev's XDP program serves 1 to " + std::to_string(VDEV_XDP_MAX_QUEUES) +
+                             " RX queues a port, not " + std::to_string(nqueues)};
   Existing ex = existingPrograms(ifindex);
   if (ex.any) {
     if (!force && !ex.ours)
@@ -186,45 +278,42 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
     if (auto st = removeExisting(ifindex, ifname, ex.names.find(kDispatcherName) != std::string::npos); !st)
       return st.error();
   }
+  if (auto st = obj.load(); !st) return st.error();
 
-  std::unique_ptr<XdpProgram> p(new XdpProgram());
+  std::unique_ptr<XdpProgram> p(new XdpProgram(obj));
   p->ifindex_ = ifindex;
   p->ifname_ = ifname;
-  // Loaded first, attached last: the maps (host MACs, sockets) are filled
-  // before the program sees its first frame.
-  p->skel_.reset(vdev_xdp__open());
-  if (!p->skel_) return errnoError("open XDP program for " + ifname);
-  p->skel_->rodata->port_index = fast.port_index;
-  // fast-rx off: the maps are shared all the same (the port stays a
-  // destination, which is the devmap's business, not its program's), but
-  // the program itself never redirects there.
-  p->skel_->rodata->fast_enabled = fast.fast && fast.rx ? 1 : 0;
-  if (fast.fast) {
-    // One set of fast-path maps for every port's program.
-    const std::pair<struct bpf_map*, int> shared[] = {
-        {p->skel_->maps.fast_fdb, fast.fast->fdbFd()},
-        {p->skel_->maps.fast_ports, fast.fast->portsFd()},
-        {p->skel_->maps.fast_stats, fast.fast->statsFd()},
-        {p->skel_->maps.fast_ifindex, fast.fast->ifindexFd()}};
-    for (const auto& [map, fd] : shared)
-      if (int err = bpf_map__reuse_fd(map, fd); err)
-        return Error{-err, "XDP program for " + ifname + ": share fast-path map " + bpf_map__name(map)};
-  } else {
-    // Unused without the fast path: keep them minimal.
-    (void)bpf_map__set_max_entries(p->skel_->maps.fast_fdb, 1);
-    (void)bpf_map__set_max_entries(p->skel_->maps.fast_ports, 1);
-    (void)bpf_map__set_max_entries(p->skel_->maps.fast_stats, 1);
-    (void)bpf_map__set_max_entries(p->skel_->maps.fast_ifindex, 1);
+  p->port_index_ = fast.port_index;
+  // fast-rx off: the port stays a destination (the devmap's business, not
+  // the program's), but its frames never take the fast path.
+  p->fast_rx_ = fast.fast && fast.rx;
+  auto slot = obj.takeSlot();
+  if (!slot) return Error{slot.error().err, "port " + ifname + ": " + slot.error().what};
+  p->slot_ = *slot;
+  auto base = obj.takeXsks(nqueues);
+  if (!base) return Error{base.error().err, "port " + ifname + ": " + base.error().what};
+  p->xsk_base_ = *base;
+  p->nqueues_ = nqueues;
+  // The device's entries: counters from zero (the slot may have served a
+  // port before), then the port, then what prepare adds; the program is
+  // attached last, so it never drops (no_socket) or misdirects (host MACs)
+  // a frame while the port is being set up.
+  p->entries_ = true;
+  {
+    const int fd = bpf_map__fd(obj.skel_->maps.vdev_xdp_stats);
+    const std::vector<uint64_t> zero(size_t(obj.ncpu_), 0);
+    for (uint32_t k = 0; k < VDEV_XDP_NCOUNTERS; k++) {
+      const uint32_t key = p->slot_ * VDEV_XDP_NCOUNTERS + k;
+      if (bpf_map_update_elem(fd, &key, zero.data(), BPF_ANY))
+        return errnoError("XDP program for " + ifname + ": reset counters");
+    }
   }
-  if (vdev_xdp__load(p->skel_.get())) return errnoError("load XDP program for " + ifname);
+  if (auto st = p->writePort(); !st) return st.error();
   if (prepare)
     if (auto st = prepare(*p); !st) return st.error();
-  // An error comes back as an error pointer, which is nobody's to close.
-  struct xdp_program* prog = xdp_program__from_fd(bpf_program__fd(p->skel_->progs.vdev_xdp));
-  if (long err = libxdp_get_error(prog); err || !prog)
-    return Error{int(err ? -err : EINVAL), "create XDP program for " + ifname};
-  p->prog_.reset(prog);
 
+  auto handle = libxdpHandle(obj.progFd(), ifname);
+  if (!handle) return handle.error();
   std::vector<XdpMode> tries;
   if (mode == XdpMode::kAuto)
     tries = {XdpMode::kNative, XdpMode::kGeneric};
@@ -234,8 +323,7 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   std::string log;
   if (!g_verbose) g_capture = &log;
   for (XdpMode m : tries) {
-    err = xdp_program__attach(p->prog_.get(), ifindex,
-                              m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    err = xdp_program__attach(handle->get(), ifindex, m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
     if (err == 0) {
       p->mode_ = m;
       p->attached_ = true;
@@ -247,11 +335,15 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(int ifindex, const std::s
   if (err)
     return Error{-err, "attach XDP program to " + ifname + " (" + xdpModeName(mode) +
                            " mode): " + xdpStrerror(err)};
-
   return p;
 }
 
-XdpProgram::~XdpProgram() { detach(); }  // then prog_, then skel_
+XdpProgram::~XdpProgram() {
+  detach();
+  clearEntries();
+  obj_.putXsks(xsk_base_, nqueues_);
+  obj_.putSlot(slot_);
+}
 
 void XdpProgram::detach() {
   if (!attached_) return;
@@ -262,7 +354,7 @@ void XdpProgram::detach() {
   // Attached alone (the usual case): detach exactly our program with libbpf
   // (see existingPrograms on libxdp's fd leak); behind libxdp's dispatcher,
   // through libxdp.
-  const int fd = bpf_program__fd(skel_->progs.vdev_xdp);
+  const int fd = obj_.progFd();
   struct bpf_prog_info info = {};
   uint32_t len = sizeof info;
   LIBBPF_OPTS(bpf_xdp_query_opts, q);
@@ -272,79 +364,147 @@ void XdpProgram::detach() {
       (mode_flag == XDP_FLAGS_DRV_MODE ? q.drv_prog_id : q.skb_prog_id) == info.id) {
     LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd);
     err = bpf_xdp_detach(ifindex_, mode_flag | XDP_FLAGS_REPLACE, &opts);
+  } else if (auto handle = libxdpHandle(fd, ifname_); handle) {
+    err = xdp_program__detach(handle->get(), ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
   } else {
-    err = xdp_program__detach(prog_.get(), ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    err = -handle.error().err;
   }
   if (err && err != -ENOENT && err != -ENODEV)
     std::fprintf(stderr, "vdevd: detach XDP program from %s: %s\n", ifname_.c_str(),
                  xdpStrerror(err).c_str());
 }
 
-int XdpProgram::xsksMapFd() const { return bpf_map__fd(skel_->maps.xsks_map); }
+void XdpProgram::forget() {
+  attached_ = false;
+  clearEntries();
+}
+
+void XdpProgram::clearEntries() {
+  if (!entries_) return;
+  entries_ = false;
+  const auto& maps = obj_.skel_->maps;
+  // The socket keys are this port's alone, whoever has the ifindex now.
+  for (uint32_t q = 0; q < nqueues_; q++) {
+    const uint32_t k = xsk_base_ + q;
+    (void)bpf_map_delete_elem(bpf_map__fd(maps.xsks_map), &k);
+  }
+  // The rest is keyed by the ifindex: cleared only while it is still this
+  // port's entry (a device deleted under a port may have left its ifindex
+  // to another port's device already).
+  struct vdev_xdp_port cur = {};
+  if (bpf_map_lookup_elem(bpf_map__fd(maps.xdp_ports), &ifindex_, &cur) || cur.slot != slot_) return;
+  (void)bpf_map_delete_elem(bpf_map__fd(maps.xdp_ports), &ifindex_);
+  for (uint64_t m : host_macs_) {
+    struct vdev_xdp_mac_key k = {};
+    k.mac = m;
+    k.ifindex = uint32_t(ifindex_);
+    (void)bpf_map_delete_elem(bpf_map__fd(maps.xdp_host_macs), &k);
+  }
+  (void)setHostIpv4({});
+  (void)setHostIpv6({});
+}
+
+Status XdpProgram::writePort() {
+  struct vdev_xdp_port v = {};
+  v.port_index = port_index_;
+  v.flags = port_flags_ | (fast_rx_ ? VDEV_PORT_FAST_RX : 0u);
+  v.slot = slot_;
+  v.xsk_base = xsk_base_;
+  v.nqueues = nqueues_;
+  if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xdp_ports), &ifindex_, &v, BPF_ANY))
+    return errnoError("XDP program: port entry of " + ifname_);
+  return {};
+}
 
 Status XdpProgram::addHostMac(const uint8_t mac[6]) {
-  uint64_t key = 0;
-  std::memcpy(&key, mac, 6);
+  struct vdev_xdp_mac_key k = {};
+  std::memcpy(&k.mac, mac, 6);
+  k.ifindex = uint32_t(ifindex_);
+  if (std::find(host_macs_.begin(), host_macs_.end(), k.mac) != host_macs_.end()) return {};
+  if (host_macs_.size() >= VDEV_XDP_MAX_HOST_MACS)
+    return Error{ENOSPC, "more than " + std::to_string(VDEV_XDP_MAX_HOST_MACS) + " host MACs on " + ifname_};
   uint32_t one = 1;
-  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.host_macs), &key, &one, BPF_ANY))
+  if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xdp_host_macs), &k, &one, BPF_ANY))
     return errnoError("add host MAC on " + ifname_);
+  host_macs_.push_back(k.mac);
   return {};
 }
 
 Status XdpProgram::setHostIpv4(const std::vector<uint32_t>& addrs) {
   if (addrs == host_ipv4_) return {};
-  const int fd = bpf_map__fd(skel_->maps.host_ipv4);
+  const int fd = bpf_map__fd(obj_.skel_->maps.xdp_host_ipv4);
+  struct vdev_host_ipv4_key k = {};
+  k.ifindex = uint32_t(ifindex_);
   for (uint32_t a : host_ipv4_)
-    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) (void)bpf_map_delete_elem(fd, &a);
+    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) {
+      k.addr = a;
+      (void)bpf_map_delete_elem(fd, &k);
+    }
   uint32_t one = 1;
-  for (uint32_t a : addrs)
-    if (bpf_map_update_elem(fd, &a, &one, BPF_ANY)) return errnoError("add host address on " + ifname_);
+  for (uint32_t a : addrs) {
+    k.addr = a;
+    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("add host address on " + ifname_);
+  }
   host_ipv4_ = addrs;
   return {};
 }
 
 Status XdpProgram::setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs) {
   if (addrs == host_ipv6_) return {};
-  const int fd = bpf_map__fd(skel_->maps.host_ipv6);
+  const int fd = bpf_map__fd(obj_.skel_->maps.xdp_host_ipv6);
+  struct vdev_host_ipv6_key k = {};
+  k.ifindex = uint32_t(ifindex_);
   for (const auto& a : host_ipv6_)
-    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) (void)bpf_map_delete_elem(fd, a.data());
+    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) {
+      std::memcpy(k.addr, a.data(), 16);
+      (void)bpf_map_delete_elem(fd, &k);
+    }
   uint32_t one = 1;
-  for (const auto& a : addrs)
-    if (bpf_map_update_elem(fd, a.data(), &one, BPF_ANY)) return errnoError("add host IPv6 address on " + ifname_);
+  for (const auto& a : addrs) {
+    std::memcpy(k.addr, a.data(), 16);
+    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("add host IPv6 address on " + ifname_);
+  }
   host_ipv6_ = addrs;
   return {};
 }
 
 Status XdpProgram::setPortFlags(uint32_t flags) {
   if (flags == port_flags_) return {};
-  uint32_t zero = 0;
-  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.port_flags), &zero, &flags, BPF_ANY))
-    return errnoError("set the host's frames on " + ifname_);
+  const uint32_t before = port_flags_;
   port_flags_ = flags;
+  if (auto st = writePort(); !st) {
+    port_flags_ = before;
+    return Error{st.error().err, "set the host's frames on " + ifname_};
+  }
   return {};
 }
 
 Status XdpProgram::setSocket(uint32_t queue, int xsk_fd) {
-  if (bpf_map_update_elem(xsksMapFd(), &queue, &xsk_fd, BPF_ANY))
+  if (queue >= nqueues_)
+    return Error{EINVAL, "register AF_XDP socket for " + ifname_ + " queue " + std::to_string(queue) +
+                             ": the port has " + std::to_string(nqueues_) + " queues"};
+  const uint32_t k = xsk_base_ + queue;
+  if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xsks_map), &k, &xsk_fd, BPF_ANY))
     return errnoError("register AF_XDP socket for " + ifname_ + " queue " + std::to_string(queue));
   return {};
 }
 
 Status XdpProgram::clearSocket(uint32_t queue) {
-  if (bpf_map_delete_elem(xsksMapFd(), &queue) && errno != ENOENT)
+  if (queue >= nqueues_) return {};
+  const uint32_t k = xsk_base_ + queue;
+  if (bpf_map_delete_elem(bpf_map__fd(obj_.skel_->maps.xsks_map), &k) && errno != ENOENT)
     return errnoError("unregister AF_XDP socket for " + ifname_);
   return {};
 }
 
 XdpProgCounters XdpProgram::counters() const {
   XdpProgCounters c;
-  int ncpu = libbpf_num_possible_cpus();
-  if (ncpu <= 0) return c;
-  std::vector<uint64_t> v(static_cast<size_t>(ncpu));
-  int fd = bpf_map__fd(skel_->maps.vdev_xdp_stats);
+  std::vector<uint64_t> v(size_t(obj_.ncpu_));
+  const int fd = bpf_map__fd(obj_.skel_->maps.vdev_xdp_stats);
   uint64_t* out[] = {&c.pass, &c.redirect, &c.no_socket, &c.fast};
   for (uint32_t k = 0; k < VDEV_XDP_NCOUNTERS; k++) {
-    if (bpf_map_lookup_elem(fd, &k, v.data())) continue;
+    const uint32_t key = slot_ * VDEV_XDP_NCOUNTERS + k;
+    if (bpf_map_lookup_elem(fd, &key, v.data())) continue;
     for (uint64_t x : v) *out[k] += x;
   }
   return c;

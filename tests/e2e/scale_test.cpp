@@ -28,7 +28,8 @@ constexpr int kVeths = 240;
 constexpr int kTaps = 10;
 constexpr int kPorts = kVeths + kTaps;
 // What the skb path holds once made (its tc program, maps, the punt
-// device's socket): measured 28.
+// device's socket: measured 28), or the XDP hook's shared program and its
+// maps while a port uses them.
 constexpr size_t kSkbPathFds = 40;
 
 size_t openFds(pid_t pid) {
@@ -173,6 +174,18 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     }
     std::string why;
     ASSERT_TRUE(waitUntil([&] { return allLive(c, why); }, 60s, 50ms)) << why << "\n" << d.logs();
+
+    // Descriptors: one a port (its AF_XDP socket; a port at tc has a
+    // TX-only one), besides what the ports' shared program object holds
+    // once (the XDP program and its maps, or the skb path's; 14 a port
+    // when each port at the XDP hook loaded a program of its own).
+    {
+      const size_t attached = openFds(d.pid());
+      EXPECT_LE(attached, fds0 + kPorts + kSkbPathFds)
+          << attached << " open files with " << kPorts << " ports, " << fds0 << " before them"
+          << fdsNotIn(d.pid(), fdTargets(d.pid()), fd_targets0);
+      std::cout << "  cycle " << cycle << ": " << attached - fds0 << " descriptors for " << kPorts << " ports\n";
+    }
 
     // How many more fit, and by what.
     auto info = c.info();

@@ -273,6 +273,10 @@ class Datapath {
   DatapathConfig cfg_;
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
   FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
+  // The XDP program of every port at the XDP hook: after fast_ (it shares
+  // its maps), before the ports (each port's attachment holds entries in
+  // its maps). Loaded at the first such port.
+  std::unique_ptr<XdpObject> xdp_;
   std::unique_ptr<TcPath> tc_;      // the skb path; null until a port wants it (ensureTcPath)
   bool tc_warned_ = false;          // "no skb path" was logged
   bool tc_tried_for_copies_ = false;  // syncHostPorts tried ensureTcPath for an uplink at XDP

@@ -75,6 +75,7 @@ struct PortConfig {
   bool force = false;
   XskConfig xsk;
   const FastPath* fast = nullptr;  // the kernel fast path, if on (owned by the Datapath)
+  XdpObject* xdp = nullptr;        // the XDP program of every port at the XDP hook (owned by the Datapath)
   // false: the port's own program never fast-paths what the port receives
   // (every frame goes through vdevd's thread); the port is still a fast-path
   // destination. For a sender whose own CPU is the bottleneck: a tap's XDP

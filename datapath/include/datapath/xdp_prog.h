@@ -1,13 +1,24 @@
-// XdpProgram: vdev's XDP program on one netdev (load, attach, maps, detach).
+// XdpObject and XdpProgram: vdev's XDP program (bpf/vdev_xdp.bpf.c) on the
+// ports at the XDP hook.
+//
+// One program object for every port: XdpObject loads the program and its
+// maps once (at the first port that needs them) and each port's
+// XdpProgram attaches that same program to its device and owns the
+// device's entries in the shared maps -- found by the frame's ingress
+// ifindex: the port's fast-path index and flags, its counter slot, its
+// sockets' keys, the host's addresses on the device. A port then costs
+// map entries and its AF_XDP sockets, not a program and its own maps (14
+// descriptors a port when each port loaded its own).
 //
 // Attached through libxdp. On kernels where libxdp's multi-program
 // dispatcher cannot load (freplace refused), libxdp attaches the single
 // program directly; both ways work here.
 //
-// Ownership: the object owns the BPF skeleton and the libxdp program handle
-// (the handle is closed before the skeleton is destroyed); the destructor
-// detaches the program from the device (if it still exists).
-// Not thread safe; control-plane only.
+// Loaded at the first port and unloaded when the last one is gone.
+// Ownership: XdpObject owns the BPF skeleton; it must outlive every
+// XdpProgram attached from it. An XdpProgram's destructor detaches the
+// program from its device (if the device still exists) and then clears the
+// device's map entries. Not thread safe; control-plane only.
 #pragma once
 
 #include <array>
@@ -20,7 +31,6 @@
 #include "base/result.h"
 
 struct vdev_xdp;
-struct xdp_program;
 
 namespace vdev::datapath {
 
@@ -40,15 +50,53 @@ struct XdpFastConfig {
   bool rx = true;                  // false: this program sends nothing on the fast path (fast-rx off)
 };
 
+class XdpProgram;
+
+class XdpObject {
+ public:
+  // fast: the kernel fast path whose maps the program shares (null: off).
+  explicit XdpObject(const FastPath* fast);
+  ~XdpObject();
+  XdpObject(const XdpObject&) = delete;
+  XdpObject& operator=(const XdpObject&) = delete;
+
+  bool loaded() const { return skel_ != nullptr; }
+  // Ports at the XDP hook it has room for beyond those attached
+  // (VDEV_XDP_MAX_PORTS in all).
+  uint32_t freePorts() const;
+
+ private:
+  friend class XdpProgram;
+  struct SkelDeleter {
+    void operator()(struct ::vdev_xdp* s) const noexcept;
+  };
+  Status load();
+  int progFd() const;
+  // A counter slot; a range of n socket keys (first fit).
+  Result<uint32_t> takeSlot();
+  void putSlot(uint32_t slot);
+  Result<uint32_t> takeXsks(uint32_t n);
+  void putXsks(uint32_t base, uint32_t n);
+
+  const FastPath* fast_;
+  std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel_;
+  std::vector<bool> slots_;  // by slot: taken
+  std::vector<bool> xsks_;   // by xsks_map key: taken
+  uint32_t slots_used_ = 0;
+  int ncpu_ = 1;
+};
+
 class XdpProgram {
  public:
-  // Loads and attaches to ifindex. kAuto tries native first and falls back to
-  // generic. If another program is attached: EEXIST unless force; a program
-  // named like ours (left by a vdevd that was killed) is always replaced.
-  // prepare (optional) runs after the program is loaded and before it is
-  // attached: fill its maps there (host MACs, sockets).
-  static Result<std::unique_ptr<XdpProgram>> attach(int ifindex, const std::string& ifname,
-                                                    XdpMode mode, bool force,
+  // Attaches obj's program to ifindex (loading obj first if it is not yet),
+  // with room for nqueues RX queues' sockets. kAuto tries native first and
+  // falls back to generic. If another program is attached: EEXIST unless
+  // force; a program named like ours (left by a vdevd that was killed) is
+  // always replaced. prepare (optional) runs after the device's map
+  // entries exist and before the program is attached: fill them there
+  // (host MACs, sockets).
+  static Result<std::unique_ptr<XdpProgram>> attach(XdpObject& obj, int ifindex, const std::string& ifname,
+                                                    XdpMode mode, bool force, uint32_t nqueues,
                                                     const std::function<Status(XdpProgram&)>& prepare = {},
                                                     const XdpFastConfig& fast = {});
   ~XdpProgram();
@@ -56,7 +104,6 @@ class XdpProgram {
   XdpProgram& operator=(const XdpProgram&) = delete;
 
   XdpMode mode() const { return mode_; }  // kNative or kGeneric: the mode in use
-  int xsksMapFd() const;
   // Frames to mac (6 bytes) go to the host stack.
   Status addHostMac(const uint8_t mac[6]);
   // ARP requests for these IPv4 addresses (network order) go to the host
@@ -76,25 +123,25 @@ class XdpProgram {
   // Detaches now (idempotent). A vanished device is not an error.
   void detach();
   // The device was deleted (its program with it): never detach, since the
-  // ifindex may already name another device.
-  void forget() { attached_ = false; }
+  // ifindex may already name another device, and clear the device's map
+  // entries now, before it can.
+  void forget();
 
  private:
-  XdpProgram() = default;
-  struct SkelDeleter {
-    void operator()(struct ::vdev_xdp* s) const noexcept;
-  };
-  struct ProgDeleter {
-    void operator()(struct ::xdp_program* p) const noexcept;
-  };
+  explicit XdpProgram(XdpObject& obj) : obj_(obj) {}
+  Status writePort();
+  void clearEntries();
+
+  XdpObject& obj_;
   int ifindex_ = 0;
   std::string ifname_;
   XdpMode mode_ = XdpMode::kNative;
-  // Declared in this order: the libxdp handle is closed before the skeleton
-  // it was made from is destroyed.
-  std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel_;
-  std::unique_ptr<struct ::xdp_program, ProgDeleter> prog_;
   bool attached_ = false;
+  bool entries_ = false;  // the device's entries in obj_'s maps may exist
+  uint32_t slot_ = ~0u, xsk_base_ = ~0u, nqueues_ = 0;
+  uint32_t port_index_ = 0;
+  bool fast_rx_ = false;
+  std::vector<uint64_t> host_macs_;
   std::vector<uint32_t> host_ipv4_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;
   uint32_t port_flags_ = 0;
