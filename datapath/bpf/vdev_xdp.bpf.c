@@ -6,8 +6,8 @@
  * keys), and the host's addresses on its device in the xdp_host_* maps,
  * keyed by that ifindex too.
  *
- * Frames for the host itself (a MAC in xdp_host_macs: the port's own
- * address and any configured host address; an ARP request or an IPv6
+ * Frames for the host itself (the port device's own MAC, or one in
+ * xdp_host_macs: any configured host address; an ARP request or an IPv6
  * Neighbour Solicitation for one of the host's addresses on the device,
  * xdp_host_ipv4 and xdp_host_ipv6) go to the stack (XDP_PASS); every other frame is redirected
  * into the AF_XDP socket of its RX queue. A queue with no socket drops (and
@@ -61,8 +61,8 @@ struct {
 	__type(value, __u32);
 } xsks_map SEC(".maps");
 
-/* MACs of the host on each port's device: its own address and any
- * configured host address. */
+/* MACs of the host on each port's device besides the device's own (in its
+ * xdp_ports entry): any configured host address. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, VDEV_XDP_MAX_PORTS * 4);
@@ -138,7 +138,7 @@ int vdev_xdp(struct xdp_md *ctx)
 
 		__builtin_memcpy(&key, data, 6);
 		hk.mac = key;
-		if (bpf_map_lookup_elem(&xdp_host_macs, &hk)) {
+		if (key == p->own_mac || (p->nhost_macs && bpf_map_lookup_elem(&xdp_host_macs, &hk))) {
 			count(p, VDEV_XDP_PASS);
 			return XDP_PASS;
 		}
@@ -216,7 +216,7 @@ int vdev_xdp(struct xdp_md *ctx)
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 
 		__builtin_memcpy(&hk.mac, data, 6);
-		if (bpf_map_lookup_elem(&xdp_host_macs, &hk)) {
+		if (hk.mac == p->own_mac || (p->nhost_macs && bpf_map_lookup_elem(&xdp_host_macs, &hk))) {
 			count(p, VDEV_XDP_PASS);
 			return XDP_PASS;
 		}

@@ -19,10 +19,14 @@ struct vdev_xdp_port {
 	__u32 slot;        /* its rows in vdev_xdp_stats: slot * VDEV_XDP_NCOUNTERS + counter */
 	__u32 xsk_base;    /* its sockets in xsks_map: xsk_base + RX queue */
 	__u32 nqueues;     /* RX queues below this have a key in xsks_map */
-	__u32 pad;
+	__u32 nhost_macs;  /* its entries in xdp_host_macs: 0, the usual case, saves the lookup */
+	__u64 own_mac;     /* the device's own MAC, the host's (a MAC key as below);
+			    * VDEV_XDP_NO_MAC: none */
 };
+#define VDEV_XDP_NO_MAC (~0ULL)
 
-/* xdp_host_macs key: frames to mac on the device go to the host's stack. */
+/* xdp_host_macs key: frames to mac on the device go to the host's stack
+ * (the host MACs vdevd was given besides the device's own). */
 struct vdev_xdp_mac_key {
 	__u64 mac;  /* as the fast_fdb keys below */
 	__u32 ifindex;

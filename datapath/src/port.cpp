@@ -157,7 +157,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
       if (queues_[q]->xsk)
         if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
     if (cfg_.punt) return {};  // the punt device passes nothing to the host
-    if (auto st = x.addHostMac(mac); !st) return st;
+    if (auto st = x.setOwnMac(mac); !st) return st;
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;
     return {};

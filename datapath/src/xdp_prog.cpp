@@ -411,8 +411,23 @@ Status XdpProgram::writePort() {
   v.slot = slot_;
   v.xsk_base = xsk_base_;
   v.nqueues = nqueues_;
+  v.nhost_macs = uint32_t(host_macs_.size());
+  v.own_mac = own_mac_;
   if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xdp_ports), &ifindex_, &v, BPF_ANY))
     return errnoError("XDP program: port entry of " + ifname_);
+  return {};
+}
+
+Status XdpProgram::setOwnMac(const uint8_t mac[6]) {
+  uint64_t k = 0;
+  std::memcpy(&k, mac, 6);
+  if (k == own_mac_) return {};
+  const uint64_t before = own_mac_;
+  own_mac_ = k;
+  if (auto st = writePort(); !st) {
+    own_mac_ = before;
+    return st.error();
+  }
   return {};
 }
 
@@ -427,6 +442,12 @@ Status XdpProgram::addHostMac(const uint8_t mac[6]) {
   if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xdp_host_macs), &k, &one, BPF_ANY))
     return errnoError("add host MAC on " + ifname_);
   host_macs_.push_back(k.mac);
+  // The port's entry counts them: the program looks them up only then.
+  if (auto st = writePort(); !st) {
+    host_macs_.pop_back();
+    (void)bpf_map_delete_elem(bpf_map__fd(obj_.skel_->maps.xdp_host_macs), &k);
+    return st.error();
+  }
   return {};
 }
 

@@ -104,7 +104,10 @@ class XdpProgram {
   XdpProgram& operator=(const XdpProgram&) = delete;
 
   XdpMode mode() const { return mode_; }  // kNative or kGeneric: the mode in use
-  // Frames to mac (6 bytes) go to the host stack.
+  // Frames to the device's own MAC (6 bytes) go to the host stack.
+  Status setOwnMac(const uint8_t mac[6]);
+  // Frames to mac (6 bytes), a host MAC besides the device's own, go to
+  // the host stack too.
   Status addHostMac(const uint8_t mac[6]);
   // ARP requests for these IPv4 addresses (network order) go to the host
   // stack: the set replaces the previous one.
@@ -145,6 +148,7 @@ class XdpProgram {
   std::vector<uint32_t> host_ipv4_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;
   uint32_t port_flags_ = 0;
+  uint64_t own_mac_ = ~0ull;  // VDEV_XDP_NO_MAC
 };
 
 // Quiets libbpf/libxdp to warnings (called once at start).
