@@ -12,7 +12,8 @@ set -eu
 # tcpdump: that test's packet captures (VDEV_QEMU_PCAP).
 # debhelper, dpkg-dev: `make deb` (debian/control's Build-Depends are the
 # build packages above); adduser: the package's postinst; bash-completion,
-# man-db: tests/e2e/package_test.sh checks the completion and man pages.
+# man-db: tests/e2e/package_test.sh checks the completion and man pages;
+# lintian: that test checks the package it builds (no lintian error).
 # podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
 # network and running containers on it (runc: crun refuses hybrid cgroups).
 # libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
@@ -33,7 +34,7 @@ libmicrohttpd-dev
 iproute2 ethtool iputils-ping
 python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
-debhelper dpkg-dev adduser bash-completion man-db
+debhelper dpkg-dev adduser bash-completion man-db lintian
 podman runc
 "
 

@@ -3,18 +3,20 @@
 #
 # Packages the binaries of the build tree BUILD (`make deb-from-build`, in
 # BUILD/deb-test: a minute or two, nothing compiled), or takes
-# VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source); installs it with dpkg -i and checks what it put where (binaries, unit and
-# its enablement, defaults file, man pages, completion, docs, the group vdev,
-# /var/lib/vdev 0700); starts vdevd as the unit does -- this machine has no
-# systemd as PID 1, so from the installed unit's ExecStart=, EnvironmentFile=
-# and CapabilityBoundingSet= -- and runs vdevctl against it (info, as root and
-# as a member of the group, a veth port in a test namespace, port show, the
-# completion's port names); installs the package again over itself with vdevd
-# running (an upgrade: vdevd is not stopped, the state file and the device
-# stay) and restarts vdevd as systemd would after an upgrade (the port comes
-# back); port del; then leaves two ports vdevd created (a veth, a tap) to
-# `dpkg --purge`, which must stop vdevd and leave nothing behind: no file of
-# the package, no group, no /var/lib/vdev, no vdev device, no XDP program.
+# VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source); checks it
+# with lintian (no error); installs it with dpkg -i and checks what it put
+# where (binaries, unit and its enablement, defaults file, man pages,
+# completion, docs, the group vdev, /var/lib/vdev 0700); starts vdevd as the
+# unit does -- this machine has no systemd as PID 1, so from the installed
+# unit's ExecStart=, EnvironmentFile= and CapabilityBoundingSet= -- and runs
+# vdevctl against it (info, as root and as a member of the group, a veth
+# port in a test namespace, port show, the completion's port names);
+# installs the package again over itself with vdevd running (an upgrade:
+# vdevd is not stopped, the state file and the device stay) and restarts
+# vdevd as systemd would after an upgrade (the port comes back); port del;
+# then leaves two ports vdevd created (a veth, a tap) to `dpkg --purge`,
+# which must stop vdevd and leave nothing behind: no file of the package, no
+# group, no /var/lib/vdev, no vdev device, no XDP program.
 #
 # Skipped (77) when not root, without dpkg-buildpackage, in a sanitizer build
 # (the package is tested in the normal one), or when this machine already has
@@ -131,6 +133,24 @@ else
   echo "package built in $(($(date +%s) - start)) s: $deb"
 fi
 [ -f "$deb" ] || die "no package file: $deb"
+
+# ---------------------------------------------------------------- lintian
+# No lintian error in what was built: the .changes (the .deb, the dbgsym
+# package and the .buildinfo) when there is one beside the .deb, else the
+# .deb. The package of `make deb-from-build` differs from `make deb`'s only
+# by info tags (hardening-no-bindnow, hardening-no-fortify-functions: the
+# build tree's binaries lack dpkg-buildflags' hardening), which do not fail
+# the check; `make deb` takes minutes more, VDEV_DEB checks its package.
+lint=${deb%_*.deb}_$arch.changes
+[ -f "$lint" ] || lint=$deb
+if ! command -v lintian >/dev/null 2>&1; then
+  fail "lintian is not installed (scripts/install-deps.sh installs it)"
+elif lintian --fail-on error "$lint" >"$tmp/lintian.log" 2>&1; then
+  ok "lintian $(basename "$lint"): no error ($(grep -c '^W: ' "$tmp/lintian.log") warning(s))"
+else
+  cat "$tmp/lintian.log"
+  fail "lintian $(basename "$lint") reports error(s) (above)"
+fi
 
 # ---------------------------------------------------------------- install
 dpkg -i "$deb" >"$tmp/dpkg-i.log" 2>&1 || { cat "$tmp/dpkg-i.log"; die "dpkg -i $deb"; }
