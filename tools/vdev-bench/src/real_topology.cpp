@@ -32,11 +32,11 @@ Result<Netns> makeNetns(const std::string& name) {
 
 Result<std::unique_ptr<RealTopology>> RealTopology::create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                           const std::string& vdevVmPath,
-                                                          const std::string& vmLogPath) {
+                                                          const std::string& vmLogPath, uint32_t idlePorts) {
   std::unique_ptr<RealTopology> t(new RealTopology());
   t->prefix_ = prefix;
   t->mtu_ = mtu;
-  Status s = t->build(withGuest, vdevVmPath, vmLogPath);
+  Status s = t->build(withGuest, vdevVmPath, vmLogPath, idlePorts);
   if (!s.ok()) return s.error();  // ~RealTopology removes what was built so far
   return t;
 }
@@ -55,7 +55,33 @@ Status RealTopology::addStation(const std::string& name, const std::string& nsSu
   return {};
 }
 
-Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath) {
+// The idle containers: a namespace and a veth each, as for A and B, but no
+// address and no neighbours (they never send). Their links are up; the
+// caller waits for them to run.
+Status RealTopology::addIdle(uint32_t count) {
+  idleNs_.reserve(count);  // the veths point at their namespaces
+  for (uint32_t i = 1; i <= count; ++i) {
+    auto ns = makeNetns(prefix_ + "-i" + std::to_string(i));
+    if (!ns) return ns.error();
+    idleNs_.push_back(std::move(ns.value()));
+    const std::string port = prefix_ + "i" + std::to_string(i);
+    // 02:76:62:02:hi:lo: "vb", 02 for an idle container.
+    const Mac mac{0x02, 0x76, 0x62, 0x02, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    auto veth = testkit::VethPair::create({.host_name = port,
+                                           .peer_name = "eth0",
+                                           .host_ns = &*dut_,
+                                           .peer_ns = &idleNs_.back(),
+                                           .peer_mac = mac,
+                                           .mtu = static_cast<int>(mtu_)});
+    if (!veth) return veth.error();
+    idleVeths_.push_back(std::move(*veth));
+    idlePorts_.push_back(port);
+  }
+  return {};
+}
+
+Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath,
+                           uint32_t idlePorts) {
   auto dut = makeNetns(prefix_ + "-dut");
   if (!dut) return dut.error();
   dut_.emplace(std::move(dut.value()));
@@ -114,10 +140,16 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
     }
   }
 
+  VB_TRY(addIdle(idlePorts));
+
   std::vector<NetDev> devs;
   for (const auto& st : stations_) {
     devs.push_back({&*st->ns, "eth0"});
     devs.push_back({&*dut_, st->port});
+  }
+  for (size_t i = 0; i < idleNs_.size(); ++i) {
+    devs.push_back({&idleNs_[i], "eth0"});
+    devs.push_back({&*dut_, idlePorts_[i]});
   }
   return waitLinksRunning(devs);
 }
@@ -149,6 +181,8 @@ std::string RealTopology::stopGuest() {
 RealTopology::~RealTopology() {
   stopGuest();
   veths_.clear();
+  idleVeths_.clear();
+  idleNs_.clear();
   while (!stations_.empty()) stations_.pop_back();  // their namespaces, with the guest's tap
   dut_.reset();
 }
