@@ -72,6 +72,17 @@ Variant variantOf(const std::string& name) {
 }
 std::string idleVariant(const std::string& base, uint32_t n) { return base + "+" + std::to_string(n); }
 
+// vdevd runs its ports at the XDP hook (--vdevd-arg --default-hook=xdp):
+// the containers' veths are then made as vdevd makes them for that hook
+// (RealTopology, forXdpHook), for every datapath of the run alike.
+bool vdevdAtXdpHook(const Options& o) {
+  const auto& a = o.vdevdArgs;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] == "--default-hook=xdp" || (a[i] == "--default-hook" && i + 1 < a.size() && a[i + 1] == "xdp"))
+      return true;
+  return false;
+}
+
 // The ports a datapath attaches to: the stations', and the idle ones' too.
 std::vector<std::string> attachedPorts(const RealTopology& t, bool idle) {
   std::vector<std::string> v = t.ports();
@@ -376,7 +387,7 @@ class RealRunner {
     const bool idle = variantOf(dpName).idle;
     auto topo = RealTopology::create(rep_.prefix, mtu, vm, rep_.vdevVmPath,
                                      workDir_ + "/vdev-vm-" + std::to_string(serial) + ".log",
-                                     idle ? o_.idlePorts : 0);
+                                     idle ? o_.idlePorts : 0, vdevdAtXdpHook(o_));
     if (!topo) {
       failAll("set-up", topo.error());
       rep_.setups.push_back(su);
@@ -563,6 +574,9 @@ void printReal(const RealReport& rep, FILE* out) {
           o.runs == 1 ? "" : "s", o.duration, mtus.c_str(), u.release, onlineCpus());
   fprintf(out, "load average: %s at the start, %s at the end\n", rep.loadStart.c_str(), rep.loadEnd.c_str());
   fprintf(out, "bridge: net.bridge.bridge-nf-call-iptables=%s in the DUT namespace\n", rep.bridgeNf.c_str());
+  if (vdevdAtXdpHook(o))
+    fprintf(out, "containers: eth0 with GRO on and TX checksum offload (and so TSO) off, as vdevd makes a veth "
+                 "for its XDP hook, for every datapath\n");
   fprintf(out, "datapaths:\n");
   for (const auto& d : rep.datapaths) {
     auto it = rep.describe.find(d);
@@ -708,6 +722,7 @@ std::string realJson(const RealReport& rep) {
                  {"iperf3", rep.iperf3Path},
                  {"bridge_nf_call_iptables", rep.bridgeNf},
                  {"idle_ports", static_cast<uint64_t>(o.idlePorts)},
+                 {"containers_for_xdp_hook", vdevdAtXdpHook(o)},
                  {"idle_cpu_s", o.idlePorts ? fixed(o.idleCpuS, 3) : Json(nullptr)},
                  {"udp",
                   {{"payload_bytes", static_cast<uint64_t>(kUdpFloodPayload)},

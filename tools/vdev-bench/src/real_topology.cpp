@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "ethtool_stats.h"
 #include "topology.h"
 
 namespace vdev::bench {
@@ -32,10 +33,12 @@ Result<Netns> makeNetns(const std::string& name) {
 
 Result<std::unique_ptr<RealTopology>> RealTopology::create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                           const std::string& vdevVmPath,
-                                                          const std::string& vmLogPath, uint32_t idlePorts) {
+                                                          const std::string& vmLogPath, uint32_t idlePorts,
+                                                          bool forXdpHook) {
   std::unique_ptr<RealTopology> t(new RealTopology());
   t->prefix_ = prefix;
   t->mtu_ = mtu;
+  t->forXdpHook_ = forXdpHook;
   Status s = t->build(withGuest, vdevVmPath, vmLogPath, idlePorts);
   if (!s.ok()) return s.error();  // ~RealTopology removes what was built so far
   return t;
@@ -53,6 +56,14 @@ Status RealTopology::addStation(const std::string& name, const std::string& nsSu
   st->ns.emplace(std::move(ns.value()));
   stations_.push_back(std::move(st));
   return {};
+}
+
+// A container's eth0 for vdevd's XDP hook, as vdevd's own veths are made
+// (see the header); nothing to do otherwise.
+Status RealTopology::prepareContainerEnd(const Netns& ns) {
+  if (!forXdpHook_) return {};
+  VB_TRY(setGro(ns, "eth0", true));
+  return runCommand({"ip", "netns", "exec", ns.name(), "ethtool", "-K", "eth0", "tx", "off"});
 }
 
 // The idle containers: a namespace and a veth each, as for A and B, but no
@@ -75,6 +86,7 @@ Status RealTopology::addIdle(uint32_t count) {
                                            .mtu = static_cast<int>(mtu_)});
     if (!veth) return veth.error();
     idleVeths_.push_back(std::move(*veth));
+    VB_TRY(prepareContainerEnd(idleNs_.back()));
     idlePorts_.push_back(port);
   }
   return {};
@@ -99,6 +111,7 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
                                            .mtu = static_cast<int>(mtu_)});
     if (!veth) return veth.error();
     veths_.push_back(std::move(*veth));
+    VB_TRY(prepareContainerEnd(*st->ns));
   }
 
   // The VM: vdev-vm creates the host's tap in the DUT namespace (it runs

@@ -24,6 +24,13 @@
 // <P>-iN, each with its eth0 on a veth whose host end <P>i1 .. <P>iN is in
 // the DUT namespace, made as A's and B's are; up, IPv6 off, no address:
 // nothing is ever sent from or to them. A datapath attaches them or not.
+//
+// forXdpHook: every container's eth0 as vdevd makes it for a port at its
+// XDP hook (vdevctl port add ... create, rtnl::VethSpec): GRO on (NAPI, so
+// that XDP frames redirected into the host end are delivered) and TX
+// checksum offload off (a CHECKSUM_PARTIAL frame would reach vdevd through
+// XDP unfinished; off, TSO goes too). A veth made otherwise forwards nothing
+// but pings at that hook.
 #pragma once
 
 #include <memory>
@@ -56,7 +63,7 @@ class RealTopology {
   // to vmLogPath. idlePorts: that many idle containers.
   static Result<std::unique_ptr<RealTopology>> create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                       const std::string& vdevVmPath, const std::string& vmLogPath,
-                                                      uint32_t idlePorts = 0);
+                                                      uint32_t idlePorts = 0, bool forXdpHook = false);
   RealTopology(const RealTopology&) = delete;
   RealTopology& operator=(const RealTopology&) = delete;
   ~RealTopology();
@@ -81,11 +88,13 @@ class RealTopology {
   RealTopology() = default;
   Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath, uint32_t idlePorts);
   Status addIdle(uint32_t count);
+  Status prepareContainerEnd(const Netns& ns);
   Status addStation(const std::string& name, const std::string& nsSuffix, const std::string& port, Mac mac,
                     uint32_t ip);
 
   std::string prefix_;
   uint32_t mtu_ = 1500;
+  bool forXdpHook_ = false;
   std::optional<Netns> dut_;
   std::vector<std::unique_ptr<Station>> stations_;  // A, B[, guest]
   std::vector<testkit::VethPair> veths_;             // the containers': deleted before the namespaces
