@@ -739,7 +739,7 @@ std::string realJson(const RealReport& rep) {
   Json scenarios = Json::array();
   for (uint32_t mtu : o.mtus) {
     for (const auto& s : kScenarios) {
-      if (!runsAt(s, mtu)) continue;
+      if (!runsAt(s, mtu) || (o.idlePorts && !s.withIdle)) continue;
       const bool tcp = s.traffic == Traffic::kTcp;
       Json sc;
       sc["scenario"] = s.id;
