@@ -12,6 +12,7 @@
 #   loss         highest loss-free rate, loss at 90% of the peak (vdev-bench --find-rate)
 #   busypoll     round trips with --busy-poll 50       (vdev-bench)
 #   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh)
+#   scale        forwarding with 248 idle ports, idle CPU with 250 (vdev-bench --real --idle-ports 248)
 #   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test)
 #   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*)
 #
@@ -23,7 +24,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle soak control list)" >&2
+    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle scale soak control list)" >&2
     exit 2
 fi
 build=$1
@@ -85,6 +86,12 @@ for group in "$@"; do
     idle)
         say "idle CPU, three ports" "scripts/idle-cpu.sh $build"
         "$here/idle-cpu.sh" "$build"
+        ;;
+    scale)
+        need_bench
+        # The README's tc-hook figures are of 5 runs: RUNS=5.
+        bench_run "2 containers with 248 idle ports, tc hook" --real --idle-ports 248
+        bench_run "2 containers with 248 idle ports, XDP hook" --real --idle-ports 248 --vdevd-arg=--default-hook=xdp
         ;;
     soak)
         say "soak: rounds, faults, frames sent/delivered/counted, fds, mappings, RSS" \

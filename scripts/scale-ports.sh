@@ -6,15 +6,16 @@
 #  - a ping from the last container to the first (every port forwards?),
 #  - vdevd's CPU while idle with N ports (user + system ticks of
 #    /proc/PID/stat over SECONDS, after a 2 s settle),
-#  - the pool's accounting (pool.sum == pool.total) from `vdevctl -j stats`,
-#  - with VDEV_SCALE_IPERF=S: TCP from container 2 to container 1 (iperf3,
-#    one stream, S seconds) while the other N-2 ports are attached and idle.
+#  - the pool's accounting (pool.sum == pool.total) from `vdevctl -j stats`.
+# Forwarding between two containers while the others are attached and idle,
+# against 2 ports and against the bridge, is vdev-bench's:
+# `vdev-bench --real --idle-ports 248` (docs/performance.md).
 #
 #   scripts/scale-ports.sh BUILD_DIR [N] [HOOK] [SECONDS] [-- VDEVD_ARGS...]
 #
 # N defaults to 250, HOOK (xdp, tc or auto) to auto, SECONDS to 20. HOOK
 # "bridge" attaches the same containers to a Linux bridge instead (no
-# vdevd: add times and the iperf3 figure, for comparison). Needs
+# vdevd: the add times and the ping, for comparison). Needs
 # root; hold the shared lock on a shared machine (flock /tmp/vdev-e2e.lock ...).
 # Everything it creates (namespaces vs<pid>nN, the veths vdevd made) goes at exit.
 set -eu
@@ -45,7 +46,7 @@ cleanup() {
         while [ $i -le "$n" ]; do ctl port del "${tag}h$i" >/dev/null 2>&1 || true; i=$((i + 1)); done
         kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
     fi
-    [ "$hook" = bridge ] && ip link del "${tag}br" 2>/dev/null
+    if [ "$hook" = bridge ]; then ip link del "${tag}br" 2>/dev/null || true; fi
     i=1
     while [ $i -le "$n" ]; do
         ip link del "${tag}h$i" 2>/dev/null || true
@@ -62,9 +63,10 @@ ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 
 if [ "$hook" = bridge ]; then
-    ip link add "${tag}br" type bridge
+    # IPv6 off on the host's devices too: nothing but the ping on the wire.
+    ip link add "${tag}br" type bridge stp_state 0
+    sysctl -q -w "net.ipv6.conf.${tag}br.disable_ipv6=1"
     ip link set "${tag}br" up
-    pid=""
 else
     "$vdevd" --socket "$sock" --no-state --default-hook "$hook" --stats-json "$dir/stats.json" "$@" \
         >"$dir/out" 2>"$dir/err" &
@@ -88,6 +90,7 @@ fi
 attach() {
     if [ "$hook" = bridge ]; then
         ip link add "${tag}h$1" type veth peer name eth0 netns "${tag}n$1" &&
+            sysctl -q -w "net.ipv6.conf.${tag}h$1.disable_ipv6=1" &&
             ip link set "${tag}h$1" master "${tag}br" up && ip -n "${tag}n$1" link set eth0 up
     else
         ctl port add "${tag}h$1" type veth create netns "${tag}n$1"
@@ -131,17 +134,7 @@ if [ "$added" -ge 2 ]; then
     fi
 fi
 
-if [ -n "${VDEV_SCALE_IPERF:-}" ] && [ "$added" -ge 3 ]; then
-    # Ports 1 and 2 talk; the others stay attached and idle.
-    ip -n "${tag}n2" addr add 198.18.7.3/24 dev eth0
-    ip netns exec "${tag}n1" iperf3 -s -1 -D -B 198.18.7.1 --logfile "$dir/iperf-s" 
-    sleep 0.5
-    gbps=$(ip netns exec "${tag}n2" iperf3 -c 198.18.7.1 -t "$VDEV_SCALE_IPERF" -J 2>/dev/null |
-        python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e9))' ||
-        echo "failed")
-    echo "scale-ports: TCP container 2 -> 1 with $added ports attached: $gbps Gbit/s (iperf3, one stream, ${VDEV_SCALE_IPERF} s)"
-fi
-[ "$hook" = bridge ] && exit 0
+if [ "$hook" = bridge ]; then exit 0; fi
 
 sleep 2
 hz=$(getconf CLK_TCK)

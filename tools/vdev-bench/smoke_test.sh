@@ -23,6 +23,11 @@
 #      frames with partial checksums, and each datapath took the path it
 #      names (tc-redirect redirected; vdevd's fast path carried frames,
 #      vdevd-own's none);
+#   7. --real --idle-ports 6 (1 run of 1 s, idle CPU over 1 s): bridge and
+#      vdevd on A's and B's ports and again with 6 idle containers' ports
+#      attached (every port attached: vdevd reports 8 ports at the tc hook),
+#      TCP and UDP A -> B moved data, both ratios and vdevd's idle CPU are
+#      reported;
 # and nothing left behind after any of them. Never a timed assertion: a
 # probe has 2 s to come back (--lat-timeout-ms), so a loaded machine delays
 # the answers but does not lose them.
@@ -71,6 +76,8 @@ run rate --datapath xdp-redirect,bridge --rate 200k --latency off --runs 1 --dur
 run findrate --find-rate --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-trials 5 --json $vdevd_arg
 # shellcheck disable=SC2086
 run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
+# shellcheck disable=SC2086
+run idle --real --idle-ports 6 --idle-cpu 1 --runs 1 --duration 1 --json $vdevd_arg
 
 python3 - "$dir" <<'PY'
 import json, math, os, sys
@@ -270,15 +277,18 @@ if doc:
     if have_vdevd and not doc["results"][0]["datapath"].startswith("vdevd"):
         fail("findrate: vdevd was not measured first")
 
-def check_real(doc, rc):
+def check_real_cleanup(doc, mode):
     if doc.get("error"):
-        fail("real: error: %s" % doc["error"])
+        fail("%s: error: %s" % (mode, doc["error"]))
     if not doc["cleanup"]["ok"]:
-        fail("real: leftovers: %s" % doc["cleanup"]["leftovers"])
+        fail("%s: leftovers: %s" % (mode, doc["cleanup"]["leftovers"]))
     prefix = doc["config"]["prefix"]
     left = [n for n in os.listdir("/run/netns") if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") else []
     if left:
-        fail("real: leftover namespaces: %s" % left)
+        fail("%s: leftover namespaces: %s" % (mode, left))
+
+def check_real(doc, rc):
+    check_real_cleanup(doc, "real")
     for s in doc["skipped"]:
         fail("real: skipped %s: %s" % (s["what"], s["reason"]))
     want = ["bridge", "tc-redirect", "vdevd", "vdevd-own"]
@@ -330,14 +340,58 @@ def check_real(doc, rc):
     if rc != 0 and ok:
         fail("real: vdev-bench exited %d" % rc)
 
-rc = int(open(os.path.join(d, "real.rc")).read())
-try:
-    doc = json.load(open(os.path.join(d, "real.json")))
-except ValueError as e:
-    fail("real: output is not JSON: %s" % e)
-    doc = None
-if doc:
-    check_real(doc, rc)
+def check_idle(doc, rc):
+    check_real_cleanup(doc, "idle")
+    want = ["bridge", "bridge+6", "vdevd", "vdevd+6"]
+    if doc["config"]["datapaths"] != want:
+        fail("idle: datapaths %s, expected %s" % (doc["config"]["datapaths"], want))
+    got = sorted(s["scenario"] for s in doc["scenarios"])
+    if got != ["tcp-a-b", "udp-a-b"]:
+        fail("idle: scenarios %s" % got)
+    for s in doc["scenarios"]:
+        for r in s["results"]:
+            name = "idle: %s %s" % (s["scenario"], r["datapath"])
+            if r["errors"] or len(r["runs"]) != 1 or not r["runs"][0]["value"] > 0:
+                fail("%s: runs %s errors %s" % (name, r["runs"], r["errors"]))
+                continue
+            print("%-8s %-11s %.3f %s" % (s["scenario"], r["datapath"], r["runs"][0]["value"], s["unit"]))
+            idle = r["datapath"].endswith("+6")
+            if r["idle_ports"] != (6 if idle else 0):
+                fail("%s: idle_ports %s" % (name, r["idle_ports"]))
+            if not (r["ratio_to_bridge"] or 0) > 0:
+                fail("%s: no ratio to the bridge" % name)
+            if idle and not (r["ratio_to_2_ports"] or 0) > 0:
+                fail("%s: no ratio to 2 ports" % name)
+    for su in doc["setups"]:
+        name = "idle: %s set-up" % su["datapath"]
+        if su["error"] or su["stop_problem"] or su["idle_cpu_error"]:
+            fail("%s: %s %s %s" % (name, su["error"], su["stop_problem"], su["idle_cpu_error"]))
+        nports = 8 if su["datapath"].endswith("+6") else 2
+        if su["ports"] != nports:
+            fail("%s: %s ports, expected %d" % (name, su["ports"], nports))
+        if su["datapath"].startswith("vdevd"):
+            ports = (su["datapath_stats"] or {}).get("ports", [])
+            if len(ports) != nports or any(p["hook"] != "tc" for p in ports):
+                fail("%s: ports %s" % (name, [(p["name"], p["hook"]) for p in ports]))
+            c = su["idle_cpu"]
+            if not c or not c["window_s"] >= 1 or c["cpu_s"] < 0 or not c["fds"] > 0:
+                fail("%s: idle CPU %s" % (name, c))
+            else:
+                print("idle     %-11s %.3f%% of a core" % (su["datapath"], c["core_pct"]))
+        elif su["idle_cpu"] is not None:
+            fail("%s: idle CPU measured without a process" % name)
+    if rc != 0 and ok:
+        fail("idle: vdev-bench exited %d" % rc)
+
+for mode, check in (("real", check_real), ("idle", check_idle)):
+    rc = int(open(os.path.join(d, mode + ".rc")).read())
+    try:
+        doc = json.load(open(os.path.join(d, mode + ".json")))
+    except ValueError as e:
+        fail("%s: output is not JSON: %s" % (mode, e))
+        doc = None
+    if doc:
+        check(doc, rc)
 
 print("PASS" if ok else "FAILED")
 sys.exit(0 if ok else 1)

@@ -51,14 +51,15 @@ class VdevdDatapath : public Datapath {
     if (!child) return child.error();
     child_.emplace(std::move(*child));
 
-    // "vdevd: ready" (docs/vdevd.md), at most 30 s.
-    Status ready = child_->waitForLine("vdevd: ready", std::chrono::seconds(30), [] { return stopRequested(); });
+    // "vdevd: ready" (docs/vdevd.md), within spec_.readyTimeout.
+    Status ready = child_->waitForLine("vdevd: ready", spec_.readyTimeout, [] { return stopRequested(); });
     if (!ready.ok()) {
       if (ready.error().err == EINTR) return Error{EINTR, "waiting for vdevd"};
       if (ready.error().err == ECHILD)
         return Error{0, "vdevd exited before it was ready (" + childExitText(child_->status().value_or(-1)) + ")" +
                             childOutputTail(logPath_, "vdevd")};
-      return Error{0, "vdevd did not print 'vdevd: ready' within 30 s" + childOutputTail(logPath_, "vdevd")};
+      return Error{0, "vdevd did not print 'vdevd: ready' within " + std::to_string(spec_.readyTimeout.count()) +
+                          " s" + childOutputTail(logPath_, "vdevd")};
     }
     return {};
   }
@@ -66,10 +67,11 @@ class VdevdDatapath : public Datapath {
   Status stop() override {
     if (!child_) return {};
     (void)child_->signal(SIGTERM);
-    std::optional<int> st = child_->wait(std::chrono::seconds(15));  // drain + detach + leak check
+    std::optional<int> st = child_->wait(spec_.exitTimeout);  // drain + detach + leak check
     const bool exited = st.has_value();
     if (!exited) {
-      logWarn("vdevd (pid %d) did not exit 15 s after SIGTERM; killing it", child_->pid());
+      logWarn("vdevd (pid %d) did not exit %lld s after SIGTERM; killing it", child_->pid(),
+              static_cast<long long>(spec_.exitTimeout.count()));
       (void)child_->signal(SIGKILL);
       st = child_->wait(std::chrono::seconds(30));
     }

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ struct VdevdSpec {
   int prio = 0;                     // SCHED_FIFO priority, 0 normal
   bool transmitsXdpFrames = false;  // Datapath::transmitsXdpFrames()
   std::string describe;             // Datapath::describe()
+  // How long start() waits for "vdevd: ready", and stop() for vdevd to
+  // exit after SIGTERM: attaching and detaching hundreds of ports takes
+  // seconds.
+  std::chrono::seconds readyTimeout{30};
+  std::chrono::seconds exitTimeout{15};
 };
 // vdevd (at vdevdPath) as spec says; its statistics file is statsPath, what
 // it prints goes to logPath.

@@ -43,7 +43,7 @@ SYNOPSIS
                [--duration S] [--runs N] [--frame-size B] [--latency on|off|only]
                [--find-rate] [--rate PPS] [--json] [--vdevd PATH] [OPTIONS]
     vdev-bench --real [--runs N] [--duration S] [--mtu LIST] [--datapath LIST]
-               [--vdevd PATH] [--vdev-vm PATH] [--json]
+               [--vdevd PATH] [--vdev-vm PATH] [--idle-ports N [--idle-cpu S]] [--json]
 
 DESCRIPTION
     Builds a private topology of network namespaces, offers a continuous stream of
@@ -280,6 +280,15 @@ OPTIONS
         --vdev-vm PATH    the vdev-vm binary (default: ../vdev-vm/vdev-vm relative to
                           vdev-bench in the build tree, then PATH); without one the VM
                           scenarios are skipped with a note.
+        --idle-ports N    scale: every datapath twice, as D (A and B only) and as D+N (N
+                          more containers P-i1 .. P-iN, a veth each as for A and B, attached
+                          to the datapath and idle); tcp-a-b and udp-a-b only, no VM, MTU
+                          1500 unless --mtu says, default datapaths bridge,vdevd. The
+                          tables add "x 2 ports" (D+N against D) and compare D+N with
+                          bridge+N. Setting up N containers takes about 50 ms each.
+        --idle-cpu S      with --idle-ports: after the traffic of each vdevd set-up, 2 s
+                          to settle, then vdevd's CPU time (/proc/PID/stat, utime + stime)
+                          over S seconds with no traffic (default 10; 0: not measured).
 
     -v, --verbose         log every command and vdevd's output on stderr.
     -V, --version         print vdev-bench's version.
@@ -324,6 +333,7 @@ EXAMPLES
     vdev-bench --find-rate --runs 3
     vdev-bench --real
     vdev-bench --real --mtu 1500 --datapath bridge,vdevd --runs 5 --json > real.json
+    vdev-bench --real --idle-ports 248
 
 SEE ALSO
     docs/performance.md (method and results), docs/vdevd.md
@@ -491,6 +501,12 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          if (o->mtus.empty()) cli::fail("--mtu needs at least one MTU");
        }},
       {"vdev-vm", 0, Arg::kRequired, [&](std::string_view v) { o->vdevVmPath = v; }},
+      {"idle-ports", 0, Arg::kRequired,
+       [&](std::string_view v) { o->idlePorts = uint32_t(integer(v, 1, 1000, "--idle-ports: 1 .. 1000")); }},
+      {"idle-cpu", 0, Arg::kRequired, [&](std::string_view v) {
+         o->idleCpuS = seconds(v, 0, 600, "--idle-cpu: 0 .. 600 seconds");
+         o->idleCpuGiven = true;
+       }},
       {"boost", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "on") o->boost = 1;
          else if (v == "off") o->boost = 0;
@@ -501,12 +517,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
     if (o->real) {
-      if (!o->datapathsGiven) o->datapaths = realDatapaths();
+      if (!o->datapathsGiven) o->datapaths = o->idlePorts ? std::vector<std::string>{"bridge", "vdevd"} : realDatapaths();
+      if (o->idlePorts && !o->mtusGiven) o->mtus = {1500};
+      if (o->idlePorts && !o->vdevVmPath.empty()) cli::fail("--idle-ports measures containers only: drop --vdev-vm");
+      if (o->idleCpuGiven && !o->idlePorts) cli::fail("--idle-cpu goes with --idle-ports");
       for (const auto& d : o->datapaths)
         if (!isRealDatapath(d)) cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own)");
       return;
     }
-    if (o->mtusGiven || !o->vdevVmPath.empty()) cli::fail("--mtu and --vdev-vm go with --real");
+    if (o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven)
+      cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
     for (const auto& d : o->datapaths)
       if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
     if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};

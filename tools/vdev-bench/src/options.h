@@ -87,6 +87,11 @@ struct Options {
   std::vector<uint32_t> mtus{1500, 9000};  // --mtu
   bool mtusGiven = false;
   std::string vdevVmPath;                  // --vdev-vm; empty: look next to vdev-bench, then PATH
+  // --idle-ports N: every datapath also with N idle containers attached
+  // besides A and B (datapath "<name>+N"); TCP and UDP A -> B only, no VM.
+  uint32_t idlePorts = 0;
+  double idleCpuS = 10;                    // --idle-cpu: vdevd's idle CPU window per set-up, 0 = none
+  bool idleCpuGiven = false;
   bool verbose = false;
   std::vector<std::string> argv;  // as given, for the report
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "ethtool_stats.h"
 #include "topology.h"
 
 namespace vdev::bench {
@@ -32,11 +33,13 @@ Result<Netns> makeNetns(const std::string& name) {
 
 Result<std::unique_ptr<RealTopology>> RealTopology::create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                           const std::string& vdevVmPath,
-                                                          const std::string& vmLogPath) {
+                                                          const std::string& vmLogPath, uint32_t idlePorts,
+                                                          bool forXdpHook) {
   std::unique_ptr<RealTopology> t(new RealTopology());
   t->prefix_ = prefix;
   t->mtu_ = mtu;
-  Status s = t->build(withGuest, vdevVmPath, vmLogPath);
+  t->forXdpHook_ = forXdpHook;
+  Status s = t->build(withGuest, vdevVmPath, vmLogPath, idlePorts);
   if (!s.ok()) return s.error();  // ~RealTopology removes what was built so far
   return t;
 }
@@ -55,7 +58,42 @@ Status RealTopology::addStation(const std::string& name, const std::string& nsSu
   return {};
 }
 
-Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath) {
+// A container's eth0 for vdevd's XDP hook, as vdevd's own veths are made
+// (see the header); nothing to do otherwise.
+Status RealTopology::prepareContainerEnd(const Netns& ns) {
+  if (!forXdpHook_) return {};
+  VB_TRY(setGro(ns, "eth0", true));
+  return runCommand({"ip", "netns", "exec", ns.name(), "ethtool", "-K", "eth0", "tx", "off"});
+}
+
+// The idle containers: a namespace and a veth each, as for A and B, but no
+// address and no neighbours (they never send). Their links are up; the
+// caller waits for them to run.
+Status RealTopology::addIdle(uint32_t count) {
+  idleNs_.reserve(count);  // the veths point at their namespaces
+  for (uint32_t i = 1; i <= count; ++i) {
+    auto ns = makeNetns(prefix_ + "-i" + std::to_string(i));
+    if (!ns) return ns.error();
+    idleNs_.push_back(std::move(ns.value()));
+    const std::string port = prefix_ + "i" + std::to_string(i);
+    // 02:76:62:02:hi:lo: "vb", 02 for an idle container.
+    const Mac mac{0x02, 0x76, 0x62, 0x02, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    auto veth = testkit::VethPair::create({.host_name = port,
+                                           .peer_name = "eth0",
+                                           .host_ns = &*dut_,
+                                           .peer_ns = &idleNs_.back(),
+                                           .peer_mac = mac,
+                                           .mtu = static_cast<int>(mtu_)});
+    if (!veth) return veth.error();
+    idleVeths_.push_back(std::move(*veth));
+    VB_TRY(prepareContainerEnd(idleNs_.back()));
+    idlePorts_.push_back(port);
+  }
+  return {};
+}
+
+Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath,
+                           uint32_t idlePorts) {
   auto dut = makeNetns(prefix_ + "-dut");
   if (!dut) return dut.error();
   dut_.emplace(std::move(dut.value()));
@@ -73,6 +111,7 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
                                            .mtu = static_cast<int>(mtu_)});
     if (!veth) return veth.error();
     veths_.push_back(std::move(*veth));
+    VB_TRY(prepareContainerEnd(*st->ns));
   }
 
   // The VM: vdev-vm creates the host's tap in the DUT namespace (it runs
@@ -114,10 +153,16 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
     }
   }
 
+  VB_TRY(addIdle(idlePorts));
+
   std::vector<NetDev> devs;
   for (const auto& st : stations_) {
     devs.push_back({&*st->ns, "eth0"});
     devs.push_back({&*dut_, st->port});
+  }
+  for (size_t i = 0; i < idleNs_.size(); ++i) {
+    devs.push_back({&idleNs_[i], "eth0"});
+    devs.push_back({&*dut_, idlePorts_[i]});
   }
   return waitLinksRunning(devs);
 }
@@ -149,6 +194,8 @@ std::string RealTopology::stopGuest() {
 RealTopology::~RealTopology() {
   stopGuest();
   veths_.clear();
+  idleVeths_.clear();
+  idleNs_.clear();
   while (!stations_.empty()) stations_.pop_back();  // their namespaces, with the guest's tap
   dut_.reset();
 }

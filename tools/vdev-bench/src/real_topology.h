@@ -19,6 +19,18 @@
 // traffic is on the wire). Addresses 198.18.0.0/15, locally administered
 // MACs. The destructor stops the VM and deletes the namespaces, which takes
 // every device along.
+//
+// With idle ports (--idle-ports N), N more containers, netns <P>-i1 ..
+// <P>-iN, each with its eth0 on a veth whose host end <P>i1 .. <P>iN is in
+// the DUT namespace, made as A's and B's are; up, IPv6 off, no address:
+// nothing is ever sent from or to them. A datapath attaches them or not.
+//
+// forXdpHook: every container's eth0 as vdevd makes it for a port at its
+// XDP hook (vdevctl port add ... create, rtnl::VethSpec): GRO on (NAPI, so
+// that XDP frames redirected into the host end are delivered) and TX
+// checksum offload off (a CHECKSUM_PARTIAL frame would reach vdevd through
+// XDP unfinished; off, TSO goes too). A veth made otherwise forwards nothing
+// but pings at that hook.
 #pragma once
 
 #include <memory>
@@ -48,9 +60,10 @@ class RealTopology {
  public:
   // mtu: of the containers' eth0 and their ports. withGuest: also the VM
   // (vdev-vm at vdevVmPath; its tap keeps MTU 1500). vdev-vm's output goes
-  // to vmLogPath.
+  // to vmLogPath. idlePorts: that many idle containers.
   static Result<std::unique_ptr<RealTopology>> create(const std::string& prefix, uint32_t mtu, bool withGuest,
-                                                      const std::string& vdevVmPath, const std::string& vmLogPath);
+                                                      const std::string& vdevVmPath, const std::string& vmLogPath,
+                                                      uint32_t idlePorts = 0, bool forXdpHook = false);
   RealTopology(const RealTopology&) = delete;
   RealTopology& operator=(const RealTopology&) = delete;
   ~RealTopology();
@@ -64,6 +77,8 @@ class RealTopology {
   const std::vector<std::unique_ptr<Station>>& stations() const { return stations_; }
   // Every port of the device under test: <P>a, <P>b[, <P>t].
   std::vector<std::string> ports() const;
+  // The idle containers' ports, <P>i1 .. <P>iN, in the DUT namespace.
+  const std::vector<std::string>& idlePorts() const { return idlePorts_; }
   std::string bridgeName() const { return prefix_ + "br"; }
   // Stops the VM and returns what vdev-vm counted (its JSON: frames, GSO
   // frames, partial checksums in each direction), or "" without a VM.
@@ -71,15 +86,21 @@ class RealTopology {
 
  private:
   RealTopology() = default;
-  Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath);
+  Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath, uint32_t idlePorts);
+  Status addIdle(uint32_t count);
+  Status prepareContainerEnd(const Netns& ns);
   Status addStation(const std::string& name, const std::string& nsSuffix, const std::string& port, Mac mac,
                     uint32_t ip);
 
   std::string prefix_;
   uint32_t mtu_ = 1500;
+  bool forXdpHook_ = false;
   std::optional<Netns> dut_;
   std::vector<std::unique_ptr<Station>> stations_;  // A, B[, guest]
   std::vector<testkit::VethPair> veths_;             // the containers': deleted before the namespaces
+  std::vector<Netns> idleNs_;                        // the idle containers
+  std::vector<testkit::VethPair> idleVeths_;         // theirs, deleted before their namespaces
+  std::vector<std::string> idlePorts_;
   std::optional<testkit::Child> vm_;                 // vdev-vm guest: stopped before the namespaces go
   std::string vmLog_;
   std::string guestCounts_;
