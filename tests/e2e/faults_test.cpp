@@ -36,6 +36,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -151,9 +152,11 @@ struct ProcFootprint {
   size_t fds = 0;
   size_t maps = 0;
   std::map<std::string, int> fdKinds;  // readlink of each fd, "[123]" ids cut off
+  std::set<std::string> fdSet;         // "fd -> target", inode included
 };
 
-// What `to` has more of than `from`, by fd kind (for failure messages).
+// What `to` has more of than `from`, by fd kind, and the fds themselves
+// (for failure messages).
 std::string fdGrowth(const ProcFootprint& from, const ProcFootprint& to) {
   std::ostringstream os;
   for (const auto& [k, n] : to.fdKinds) {
@@ -162,7 +165,22 @@ std::string fdGrowth(const ProcFootprint& from, const ProcFootprint& to) {
   }
   for (const auto& [k, n] : from.fdKinds)
     if (!to.fdKinds.count(k)) os << " " << k << ": " << n << " -> 0;";
+  for (const std::string& f : from.fdSet)
+    if (!to.fdSet.count(f)) os << " gone: " << f << ";";
+  for (const std::string& f : to.fdSet)
+    if (!from.fdSet.count(f)) os << " new: " << f << ";";
   return os.str();
+}
+
+// The count and kinds of fds from the set.
+void tally(ProcFootprint& f) {
+  f.fdKinds.clear();
+  for (const std::string& e : f.fdSet) {
+    std::string kind = e.substr(e.find(" -> ") + 4);
+    if (const size_t b = kind.find(":["); b != std::string::npos) kind.resize(b);
+    ++f.fdKinds[kind];
+  }
+  f.fds = f.fdSet.size();
 }
 
 ProcFootprint footprint(pid_t pid) {
@@ -174,18 +192,16 @@ ProcFootprint footprint(pid_t pid) {
   if (DIR* d = ::opendir((base + "/fd").c_str())) {
     while (const dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
-      ++f.fds;
       char target[256] = {};
       const std::string link = base + "/fd/" + e->d_name;
       const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
-      std::string kind = n > 0 ? std::string(target, size_t(n)) : "?";
-      if (const size_t b = kind.find(":["); b != std::string::npos) kind.resize(b);
-      ++f.fdKinds[kind];
+      f.fdSet.insert(std::string(e->d_name) + " -> " + (n > 0 ? std::string(target, size_t(n)) : "?"));
     }
     ::closedir(d);
   }
   std::ifstream maps(base + "/maps");
   for (std::string line; std::getline(maps, line);) ++f.maps;
+  tally(f);
   return f;
 }
 
@@ -205,14 +221,30 @@ size_t controlConnections(const std::string& path) {
   return n;
 }
 
-// The footprint with nothing transient in it: vdevd closes a vdevctl
+// The footprint with nothing transient in it. vdevd closes a vdevctl
 // connection when it next polls, a moment after the client got its answer
-// -- on a loaded machine, perhaps much later -- so this waits until vdevd
-// holds no control connection (up to 20 s) instead of for a quiet moment.
+// -- on a loaded machine, perhaps much later -- so this first waits until
+// vdevd holds no control connection (up to 20 s). Its threads also open
+// descriptors for a moment on their own (an ioctl socket to read a device's
+// MTU or driver, a genetlink socket to query a device, a throw-away thread's
+// stack to enter a namespace), so the footprint is what every one of 11
+// snapshots over 200 ms holds: the fds open on the same inode in each, the
+// fewest mappings (mappings are counted, not matched: malloc moves their
+// boundaries as its arenas grow). Something leaked stays, and shows in
+// every snapshot; something transient would have to outlive all eleven.
 ProcFootprint settledFootprint(pid_t pid, const std::string& ctlPath) {
   EXPECT_TRUE(waitUntil([&] { return controlConnections(ctlPath) == 0; }, 20s, 5ms))
       << controlConnections(ctlPath) << " control connection(s) still open in vdevd";
-  return footprint(pid);
+  ProcFootprint held = footprint(pid);
+  for (int i = 0; i < 10; ++i) {
+    std::this_thread::sleep_for(20ms);
+    const ProcFootprint now = footprint(pid);
+    std::erase_if(held.fdSet, [&](const std::string& e) { return !now.fdSet.count(e); });
+    held.maps = std::min(held.maps, now.maps);
+    held.rssKb = now.rssKb;
+  }
+  tally(held);
+  return held;
 }
 
 // ---------------------------------------------------------------------------
