@@ -110,10 +110,12 @@ Sizes and tuning:
                            vdev (repeatable). tc: the skb-level program at the
                            device's tcx ingress -- for senders that hand the
                            kernel skbs, a container's veth or a VM's tap, whose
-                           TSO and checksum offload it keeps (the default for
-                           veth and tun devices). xdp: vdevd's XDP program and
-                           AF_XDP sockets -- for XDP-native sources, a NIC
-                           uplink (the default for every other device). See
+                           TSO and checksum offload it keeps, or a VXLAN
+                           uplink (the default for veth and tun devices and
+                           for every device whose driver has no native XDP).
+                           xdp: vdevd's XDP program and AF_XDP sockets -- for
+                           XDP-native sources, a NIC uplink (the default for
+                           every device with native XDP). See
                            docs/architecture.md, "Two kinds of sources".
       --default-hook xdp|tc|auto
                            the hook of every port that names none (a --port

@@ -17,6 +17,7 @@
 #include "base/fd.h"
 #include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
+#include "rtnl/netdev.h"
 #include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
@@ -62,6 +63,14 @@ std::string deviceDriver(const std::string& ifname) {
   ifr.ifr_data = reinterpret_cast<char*>(&info);
   if (::ioctl(s.get(), SIOCETHTOOL, &ifr) < 0) return "";
   return std::string(info.driver, strnlen(info.driver, sizeof info.driver));
+}
+
+bool skbSource(const std::string& ifname, const std::string& driver) {
+  if (driver == "veth" || driver == "tun") return true;
+  const int ifindex = int(::if_nametoindex(ifname.c_str()));
+  if (!ifindex) return false;
+  auto native = rtnl::deviceHasNativeXdp(ifindex);
+  return native && !*native;
 }
 
 const char* portHookName(PortHook h) {
@@ -126,7 +135,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
   // The hook: what the device's senders hand the kernel (PortHook).
   hook_ = cfg_.hook;
   if (hook_ == PortHook::kAuto)
-    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && (driver_ == "veth" || driver_ == "tun"))
+    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && skbSource(name_, driver_))
                 ? PortHook::kTc
                 : PortHook::kXdp;
   if (hook_ == PortHook::kTc && !cfg_.tc)

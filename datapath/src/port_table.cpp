@@ -20,12 +20,11 @@ namespace {
 // port table (its index names no port: frames it receives are the ports').
 constexpr uint16_t kPuntIndex = 0xfffe;
 
-// A veth or a tap (tun) -- or a name without a device yet, most likely one
-// of them (a container's or a VM's port restored at start).
+// An skb source (skbSource) -- or a name without a device yet, most likely
+// one (a container's or a VM's port restored at start).
 bool wantsSkbPath(const std::string& ifname) {
   if (!::if_nametoindex(ifname.c_str())) return true;
-  const std::string drv = deviceDriver(ifname);
-  return drv == "veth" || drv == "tun";
+  return skbSource(ifname, deviceDriver(ifname));
 }
 
 // Doorbell notifier of every delivery ring: wakes the owner thread's poll().

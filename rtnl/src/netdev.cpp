@@ -22,6 +22,7 @@ namespace {
 constexpr uint8_t kNetdevCmdDevGet = 1;
 constexpr int kNetdevAttrIfindex = 1;
 constexpr int kNetdevAttrXdpFeatures = 3;
+constexpr uint64_t kNetdevXdpActBasic = 1u << 0;
 constexpr uint64_t kNetdevXdpActNdoXmit = 1u << 2;
 // QUEUE_GET (Linux 6.8+) and its attributes; "xsk" from Linux 6.15.
 constexpr uint8_t kNetdevCmdQueueGet = 10;
@@ -107,9 +108,8 @@ Result<detail::NlSockPtr> sendNetdev(uint8_t cmd, const char* what,
   return sk;
 }
 
-}  // namespace
-
-Result<bool> deviceTakesXdpFrames(int ifindex) {
+// NETDEV_A_DEV_XDP_FEATURES of the device (DEV_GET).
+Result<uint64_t> xdpFeatures(int ifindex) {
   auto sent = sendNetdev(kNetdevCmdDevGet, "DEV_GET", {{kNetdevAttrIfindex, uint32_t(ifindex)}});
   if (!sent) return sent.error();
   detail::NlSockPtr sk = std::move(sent.value());
@@ -134,7 +134,21 @@ Result<bool> deviceTakesXdpFrames(int ifindex) {
   if (err = nl_recvmsgs_default(sk.get()); err < 0)
     return makeError(EIO, std::string("netdev DEV_GET: ") + nl_geterror(err));
   if (!ctx.found) return makeError(EIO, "netdev DEV_GET: no XDP features in the reply");
-  return (ctx.features & kNetdevXdpActNdoXmit) != 0;
+  return ctx.features;
+}
+
+}  // namespace
+
+Result<bool> deviceTakesXdpFrames(int ifindex) {
+  auto f = xdpFeatures(ifindex);
+  if (!f) return f.error();
+  return (*f & kNetdevXdpActNdoXmit) != 0;
+}
+
+Result<bool> deviceHasNativeXdp(int ifindex) {
+  auto f = xdpFeatures(ifindex);
+  if (!f) return f.error();
+  return (*f & kNetdevXdpActBasic) != 0;
 }
 
 Result<bool> rxQueueHasXsk(int ifindex, uint32_t queue) {

@@ -1330,6 +1330,43 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
   expectCleanStop(d);
 }
 
+// A device whose driver runs no XDP itself -- a VXLAN uplink, an ifb --
+// is an skb source: by default its port takes the tc hook (no XDP
+// program: generic XDP would take its GSO skbs apart); --hook IFNAME=xdp
+// still puts it at XDP, generic.
+TEST_F(DatapathTest, DevicesWithoutNativeXdpTakeTheTcHookByDefault) {
+  const std::string vx = uniqueName('x'), dm = uniqueName('m');
+  struct Del {
+    std::string n;
+    ~Del() { tryRun("ip link del " + n); }
+  } delVx{vx}, delDm{dm};
+  run("ip link add " + vx + " type vxlan id 4243 dstport 4789 local 198.18.250.1");
+  run("ip link add " + dm + " type ifb");
+  run("ip link set " + vx + " up");
+  run("ip link set " + dm + " up");
+  auto hooks = [](const Stats& s) {
+    std::map<std::string, std::string> h;
+    for (const Json& p : s.raw["ports"].asArray())
+      h[p["name"].asString()] = p["hook"].asString() + "/" + p["xdp_mode"].asString();
+    return h;
+  };
+  {
+    Vdevd d({"--port", vx, "--port", dm, "--default-hook", "auto"});
+    const auto h = hooks(d.stats());
+    EXPECT_EQ(h.at(vx), "tc/none") << d.stats().dump();
+    EXPECT_EQ(h.at(dm), "tc/none") << d.stats().dump();
+    EXPECT_FALSE(linkInfo(vx).has_xdp);
+    expectCleanStop(d);
+  }
+  {
+    Vdevd d({"--port", vx, "--port", dm, "--default-hook", "auto", "--hook", vx + "=xdp"});
+    const auto h = hooks(d.stats());
+    EXPECT_EQ(h.at(vx), "xdp/generic") << d.stats().dump();
+    EXPECT_EQ(h.at(dm), "tc/none") << d.stats().dump();
+    expectCleanStop(d);
+  }
+}
+
 TEST_F(DatapathTest, BadArgumentsAreRejected) {
   Topology t;
   const std::vector<std::vector<std::string>> bad = {

@@ -33,6 +33,7 @@
 #include "harness.h"
 #include "rtnl/link.h"
 #include "rtnl/monitor.h"
+#include "rtnl/netdev.h"
 #include "testkit/names.h"
 
 namespace {
@@ -406,6 +407,30 @@ TEST_F(RtnlTest, ExistingDevicesAreNeverTakenOver) {
   auto r2 = rtnl::createTap({.name = v});
   ASSERT_FALSE(r2);
   EXPECT_EQ(r2.error().err, EEXIST) << r2.error().message();
+}
+
+// What decides a port's default hook (datapath::skbSource): which drivers
+// run XDP themselves, as the kernel's netdev family reports it.
+TEST_F(RtnlTest, NativeXdpAsTheKernelReportsIt) {
+  const std::string v = newName('n');
+  track(v + "b");
+  e2e::run("ip link add " + v + " type veth peer name " + v + "b");
+  const std::string x = newName('v');
+  e2e::run("ip link add " + x + " type vxlan id 4242 dstport 4789 local 198.18.250.1");
+  const std::string d = newName('d');
+  e2e::run("ip link add " + d + " type ifb");
+  auto veth = rtnl::deviceHasNativeXdp(int(::if_nametoindex(v.c_str())));
+  if (!veth && veth.error().err == EOPNOTSUPP) GTEST_SKIP() << veth.error().message();
+  ASSERT_TRUE(veth) << veth.error().message();
+  EXPECT_TRUE(*veth) << "veth runs XDP in its driver";
+  for (const std::string& n : {x, d}) {
+    auto r = rtnl::deviceHasNativeXdp(int(::if_nametoindex(n.c_str())));
+    ASSERT_TRUE(r) << n << ": " << r.error().message();
+    EXPECT_FALSE(*r) << n << " (" << e2e::linkInfo(n).raw.dump() << ") reports native XDP";
+  }
+  auto none = rtnl::deviceHasNativeXdp(0x7ffffff0);
+  ASSERT_FALSE(none) << "no such device";
+  EXPECT_EQ(none.error().err, EIO) << none.error().message();
 }
 
 TEST_F(RtnlTest, DeleteRefusesUnmanagedDevices) {

@@ -50,14 +50,24 @@ enum class CompletionMode { kEager, kLazy };
 //        for senders that hand the kernel skbs -- a container's veth, a
 //        VM's tap -- whose GSO and checksum-offload state XDP cannot hold.
 //        The port's sockets only transmit.
-//  kAuto: kTc for veth and tun devices, kXdp for everything else -- and for
-//        a port whose index is beyond the skb path's tables (kFastPathPorts).
+//  kAuto: kTc for skb sources (skbSource()), kXdp for everything else --
+//        and for a port whose index is beyond the skb path's tables
+//        (kFastPathPorts).
 enum class PortHook { kAuto, kXdp, kTc };
 const char* portHookName(PortHook h);
 
 // The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
 // has none or there is no such device.
 std::string deviceDriver(const std::string& ifname);
+
+// Whether the device is an skb source, best served at the tc hook
+// (PortHook::kAuto): its senders hand the kernel skbs (a veth, a tap: driver
+// "veth" or "tun"), or its driver runs no XDP itself (a VXLAN or Geneve
+// tunnel, a bond, a NIC without XDP), where an XDP program would run
+// generic, on the skb, and lose its GSO and checksum state. A kernel that
+// cannot say (no netdev family: before 6.3) leaves the driver alone to
+// decide. `driver` as deviceDriver() reports it.
+bool skbSource(const std::string& ifname, const std::string& driver);
 // The RX queues the device has (1 if it cannot be read, or has none yet).
 uint32_t deviceQueues(const std::string& ifname);
 

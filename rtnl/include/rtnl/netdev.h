@@ -20,6 +20,12 @@ namespace vdev::rtnl {
 // 6.3), ENOMEM, EIO (the request failed, or the reply had no XDP features).
 Result<bool> deviceTakesXdpFrames(int ifindex);
 
+// Whether the device's driver runs XDP programs itself (native XDP; its XDP
+// features include BASIC): a NIC with XDP support, a veth, a tap do; a VXLAN
+// or Geneve device, a bond without XDP-capable slaves, a dummy do not (XDP
+// there is generic, on the skb). Errors as deviceTakesXdpFrames.
+Result<bool> deviceHasNativeXdp(int ifindex);
+
 // Whether the kernel holds an AF_XDP buffer pool at the device's RX queue
 // (netdev QUEUE_GET's "xsk" attribute, Linux 6.15+): from the bind of a
 // socket there until the kernel has released the pool after that socket

@@ -52,9 +52,10 @@ ARGUMENTS
     xdp-mode M          native, generic or auto (default auto: native where the
                         driver has it, generic otherwise)
     hook xdp|tc         where the frames the port receives enter vdev (default:
-                        tc for veths and taps, xdp for everything else). tc:
-                        the skb-level program at tcx ingress, for senders that
-                        hand the kernel skbs (containers, VMs): their GSO and
+                        tc for veths, taps and devices without native XDP --
+                        VXLAN, Geneve --, xdp for the rest). tc: the skb-level
+                        program at tcx ingress, for senders that hand the
+                        kernel skbs (containers, VMs, tunnels): their GSO and
                         checksum offload survive. xdp: vdevd's XDP program and
                         AF_XDP sockets, for XDP-native sources (a NIC uplink,
                         zero-copy where the driver has it)
