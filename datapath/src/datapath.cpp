@@ -131,6 +131,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
     if (cfg_.port.completion == CompletionMode::kLazy) p.reapCompletions(*pool_);
     if (mtu_time && !link_events_) refreshMtu(p);
   }
+  if (mtu_time) checkUplinkMtus();
 }
 
 void Datapath::sleepUntilWork() {

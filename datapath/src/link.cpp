@@ -33,6 +33,21 @@ void Datapath::refreshMtu(Port& p) {
   if (tc_) tc_->setMtu(p.index(), p.mtu());  // the skb path's row, if the port has one
 }
 
+void Datapath::checkUplinkMtus() {
+  const Port* up = nullptr;
+  for (const Port* p : ports_.active())
+    if (p->isUplink() && p->mtu() && (!up || p->mtu() < up->mtu())) up = p;
+  for (Port* p : ports_.active()) {
+    const bool over = up && !p->isUplink() && p->mtu() > up->mtu();
+    if (over && !p->mtu_over_uplink)
+      std::fprintf(stderr,
+                   "vdevd: warning: port %s: MTU %u is larger than uplink %s's %u: its frames to other hosts longer "
+                   "than that are dropped (oversize); give it MTU %u (vdev-cni: \"mtu\" or \"uplink\")\n",
+                   p->name().c_str(), p->mtu(), up->name().c_str(), up->mtu(), up->mtu());
+    p->mtu_over_uplink = over;
+  }
+}
+
 void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
   std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
   p.shutdown(*pool_);

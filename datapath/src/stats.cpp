@@ -90,6 +90,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.queues_bound = ps.queues - p.unboundQueues();
     ps.live = p.live();
     ps.fast_rx = p.fastRx();
+    ps.uplink = p.isUplink();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     stats::PortValues& c = ps.counters;

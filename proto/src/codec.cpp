@@ -82,6 +82,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrHook: return {"HOOK", Kind::kU8};
     case kAttrPortsPoolLeft: return {"PORTS_POOL_LEFT", Kind::kU32};
     case kAttrPortsMapLeft: return {"PORTS_MAP_LEFT", Kind::kU32};
+    case kAttrUplink: return {"UPLINK", Kind::kFlag};
     default: return {};
   }
 }
@@ -466,6 +467,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (p.owner_uid) w.u32(kAttrOwnerUid, *p.owner_uid);
   if (!p.tag.empty()) w.str(kAttrPortTag, p.tag);
   if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
+  if (p.uplink) w.u8(kAttrUplink, 1);
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -728,6 +730,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrOwnerUid]) p.owner_uid = getU32(tb[kAttrOwnerUid]);
   if (tb[kAttrPortTag]) p.tag = getStr(tb[kAttrPortTag]);
   if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
+  if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
   return p;
 }
 

@@ -274,6 +274,7 @@ const char* attrName(uint16_t attr) {
     case kAttrHook: return "HOOK";
     case kAttrPortsPoolLeft: return "PORTS_POOL_LEFT";
     case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
+    case kAttrUplink: return "UPLINK";
     default: return "UNKNOWN";
   }
 }

@@ -907,6 +907,20 @@ TEST(CtlCodec, HookInPortAddAndPortReplies) {
   EXPECT_EQ(std::get<PortList>(*pl).ports.at(0).hook, std::optional<PortHook>(PortHook::kTc));
 }
 
+// UPLINK: in port replies only, and only when set (absent: 0); not valid
+// in a request.
+TEST(CtlCodec, UplinkInPortReplies) {
+  PortInfo up = port("vx0", 1);
+  up.uplink = true;
+  const PortInfo local = port("c1", 2);
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{up, local}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  EXPECT_TRUE(std::get<PortList>(*pl).ports.at(0).uplink);
+  EXPECT_FALSE(std::get<PortList>(*pl).ports.at(1).uplink);
+  expectReject(portAdd().u8(kAttrUplink, 1).done(), EINVAL, "attribute UPLINK is not valid for PORT_ADD");
+  EXPECT_STREQ(attrName(kAttrUplink), "UPLINK");
+}
+
 // FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
 // always in port replies; strictly 0 or 1 both ways.
 TEST(CtlCodec, FastRxInPortAddAndPortReplies) {

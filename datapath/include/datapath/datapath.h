@@ -256,6 +256,10 @@ class Datapath {
   void killPort(Port& p, const char* why, bool forget_macs);
   // Reads the device's MTU (one ioctl) into the port and the skb path.
   void refreshMtu(Port& p);
+  // Logs each port whose MTU becomes larger than the smallest MTU of an
+  // uplink (Port::isUplink), once: its longer frames to that uplink are
+  // dropped as oversize.
+  void checkUplinkMtus();
   // Looks again at the ports waiting for the kernel to release their old
   // sockets (LinkState::kReleasing), when relink_ is due.
   void relink();

@@ -198,6 +198,12 @@ class Port {
   // The device is a veth (the skb path delivers into its peer directly).
   bool isVeth() const { return driver_ == "veth"; }
   const std::string& driver() const { return driver_; }
+  // An uplink: a device that is neither a veth nor a tap (a NIC, a VXLAN or
+  // Geneve tunnel, a bond) -- the way to stations behind other hosts.
+  bool isUplink() const { return !driver_.empty() && driver_ != "veth" && driver_ != "tun"; }
+  // Owner thread (Datapath::checkUplinkMtus): whether the port's MTU is
+  // larger than an uplink's, as last looked at (and logged).
+  bool mtu_over_uplink = false;
 
   // The calling thread's counter block.
   PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }

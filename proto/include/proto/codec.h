@@ -145,6 +145,7 @@ struct PortInfo {
   std::optional<uint32_t> owner_uid;  // who added it at run time; nullopt: vdevd's command line
   std::string tag;                    // PORT_TAG given at add ("" if none)
   std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
+  bool uplink = false;           // UPLINK: neither a veth nor a tap
   bool operator==(const PortInfo&) const = default;
 };
 

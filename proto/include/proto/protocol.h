@@ -123,7 +123,9 @@ enum Attr : uint16_t {
                            // frame pool has room for (INFO; ports at the tc hook take none)
   kAttrPortsMapLeft = 30,  // u32: further ports the kernel fast path's maps have entries for (INFO;
                            // a port beyond them is switched by vdevd alone)
-  kAttrMax = kAttrPortsMapLeft
+  kAttrUplink = 31,        // u8 0|1: the port's device is an uplink -- neither a veth nor a tap (a NIC,
+                           // a VXLAN or Geneve tunnel, a bond) (port replies; absent: 0)
+  kAttrMax = kAttrUplink
 };
 
 // Inside kAttrCreate (PORT_ADD).

@@ -1,5 +1,6 @@
 // vdevctl port add | del | show
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "commands.h"
@@ -59,14 +60,28 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   }
 }
 
+// The uplink among `ports` with the smallest MTU (nullptr: none).
+const vdev::proto::PortInfo* narrowestUplink(const std::vector<vdev::proto::PortInfo>& ports) {
+  const vdev::proto::PortInfo* up = nullptr;
+  for (const auto& p : ports)
+    if (p.uplink && p.mtu && (!up || p.mtu < up->mtu)) up = &p;
+  return up;
+}
+
 // Prints a table row / JSON object per port. `stats` (with -s) adds counters.
+// A port whose MTU is larger than an uplink's (its longer frames to other
+// hosts are dropped as oversize) is named: "mtu_over_uplink" in JSON, a
+// warning on stderr under the table.
 int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
               const std::vector<vdev::proto::PortStatsMsg>* stats) {
+  const vdev::proto::PortInfo* up = narrowestUplink(ports);
+  auto over = [&](const vdev::proto::PortInfo& p) { return up && !p.uplink && p.mtu > up->mtu; };
   if (ctx.opt().json) {
     Json a = Json::array();
     for (size_t i = 0; i < ports.size(); ++i) {
       Json o = Json::object();
       writePortInfo(o, ports[i]);
+      if (over(ports[i])) o["mtu_over_uplink"] = up->name;
       // Who added it at run time, and its tag (vdev-cni's "cni:NETWORK").
       if (ports[i].owner_uid) o["owner_uid"] = *ports[i].owner_uid;
       if (!ports[i].tag.empty()) o["tag"] = ports[i].tag;
@@ -110,7 +125,14 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
     }
     t.row(std::move(row));
   }
-  return Context::print(t.render());
+  const int rc = Context::print(t.render());
+  for (const auto& p : ports)
+    if (over(p))
+      std::fprintf(stderr,
+                   "vdevctl: warning: %s: MTU %u is larger than uplink %s's %u: its frames to other hosts longer "
+                   "than that are dropped (oversize)\n",
+                   p.name.c_str(), p.mtu, up->name.c_str(), up->mtu);
+  return rc;
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["live"] = p.live;
   o["fast_rx"] = p.fast_rx;
   o["hook"] = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
+  o["uplink"] = p.uplink;
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
 }
 

@@ -161,9 +161,16 @@ DESCRIPTION
     lost at the port (vdevd's drops, the kernel's XDP rx drops, the device's
     tx_dropped). "vdevctl stats" shows every counter.
 
+    A port whose MTU is larger than an uplink's (a port whose device is
+    neither a veth nor a tap: a NIC, a VXLAN tunnel) is named in a warning
+    on stderr under the table: its frames to other hosts longer than the
+    uplink's MTU are dropped (oversize). Give it the uplink's MTU (vdev-cni:
+    "mtu", or "uplink" to take the uplink's).
+
     With -j: a JSON array of objects with the fields name, type, ifindex,
     queues, queues_bound, xdp_mode, bind_mode, mtu, live (true/false),
-    fast_rx (true/false) and, when known, mac;
+    fast_rx (true/false), hook, uplink (true/false) and, when known, mac;
+    mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
 
 EXAMPLES
