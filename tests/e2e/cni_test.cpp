@@ -160,6 +160,8 @@ TEST_F(CniSpecTest, BadConfigurationIsCode1Or6Or7) {
   expectError(with("mtu", 10), 7, "1.0.0", "mtu");
   expectError(with("mtu", "1500"), 7, "1.0.0", "mtu");
   expectError(with("xdpMode", "fast"), 7, "1.0.0", "xdpMode");
+  expectError(with("uplink", "bad/name"), 7, "1.0.0", "uplink");
+  expectError(with("uplink", 5), 6, "1.0.0", "uplink");
   expectError(with("mac", "01:00:5e:00:00:01"), 7, "1.0.0", "mac");
   expectError(with("mac", "zz"), 7, "1.0.0", "mac");
   expectError(with("socket", "relative.sock"), 7, "1.0.0", "socket");
@@ -455,6 +457,43 @@ INSTANTIATE_TEST_SUITE_P(Versions, CniVersionTest, ::testing::Values("0.4.0", "1
                          });
 
 // A failed ADD leaves nothing behind: no port, no veth, no address held.
+// "uplink": the veths take the uplink port's MTU (a VXLAN device's, here
+// 1400); an "mtu" up to it is kept, a larger one or an uplink that is no
+// port of vdevd is an invalid configuration (7) that makes nothing.
+TEST_F(CniTest, UplinkSizesTheContainersMtu) {
+  const std::string vx = uniqueName('x');
+  struct Del {
+    std::string n;
+    ~Del() { tryRun("ip link del " + n); }
+  } del{vx};
+  run("ip link add " + vx + " type vxlan id 4244 dstport 4789 local 198.18.250.1");
+  run("ip link set " + vx + " mtu 1400 up");
+  vdev::proto::PortAddRequest up;
+  up.name = vx;
+  up.type = vdev::proto::PortType::kNetdev;
+  ASSERT_TRUE(client().portAdd(up).ok());
+  Netns a, b;
+  OJson c = conf("1.0.0");
+  c.erase("mtu");
+  c["uplink"] = vx;
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  EXPECT_EQ(linkInfo("eth0", &a).mtu, 1400) << "the uplink's MTU";
+  EXPECT_EQ(linkInfo(ra["interfaces"][0]["name"], nullptr).mtu, 1400) << "both veth ends";
+  c["mtu"] = 1300;
+  add(inv("ADD", "ctr-b", &b), c);
+  EXPECT_EQ(linkInfo("eth0", &b).mtu, 1300) << "an mtu below the uplink's is kept";
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), c.dump()), "DEL");
+  const size_t held = allocations().size();
+  c["mtu"] = 1500;
+  expectError(runPlugin(inv("ADD", "ctr-b", &b), c.dump()), 7, "1.0.0", "larger than uplink " + vx + "'s MTU 1400");
+  c.erase("mtu");
+  c["uplink"] = vx + "n";
+  expectError(runPlugin(inv("ADD", "ctr-b", &b), c.dump()), 7, "1.0.0", "is not a port of vdevd");
+  EXPECT_FALSE(linkExists("eth0", &b));
+  EXPECT_EQ(allocations().size(), held) << "a refused ADD holds no address";
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), conf("1.0.0").dump()), "DEL");
+}
+
 TEST_F(CniTest, FailedAddLeavesNothing) {
   Netns a, b;
   // A namespace that does not exist: refused before anything is made.

@@ -399,6 +399,10 @@ NetConf parseNetConf(std::string_view text, Command command) {
                                             std::to_string(vdev::proto::kMaxMtu));
     c.mtu = uint32_t(m->get<int64_t>());
   }
+  if (auto up = optString(j, "uplink", w)) {
+    if (!validIfname(*up)) throw CniError(kErrInvalidConfig, "uplink: \"" + *up + "\" is not an interface name");
+    c.uplink = *up;
+  }
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");
   if (c.xdpMode != "auto" && c.xdpMode != "native" && c.xdpMode != "generic")

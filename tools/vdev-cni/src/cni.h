@@ -166,6 +166,7 @@ struct NetConf {
   // vdev-cni's own fields (docs/containers.md).
   std::string socket;           // vdevd's control socket
   std::optional<uint32_t> mtu;  // both veth ends
+  std::optional<std::string> uplink;  // a port of vdevd's whose MTU the veths take (and mtu may not exceed)
   std::optional<std::string> mac;  // the container interface's MAC
   std::string xdpMode = "auto";
   // Delegation.

@@ -76,6 +76,28 @@ vdev::proto::ControlClient connectVdevd(const NetConf& c, unsigned absent = kErr
                  cl.error().message());
 }
 
+// The veths' MTU: the configuration's "mtu"; with "uplink", that port's MTU
+// unless "mtu" is given, which may then not be larger (the container's
+// longer frames to other hosts would be dropped as oversize), as flannel
+// sizes its containers from its VXLAN device.
+std::optional<uint32_t> vethMtu(vdev::proto::ControlClient& cl, const NetConf& c) {
+  if (!c.uplink) return c.mtu;
+  auto up = cl.portGet(*c.uplink);
+  if (!up) {
+    if (up.error().err == ENOENT)
+      throw CniError(kErrInvalidConfig, "uplink " + *c.uplink + " is not a port of vdevd",
+                     "add it first: vdevctl port add " + *c.uplink);
+    vdevdFailed(up.error(), c.socket);
+  }
+  if (!up->mtu) throw CniError(kErrInvalidConfig, "uplink " + *c.uplink + " has no device (no MTU to take)");
+  if (c.mtu && *c.mtu > up->mtu)
+    throw CniError(kErrInvalidConfig,
+                   "mtu " + std::to_string(*c.mtu) + " is larger than uplink " + *c.uplink + "'s MTU " +
+                       std::to_string(up->mtu),
+                   "frames that long to other hosts would be dropped; leave mtu out to take the uplink's");
+  return c.mtu ? *c.mtu : up->mtu;
+}
+
 // Undo steps of a half-done ADD, run in reverse order unless dismissed.
 class Rollback {
  public:
@@ -212,6 +234,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   }
 
   auto cl = connectVdevd(c);
+  const std::optional<uint32_t> mtu = vethMtu(cl, c);
   vdev::proto::PortAddRequest req;
   req.name = port;
   req.type = vdev::proto::PortType::kVeth;
@@ -220,7 +243,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   create.peer_netns_path = env.netns;
   create.peer_ifname = env.ifname;
   create.peer_mac = mac;
-  create.mtu = c.mtu;
+  create.mtu = mtu;
   req.create = create;
   req.tag = portTag(c.name);  // what GC recognises this network's ports by
   if (auto st = cl.portAdd(req); !st) {
