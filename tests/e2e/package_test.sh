@@ -298,7 +298,14 @@ has_tc_hook() {
   /usr/sbin/vdevctl -j port show "$1" 2>/dev/null | grep -q '"hook":"tc"' &&
     bpftool prog show name vdev_tc_port >/dev/null 2>&1
 }
-tc_prog_loaded() { command -v bpftool >/dev/null && bpftool prog show name vdev_tc_port >/dev/null 2>&1; }
+# The BPF programs process $1 holds open (their ids, from its fds' fdinfo):
+# this vdevd's own, whatever other vdevds on the machine load meanwhile.
+held_prog_ids() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u; }
+# Those of the ids $@ the kernel still has loaded.
+still_loaded() {
+  local id
+  for id in "$@"; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "$id"; done
+}
 wait_for() {  # wait_for SECONDS COMMAND...
   local n=$(($1 * 10))
   shift
@@ -365,11 +372,15 @@ ok "dpkg -i again (upgrade)"
 check "vdevd still runs after the upgrade" kill -0 "$vdevd_pid"
 check "the state file is unchanged" cmp -s "$tmp/state.before" /var/lib/vdev/vdevd.state
 check "$p1 survives the upgrade" quiet ip link show dev "$p1"
+progs=$(held_prog_ids "$vdevd_pid")
+check "vdevd holds its BPF programs (ids: $(echo $progs))" test -n "$progs"
 stop_vdevd
 check "vdevd stops cleanly on SIGTERM (exit $vdevd_rc)" test "$vdevd_rc" = 0
 check "vdevd returned every frame: $(grep 'vdevd: stopped' "$log")" grep -q 'all .* frames back in the pool' "$log"
 if has_xdp "$p1"; then fail "$p1 keeps an XDP program after vdevd stopped"; else ok "no XDP program on $p1 after the stop"; fi
-if tc_prog_loaded; then fail "vdev's tc program is still loaded after vdevd stopped"; else ok "no tc program left after the stop"; fi
+left=$(still_loaded $progs)
+if [ -n "$left" ]; then fail "vdevd's BPF programs $(echo $left) are still loaded after it stopped"
+else ok "none of vdevd's BPF programs is left after the stop"; fi
 check "$p1 kept over the restart" quiet ip link show dev "$p1"
 check "the state file survives the stop" grep -q "^port name=$p1 " /var/lib/vdev/vdevd.state
 start_vdevd
