@@ -13,6 +13,7 @@
 #   busypoll     round trips with --busy-poll 50       (vdev-bench)
 #   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh)
 #   scale        forwarding with 248 idle ports, idle CPU with 250 (vdev-bench --real --idle-ports 248)
+#   multihost    two hosts over VXLAN and veth uplinks, vs the bridge (scripts/bench-multihost.sh)
 #   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test)
 #   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*)
 #
@@ -24,7 +25,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle scale soak control list)" >&2
+    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle scale multihost soak control list)" >&2
     exit 2
 fi
 build=$1
@@ -92,6 +93,11 @@ for group in "$@"; do
         # The README's tc-hook figures are of 5 runs: RUNS=5.
         bench_run "2 containers with 248 idle ports, tc hook" --real --idle-ports 248
         bench_run "2 containers with 248 idle ports, XDP hook" --real --idle-ports 248 --vdevd-arg=--default-hook=xdp
+        ;;
+    multihost)
+        say "two hosts, VXLAN and veth uplinks: iperf3 TCP both ways and UDP, bridge vs vdevd" \
+            "scripts/bench-multihost.sh --build $build --runs $runs"
+        "$here/bench-multihost.sh" --build "$build" --runs "$runs"
         ;;
     soak)
         say "soak: rounds, faults, frames sent/delivered/counted, fds, mappings, RSS" \
