@@ -359,8 +359,9 @@ int vdev_tc_port(struct __sk_buff *skb)
 	if (!s || s->port_index != in)
 		goto punt;
 	d = bpf_map_lookup_elem(&fast_fdb, &dst);
-	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS)
-		goto punt;
+	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
+	    (s->flags & d->flags & VDEV_FAST_ISOLATED))
+		goto punt; /* isolated to isolated: vdevd drops and counts it */
 	to = d->port_index;
 	out = bpf_map_lookup_elem(&tc_ports, &to);
 	if (!out || !(out->flags & VDEV_TC_DEST))

@@ -197,8 +197,9 @@ int vdev_xdp(struct xdp_md *ctx)
 		if (!s || s->port_index != in)
 			goto slow;
 		d = bpf_map_lookup_elem(&fast_fdb, &key);
-		if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS)
-			goto slow;
+		if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
+		    (s->flags & d->flags & VDEV_FAST_ISOLATED))
+			goto slow;  /* isolated to isolated: vdevd drops and counts it */
 		__u32 out = d->port_index;  /* the destination's devmap key */
 		if (!bpf_map_lookup_elem(&fast_ports, &out))
 			goto slow;

@@ -67,9 +67,12 @@ enum vdev_xdp_counter {
  * every VDEV_FAST_SEEN_NS) so vdevd can age and hold entries. */
 struct vdev_fast_entry {
 	__u32 port_index;
-	__u32 pad;
+	__u32 flags; /* VDEV_FAST_* */
 	__u64 seen_ns;
 };
+/* Learned on an isolated port: unicast from one such station to another
+ * is never fast-pathed (vdevd drops it, drops.isolated). */
+#define VDEV_FAST_ISOLATED 1
 #define VDEV_FAST_SEEN_NS 100000000ULL
 
 /* fast_stats: per-CPU counters, key port_index * VDEV_FAST_NSTATS + counter. */

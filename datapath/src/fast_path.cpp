@@ -85,9 +85,10 @@ void FastPath::reset(uint16_t port_index) {
   }
 }
 
-Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns) {
+Status FastPath::set(uint64_t mac, uint16_t port_index, uint64_t now_ns, bool isolated) {
   struct vdev_fast_entry e = {};
   e.port_index = port_index;
+  e.flags = isolated ? VDEV_FAST_ISOLATED : 0;
   e.seen_ns = now_ns;
   if (bpf_map_update_elem(fdbFd(), &mac, &e, BPF_ANY)) return errnoError("fast path: MAC map");
   return {};

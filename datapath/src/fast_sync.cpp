@@ -8,9 +8,10 @@
 
 namespace vdev::datapath {
 
-void FastSync::resetPort(uint16_t port_index) {
+void FastSync::resetPort(uint16_t port_index, bool isolated) {
   if (!fast_) return;
   record(port_index) = PortRecord{};
+  record(port_index).isolated = isolated;
   fast_->reset(port_index);
 }
 
@@ -59,12 +60,13 @@ void FastSync::syncPort(const Port& p) {
 void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
   if (fdb.journalOverflowed()) {
     fast_->clear();
-    for (const Fdb::Entry& e : fdb.dump(now_ns)) (void)fast_->set(e.mac, e.port_index, now_ns);
+    for (const Fdb::Entry& e : fdb.dump(now_ns))
+      (void)fast_->set(e.mac, e.port_index, now_ns, record(e.port_index).isolated);
   } else {
     for (uint64_t mac : fdb.journal()) {
       const int port_index = fdb.lookup(mac, now_ns);
       if (port_index >= 0)
-        (void)fast_->set(mac, uint16_t(port_index), now_ns);
+        (void)fast_->set(mac, uint16_t(port_index), now_ns, record(uint16_t(port_index)).isolated);
       else
         fast_->erase(mac);
     }

@@ -85,13 +85,14 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   const size_t index = opts.index ? *opts.index : ports_.freeIndex();
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
   if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
-  fast_sync_.resetPort(uint16_t(index));  // the index's fast-path counters start at 0 for its new port
+  fast_sync_.resetPort(uint16_t(index), opts.isolated);  // its fast-path counters start at 0
   if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.hook) pc.hook = *opts.hook;
+  pc.isolated = opts.isolated;
   // The skb path is set up with the first port that wants it: a veth or a
   // tap (kAuto), or any port asked to use it (kTc). A port that only might
   // (kAuto) attaches at XDP when it cannot be had, with a warning.

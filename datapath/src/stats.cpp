@@ -91,6 +91,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.live = p.live();
     ps.fast_rx = p.fastRx();
     ps.uplink = p.isUplink();
+    ps.isolated = p.isolated();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     stats::PortValues& c = ps.counters;

@@ -297,19 +297,25 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
     if (!macIsMulticast(d)) {
       const int out_index = fdb_.lookup(macKey(d), now_ns);
       if (out_index >= 0) {
+        Port& out = *ports_[size_t(out_index)];
         if (out_index == in_index)
           drop(ic, kDropNoRoute, f);  // the destination lives behind the ingress port: no hairpin
+        else if (in.isolated() && out.isolated()) [[unlikely]]
+          drop(ic, kDropIsolated, f);
         else
-          enqueue(*ports_[size_t(out_index)], f);
+          enqueue(out, f);
         continue;
       }
     }
-    // Broadcast, multicast, unknown unicast: every other live port; the
-    // original goes to the first, copies to the others.
+    // Broadcast, multicast, unknown unicast: every other live port (from an
+    // isolated port: every other one that is not isolated); the original
+    // goes to the first, copies to the others.
+    const bool iso = in.isolated();
+    auto floodsTo = [&](const Port& out) { return out.index() != in_index && out.live() && !(iso && out.isolated()); };
     bool first = true;
     for (Port* pp : active) {
       Port& out = *pp;
-      if (out.index() == in_index || !out.live()) continue;
+      if (!floodsTo(out)) continue;
       if (first) {
         first = false;
         continue;  // sent last, after the copies were taken from it
@@ -329,7 +335,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       continue;
     }
     for (Port* pp : active)
-      if (pp->index() != in_index && pp->live()) {
+      if (floodsTo(*pp)) {
         enqueue(*pp, f);
         break;
       }

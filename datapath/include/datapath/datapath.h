@@ -109,6 +109,7 @@ class Datapath {
     std::optional<XdpMode> xdp_mode;
     std::optional<bool> fast_rx;
     std::optional<PortHook> hook;
+    bool isolated = false;  // PortConfig::isolated
     bool allow_absent = false;
     // The port's index, which must be free (tests: a port beyond the fast
     // path's maps without a thousand before it); absent: the lowest free one.

@@ -83,7 +83,8 @@ class FastPath {
   void reset(uint16_t port_index);
 
   // MAC table mirror. set(): mac lives behind the port (seen = now).
-  Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns);
+  // isolated: the port is (PortConfig::isolated; VDEV_FAST_ISOLATED).
+  Status set(uint64_t mac, uint16_t port_index, uint64_t now_ns, bool isolated = false);
   void erase(uint64_t mac);
   // When the kernel last saw mac as a source behind the port (the entry's
   // seen time: refreshed by the programs at most every VDEV_FAST_SEEN_NS);

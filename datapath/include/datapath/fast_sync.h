@@ -44,6 +44,7 @@ class FastSync {
   struct PortRecord {
     FastState state = FastState::kOff;
     bool warned = false;        // "not on the kernel fast path" was logged; quiet until it joins
+    bool isolated = false;      // the port's PortConfig::isolated, for its MACs' entries
     uint64_t refused_seen = 0;  // the kernel's refused-frames counter at the last check
     FastDevBase dev;
   };
@@ -55,8 +56,9 @@ class FastSync {
   // live port: skbs need no NDO_XMIT).
   void setTc(TcPath* tc) { tc_ = tc; }
 
-  // The index got a new port: its record and its kernel counters start at 0.
-  void resetPort(uint16_t port_index);
+  // The index got a new port: its record and its kernel counters start at 0;
+  // isolated: the port's PortConfig::isolated, marked on its MACs' entries.
+  void resetPort(uint16_t port_index, bool isolated = false);
   // The port's devmap entry follows its state now (link change, removal).
   void syncPort(const Port& p);
   // The MAC table's changes since the last sync go to the kernel's copy

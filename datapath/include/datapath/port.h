@@ -92,6 +92,10 @@ struct PortConfig {
   // program runs inside the VM's write(), so the fast path would put the
   // whole delivery on that CPU.
   bool fast_rx = true;
+  // An isolated port (the bridge's "isolated", bridge CNI's portIsolation)
+  // talks only to ports that are not: unicast between two isolated ports is
+  // dropped (drops.isolated), floods from one skip the others.
+  bool isolated = false;
   PortHook hook = PortHook::kAuto;
   TcPath* tc = nullptr;  // the skb path, if set up (owned by the Datapath)
   // The punt device's far end (punt.h): a port of the datapath's own whose
@@ -184,6 +188,7 @@ class Port {
   XdpProgram* xdp() { return xdp_.get(); }
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
+  bool isolated() const { return cfg_.isolated; }
   // Whether what it receives may take the fast path: fast-rx on and an
   // index inside the fast path's maps (kFastPathPorts).
   bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }

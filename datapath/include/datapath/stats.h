@@ -34,6 +34,7 @@ struct PortStats {
   bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on
   const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
   bool uplink = false;       // Port::isUplink
+  bool isolated = false;     // PortConfig::isolated
   // Every counter of the table (stats/counters.h) by id: those vdevd counts,
   // and those read when the statistics were taken (TX outstanding, the
   // sockets' XDP_STATISTICS, the XDP program's counters, the device's

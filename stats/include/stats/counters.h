@@ -118,7 +118,9 @@ struct CounterDef {
                                          the frame; destination */                            \
   D(LinkLocal, 31, "link_local")      /* an 802.1D link-local group destination (STP, LACP,  \
                                          802.1X, LLDP: 01:80:c2:00:00:0x) from a port the    \
-                                         host is not behind: never bridged; ingress */
+                                         host is not behind: never bridged; ingress */       \
+  D(Isolated, 32, "isolated")         /* unicast from an isolated port to a station learned \
+                                         on another isolated port; ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
