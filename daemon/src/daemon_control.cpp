@@ -197,6 +197,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.xdp_mode = toVdevXdpMode(r.xdp_mode);
   o.fast_rx = r.fast_rx.value_or(true);
   o.hook = toVdevHook(r.hook);
+  o.isolated = r.isolated.value_or(false);
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -214,6 +215,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   rec.tag = r.tag.value_or("");
   names_stale_ = true;
   rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "";
+  rec.isolated = o.isolated;
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();

@@ -67,6 +67,9 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
     } else if (k == "hook") {
       if (v != "xdp" && v != "tc" && v != "auto") return "invalid hook '" + v + "' (xdp, tc or auto)";
       r.hook = v;
+    } else if (k == "isolated") {
+      if (v != "0" && v != "1") return "invalid isolated '" + v + "' (0 or 1)";
+      r.isolated = v == "1";
     } else {
       return "unknown key '" + k + "'";
     }
@@ -109,7 +112,8 @@ std::string serializeState(const DaemonState& st) {
     o += "port name=" + p.name + " type=" + p.type + " queues=" + std::to_string(p.queues) +
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
          (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
-         (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) + "\n";
+         (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) +
+         (p.isolated ? " isolated=1" : "") + "\n";
   }
   return o;
 }

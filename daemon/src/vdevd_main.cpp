@@ -474,6 +474,7 @@ int main(int argc, char** argv) {
     if (rec.hook == "xdp") o.hook = vdev::datapath::PortHook::kXdp;
     if (rec.hook == "tc") o.hook = vdev::datapath::PortHook::kTc;
     if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
+    o.isolated = rec.isolated;
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());

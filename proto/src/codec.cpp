@@ -83,6 +83,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPortsPoolLeft: return {"PORTS_POOL_LEFT", Kind::kU32};
     case kAttrPortsMapLeft: return {"PORTS_MAP_LEFT", Kind::kU32};
     case kAttrUplink: return {"UPLINK", Kind::kFlag};
+    case kAttrIsolated: return {"ISOLATED", Kind::kFlag};
     default: return {};
   }
 }
@@ -435,6 +436,7 @@ void putBody(Writer& w, const PortAddRequest& r) {
   if (r.fast_rx) w.u8(kAttrFastRx, *r.fast_rx ? 1 : 0);
   if (r.tag) w.str(kAttrPortTag, *r.tag);
   if (r.hook) w.u8(kAttrHook, static_cast<uint8_t>(*r.hook));
+  if (r.isolated) w.u8(kAttrIsolated, *r.isolated ? 1 : 0);
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -468,6 +470,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (!p.tag.empty()) w.str(kAttrPortTag, p.tag);
   if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
   if (p.uplink) w.u8(kAttrUplink, 1);
+  if (p.isolated) w.u8(kAttrIsolated, 1);
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -608,7 +611,7 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook);
+             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook) | bit(kAttrIsolated);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -658,6 +661,7 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       if (tb[kAttrFastRx]) r.fast_rx = getU8(tb[kAttrFastRx]) != 0;
       if (tb[kAttrPortTag]) r.tag = getStr(tb[kAttrPortTag]);
       if (tb[kAttrHook]) r.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
+      if (tb[kAttrIsolated]) r.isolated = getU8(tb[kAttrIsolated]) != 0;
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -731,6 +735,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrPortTag]) p.tag = getStr(tb[kAttrPortTag]);
   if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
   if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
+  if (tb[kAttrIsolated]) p.isolated = getU8(tb[kAttrIsolated]) != 0;
   return p;
 }
 

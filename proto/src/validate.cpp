@@ -275,6 +275,7 @@ const char* attrName(uint16_t attr) {
     case kAttrPortsPoolLeft: return "PORTS_POOL_LEFT";
     case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
     case kAttrUplink: return "UPLINK";
+    case kAttrIsolated: return "ISOLATED";
     default: return "UNKNOWN";
   }
 }

@@ -162,6 +162,7 @@ TEST_F(CniSpecTest, BadConfigurationIsCode1Or6Or7) {
   expectError(with("xdpMode", "fast"), 7, "1.0.0", "xdpMode");
   expectError(with("uplink", "bad/name"), 7, "1.0.0", "uplink");
   expectError(with("uplink", 5), 6, "1.0.0", "uplink");
+  expectError(with("portIsolation", "yes"), 6, "1.0.0", "portIsolation");
   expectError(with("mac", "01:00:5e:00:00:01"), 7, "1.0.0", "mac");
   expectError(with("mac", "zz"), 7, "1.0.0", "mac");
   expectError(with("socket", "relative.sock"), 7, "1.0.0", "socket");
@@ -492,6 +493,23 @@ TEST_F(CniTest, UplinkSizesTheContainersMtu) {
   EXPECT_FALSE(linkExists("eth0", &b));
   EXPECT_EQ(allocations().size(), held) << "a refused ADD holds no address";
   expectOk(runPlugin(inv("DEL", "ctr-a", &a), conf("1.0.0").dump()), "DEL");
+}
+
+// "portIsolation": true (bridge CNI's key) makes the container's port
+// isolated; without it, it is not.
+TEST_F(CniTest, PortIsolationMakesAnIsolatedPort) {
+  Netns a, b;
+  OJson c = conf("1.0.0");
+  c["portIsolation"] = true;
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), conf("1.0.0"));
+  auto pa = client().portGet(ra["interfaces"][0]["name"]);
+  auto pb = client().portGet(rb["interfaces"][0]["name"]);
+  ASSERT_TRUE(pa && pb);
+  EXPECT_TRUE(pa->isolated);
+  EXPECT_FALSE(pb->isolated);
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
 }
 
 TEST_F(CniTest, FailedAddLeavesNothing) {

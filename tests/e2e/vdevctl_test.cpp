@@ -638,6 +638,66 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
+// isolated on (bridge CNI's portIsolation, the bridge's "isolated"): two
+// isolated containers never reach each other -- floods skip the other,
+// unicast between them is dropped and counted (drops.isolated, at the
+// sender's port), on the kernel fast path too -- while both reach a port
+// that is not isolated and it reaches them. At both hooks.
+TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
+  for (const std::string hook : {"tc", "xdp"}) {
+    SCOPED_TRACE("hook " + hook);
+    Netns ns1, ns2, ns3;
+    const std::string c1 = uniqueName('i'), c2 = uniqueName('i'), c3 = uniqueName('c');
+    DeviceGuard guard({c1, c2, c3});
+    auto d = startVdevd({"--fast-path"});
+    const Mac m1 = uniqueMac(), m2 = uniqueMac(), m3 = uniqueMac();
+    ok({"port", "add", c1, "type", "veth", "hook", hook, "isolated", "on", "create", "netns", ns1.name(), "peer",
+        "eth0", "peer-mac", macString(m1)});
+    ok({"port", "add", c2, "type", "veth", "hook", hook, "isolated", "on", "create", "netns", ns2.name(), "peer",
+        "eth0", "peer-mac", macString(m2)});
+    ok({"port", "add", c3, "type", "veth", "hook", hook, "create", "netns", ns3.name(), "peer", "eth0",
+        "peer-mac", macString(m3)});
+    waitLive({c1, c2, c3});
+    const Json ports = json({"port", "show"});
+    EXPECT_TRUE((*findPort(ports, c1))["isolated"].asBool()) << ports.dump();
+    EXPECT_TRUE((*findPort(ports, c2))["isolated"].asBool()) << ports.dump();
+    EXPECT_FALSE((*findPort(ports, c3))["isolated"].asBool()) << ports.dump();
+    PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
+    a.setLabel("isolated 1");
+    b.setLabel("isolated 2");
+    c.setLabel("open");
+    const Endpoints all = {&a, &b, &c};
+    // Floods (and learning): from an isolated port only to the open one.
+    a.send({testframe::kBroadcast, m1, Kind::kExperimental, 1, 0, 60});
+    expectFlow(all, 1, {{&c, 1}});
+    c.send({testframe::kBroadcast, m3, Kind::kExperimental, 2, 0, 60});
+    expectFlow(all, 2, {{&a, 1}, {&b, 1}});
+    b.send({testframe::kBroadcast, m2, Kind::kExperimental, 3, 0, 60});
+    expectFlow(all, 3, {{&c, 1}});
+    // Unicast, twice: the second round after the kernel fast path has the
+    // stations' MACs.
+    for (uint32_t round = 0; round < 2; ++round) {
+      const uint32_t f = 10 + 10 * round;
+      const Stats before = d->stats();
+      sendMixed(a, m3, f, 40);
+      sendMixed(c, m2, f + 1, 40);
+      sendMixed(a, m2, f + 2, 40);
+      sendMixed(b, m1, f + 3, 40);
+      expectFlow(all, f, {{&c, 40}});
+      expectFlow(all, f + 1, {{&b, 40}});
+      const auto iso = [&](const Stats& s, const std::string& p) {
+        return s.port(p).drop("isolated") - before.port(p).drop("isolated");
+      };
+      const Stats s = d->statsUntil([&](const Stats& st) { return iso(st, c1) >= 40 && iso(st, c2) >= 40; }, 5s);
+      EXPECT_EQ(iso(s, c1), 40u) << s.dump();
+      EXPECT_EQ(iso(s, c2), 40u) << s.dump();
+      expectFlow(all, f + 2, {});
+      expectFlow(all, f + 3, {});
+    }
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
 // fast-rx off on a VM's tap: with the kernel fast path on, everything the
 // VM sends goes through vdevd (its program's "fast" stays 0, "redirect"
 // counts every frame), while the container's unicast to the VM still takes

@@ -921,6 +921,28 @@ TEST(CtlCodec, UplinkInPortReplies) {
   EXPECT_STREQ(attrName(kAttrUplink), "UPLINK");
 }
 
+// ISOLATED: optional in PORT_ADD (absent = not isolated, and then not on the
+// wire, so an older daemon still takes the request), in port replies when set.
+TEST(CtlCodec, IsolatedInPortAddAndPortReplies) {
+  PortAddRequest on{"c1", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  on.isolated = true;
+  PortAddRequest absent{"c1", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  expectRoundTrip(on);
+  expectRoundTrip(absent);
+  EXPECT_EQ(enc(absent).size() + 8, enc(on).size()) << "ISOLATED is one u8 attribute (8 bytes)";
+  auto d = decodeRequest(enc(on));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(d->body).isolated, std::optional<bool>(true));
+  expectReject(portAdd().u8(kAttrIsolated, 2).done(), EINVAL, "attribute ISOLATED: 2, expected 0 or 1");
+  EXPECT_STREQ(attrName(kAttrIsolated), "ISOLATED");
+  PortInfo p = port("c1", 1);
+  p.isolated = true;
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{p, port("c2", 2)}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  EXPECT_TRUE(std::get<PortList>(*pl).ports.at(0).isolated);
+  EXPECT_FALSE(std::get<PortList>(*pl).ports.at(1).isolated);
+}
+
 // FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
 // always in port replies; strictly 0 or 1 both ways.
 TEST(CtlCodec, FastRxInPortAddAndPortReplies) {

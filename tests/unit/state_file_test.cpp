@@ -257,5 +257,23 @@ TEST_F(StateDir, EnsurePrivateDirCreatesAndChecks) {
   EXPECT_FALSE(ensurePrivateDir(dir + "/link", 0700).ok());
 }
 
+// isolated=1 is saved for an isolated port only; absent means not isolated.
+TEST(StateFile, IsolatedRoundTripsAndAbsentMeansOff) {
+  DaemonState st = sample();
+  st.ports[0].isolated = true;
+  const std::string text = serializeState(st);
+  EXPECT_EQ(text.find(" isolated="), text.rfind(" isolated=")) << "only the isolated port: " << text;
+  EXPECT_NE(text.find(" isolated=1"), std::string::npos) << text;
+  auto back = parseState(text);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+  auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  EXPECT_FALSE(old.value().ports.at(0).isolated);
+  auto bad = parseState("# vdevd state v1\nport name=vm1 isolated=yes\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().what.find("invalid isolated 'yes' (0 or 1)"), std::string::npos) << bad.error().what;
+}
+
 }  // namespace
 }  // namespace vdev::daemon

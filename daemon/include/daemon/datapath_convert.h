@@ -57,6 +57,7 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   p.fast_rx = s.fast_rx;
   p.hook = std::string_view(s.hook) == "tc" ? proto::PortHook::kTc : proto::PortHook::kXdp;
   p.uplink = s.uplink;
+  p.isolated = s.isolated;
   if (s.punt) p.type = proto::PortType::kPunt;
   return p;
 }

@@ -46,6 +46,7 @@ struct PortRecord {
   uint32_t owner_uid = 0;         // the uid that added it (only that uid, or root, may delete it)
   std::string tag;                // PORT_TAG given at add (vdev-cni: "cni:NETWORK"); "" none
   std::string hook;  // xdp | tc | auto (chosen by the device) | "" (vdevd's --default-hook)
+  bool isolated = false;  // talks only to ports that are not isolated
   bool operator==(const PortRecord&) const = default;
 };
 

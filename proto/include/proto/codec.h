@@ -62,6 +62,7 @@ struct PortAddRequest {
   std::optional<bool> fast_rx;          // absent: on (received frames may take the kernel fast path)
   std::optional<std::string> tag;       // PORT_TAG: the adder's label (vdev-cni: "cni:NETWORK")
   std::optional<PortHook> hook;         // absent: chosen by the device (tc for veths and taps)
+  std::optional<bool> isolated;         // absent: not isolated (and not on the wire)
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -146,6 +147,7 @@ struct PortInfo {
   std::string tag;                    // PORT_TAG given at add ("" if none)
   std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
   bool uplink = false;           // UPLINK: neither a veth nor a tap
+  bool isolated = false;         // ISOLATED
   bool operator==(const PortInfo&) const = default;
 };
 

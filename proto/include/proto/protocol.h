@@ -125,7 +125,9 @@ enum Attr : uint16_t {
                            // a port beyond them is switched by vdevd alone)
   kAttrUplink = 31,        // u8 0|1: the port's device is an uplink -- neither a veth nor a tap (a NIC,
                            // a VXLAN or Geneve tunnel, a bond) (port replies; absent: 0)
-  kAttrMax = kAttrUplink
+  kAttrIsolated = 32,      // u8 0|1: an isolated port, which talks only to ports that are not (the
+                           // bridge's "isolated") (PORT_ADD: absent = 0; port replies; absent: 0)
+  kAttrMax = kAttrIsolated
 };
 
 // Inside kAttrCreate (PORT_ADD).

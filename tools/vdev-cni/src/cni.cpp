@@ -35,6 +35,13 @@ std::optional<std::string> optString(const Json& obj, const char* key, std::stri
   return v->get<std::string>();
 }
 
+std::optional<bool> optBool(const Json& obj, const char* key, std::string_view where) {
+  const Json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) typeError(std::string(where) + "." + key, "true or false");
+  return v->get<bool>();
+}
+
 std::string reqString(const Json& obj, const char* key, std::string_view where) {
   auto s = optString(obj, key, where);
   if (!s) throw CniError(kErrDecode, "decoding " + std::string(where) + ": \"" + key + "\" is missing");
@@ -403,6 +410,7 @@ NetConf parseNetConf(std::string_view text, Command command) {
     if (!validIfname(*up)) throw CniError(kErrInvalidConfig, "uplink: \"" + *up + "\" is not an interface name");
     c.uplink = *up;
   }
+  c.portIsolation = optBool(j, "portIsolation", w).value_or(false);
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");
   if (c.xdpMode != "auto" && c.xdpMode != "native" && c.xdpMode != "generic")

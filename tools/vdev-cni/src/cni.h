@@ -167,6 +167,7 @@ struct NetConf {
   std::string socket;           // vdevd's control socket
   std::optional<uint32_t> mtu;  // both veth ends
   std::optional<std::string> uplink;  // a port of vdevd's whose MTU the veths take (and mtu may not exceed)
+  bool portIsolation = false;         // the port is isolated (bridge CNI's key)
   std::optional<std::string> mac;  // the container interface's MAC
   std::string xdpMode = "auto";
   // Delegation.

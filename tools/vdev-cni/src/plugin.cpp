@@ -246,6 +246,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   create.mtu = mtu;
   req.create = create;
   req.tag = portTag(c.name);  // what GC recognises this network's ports by
+  if (c.portIsolation) req.isolated = true;
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),

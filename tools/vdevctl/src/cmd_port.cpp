@@ -164,6 +164,11 @@ int cmdPortAdd(Context& ctx, Args& a) {
       if (v != "on" && v != "off")
         a.usage("fast-rx '" + v + "': expected on or off (off: frames the port receives always go through vdevd)");
       r.fast_rx = v == "on";
+    } else if (k == "isolated") {
+      const std::string v = a.next("on or off after 'isolated'");
+      if (v != "on" && v != "off")
+        a.usage("isolated '" + v + "': expected on or off (on: the port talks only to ports that are not isolated)");
+      r.isolated = v == "on";
     } else if (k == "hook") {
       const std::string v = a.next("xdp or tc after 'hook'");
       const auto h = vdev::proto::parsePortHook(v);

@@ -34,6 +34,7 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["fast_rx"] = p.fast_rx;
   o["hook"] = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
   o["uplink"] = p.uplink;
+  o["isolated"] = p.isolated;
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
 }
 

@@ -14,6 +14,7 @@ constexpr const char kPortAddHelp[] = R"HELP(NAME
 SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
+                     [isolated on|off]
                      [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
                              [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
                              [multi-queue]]
@@ -70,6 +71,12 @@ ARGUMENTS
                         runs on that thread (figures in docs/performance.md).
                         It costs latency and vdevd CPU: on has the lower
                         round-trip time
+    isolated on|off     on: the port talks only to ports that are not isolated
+                        (an uplink, a gateway), never to another isolated one,
+                        as the Linux bridge's "isolated" (default off).
+                        Unicast between two isolated ports is dropped and
+                        counted (drops.isolated), on the kernel fast path too;
+                        floods from an isolated port skip the others
     create              create the device; the arguments after it describe it:
 
   veth only:
@@ -169,7 +176,8 @@ DESCRIPTION
 
     With -j: a JSON array of objects with the fields name, type, ifindex,
     queues, queues_bound, xdp_mode, bind_mode, mtu, live (true/false),
-    fast_rx (true/false), hook, uplink (true/false) and, when known, mac;
+    fast_rx (true/false), hook, uplink (true/false), isolated (true/false)
+    and, when known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
 
@@ -197,7 +205,7 @@ DESCRIPTION
     drops        frames vdevd dropped, by reason: ring_full, tx_ring_full,
                  no_route, port_down, oversize, runt, pool_empty, invalid_src,
                  bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit,
-                 link_local
+                 link_local, isolated
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
