@@ -89,6 +89,12 @@ struct DatapathConfig {
   // first such port: its punt device is named punt_name + "k"/"u" (at
   // most 13 characters; one per vdevd in a network namespace).
   std::string punt_name = "vdevpunt";
+  // Every port's storm control and policer unless it has its own
+  // (PortOptions::limits): by default a guest may send 10000 broadcast,
+  // 10000 multicast and 10000 unknown-unicast frames a second, enough for
+  // ARP, ND, DHCP and mDNS of many stations, and little enough that one
+  // guest's flood costs the others next to nothing; no policer.
+  PortLimits limits{.bcast_pps = 10000, .mcast_pps = 10000, .unknown_pps = 10000};
 };
 
 class Datapath {
@@ -110,6 +116,7 @@ class Datapath {
     std::optional<bool> fast_rx;
     std::optional<PortHook> hook;
     bool isolated = false;  // PortConfig::isolated
+    PortLimitOptions limits;  // over DatapathConfig::limits
     bool allow_absent = false;
     // The port's index, which must be free (tests: a port beyond the fast
     // path's maps without a thousand before it); absent: the lowest free one.

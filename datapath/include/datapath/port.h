@@ -22,6 +22,7 @@
 #include "datapath/counters.h"
 #include "datapath/fast_path.h"
 #include "datapath/frame_pool.h"
+#include "datapath/limits.h"
 #include "datapath/link_state.h"
 #include "datapath/xdp_prog.h"
 #include "datapath/xsk.h"
@@ -96,6 +97,7 @@ struct PortConfig {
   // talks only to ports that are not: unicast between two isolated ports is
   // dropped (drops.isolated), floods from one skip the others.
   bool isolated = false;
+  PortLimits limits;  // storm control and policer (DatapathConfig::limits, or the port's own)
   PortHook hook = PortHook::kAuto;
   TcPath* tc = nullptr;  // the skb path, if set up (owned by the Datapath)
   // The punt device's far end (punt.h): a port of the datapath's own whose
@@ -189,6 +191,7 @@ class Port {
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
   bool isolated() const { return cfg_.isolated; }
+  const PortLimits& limits() const { return cfg_.limits; }
   // Whether what it receives may take the fast path: fast-rx on and an
   // index inside the fast path's maps (kFastPathPorts).
   bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }

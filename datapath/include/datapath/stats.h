@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datapath/counters.h"
+#include "datapath/limits.h"
 #include "stats/counters.h"
 
 namespace vdev::datapath {
@@ -35,6 +36,7 @@ struct PortStats {
   const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
   bool uplink = false;       // Port::isUplink
   bool isolated = false;     // PortConfig::isolated
+  PortLimits limits;         // PortConfig::limits
   // Every counter of the table (stats/counters.h) by id: those vdevd counts,
   // and those read when the statistics were taken (TX outstanding, the
   // sockets' XDP_STATISTICS, the XDP program's counters, the device's

@@ -120,7 +120,15 @@ struct CounterDef {
                                          802.1X, LLDP: 01:80:c2:00:00:0x) from a port the    \
                                          host is not behind: never bridged; ingress */       \
   D(Isolated, 32, "isolated")         /* unicast from an isolated port to a station learned \
-                                         on another isolated port; ingress */
+                                         on another isolated port; ingress */                \
+  D(StormBcast, 33, "storm_bcast")    /* broadcast beyond the port's storm limit (its      \
+                                         program's token bucket); ingress */                  \
+  D(StormMcast, 34, "storm_mcast")    /* multicast beyond the port's storm limit (its      \
+                                         program's token bucket); ingress */                  \
+  D(StormUnknown, 35, "storm_unknown") /* unicast to an unknown MAC (a flood) beyond the    \
+                                         port's storm limit (vdevd's bucket); ingress */      \
+  D(Police, 36, "police")             /* beyond the port's ingress policer (packets/s or   \
+                                         bits/s; its program's token buckets); ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,

@@ -1,0 +1,49 @@
+// Storm control and the ingress policer of a port (PortConfig::limits).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace vdev::datapath {
+
+// What one port may send into the switch: storm control (broadcast,
+// multicast and unknown-unicast frames per second) and an ingress policer
+// (every frame, packets/s and bits/s). 0: no limit. Token buckets, each
+// holding police_burst_ms (storm: kStormBurstMs) of its rate, at least one
+// frame; a frame passes while its bucket is not in debt and then takes its
+// cost (so one 64 KB GSO skb passes a small bucket and the debt it leaves
+// holds back what follows). Broadcast, multicast and the policer are
+// enforced by the port's program (XDP or tc) before anything else: what
+// they drop never reaches vdevd or the fast path; unknown unicast by vdevd,
+// the only one that knows a destination is unknown.
+struct PortLimits {
+  static constexpr uint32_t kStormBurstMs = 100;
+  static constexpr uint32_t kDefaultPoliceBurstMs = 10;
+  uint32_t bcast_pps = 0;        // drops.storm_bcast
+  uint32_t mcast_pps = 0;        // drops.storm_mcast (not broadcast)
+  uint32_t unknown_pps = 0;      // drops.storm_unknown
+  uint64_t police_pps = 0;       // drops.police
+  uint64_t police_bps = 0;       // bits/s of frames (Ethernet header on)
+  uint32_t police_burst_ms = 0;  // 0: kDefaultPoliceBurstMs
+  bool any() const { return bcast_pps || mcast_pps || unknown_pps || police_pps || police_bps; }
+  bool operator==(const PortLimits&) const = default;
+};
+
+// A port's own limits, where given (vdevctl port add ... storm-bcast N):
+// each field absent keeps the datapath's default (DatapathConfig).
+struct PortLimitOptions {
+  std::optional<uint32_t> bcast_pps, mcast_pps, unknown_pps;
+  std::optional<uint64_t> police_pps, police_bps;
+  std::optional<uint32_t> police_burst_ms;
+  PortLimits over(PortLimits base) const {
+    if (bcast_pps) base.bcast_pps = *bcast_pps;
+    if (mcast_pps) base.mcast_pps = *mcast_pps;
+    if (unknown_pps) base.unknown_pps = *unknown_pps;
+    if (police_pps) base.police_pps = *police_pps;
+    if (police_bps) base.police_bps = *police_bps;
+    if (police_burst_ms) base.police_burst_ms = *police_burst_ms;
+    return base;
+  }
+};
+
+}  // namespace vdev::datapath
