@@ -15,6 +15,22 @@ std::optional<uint64_t> parseU64(std::string_view s, uint64_t lo, uint64_t hi) {
   return v;
 }
 
+std::optional<uint64_t> parseRate(std::string_view s) {
+  uint64_t scale = 1;
+  if (!s.empty()) {
+    switch (s.back()) {
+      case 'k': scale = 1000; break;
+      case 'M': scale = 1000000; break;
+      case 'G': scale = 1000000000; break;
+      default: break;
+    }
+  }
+  if (scale != 1) s.remove_suffix(1);
+  const auto v = parseU64(s, 0, UINT64_MAX / scale);  // the bound: no overflow below
+  if (!v) return std::nullopt;
+  return *v * scale;
+}
+
 std::optional<double> parseDouble(std::string_view s, double lo, double hi) {
   if (s.empty() || !(s.front() == '-' || s.front() == '.' || (s.front() >= '0' && s.front() <= '9')))
     return std::nullopt;  // from_chars would take "inf" and "nan"

@@ -51,6 +51,12 @@ double number(std::string_view value, double lo, double hi, const std::string& m
   return *v;
 }
 
+uint64_t rate(std::string_view value, const std::string& message) {
+  const auto v = parseRate(value);
+  if (!v) fail(message);
+  return *v;
+}
+
 Mac mac(std::string_view value, const std::string& message) {
   const auto m = parseMac(value);
   if (!m) fail(message);

@@ -59,6 +59,8 @@ class CliTest : public ::testing::Test {
                        }},
                       {"ratio", 0, Arg::kRequired,
                        [this](std::string_view v) { ratio = number(v, 0, 1, "--ratio must be 0..1"); }},
+                      {"rate", 0, Arg::kRequired,
+                       [this](std::string_view v) { bps = rate(v, "--rate must be bits/s (100M)"); }},
                   });
   }
 
@@ -81,12 +83,13 @@ class CliTest : public ::testing::Test {
   int forced = 0;
   std::string flagValue = "unset";
   double ratio = -1;
+  uint64_t bps = 1;
 };
 
 TEST_F(CliTest, HandlersRunInOrderWithTheirValues) {
   const Parser p = makeParser();
   const Parsed r = run(p, {"-p", "a", "--port=b", "--port", "c", "-fb64", "--mac", "02:00:00:00:00:0A", "--ratio",
-                        "0.25"});
+                        "0.25", "--rate", "100M"});
   EXPECT_FALSE(r.outcome.exit) << r.err;
   EXPECT_EQ(ports, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(batch, 64u);
@@ -95,6 +98,7 @@ TEST_F(CliTest, HandlersRunInOrderWithTheirValues) {
   ASSERT_EQ(macs.size(), 1u);
   EXPECT_EQ(formatMac(macs[0]), "02:00:00:00:00:0a");
   EXPECT_DOUBLE_EQ(ratio, 0.25);
+  EXPECT_EQ(bps, 100000000u);
   EXPECT_TRUE(r.out.empty());
   EXPECT_TRUE(r.err.empty());
 }
@@ -135,6 +139,8 @@ TEST_F(CliTest, UsageErrorsHaveOneFormAndExit2) {
       {{"--mac", "2:0:0:0:0:1"}, "invalid MAC '2:0:0:0:0:1'"},
       {{"--ratio", "nan"}, "--ratio must be 0..1"},
       {{"--ratio", "1.5"}, "--ratio must be 0..1"},
+      {{"--rate", "1.5M"}, "--rate must be bits/s (100M)"},
+      {{"--rate", ""}, "--rate must be bits/s (100M)"},
       {{"stray"}, "unexpected argument 'stray'"},
       {{"--port", "a", "stray"}, "unexpected argument 'stray'"},
   };
@@ -233,6 +239,27 @@ TEST(ParseDouble, FiniteDecimalInsideTheRange) {
   EXPECT_FALSE(parseDouble("3600.01", 0.1, 3600));
   EXPECT_FALSE(parseDouble("0.09", 0.1, 3600));
   EXPECT_FALSE(parseDouble("1e999", 0, 1e300));  // overflow
+}
+
+// Rates as vdevd's --police-rate and vdevctl's police-rate take them:
+// decimal, k/M/G for 10^3/10^6/10^9, nothing else.
+TEST(ParseRate, DecimalWithAnSiSuffix) {
+  EXPECT_EQ(parseRate("0"), 0u);
+  EXPECT_EQ(parseRate("0k"), 0u);
+  EXPECT_EQ(parseRate("1500"), 1500u);
+  EXPECT_EQ(parseRate("100k"), 100000u);
+  EXPECT_EQ(parseRate("100M"), 100000000u);
+  EXPECT_EQ(parseRate("10G"), 10000000000u);
+  EXPECT_EQ(parseRate("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(parseRate("18446744073G"), 18446744073000000000u);
+  for (const char* s : {"", "-1", "+1", " 1", "1 ", "1.5M", "1.5", "10T", "100m", "100K", "1g", "M", "k",
+                        "1MM", "1Mb", "0x10", "1e6"})
+    EXPECT_FALSE(parseRate(s)) << s;
+  // Overflow, with and without a suffix.
+  EXPECT_FALSE(parseRate("18446744073709551616"));
+  EXPECT_FALSE(parseRate("18446744074G"));
+  EXPECT_FALSE(parseRate("18446744073709552k"));
+  EXPECT_FALSE(parseRate("99999999999999999999999M"));
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ class UsageError : public std::runtime_error {
 uint32_t u32(std::string_view value, uint32_t lo, uint32_t hi, const std::string& message);
 uint64_t u64(std::string_view value, uint64_t lo, uint64_t hi, const std::string& message);
 double number(std::string_view value, double lo, double hi, const std::string& message);
+// A rate: a number, or one with k, M or G (10^3, 10^6, 10^9; parseRate).
+uint64_t rate(std::string_view value, const std::string& message);
 Mac mac(std::string_view value, const std::string& message);
 
 class Parser {

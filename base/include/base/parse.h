@@ -21,6 +21,13 @@ inline std::optional<uint32_t> parseU32(std::string_view s, uint32_t lo = 0,
   return static_cast<uint32_t>(*v);
 }
 
+// A rate (bits/s on vdevd's and vdevctl's command lines): a decimal number
+// as parseU64 takes it, optionally followed by k, M or G for 10^3, 10^6 or
+// 10^9 ("100M" is 100000000) -- SI prefixes, as link speeds and tc's rates
+// are written, not powers of two. No fraction ("1.5M": write 1500k), no
+// other suffix or case ("10T", "100m"), nothing beyond UINT64_MAX.
+std::optional<uint64_t> parseRate(std::string_view s);
+
 // A finite decimal number ("2", "0.5", "1e-3", "-1.5") inside [lo, hi]: the
 // whole text, no leading '+' or space, no hex, no inf or nan. Durations,
 // fractions and rates on command lines.
