@@ -84,6 +84,12 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPortsMapLeft: return {"PORTS_MAP_LEFT", Kind::kU32};
     case kAttrUplink: return {"UPLINK", Kind::kFlag};
     case kAttrIsolated: return {"ISOLATED", Kind::kFlag};
+    case kAttrStormBcast: return {"STORM_BCAST", Kind::kU32};
+    case kAttrStormMcast: return {"STORM_MCAST", Kind::kU32};
+    case kAttrStormUnknown: return {"STORM_UNKNOWN", Kind::kU32};
+    case kAttrPolicePps: return {"POLICE_PPS", Kind::kU64};
+    case kAttrPoliceBps: return {"POLICE_BPS", Kind::kU64};
+    case kAttrPoliceBurst: return {"POLICE_BURST", Kind::kU32};
     default: return {};
   }
 }
@@ -437,6 +443,13 @@ void putBody(Writer& w, const PortAddRequest& r) {
   if (r.tag) w.str(kAttrPortTag, *r.tag);
   if (r.hook) w.u8(kAttrHook, static_cast<uint8_t>(*r.hook));
   if (r.isolated) w.u8(kAttrIsolated, *r.isolated ? 1 : 0);
+  const LimitOptions& l = r.limits;
+  if (l.storm_bcast) w.u32(kAttrStormBcast, *l.storm_bcast);
+  if (l.storm_mcast) w.u32(kAttrStormMcast, *l.storm_mcast);
+  if (l.storm_unknown) w.u32(kAttrStormUnknown, *l.storm_unknown);
+  if (l.police_pps) w.u64(kAttrPolicePps, *l.police_pps);
+  if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
+  if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
 void putBody(Writer& w, const PortGetRequest& r) {
@@ -471,6 +484,16 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
   if (p.uplink) w.u8(kAttrUplink, 1);
   if (p.isolated) w.u8(kAttrIsolated, 1);
+  if (p.limits) {
+    // All six, 0s included: a 0 here says "no limit", where absence would
+    // say "an older daemon".
+    w.u32(kAttrStormBcast, p.limits->storm_bcast);
+    w.u32(kAttrStormMcast, p.limits->storm_mcast);
+    w.u32(kAttrStormUnknown, p.limits->storm_unknown);
+    w.u64(kAttrPolicePps, p.limits->police_pps);
+    w.u64(kAttrPoliceBps, p.limits->police_bps);
+    w.u32(kAttrPoliceBurst, p.limits->police_burst_ms);
+  }
 }
 
 void putPortStats(Writer& w, const PortStatsMsg& s) {
@@ -611,7 +634,9 @@ uint64_t allowedFor(Cmd c) {
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
-             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook) | bit(kAttrIsolated);
+             bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook) | bit(kAttrIsolated) |
+             bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) | bit(kAttrPolicePps) |
+             bit(kAttrPoliceBps) | bit(kAttrPoliceBurst);
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -662,6 +687,13 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       if (tb[kAttrPortTag]) r.tag = getStr(tb[kAttrPortTag]);
       if (tb[kAttrHook]) r.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
       if (tb[kAttrIsolated]) r.isolated = getU8(tb[kAttrIsolated]) != 0;
+      LimitOptions& l = r.limits;
+      if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
+      if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
+      if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
+      if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
+      if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
+      if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
@@ -736,6 +768,18 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
   if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
   if (tb[kAttrIsolated]) p.isolated = getU8(tb[kAttrIsolated]) != 0;
+  // A daemon that has limits sends all six; one that sends any is taken to
+  // have them (a missing one reads as 0), one that sends none to have none.
+  if (tb[kAttrStormBcast] || tb[kAttrStormMcast] || tb[kAttrStormUnknown] || tb[kAttrPolicePps] ||
+      tb[kAttrPoliceBps] || tb[kAttrPoliceBurst]) {
+    Limits& l = p.limits.emplace();
+    if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
+    if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
+    if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
+    if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
+    if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
+    if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
+  }
   return p;
 }
 

@@ -148,6 +148,11 @@ Status validateBody(const PortAddRequest& r) {
   if (r.hook && *r.hook != PortHook::kXdp && *r.hook != PortHook::kTc)
     return invalid("attribute HOOK: " + std::to_string(static_cast<unsigned>(*r.hook)) +
                    " is not xdp(1) or tc(2)");
+  // Every rate may be anything (0: no limit). A burst of 0 is refused: the
+  // datapath reads 0 as its default (10 ms), so it would quietly become
+  // something other than what was asked.
+  if (r.limits.police_burst_ms && *r.limits.police_burst_ms == 0)
+    return invalid("attribute POLICE_BURST: 0 ms is no burst (at least 1; leave it out for vdevd's default)");
   if (r.create) return validateCreate(r);
   return {};
 }
@@ -276,6 +281,12 @@ const char* attrName(uint16_t attr) {
     case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
     case kAttrUplink: return "UPLINK";
     case kAttrIsolated: return "ISOLATED";
+    case kAttrStormBcast: return "STORM_BCAST";
+    case kAttrStormMcast: return "STORM_MCAST";
+    case kAttrStormUnknown: return "STORM_UNKNOWN";
+    case kAttrPolicePps: return "POLICE_PPS";
+    case kAttrPoliceBps: return "POLICE_BPS";
+    case kAttrPoliceBurst: return "POLICE_BURST";
     default: return "UNKNOWN";
   }
 }

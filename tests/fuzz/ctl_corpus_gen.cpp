@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
   req("port_add_veth_pid", PortAddRequest{"vd2", PortType::kVeth, {}, XdpMode::kGeneric, vethPid});
   req("port_add_tap", PortAddRequest{"tap0", PortType::kTap, 4u, XdpMode::kAuto, tap});
   req("port_add_tap_fast_rx_off", PortAddRequest{"tap1", PortType::kTap, {}, XdpMode::kAuto, tap, false});
+  PortAddRequest limited{"vd3", PortType::kVeth, {}, XdpMode::kAuto, veth};
+  limited.limits = {100, 0, 5000, {}, 100000000, 20};
+  req("port_add_veth_limits", limited);
   req("port_del", PortDelRequest{"vd0"});
   req("port_get", PortGetRequest{"vd0"});
   req("port_dump", PortGetRequest{});
@@ -112,6 +115,9 @@ int main(int argc, char** argv) {
   slow.fast_rx = false;
   rep("port_dump", PortGetRequest{}, PortList{{p, slow}});
   rep("port_dump_empty", PortGetRequest{}, PortList{});
+  PortInfo lim = p;
+  lim.limits = Limits{10000, 10000, 10000, 0, 100000000, 10};
+  rep("port_get_limits", PortGetRequest{"vd0"}, PortList{{lim}});
   rep("stats_get", StatsGetRequest{"vd0"}, StatsReply{{stat("vd0")}, pool, 3u});
   rep("stats_dump", StatsGetRequest{}, StatsReply{{stat("vd0"), stat("vd1")}, pool, 3u});
   rep("fdb_dump", FdbGetRequest{},

@@ -943,6 +943,74 @@ TEST(CtlCodec, IsolatedInPortAddAndPortReplies) {
   EXPECT_FALSE(std::get<PortList>(*pl).ports.at(1).isolated);
 }
 
+// STORM_* and POLICE_*: each optional in PORT_ADD (absent = vdevd's default,
+// and then not on the wire, so an older daemon still takes the request; 0 =
+// no limit and sent), all six in port replies; POLICE_BURST 0 refused.
+TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
+  PortAddRequest none{"c1", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  PortAddRequest all = none;
+  all.limits = {100, 0, 4294967295u, 0, 10000000000ull, 25};
+  PortAddRequest some = none;
+  some.limits.storm_bcast = 0;  // off: given, so on the wire
+  some.limits.police_bps = 18446744073709551615ull;
+  expectRoundTrip(none);
+  expectRoundTrip(all);
+  expectRoundTrip(some);
+  EXPECT_EQ(enc(none).size() + 4 * 8 + 2 * 12, enc(all).size()) << "4 u32 and 2 u64 attributes";
+  EXPECT_EQ(enc(none).size() + 8 + 12, enc(some).size()) << "only what is given";
+  auto d = decodeRequest(enc(all));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  const LimitOptions& l = std::get<PortAddRequest>(d->body).limits;
+  EXPECT_EQ(l.storm_bcast, std::optional<uint32_t>(100));
+  EXPECT_EQ(l.storm_mcast, std::optional<uint32_t>(0));
+  EXPECT_EQ(l.storm_unknown, std::optional<uint32_t>(4294967295u));
+  EXPECT_EQ(l.police_pps, std::optional<uint64_t>(0));
+  EXPECT_EQ(l.police_bps, std::optional<uint64_t>(10000000000ull));
+  EXPECT_EQ(l.police_burst_ms, std::optional<uint32_t>(25));
+  auto n = decodeRequest(enc(none));
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(std::get<PortAddRequest>(n->body).limits, LimitOptions{});
+
+  // A burst of 0 is refused by both sides; the rates' types are exact.
+  PortAddRequest zero = none;
+  zero.limits.police_burst_ms = 0;
+  auto e = encodeRequest(1, zero);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().what.find("attribute POLICE_BURST: 0 ms is no burst"), std::string::npos) << e.error().what;
+  expectReject(portAdd().u32(kAttrPoliceBurst, 0).done(), EINVAL, "attribute POLICE_BURST: 0 ms is no burst");
+  expectReject(portAdd().u64(kAttrStormBcast, 1).done(), EINVAL,
+               "attribute STORM_BCAST: payload of 8 bytes, expected 4 (u32)");
+  expectReject(portAdd().u32(kAttrPoliceBps, 1).done(), EINVAL,
+               "attribute POLICE_BPS: payload of 4 bytes, expected 8 (u64)");
+  expectReject(Raw().hdr().genl(kCmdPortDel).str(kAttrPortName, "c1").u32(kAttrStormMcast, 1).done(), EINVAL,
+               "attribute STORM_MCAST is not valid for PORT_DEL");
+  EXPECT_STREQ(attrName(kAttrStormBcast), "STORM_BCAST");
+  EXPECT_STREQ(attrName(kAttrStormMcast), "STORM_MCAST");
+  EXPECT_STREQ(attrName(kAttrStormUnknown), "STORM_UNKNOWN");
+  EXPECT_STREQ(attrName(kAttrPolicePps), "POLICE_PPS");
+  EXPECT_STREQ(attrName(kAttrPoliceBps), "POLICE_BPS");
+  EXPECT_STREQ(attrName(kAttrPoliceBurst), "POLICE_BURST");
+
+  // Replies: the effective values, zeros included; a port without them (an
+  // older daemon) has none.
+  PortInfo p = port("c1", 1);
+  p.limits = Limits{10000, 10000, 10000, 0, 100000000, 10};
+  PortInfo off = port("c2", 2);
+  off.limits = Limits{};
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{p, off, port("c3", 3)}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  const auto& ports = std::get<PortList>(*pl).ports;
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_EQ(ports[0].limits, p.limits);
+  EXPECT_EQ(ports[1].limits, std::optional<Limits>(Limits{})) << "all zeros: no limit, not absent";
+  EXPECT_FALSE(ports[2].limits);
+  // STATS_GET replies carry them too (the port's attributes).
+  PortStatsMsg sm{p, {}};
+  auto sr = replyRoundTrip(requestFor(StatsGetRequest{"c1"}), StatsReply{{sm}, std::nullopt, std::nullopt});
+  ASSERT_TRUE(sr.ok()) << sr.error().message();
+  EXPECT_EQ(std::get<StatsReply>(*sr).ports.at(0).port.limits, p.limits);
+}
+
 // FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
 // always in port replies; strictly 0 or 1 both ways.
 TEST(CtlCodec, FastRxInPortAddAndPortReplies) {

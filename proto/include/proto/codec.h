@@ -53,6 +53,31 @@ struct CreateOptions {
   bool operator==(const CreateOptions&) const = default;
 };
 
+// STORM_* and POLICE_* in PORT_ADD: the port's own storm control and
+// ingress policer. Each absent: vdevd's default for every port (and not on
+// the wire); 0: no limit (POLICE_BURST excepted: at least 1 ms).
+struct LimitOptions {
+  std::optional<uint32_t> storm_bcast;      // broadcast frames/s
+  std::optional<uint32_t> storm_mcast;      // multicast frames/s (not broadcast)
+  std::optional<uint32_t> storm_unknown;    // unicast frames/s to unknown MACs
+  std::optional<uint64_t> police_pps;       // every frame, packets/s
+  std::optional<uint64_t> police_bps;       // every frame, bits/s
+  std::optional<uint32_t> police_burst_ms;  // the policer's burst, >= 1
+  bool operator==(const LimitOptions&) const = default;
+};
+
+// The same in port replies: what the port has in effect (its own values
+// over vdevd's defaults; 0: no limit; police_burst_ms always filled in).
+struct Limits {
+  uint32_t storm_bcast = 0;
+  uint32_t storm_mcast = 0;
+  uint32_t storm_unknown = 0;
+  uint64_t police_pps = 0;
+  uint64_t police_bps = 0;
+  uint32_t police_burst_ms = 0;
+  bool operator==(const Limits&) const = default;
+};
+
 struct PortAddRequest {
   std::string name;
   PortType type = PortType::kNetdev;
@@ -63,6 +88,7 @@ struct PortAddRequest {
   std::optional<std::string> tag;       // PORT_TAG: the adder's label (vdev-cni: "cni:NETWORK")
   std::optional<PortHook> hook;         // absent: chosen by the device (tc for veths and taps)
   std::optional<bool> isolated;         // absent: not isolated (and not on the wire)
+  LimitOptions limits;                  // STORM_*, POLICE_*: each absent = vdevd's default
   bool operator==(const PortAddRequest&) const = default;
 };
 struct PortDelRequest {
@@ -148,6 +174,7 @@ struct PortInfo {
   std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
   bool uplink = false;           // UPLINK: neither a veth nor a tap
   bool isolated = false;         // ISOLATED
+  std::optional<Limits> limits;  // STORM_*, POLICE_*; absent: a daemon that does not send them
   bool operator==(const PortInfo&) const = default;
 };
 

@@ -49,7 +49,8 @@ enum Cmd : uint8_t {
   kCmdUnspec = 0,
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
-  //          FAST_RX, PORT_TAG, HOOK
+  //          FAST_RX, PORT_TAG, HOOK, ISOLATED, STORM_BCAST, STORM_MCAST,
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -58,7 +59,8 @@ enum Cmd : uint8_t {
   // One port (PORT_NAME) or, with NLM_F_DUMP and no PORT_NAME, every port.
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
   //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX,
-  //          HOOK, OWNER_UID and PORT_TAG (ports added at run time)
+  //          HOOK, OWNER_UID and PORT_TAG (ports added at run time), UPLINK
+  //          and ISOLATED (when 1), STORM_* and POLICE_* (always)
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -127,7 +129,21 @@ enum Attr : uint16_t {
                            // a VXLAN or Geneve tunnel, a bond) (port replies; absent: 0)
   kAttrIsolated = 32,      // u8 0|1: an isolated port, which talks only to ports that are not (the
                            // bridge's "isolated") (PORT_ADD: absent = 0; port replies; absent: 0)
-  kAttrMax = kAttrIsolated
+  // Storm control and the ingress policer of a port: what it may send into
+  // the switch (drops.storm_bcast, storm_mcast, storm_unknown, police). 0:
+  // no limit. PORT_ADD: each optional, absent = vdevd's default for every
+  // port (its --storm-* and --police-* options), and sent only when given,
+  // so an older vdevd still takes a request that gives none. Port replies:
+  // all six, the port's effective values (absent: a daemon without them).
+  kAttrStormBcast = 33,    // u32: broadcast frames/s
+  kAttrStormMcast = 34,    // u32: multicast frames/s (not broadcast)
+  kAttrStormUnknown = 35,  // u32: unicast frames/s to unknown MACs (flooded)
+  kAttrPolicePps = 36,     // u64: every frame, packets/s
+  kAttrPoliceBps = 37,     // u64: every frame, bits/s (Ethernet header on)
+  kAttrPoliceBurst = 38,   // u32, >= 1: the policer's buckets hold this many milliseconds of
+                           // its rates (PORT_ADD: 0 is refused; port replies: vdevd's default
+                           // filled in)
+  kAttrMax = kAttrPoliceBurst
 };
 
 // Inside kAttrCreate (PORT_ADD).
