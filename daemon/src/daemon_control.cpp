@@ -198,6 +198,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.fast_rx = r.fast_rx.value_or(true);
   o.hook = toVdevHook(r.hook);
   o.isolated = r.isolated.value_or(false);
+  o.limits = toVdevLimits(r.limits);
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -216,6 +217,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   names_stale_ = true;
   rec.hook = r.hook ? vdev::proto::portHookName(*r.hook) : "";
   rec.isolated = o.isolated;
+  // Only what the request gave: a port without its own limit follows
+  // vdevd's default, also after a restart with another one.
+  rec.limits = r.limits;
   ctx_.state->ports.push_back(rec);
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();

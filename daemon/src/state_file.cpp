@@ -70,6 +70,25 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
     } else if (k == "isolated") {
       if (v != "0" && v != "1") return "invalid isolated '" + v + "' (0 or 1)";
       r.isolated = v == "1";
+    } else if (k == "storm_bcast" || k == "storm_mcast" || k == "storm_unknown") {
+      const auto n = vdev::parseU32(v);
+      if (!n) return "invalid " + k + " '" + v + "' (frames/s, 0..4294967295; 0: no limit)";
+      auto& field = k == "storm_bcast"   ? r.limits.storm_bcast
+                    : k == "storm_mcast" ? r.limits.storm_mcast
+                                         : r.limits.storm_unknown;
+      field = *n;
+    } else if (k == "police_pps" || k == "police_bps") {
+      const auto n = vdev::parseU64(v);
+      if (!n)
+        return "invalid " + k + " '" + v + "' (" + (k == "police_pps" ? "packets" : "bits") +
+               "/s, 0..18446744073709551615; 0: no limit)";
+      auto& field = k == "police_pps" ? r.limits.police_pps : r.limits.police_bps;
+      field = *n;
+    } else if (k == "police_burst_ms") {
+      // Not 0: the datapath would read it as its default (PORT_ADD refuses it too).
+      const auto n = vdev::parseU32(v, 1);
+      if (!n) return "invalid police_burst_ms '" + v + "' (milliseconds, 1..4294967295)";
+      r.limits.police_burst_ms = *n;
     } else {
       return "unknown key '" + k + "'";
     }
@@ -103,6 +122,21 @@ Result<std::string> readSmallFile(const std::string& path, bool& missing) {
   return text;
 }
 
+// The port's own limits, each only when given (state_file.h).
+std::string limitsText(const vdev::proto::LimitOptions& l) {
+  std::string o;
+  const auto put = [&](const char* k, const auto& v) {
+    if (v) o += std::string(" ") + k + "=" + std::to_string(*v);
+  };
+  put("storm_bcast", l.storm_bcast);
+  put("storm_mcast", l.storm_mcast);
+  put("storm_unknown", l.storm_unknown);
+  put("police_pps", l.police_pps);
+  put("police_bps", l.police_bps);
+  put("police_burst_ms", l.police_burst_ms);
+  return o;
+}
+
 }  // namespace
 
 std::string serializeState(const DaemonState& st) {
@@ -113,7 +147,7 @@ std::string serializeState(const DaemonState& st) {
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
          (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
          (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) +
-         (p.isolated ? " isolated=1" : "") + "\n";
+         (p.isolated ? " isolated=1" : "") + limitsText(p.limits) + "\n";
   }
   return o;
 }

@@ -21,6 +21,7 @@
 #include "daemon_control.h"
 #include "datapath/datapath.h"
 #include "datapath/punt.h"
+#include "daemon/datapath_convert.h"
 #include "daemon/metrics_server.h"
 #include "daemon/sd_notify.h"
 #include "daemon/state_file.h"
@@ -147,6 +148,33 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
                            its further frames are dropped (inflight_limit), so
                            one port cannot take the frame pool from the others
                            (default: a quarter of --frames; at least --batch)
+      --storm-bcast PPS    broadcast frames one port may send a second (default
+                           10000, 0 = no limit): ARP and DHCP of many stations
+                           pass, one guest's broadcast storm costs the others
+                           next to nothing. Beyond it frames are dropped by the
+                           port's program, before vdevd or the fast path
+                           (storm_bcast). A token bucket holding 100 ms of the
+                           rate: short bursts pass
+      --storm-mcast PPS    the same for multicast, broadcast aside (IPv6 ND,
+                           mDNS; storm_mcast); default 10000
+      --storm-unknown PPS  the same for unicast to MACs not learned, which vdevd
+                           floods to every port; vdevd drops what is beyond
+                           (storm_unknown); default 10000
+      --police-pps PPS     every port's ingress policer: frames a second a port
+                           may send, of any kind (default 0 = no policer).
+                           Beyond it, dropped by the port's program (police)
+      --police-rate RATE   ... and bits a second (frames with their Ethernet
+                           header): a number, or one with k, M or G for 10^3,
+                           10^6, 10^9 (100M; default 0 = none). With both, a
+                           frame passes only while neither is exceeded
+      --police-burst MS    the policer's burst: its buckets hold MS milliseconds
+                           of its rates, and never less than one frame (default
+                           10, 1..10000). Larger lets bursty TCP through at a
+                           low rate; smaller holds the rate more tightly
+                           Each of these six is the default of every port; a
+                           port added with vdevctl may have its own ("port add
+                           ... storm-bcast PPS", vdev-cni's "stormControl",
+                           "ingressPolicer"), which it keeps across restarts
 
 Control and state:
   -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
@@ -289,6 +317,26 @@ int main(int argc, char** argv) {
        }},
       {"max-inflight", 0, Arg::kRequired, [&](std::string_view v) {
          cfg.max_inflight = cli::u32(v, 1, 1u << 24, "--max-inflight must be 1..16777216");
+       }},
+      {"storm-bcast", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.bcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-bcast must be 0..4294967295 frames/s (0: no limit)");
+       }},
+      {"storm-mcast", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.mcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-mcast must be 0..4294967295 frames/s (0: no limit)");
+       }},
+      {"storm-unknown", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.unknown_pps =
+             cli::u32(v, 0, UINT32_MAX, "--storm-unknown must be 0..4294967295 frames/s (0: no limit)");
+       }},
+      {"police-pps", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.police_pps = cli::u64(v, 0, UINT64_MAX, "--police-pps must be a number of packets/s (0: no policer)");
+       }},
+      {"police-rate", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.police_bps =
+             cli::rate(v, "--police-rate must be bits/s: a number, or one with k, M or G (100M; 0: no policer)");
+       }},
+      {"police-burst", 0, Arg::kRequired, [&](std::string_view v) {
+         cfg.limits.police_burst_ms = cli::u32(v, 1, 10000, "--police-burst must be 1..10000 milliseconds");
        }},
       {"fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = true; }},
       {"no-fast-path", 0, Arg::kNone, [&](std::string_view) { cfg.fast_path = cfg.fast_path_required = false; }},
@@ -475,6 +523,7 @@ int main(int argc, char** argv) {
     if (rec.hook == "tc") o.hook = vdev::datapath::PortHook::kTc;
     if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
     o.isolated = rec.isolated;
+    o.limits = vdev::daemon::toVdevLimits(rec.limits);  // its own; the rest: today's defaults
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());

@@ -91,5 +91,32 @@ TEST(CtlConvert, XdpModes) {
   EXPECT_EQ(xdpModeFromName(vdev::datapath::xdpModeName(vdev::datapath::XdpMode::kNative)), XdpMode::kNative);
 }
 
+// Port replies carry the limits in effect, the burst's default filled in;
+// the punt device, which only carries other ports' frames, none. A request's
+// limits reach the datapath as given, each absent one left to its default.
+TEST(CtlConvert, Limits) {
+  vdev::datapath::PortStats s = portStats();
+  s.limits = {.bcast_pps = 10000, .mcast_pps = 0, .unknown_pps = 7, .police_pps = 5, .police_bps = 100000000};
+  const PortInfo p = toPortInfo(s);
+  ASSERT_TRUE(p.limits);
+  EXPECT_EQ(*p.limits, (Limits{10000, 0, 7, 5, 100000000, vdev::datapath::PortLimits::kDefaultPoliceBurstMs}));
+  s.limits.police_burst_ms = 3;
+  EXPECT_EQ(toPortInfo(s).limits->police_burst_ms, 3u);
+  s.punt = true;
+  EXPECT_FALSE(toPortInfo(s).limits);
+
+  LimitOptions given;
+  given.storm_mcast = 0;
+  given.police_bps = 1000;
+  given.police_burst_ms = 20;
+  const vdev::datapath::PortLimitOptions o = toVdevLimits(given);
+  const vdev::datapath::PortLimits base{.bcast_pps = 1, .mcast_pps = 2, .unknown_pps = 3, .police_pps = 4};
+  EXPECT_EQ(o.over(base), (vdev::datapath::PortLimits{.bcast_pps = 1, .mcast_pps = 0, .unknown_pps = 3,
+                                                      .police_pps = 4, .police_bps = 1000, .police_burst_ms = 20}));
+  EXPECT_EQ(toVdevLimits(LimitOptions{}).over(base), base);
+  const vdev::datapath::PortLimitOptions all = toVdevLimits({10, 20, 30, 40, 50, 60});
+  EXPECT_EQ(all.over(base), (vdev::datapath::PortLimits{10, 20, 30, 40, 50, 60}));
+}
+
 }  // namespace
 }  // namespace vdev::proto

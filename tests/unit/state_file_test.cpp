@@ -275,5 +275,46 @@ TEST(StateFile, IsolatedRoundTripsAndAbsentMeansOff) {
   EXPECT_NE(bad.error().what.find("invalid isolated 'yes' (0 or 1)"), std::string::npos) << bad.error().what;
 }
 
+// A port's own limits are saved as given, each only when given (0, no
+// limit, included); a port without one has no key and follows vdevd's
+// default after a restart. Bad values are refused naming key and range.
+TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
+  DaemonState st = sample();
+  st.ports[0].limits = {100, 0, 4294967295u, 1000, 18446744073709551615ull, 1};
+  st.ports[2].limits.police_bps = 100000000;
+  const std::string text = serializeState(st);
+  EXPECT_NE(text.find(" storm_bcast=100 storm_mcast=0 storm_unknown=4294967295 police_pps=1000 "
+                      "police_bps=18446744073709551615 police_burst_ms=1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("generic managed=0 police_bps=100000000\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" storm_bcast="), text.rfind(" storm_bcast=")) << "only the port given it: " << text;
+  auto back = parseState(text);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+  EXPECT_EQ(back.value().ports[1].limits, vdev::proto::LimitOptions{});
+  EXPECT_FALSE(back.value().ports[2].limits.storm_bcast);
+
+  auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
+  ASSERT_TRUE(old.ok()) << old.error().message();
+  EXPECT_EQ(old.value().ports.at(0).limits, vdev::proto::LimitOptions{});
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"storm_bcast=-1", "invalid storm_bcast '-1' (frames/s, 0..4294967295; 0: no limit)"},
+      {"storm_mcast=4294967296", "invalid storm_mcast '4294967296' (frames/s"},
+      {"storm_unknown=off", "invalid storm_unknown 'off' (frames/s"},
+      {"police_pps=1k", "invalid police_pps '1k' (packets/s, 0..18446744073709551615; 0: no limit)"},
+      {"police_bps=18446744073709551616", "invalid police_bps '18446744073709551616' (bits/s"},
+      {"police_bps=", "invalid police_bps '' (bits/s"},
+      {"police_burst_ms=0", "invalid police_burst_ms '0' (milliseconds, 1..4294967295)"},
+      {"storm_bcast=1 storm_bcast=2", "'storm_bcast' given twice"},
+  };
+  for (const auto& [kv, what] : bad) {
+    auto r = parseState(std::string("# vdevd state v1\nport name=vm1 ") + kv + "\n");
+    ASSERT_FALSE(r.ok()) << kv;
+    EXPECT_NE(r.error().what.find(what), std::string::npos) << r.error().what;
+  }
+}
+
 }  // namespace
 }  // namespace vdev::daemon

@@ -42,6 +42,33 @@ inline datapath::XdpMode toVdevXdpMode(proto::XdpMode m) {
   }
 }
 
+// PORT_ADD's STORM_* and POLICE_* (and a state-file record's, which keeps
+// them as given): the port's own values, each absent one left to
+// DatapathConfig::limits.
+inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
+  datapath::PortLimitOptions o;
+  o.bcast_pps = l.storm_bcast;
+  o.mcast_pps = l.storm_mcast;
+  o.unknown_pps = l.storm_unknown;
+  o.police_pps = l.police_pps;
+  o.police_bps = l.police_bps;
+  o.police_burst_ms = l.police_burst_ms;
+  return o;
+}
+
+// A port's effective limits for its replies, the burst's default filled in
+// (the datapath reads 0 as kDefaultPoliceBurstMs; a client shows what holds).
+inline proto::Limits toLimits(const datapath::PortLimits& l) {
+  proto::Limits o;
+  o.storm_bcast = l.bcast_pps;
+  o.storm_mcast = l.mcast_pps;
+  o.storm_unknown = l.unknown_pps;
+  o.police_pps = l.police_pps;
+  o.police_bps = l.police_bps;
+  o.police_burst_ms = l.police_burst_ms ? l.police_burst_ms : datapath::PortLimits::kDefaultPoliceBurstMs;
+  return o;
+}
+
 // The daemon knows how a port was added; PortStats does not.
 inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType type = proto::PortType::kNetdev) {
   proto::PortInfo p;
@@ -58,7 +85,12 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   p.hook = std::string_view(s.hook) == "tc" ? proto::PortHook::kTc : proto::PortHook::kXdp;
   p.uplink = s.uplink;
   p.isolated = s.isolated;
-  if (s.punt) p.type = proto::PortType::kPunt;
+  // The punt device carries frames of other ports, limited where they came
+  // in: limits of its own would mean nothing.
+  if (s.punt)
+    p.type = proto::PortType::kPunt;
+  else
+    p.limits = toLimits(s.limits);
   return p;
 }
 

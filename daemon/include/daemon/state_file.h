@@ -11,12 +11,19 @@
 //   port name=vdc1 type=veth queues=0 xdp-mode=auto managed=1
 //   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0 uid=1000
 //   port name=vdn2xk3... type=veth queues=0 xdp-mode=auto managed=1 tag=cni:net1
+//   port name=vdc2 type=veth queues=0 xdp-mode=auto managed=1 storm_bcast=100 police_bps=100000000
 //
 // fast-rx is written only when off, uid (who added the port; 0 = root) only
 // when not 0, tag (the adder's label, PORT_TAG) only when given: a file
 // without them (older vdevd, or every port on and added by root) means on,
 // root, no tag, and a file that uses no new option stays readable by an
 // older vdevd, which refuses keys it does not know.
+//
+// storm_bcast, storm_mcast, storm_unknown (frames/s), police_pps,
+// police_bps (bits/s) and police_burst_ms are the port's own limits, each
+// written only when the port was given it (0 = no limit is written too):
+// a port without one follows vdevd's default (--storm-bcast ...), also
+// after a restart with another default.
 //
 // Reading: parseState() is strict (an unknown keyword, a bad value or a
 // duplicate port refuses the whole text, with the line number);
@@ -33,6 +40,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "proto/codec.h"
 
 namespace vdev::daemon {
 
@@ -47,6 +55,7 @@ struct PortRecord {
   std::string tag;                // PORT_TAG given at add (vdev-cni: "cni:NETWORK"); "" none
   std::string hook;  // xdp | tc | auto (chosen by the device) | "" (vdevd's --default-hook)
   bool isolated = false;  // talks only to ports that are not isolated
+  proto::LimitOptions limits;  // the port's own storm control and policer, as PORT_ADD gave them
   bool operator==(const PortRecord&) const = default;
 };
 
