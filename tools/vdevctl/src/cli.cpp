@@ -71,6 +71,28 @@ uint32_t Args::u32(std::string_view keyword, uint32_t lo, uint32_t hi) {
   return uint32_t(*v);
 }
 
+uint64_t Args::limit(std::string_view keyword, uint64_t hi, std::string_view unit) {
+  const std::string k(keyword);
+  const std::string s = next("value after '" + k + "' (" + std::string(unit) + ", or off)");
+  if (s == "off") return 0;
+  const auto v = vdev::parseU64(s, 0, hi);
+  if (!v)
+    usage("invalid " + k + " '" + s + "' (" + std::string(unit) + ", 0.." + std::to_string(hi) +
+          "; off or 0: no limit)");
+  return *v;
+}
+
+uint64_t Args::rate(std::string_view keyword) {
+  const std::string k(keyword);
+  const std::string s = next("value after '" + k + "' (bits/s, or off)");
+  if (s == "off") return 0;
+  const auto v = vdev::parseRate(s);
+  if (!v)
+    usage("invalid " + k + " '" + s + "' (bits/s: a number, or one with k, M or G for 10^3, 10^6, 10^9, as in "
+          "100M; off or 0: no limit)");
+  return *v;
+}
+
 double Args::seconds(std::string_view keyword, double lo, double hi) {
   const std::string k(keyword);
   const std::string s = next("value after '" + k + "'");

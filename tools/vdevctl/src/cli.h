@@ -71,6 +71,11 @@ class Args {
 
   // The value after `keyword`, parsed; usage errors say which keyword.
   uint32_t u32(std::string_view keyword, uint32_t lo, uint32_t hi);
+  // A limit: a number 0..hi of `unit` ("frames/s"), or "off" (0, no limit).
+  uint64_t limit(std::string_view keyword, uint64_t hi, std::string_view unit);
+  // Bits/s: a number, or one with k, M or G (base/parse.h parseRate), or
+  // "off" (0, no limit).
+  uint64_t rate(std::string_view keyword);
   double seconds(std::string_view keyword, double lo, double hi);
   vdev::proto::Mac mac(std::string_view keyword);  // unicast, non-zero
   std::string ifname(std::string_view what);  // 1..15 chars, a valid interface name

@@ -169,6 +169,18 @@ int cmdPortAdd(Context& ctx, Args& a) {
       if (v != "on" && v != "off")
         a.usage("isolated '" + v + "': expected on or off (on: the port talks only to ports that are not isolated)");
       r.isolated = v == "on";
+    } else if (k == "storm-bcast") {
+      r.limits.storm_bcast = uint32_t(a.limit(k, UINT32_MAX, "broadcast frames/s"));
+    } else if (k == "storm-mcast") {
+      r.limits.storm_mcast = uint32_t(a.limit(k, UINT32_MAX, "multicast frames/s"));
+    } else if (k == "storm-unknown") {
+      r.limits.storm_unknown = uint32_t(a.limit(k, UINT32_MAX, "unknown-unicast frames/s"));
+    } else if (k == "police-pps") {
+      r.limits.police_pps = a.limit(k, UINT64_MAX, "packets/s");
+    } else if (k == "police-rate") {
+      r.limits.police_bps = a.rate(k);
+    } else if (k == "police-burst") {
+      r.limits.police_burst_ms = a.u32(k, 1, UINT32_MAX);
     } else if (k == "hook") {
       const std::string v = a.next("xdp or tc after 'hook'");
       const auto h = vdev::proto::parsePortHook(v);

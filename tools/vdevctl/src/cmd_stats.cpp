@@ -36,6 +36,17 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["uplink"] = p.uplink;
   o["isolated"] = p.isolated;
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
+  // What the port has in effect (its own, or vdevd's defaults; 0: no
+  // limit). Absent: a vdevd that does not send them.
+  if (p.limits) {
+    Json& l = o["limits"] = Json::object();
+    l["storm_bcast_pps"] = p.limits->storm_bcast;
+    l["storm_mcast_pps"] = p.limits->storm_mcast;
+    l["storm_unknown_pps"] = p.limits->storm_unknown;
+    l["police_pps"] = p.limits->police_pps;
+    l["police_bps"] = p.limits->police_bps;
+    l["police_burst_ms"] = p.limits->police_burst_ms;
+  }
 }
 
 void writePortCounters(Json& o, const PortStatsMsg& s) { vdev::stats::putPortCounters(o, s.counters); }

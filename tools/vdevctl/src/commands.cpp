@@ -15,6 +15,8 @@ SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [isolated on|off]
+                     [storm-bcast PPS|off] [storm-mcast PPS|off] [storm-unknown PPS|off]
+                     [police-pps PPS|off] [police-rate RATE|off] [police-burst MS]
                      [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
                              [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
                              [multi-queue]]
@@ -77,6 +79,36 @@ ARGUMENTS
                         Unicast between two isolated ports is dropped and
                         counted (drops.isolated), on the kernel fast path too;
                         floods from an isolated port skip the others
+    storm-bcast PPS|off broadcast frames the port may send a second; beyond
+                        that they are dropped, by the port's own program
+                        before they reach vdevd or the fast path, and counted
+                        (drops.storm_bcast). A token bucket that holds 100 ms
+                        of the rate, so short bursts pass. off or 0: no limit.
+                        Default: vdevd's --storm-bcast (10000), which the
+                        port then follows, also after vdevd restarts with
+                        another one; given here, the port keeps its own
+    storm-mcast PPS|off the same for multicast (broadcast aside: IPv6 neighbour
+                        discovery, mDNS, ...): drops.storm_mcast; default
+                        vdevd's --storm-mcast (10000)
+    storm-unknown PPS|off
+                        the same for unicast to MACs vdevd has not learned,
+                        which it floods to every port: vdevd drops what is
+                        beyond (drops.storm_unknown); default vdevd's
+                        --storm-unknown (10000)
+    police-pps PPS|off  the port's ingress policer: frames a second it may
+                        send, of any kind; beyond, dropped by its program
+                        (drops.police). Default vdevd's --police-pps (off)
+    police-rate RATE|off
+                        ... and bits a second (frames with their Ethernet
+                        header): a number, or one with k, M or G for 10^3,
+                        10^6, 10^9 (100M, 2500k, 10G); no fractions. With
+                        police-pps too, a frame passes only while neither is
+                        exceeded. Default vdevd's --police-rate (off)
+    police-burst MS     the policer's burst: its buckets hold MS milliseconds
+                        of its rates, never less than one frame (1 or more;
+                        default vdevd's --police-burst, 10). A larger burst
+                        lets TCP's bursts through a low rate; a smaller one
+                        holds the rate more tightly
     create              create the device; the arguments after it describe it:
 
   veth only:
@@ -114,6 +146,11 @@ EXAMPLES
         vdevctl port add vm2 type tap queues 4 create owner qemu multi-queue
     A tap for a VM that sends from one thread, its frames switched by vdevd:
         vdevctl port add vm3 type tap fast-rx off create owner qemu
+    A container held to 100 Mbit/s, its broadcast to 100 frames/s:
+        vdevctl port add vdc3 type veth police-rate 100M storm-bcast 100 \
+                create netns web3
+    An uplink whose floods vdevd does not limit:
+        vdevctl port add enp3s0f1 storm-bcast off storm-mcast off storm-unknown off
 
 EXIT STATUS
     0 the port is attached; 1 vdevd refused (the port or a device of that name
@@ -176,8 +213,11 @@ DESCRIPTION
 
     With -j: a JSON array of objects with the fields name, type, ifindex,
     queues, queues_bound, xdp_mode, bind_mode, mtu, live (true/false),
-    fast_rx (true/false), hook, uplink (true/false), isolated (true/false)
-    and, when known, mac;
+    fast_rx (true/false), hook, uplink (true/false), isolated (true/false),
+    limits (what the port has in effect, its own or vdevd's defaults, 0 for
+    no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
+    "police_pps", "police_bps", "police_burst_ms"}; absent from a vdevd
+    without storm control) and, when known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
 
@@ -202,10 +242,12 @@ DESCRIPTION
 
     rx, tx       frames and bytes received on the port's AF_XDP sockets /
                  put on its TX rings; outstanding: sent, not yet completed
-    drops        frames vdevd dropped, by reason: ring_full, tx_ring_full,
+    drops        frames dropped, by reason: ring_full, tx_ring_full,
                  no_route, port_down, oversize, runt, pool_empty, invalid_src,
                  bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit,
-                 link_local, isolated
+                 link_local, isolated, storm_bcast, storm_mcast, storm_unknown,
+                 police (the last four: beyond the port's storm control or
+                 policer, "port add ... storm-bcast PPS")
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
