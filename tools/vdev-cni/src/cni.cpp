@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 
 #include "base/parse.h"
 #include "proto/codec.h"  // validateUnicastMac (and base/mac.h)
@@ -63,6 +64,13 @@ std::optional<uint32_t> optU32(const Json& obj, const char* key, std::string_vie
   return uint32_t(v->get<uint64_t>());
 }
 
+std::optional<uint64_t> optU64(const Json& obj, const char* key, std::string_view where) {
+  const Json* v = field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number_unsigned()) typeError(std::string(where) + "." + key, "an unsigned 64-bit integer");
+  return v->get<uint64_t>();
+}
+
 std::vector<std::string> optStrings(const Json& obj, const char* key, std::string_view where) {
   std::vector<std::string> out;
   const Json* v = field(obj, key);
@@ -85,6 +93,40 @@ const Json* optArray(const Json& obj, const char* key, std::string_view where) {
   const Json* v = field(obj, key);
   if (v && !v->is_array()) typeError(std::string(where) + "." + key, "an array");
   return v;
+}
+
+// An object of vdev-cni's own whose keys are all known: a misspelt limit
+// ("broadcastPPS") would otherwise be no limit at all, silently.
+void onlyKeys(const Json& obj, std::string_view where, std::initializer_list<std::string_view> keys) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& k = it.key();
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    std::string known;
+    for (std::string_view n : keys) known += (known.empty() ? "" : ", ") + std::string(n);
+    throw CniError(kErrInvalidConfig, std::string(where) + ": unknown key \"" + k + "\" (" + known + ")");
+  }
+}
+
+// stormControl and ingressPolicer: what the container may send into the
+// switch (docs/containers.md). Every field optional, a non-negative integer
+// (0: no limit); a field left out is vdevd's default.
+void decodeLimits(const Json& j, vdev::proto::LimitOptions& l) {
+  const char* w = "the network configuration";
+  if (const Json* sc = optObject(j, "stormControl", w)) {
+    onlyKeys(*sc, "stormControl", {"broadcastPps", "multicastPps", "unknownUnicastPps"});
+    l.storm_bcast = optU32(*sc, "broadcastPps", "stormControl");
+    l.storm_mcast = optU32(*sc, "multicastPps", "stormControl");
+    l.storm_unknown = optU32(*sc, "unknownUnicastPps", "stormControl");
+  }
+  if (const Json* ip = optObject(j, "ingressPolicer", w)) {
+    onlyKeys(*ip, "ingressPolicer", {"pps", "bps", "burstMs"});
+    l.police_pps = optU64(*ip, "pps", "ingressPolicer");
+    l.police_bps = optU64(*ip, "bps", "ingressPolicer");
+    l.police_burst_ms = optU32(*ip, "burstMs", "ingressPolicer");
+    if (l.police_burst_ms == 0u)
+      throw CniError(kErrInvalidConfig,
+                     "ingressPolicer.burstMs: 0 is no burst (at least 1 ms; leave it out for vdevd's default)");
+  }
 }
 
 Dns decodeDns(const Json& j, std::string_view where) {
@@ -411,6 +453,7 @@ NetConf parseNetConf(std::string_view text, Command command) {
     c.uplink = *up;
   }
   c.portIsolation = optBool(j, "portIsolation", w).value_or(false);
+  decodeLimits(j, c.limits);
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");
   if (c.xdpMode != "auto" && c.xdpMode != "native" && c.xdpMode != "generic")

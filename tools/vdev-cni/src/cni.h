@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/codec.h"  // LimitOptions
+
 namespace vdev::cni {
 
 using Json = nlohmann::ordered_json;  // keeps the order fields are written in
@@ -168,6 +170,10 @@ struct NetConf {
   std::optional<uint32_t> mtu;  // both veth ends
   std::optional<std::string> uplink;  // a port of vdevd's whose MTU the veths take (and mtu may not exceed)
   bool portIsolation = false;         // the port is isolated (bridge CNI's key)
+  // stormControl {broadcastPps, multicastPps, unknownUnicastPps} and
+  // ingressPolicer {pps, bps, burstMs}: each given one the port's own,
+  // the others vdevd's defaults (0: no limit).
+  vdev::proto::LimitOptions limits;
   std::optional<std::string> mac;  // the container interface's MAC
   std::string xdpMode = "auto";
   // Delegation.

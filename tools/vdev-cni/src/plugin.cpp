@@ -247,6 +247,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   req.create = create;
   req.tag = portTag(c.name);  // what GC recognises this network's ports by
   if (c.portIsolation) req.isolated = true;
+  req.limits = c.limits;  // only what the configuration gives is sent
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),
