@@ -15,8 +15,9 @@ SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [isolated on|off]
-                     [storm-bcast PPS|off] [storm-mcast PPS|off] [storm-unknown PPS|off]
-                     [police-pps PPS|off] [police-rate RATE|off] [police-burst MS]
+                     [storm-bcast PPS|off] [storm-mcast PPS|off]
+                     [storm-unknown PPS|off] [police-pps PPS|off]
+                     [police-rate RATE|off] [police-burst MS]
                      [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
                              [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
                              [multi-queue]]
@@ -79,7 +80,8 @@ ARGUMENTS
                         Unicast between two isolated ports is dropped and
                         counted (drops.isolated), on the kernel fast path too;
                         floods from an isolated port skip the others
-    storm-bcast PPS|off broadcast frames the port may send a second; beyond
+    storm-bcast PPS|off
+                        broadcast frames the port may send a second; beyond
                         that they are dropped, by the port's own program
                         before they reach vdevd or the fast path, and counted
                         (drops.storm_bcast). A token bucket that holds 100 ms
@@ -87,7 +89,8 @@ ARGUMENTS
                         Default: vdevd's --storm-bcast (10000), which the
                         port then follows, also after vdevd restarts with
                         another one; given here, the port keeps its own
-    storm-mcast PPS|off the same for multicast (broadcast aside: IPv6 neighbour
+    storm-mcast PPS|off
+                        the same for multicast (broadcast aside: IPv6 neighbour
                         discovery, mDNS, ...): drops.storm_mcast; default
                         vdevd's --storm-mcast (10000)
     storm-unknown PPS|off
@@ -150,7 +153,8 @@ EXAMPLES
         vdevctl port add vdc3 type veth police-rate 100M storm-bcast 100 \
                 create netns web3
     An uplink whose floods vdevd does not limit:
-        vdevctl port add enp3s0f1 storm-bcast off storm-mcast off storm-unknown off
+        vdevctl port add enp3s0f1 storm-bcast off storm-mcast off \
+                storm-unknown off
 
 EXIT STATUS
     0 the port is attached; 1 vdevd refused (the port or a device of that name
