@@ -47,6 +47,7 @@
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
 #include "vdev_frame_class.h"
+#include "vdev_limits.h"
 
 /* Set by vdevd before loading. */
 const volatile __u32 fast_enabled = 0;
@@ -112,6 +113,44 @@ struct {
 	__type(value, __u64);
 } tc_stats SEC(".maps");
 
+/* Each port's storm control and policer (vdev_limits.h), by port index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_port_limits);
+} tc_limits SEC(".maps");
+
+/* What they dropped, per CPU: key port_index * VDEV_LIM_NDROPS +
+ * vdev_limit_drop, in wire frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS * VDEV_LIM_NDROPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tc_limit_drops SEC(".maps");
+
+static __always_inline void limit_drop(__u32 port_index, __u32 what, __u64 n)
+{
+	__u32 k = port_index * VDEV_LIM_NDROPS + what;
+	__u64 *c = bpf_map_lookup_elem(&tc_limit_drops, &k);
+
+	if (c)
+		*c += n;
+}
+
+/* Storm control for a frame to a group address (dst & 1) on its way to
+ * the switch: 1 if it may go. */
+static __always_inline int storm_ok(struct vdev_port_limits *lim, __u32 in, __u64 dst)
+{
+	int bcast = dst == 0xffffffffffffULL;
+
+	if (!lim || !lim->on || !lim->b[bcast ? VDEV_LIM_BCAST : VDEV_LIM_MCAST].rate || vdev_storm(lim, bcast, 1))
+		return 1;
+	limit_drop(in, bcast ? VDEV_LIM_DROP_BCAST : VDEV_LIM_DROP_MCAST, 1);
+	return 0;
+}
+
 static __always_inline void count(__u32 port_index, __u32 what)
 {
 	__u32 k = port_index * VDEV_XDP_NCOUNTERS + what;
@@ -167,6 +206,18 @@ static __always_inline __u32 frames_of(struct __sk_buff *skb)
 	if (!hlen || skb->len <= hlen)
 		return 1;
 	return (skb->len - hlen + skb->gso_size - 1) / skb->gso_size;
+}
+
+/* The bytes of the wire frames in this skb: a GSO skb's segments each
+ * repeat its headers. */
+static __always_inline __u64 wire_bytes(struct __sk_buff *skb, __u32 n)
+{
+	__u32 hlen;
+
+	if (n <= 1)
+		return skb->len;
+	hlen = l4_end(skb);
+	return (__u64)skb->len + (__u64)(n - 1) * hlen;
 }
 
 /* The longest wire frame in this skb. */
@@ -323,6 +374,7 @@ int vdev_tc_port(struct __sk_buff *skb)
 	__u32 *idx = bpf_map_lookup_elem(&tc_index, &ifindex);
 	struct vdev_tc_port *self, *out;
 	struct vdev_fast_entry *s, *d;
+	struct vdev_port_limits *lim;
 	__u64 dst = 0, src = 0;
 	__u8 eth[14];
 	__u32 in, to, n;
@@ -332,6 +384,15 @@ int vdev_tc_port(struct __sk_buff *skb)
 	in = *idx;
 	if (in >= VDEV_FAST_MAX_PORTS)
 		return TC_ACT_SHOT;
+	/* The policer first: everything the port sends counts against it. */
+	lim = bpf_map_lookup_elem(&tc_limits, &in);
+	if (lim && lim->on && (lim->b[VDEV_LIM_PPS].rate || lim->b[VDEV_LIM_BPS].rate)) {
+		n = frames_of(skb);
+		if (!vdev_police(lim, n, wire_bytes(skb, n))) {
+			limit_drop(in, VDEV_LIM_DROP_POLICE, n);
+			return TC_ACT_SHOT;
+		}
+	}
 	if (bpf_skb_load_bytes(skb, 0, eth, sizeof eth))
 		goto punt; /* shorter than an Ethernet header: vdevd counts the runt */
 	__builtin_memcpy(&dst, eth, 6);
@@ -346,11 +407,14 @@ int vdev_tc_port(struct __sk_buff *skb)
 
 		if (class != VDEV_CLASS_SWITCH) {
 			count(in, VDEV_XDP_PASS);
-			if (class == VDEV_CLASS_BOTH)
+			/* The guests' copy is what storm control limits. */
+			if (class == VDEV_CLASS_BOTH && storm_ok(lim, in, dst))
 				copy_to_vdevd(skb, in);
 			return TC_ACT_OK;
 		}
 	}
+	if ((dst & 1) && !storm_ok(lim, in, dst))
+		return TC_ACT_SHOT;
 	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || (dst & 1) || eth[12] < 0x06 ||
 	    skb->vlan_present)
 		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged: vdevd */

@@ -41,6 +41,7 @@
 #include "vdev_xdp_shared.h"
 #include "vdev_fast_maps.h"
 #include "vdev_frame_class.h"
+#include "vdev_limits.h"
 
 /* The ports this program is attached to, by the ifindex of their device
  * (struct vdev_xdp_port): one program and one set of maps for every port,
@@ -102,6 +103,32 @@ struct {
 	__type(value, __u64);
 } vdev_xdp_stats SEC(".maps");
 
+/* Each port's storm control and policer (vdev_limits.h), by its slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VDEV_XDP_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_port_limits);
+} xdp_limits SEC(".maps");
+
+/* What they dropped, per CPU: key slot * VDEV_LIM_NDROPS + vdev_limit_drop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VDEV_XDP_MAX_PORTS * VDEV_LIM_NDROPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} xdp_limit_drops SEC(".maps");
+
+static __always_inline int limit_drop(const struct vdev_xdp_port *p, __u32 what)
+{
+	__u32 k = p->slot * VDEV_LIM_NDROPS + what;
+	__u64 *c = bpf_map_lookup_elem(&xdp_limit_drops, &k);
+
+	if (c)
+		*c += 1;
+	return XDP_DROP;
+}
+
 static __always_inline void count(const struct vdev_xdp_port *p, __u32 idx)
 {
 	__u32 k = p->slot * VDEV_XDP_NCOUNTERS + idx;
@@ -130,6 +157,11 @@ int vdev_xdp(struct xdp_md *ctx)
 		count(&none, VDEV_XDP_NO_SOCKET);
 		return XDP_DROP;
 	}
+	/* The policer first: everything the port sends counts against it. */
+	struct vdev_port_limits *lim = bpf_map_lookup_elem(&xdp_limits, &p->slot);
+	if (lim && lim->on && (lim->b[VDEV_LIM_PPS].rate || lim->b[VDEV_LIM_BPS].rate) &&
+	    !vdev_police(lim, 1, (__u64)(data_end - data)))
+		return limit_drop(p, VDEV_LIM_DROP_POLICE);
 	if (data + 14 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 		__u64 key = 0, src = 0;
@@ -186,6 +218,13 @@ int vdev_xdp(struct xdp_md *ctx)
 				count(p, VDEV_XDP_PASS);
 				return XDP_PASS;
 			}
+		}
+		/* Broadcast and multicast for the switch: storm control. */
+		if ((key & 1) && lim && lim->on) {
+			int bcast = key == 0xffffffffffffULL;
+
+			if (lim->b[bcast ? VDEV_LIM_BCAST : VDEV_LIM_MCAST].rate && !vdev_storm(lim, bcast, 1))
+				return limit_drop(p, bcast ? VDEV_LIM_DROP_BCAST : VDEV_LIM_DROP_MCAST);
 		}
 		/* A port beyond the fast path's counters never has
 		 * VDEV_PORT_FAST_RX (vdevd): its rx would go uncounted. */

@@ -129,7 +129,16 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
   ifindex_ = ifindex;
   setMtu(mtu);
   std::memcpy(mac_, mac, 6);
-  xdp_.reset();  // a program of a previous device of this name is gone with it
+  if (xdp_) {
+    // A program of a previous device of this name is gone with it; what it
+    // dropped for the port's limits stays the port's.
+    const LimitDrops d = xdp_->limitDrops();
+    PortCounters& c = counters();
+    c[kDropStormBcast].add(d.bcast);
+    c[kDropStormMcast].add(d.mcast);
+    c[kDropPolice].add(d.police);
+  }
+  xdp_.reset();
   tc_attached_ = false;
   driver_ = deviceDriver(name_);
   // The hook: what the device's senders hand the kernel (PortHook).
@@ -148,6 +157,10 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     return st;
   }
   if (hook_ == PortHook::kTc) {
+    if (auto st = cfg_.tc->setLimits(index_, cfg_.limits); !st) {  // before the program can see a frame
+      shutdown(pool);
+      return st;
+    }
     if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu); !st) {
       shutdown(pool);
       return st;
@@ -165,7 +178,8 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     for (uint32_t q = 0; q < queues_.size(); q++)
       if (queues_[q]->xsk)
         if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
-    if (cfg_.punt) return {};  // the punt device passes nothing to the host
+    if (cfg_.punt) return {};  // the punt device passes nothing to the host, limits nothing
+    if (auto st = x.setLimits(cfg_.limits); !st) return st;
     if (auto st = x.setOwnMac(mac); !st) return st;
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;

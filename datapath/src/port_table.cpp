@@ -93,6 +93,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.hook) pc.hook = *opts.hook;
   pc.isolated = opts.isolated;
+  pc.limits = opts.limits.over(cfg_.limits);
   // The skb path is set up with the first port that wants it: a veth or a
   // tap (kAuto), or any port asked to use it (kTc). A port that only might
   // (kAuto) attaches at XDP when it cannot be had, with a warning.

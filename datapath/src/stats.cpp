@@ -92,6 +92,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.fast_rx = p.fastRx();
     ps.uplink = p.isUplink();
     ps.isolated = p.isolated();
+    ps.limits = p.limits();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     stats::PortValues& c = ps.counters;
@@ -140,6 +141,12 @@ DatapathStats Datapath::stats() {
         c[kProgNoSocket] = prog.no_socket;
         c[kProgFast] = prog.fast;
         if (!p.xdp()) c[kDropOversize] += tc_->ownOversize(p.index());
+        // What the program dropped for the port's limits (its earlier
+        // devices' programs' are in the port's own counters).
+        const LimitDrops ld = p.xdp() ? p.xdp()->limitDrops() : tc_->limitDrops(p.index());
+        c[kDropStormBcast] += ld.bcast;
+        c[kDropStormMcast] += ld.mcast;
+        c[kDropPolice] += ld.police;
         if (p.xdp() && tc_ && p.copiesToVdevd()) {
           // An uplink at XDP: the copies its tc program handed vdevd (or
           // could not) of frames the XDP program passed to the host.

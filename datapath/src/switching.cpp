@@ -307,6 +307,12 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
         continue;
       }
     }
+    // Unknown unicast beyond the port's storm limit (broadcast and
+    // multicast were limited by its program already).
+    if (!macIsMulticast(d) && !in.unknownFloodOk(now_ns)) [[unlikely]] {
+      drop(ic, kDropStormUnknown, f);
+      continue;
+    }
     // Broadcast, multicast, unknown unicast: every other live port (from an
     // isolated port: every other one that is not isolated); the original
     // goes to the first, copies to the others.

@@ -11,6 +11,7 @@
 
 #include "datapath/fast_path.h"
 #include "vdev_tc.skel.h"
+#include "bpf_limits.h"
 #include "vdev_xdp_shared.h"
 
 // Newer than Debian's headers (Linux 6.6+): tcx, the multi-program tc hook.
@@ -370,6 +371,22 @@ void TcPath::resetCounters(uint16_t port_index) {
     uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
     (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data(), BPF_ANY);
   }
+  resetLimitDrops(bpf_map__fd(skel_->maps.tc_limit_drops), port_index, percpu_.size());
+  (void)setLimits(port_index, PortLimits{});  // the index's last port's are gone
+}
+
+Status TcPath::setLimits(uint16_t port_index, const PortLimits& l) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return {};  // such a port is never at tc (attach())
+  const struct vdev_port_limits v = bpfLimits(l);
+  const uint32_t k = port_index;
+  if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_limits), &k, &v, BPF_ANY))
+    return errnoError("skb path: limits of port " + std::to_string(port_index));
+  return {};
+}
+
+LimitDrops TcPath::limitDrops(uint16_t port_index) const {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return {};
+  return readLimitDrops(bpf_map__fd(skel_->maps.tc_limit_drops), port_index, percpu_);
 }
 
 }  // namespace vdev::datapath

@@ -16,6 +16,7 @@
 #include "datapath/fast_path.h"
 #include "vdev_xdp.skel.h"
 #include "vdev_xdp_shared.h"
+#include "bpf_limits.h"
 
 namespace vdev::datapath {
 
@@ -307,6 +308,8 @@ Result<std::unique_ptr<XdpProgram>> XdpProgram::attach(XdpObject& obj, int ifind
       if (bpf_map_update_elem(fd, &key, zero.data(), BPF_ANY))
         return errnoError("XDP program for " + ifname + ": reset counters");
     }
+    resetLimitDrops(bpf_map__fd(obj.skel_->maps.xdp_limit_drops), p->slot_, size_t(obj.ncpu_));
+    if (auto st = p->setLimits(PortLimits{}); !st) return st.error();  // the slot's last port's are gone
   }
   if (auto st = p->writePort(); !st) return st.error();
   if (prepare)
@@ -529,6 +532,18 @@ XdpProgCounters XdpProgram::counters() const {
     for (uint64_t x : v) *out[k] += x;
   }
   return c;
+}
+
+Status XdpProgram::setLimits(const PortLimits& l) {
+  const struct vdev_port_limits v = bpfLimits(l);
+  if (bpf_map_update_elem(bpf_map__fd(obj_.skel_->maps.xdp_limits), &slot_, &v, BPF_ANY))
+    return errnoError("XDP program: limits of " + ifname_);
+  return {};
+}
+
+LimitDrops XdpProgram::limitDrops() const {
+  std::vector<uint64_t> v(size_t(obj_.ncpu_));
+  return readLimitDrops(bpf_map__fd(obj_.skel_->maps.xdp_limit_drops), slot_, v);
 }
 
 }  // namespace vdev::datapath

@@ -226,6 +226,52 @@ TEST_F(SwitchTest, RingFullDropsAreExactUnderABurst) {
   expectPoolFull();
 }
 
+// Unknown-unicast storm control is vdevd's (only its MAC table knows a
+// destination is unknown): a bucket of 100 ms at the port's rate, full at
+// the start, that a frame may take into debt by one frame's cost. What is
+// over it is dropped and counted at the ingress; broadcast (its program's
+// to limit) and learned unicast are not.
+TEST_F(SwitchTest, UnknownUnicastBeyondThePortsStormLimitIsDroppedAndCounted) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.port.limits.unknown_pps = 100; });
+  const auto burst = [&](const uint8_t* dst, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) send(0, {frame(dst, kMacA, 64)});
+  };
+  // 100/s: 10 ms a frame, 100 ms in the bucket: 11 pass at once.
+  burst(kMacB, 30);
+  EXPECT_EQ(drain(1).size(), 11u);
+  EXPECT_EQ(drain(2).size(), 11u);
+  EXPECT_EQ(drops(0, kDropStormUnknown), 19u);
+  // 50 ms later, 5 more (the 11th frame left 10 ms of debt).
+  now += 50'000'000;
+  burst(kMacB, 10);
+  EXPECT_EQ(drain(1).size(), 5u);
+  EXPECT_EQ(drain(2).size(), 5u);
+  EXPECT_EQ(drops(0, kDropStormUnknown), 24u);
+  // Idle for longer than the burst: a full bucket, no more.
+  now += 10'000'000'000ull;
+  burst(kMacC, 20);
+  EXPECT_EQ(drain(1).size(), 11u);
+  EXPECT_EQ(drain(2).size(), 11u);
+  EXPECT_EQ(drops(0, kDropStormUnknown), 33u);
+  // Broadcast and learned unicast pass, however many.
+  burst(kBcast, 30);
+  EXPECT_EQ(drain(1).size(), 30u);
+  EXPECT_EQ(drain(2).size(), 30u);
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on port 1
+  drain(0), drain(2);
+  burst(kMacB, 30);
+  EXPECT_EQ(drain(1).size(), 30u);
+  EXPECT_TRUE(drain(2).empty());
+  EXPECT_EQ(drops(0, kDropStormUnknown), 33u);
+  // Each port has a bucket of its own: port 0's debt is not port 1's.
+  for (uint32_t i = 0; i < 30; i++) send(1, {frame(kMacC, kMacB, 64)});
+  EXPECT_EQ(drain(0).size(), 11u);
+  EXPECT_EQ(drain(2).size(), 11u);
+  EXPECT_EQ(drops(1, kDropStormUnknown), 19u);
+  EXPECT_EQ(drops(0, kDropStormUnknown), 33u);
+  expectPoolFull();
+}
+
 TEST_F(SwitchTest, XconnectIgnoresMacs) {
   build(SwitchMode::kXconnect, 2);
   send(0, {frame(kMacC, kMacA, 64), frame(kBcast, kMacA, 64)});

@@ -11,6 +11,7 @@
 // xmitBulk itself, and kXmitFlush rings the consumer's doorbell.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -192,6 +193,22 @@ class Port {
   bool fastRx() const { return cfg_.fast_rx; }
   bool isolated() const { return cfg_.isolated; }
   const PortLimits& limits() const { return cfg_.limits; }
+  // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
+  // bucket (datapath thread): whether the port may flood one more unicast
+  // frame to an unknown MAC now. The same bucket as the programs' (see
+  // bpf/vdev_limits.h): time as credit, a frame costs 1e9 / rate ns.
+  bool unknownFloodOk(uint64_t now_ns) noexcept {
+    const uint32_t rate = cfg_.limits.unknown_pps;
+    if (!rate) return true;
+    constexpr int64_t kDepth = int64_t(PortLimits::kStormBurstMs) * 1000000;
+    int64_t c = now_ns > unknown_last_ns_ + uint64_t(kDepth) ? kDepth
+                                                              : unknown_credit_ns_ + int64_t(now_ns - unknown_last_ns_);
+    unknown_last_ns_ = now_ns;
+    unknown_credit_ns_ = std::min(c, kDepth);
+    if (unknown_credit_ns_ < 0) return false;
+    unknown_credit_ns_ -= int64_t(1000000000ull / rate);
+    return true;
+  }
   // Whether what it receives may take the fast path: fast-rx on and an
   // index inside the fast path's maps (kFastPathPorts).
   bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }
@@ -301,6 +318,8 @@ class Port {
   struct xdp_statistics xdp_closed_ {};  // XDP_STATISTICS of sockets closed before
   std::unique_ptr<PortCounters[]> counters_;
   std::vector<Frame*> scratch_;  // drain burst (owner thread)
+  int64_t unknown_credit_ns_ = 0;  // unknownFloodOk's bucket (datapath thread)
+  uint64_t unknown_last_ns_ = 0;
 };
 
 }  // namespace vdev::datapath

@@ -97,6 +97,11 @@ class TcPath {
   // counts them in a map of its own. 0 when it shares the fast path's.
   uint64_t ownOversize(uint16_t port_index) const;
   void resetCounters(uint16_t port_index);
+  // A port's broadcast and multicast storm control and its policer
+  // (PortLimits; unknown unicast is vdevd's), from now on, its buckets
+  // full; and what the program dropped for them since resetCounters().
+  Status setLimits(uint16_t port_index, const PortLimits& l);
+  LimitDrops limitDrops(uint16_t port_index) const;
 
  private:
   TcPath() = default;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "datapath/limits.h"
 
 struct vdev_xdp;
 
@@ -39,6 +40,12 @@ const char* xdpModeName(XdpMode m);
 
 struct XdpProgCounters {
   uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;  // fast: kernel fast path
+};
+
+// What a port's program dropped for its limits (datapath/limits.h):
+// drops.storm_bcast, storm_mcast and police.
+struct LimitDrops {
+  uint64_t bcast = 0, mcast = 0, police = 0;
 };
 
 class FastPath;
@@ -123,6 +130,11 @@ class XdpProgram {
   Status setSocket(uint32_t queue, int xsk_fd);
   Status clearSocket(uint32_t queue);
   XdpProgCounters counters() const;
+  // The port's broadcast and multicast storm control and its policer
+  // (PortLimits; unknown unicast is vdevd's), from now on, its buckets
+  // full; and what the program dropped for them since attach().
+  Status setLimits(const PortLimits& l);
+  LimitDrops limitDrops() const;
   // Detaches now (idempotent). A vanished device is not an error.
   void detach();
   // The device was deleted (its program with it): never detach, since the

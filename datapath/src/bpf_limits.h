@@ -1,0 +1,60 @@
+// The programs' side of PortLimits (bpf/vdev_limits.h): the buckets vdevd
+// writes for a port, and the drops the programs counted. Private to the
+// datapath (xdp_prog.cpp, tc_path.cpp).
+#pragma once
+
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <time.h>
+
+#include <vector>
+
+#include "datapath/limits.h"
+#include "datapath/xdp_prog.h"
+#include "vdev_limits.h"
+
+namespace vdev::datapath {
+
+// A port's buckets, full: a port starts with its whole burst.
+inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
+  struct vdev_port_limits v = {};
+  struct timespec ts = {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns()'s clock
+  const uint64_t now = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+  const uint32_t police_ms = l.police_burst_ms ? l.police_burst_ms : PortLimits::kDefaultPoliceBurstMs;
+  auto set = [&](int i, uint64_t rate, uint32_t burst_ms) {
+    if (!rate) return;
+    v.b[i].rate = rate;
+    v.b[i].depth_ns = uint64_t(burst_ms) * 1000000ull;
+    v.b[i].credit_ns = int64_t(v.b[i].depth_ns);
+    v.b[i].last_ns = now;
+  };
+  set(VDEV_LIM_BCAST, l.bcast_pps, PortLimits::kStormBurstMs);
+  set(VDEV_LIM_MCAST, l.mcast_pps, PortLimits::kStormBurstMs);
+  set(VDEV_LIM_PPS, l.police_pps, police_ms);
+  set(VDEV_LIM_BPS, l.police_bps, police_ms);
+  v.on = (l.bcast_pps || l.mcast_pps || l.police_pps || l.police_bps) ? 1 : 0;
+  return v;
+}
+
+// The drops of one row (a slot, a port index), summed over the CPUs.
+inline LimitDrops readLimitDrops(int fd, uint32_t row, std::vector<uint64_t>& percpu) {
+  LimitDrops d;
+  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police};
+  for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
+    const uint32_t k = row * VDEV_LIM_NDROPS + i;
+    if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;
+    for (uint64_t v : percpu) *out[i] += v;
+  }
+  return d;
+}
+
+inline void resetLimitDrops(int fd, uint32_t row, size_t ncpu) {
+  const std::vector<uint64_t> zero(ncpu, 0);
+  for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
+    const uint32_t k = row * VDEV_LIM_NDROPS + i;
+    (void)bpf_map_update_elem(fd, &k, zero.data(), BPF_ANY);
+  }
+}
+
+}  // namespace vdev::datapath
