@@ -169,8 +169,9 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
                            frame passes only while neither is exceeded
       --police-burst MS    the policer's burst: its buckets hold MS milliseconds
                            of its rates, and never less than one frame (default
-                           10, 1..10000). Larger lets bursty TCP through at a
-                           low rate; smaller holds the rate more tightly
+                           250, 1..10000). A TCP stream gets about MS / 200
+                           of the rate below 200 ms (its retransmission
+                           timeout); smaller holds the rate more tightly
                            Each of these six is the default of every port; a
                            port added with vdevctl may have its own ("port add
                            ... storm-bcast PPS", vdev-cni's "stormControl",

@@ -109,9 +109,10 @@ ARGUMENTS
                         exceeded. Default vdevd's --police-rate (off)
     police-burst MS     the policer's burst: its buckets hold MS milliseconds
                         of its rates, never less than one frame (1 or more;
-                        default vdevd's --police-burst, 10). A larger burst
-                        lets TCP's bursts through a low rate; a smaller one
-                        holds the rate more tightly
+                        default vdevd's --police-burst, 250). Below 200 ms
+                        (TCP's retransmission timeout) a TCP stream gets
+                        about MS / 200 of the rate; a smaller burst holds
+                        the rate more tightly
     create              create the device; the arguments after it describe it:
 
   veth only:
