@@ -512,6 +512,39 @@ TEST_F(CniTest, PortIsolationMakesAnIsolatedPort) {
   expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
 }
 
+// stormControl and ingressPolicer give the container's port its own
+// limits; a container without them has vdevd's defaults.
+TEST_F(CniTest, StormControlAndPolicerGiveThePortItsLimits) {
+  Netns a, b;
+  OJson c = conf("1.0.0");
+  c["stormControl"] = {{"broadcastPps", 200}, {"multicastPps", 0}, {"unknownUnicastPps", 300}};
+  c["ingressPolicer"] = {{"pps", 50000}, {"bps", 100000000}, {"burstMs", 20}};
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), conf("1.0.0"));
+  auto pa = client().portGet(ra["interfaces"][0]["name"]);
+  auto pb = client().portGet(rb["interfaces"][0]["name"]);
+  ASSERT_TRUE(pa && pb && pa->limits && pb->limits);
+  const auto& la = *pa->limits;
+  const auto& lb = *pb->limits;
+  EXPECT_EQ(la.storm_bcast, 200u);
+  EXPECT_EQ(la.storm_mcast, 0u);
+  EXPECT_EQ(la.storm_unknown, 300u);
+  EXPECT_EQ(la.police_pps, 50000u);
+  EXPECT_EQ(la.police_bps, 100000000u);
+  EXPECT_EQ(la.police_burst_ms, 20u);
+  EXPECT_EQ(lb.storm_bcast, 10000u);
+  EXPECT_EQ(lb.storm_mcast, 10000u);
+  EXPECT_EQ(lb.police_pps, 0u);
+  EXPECT_EQ(lb.police_bps, 0u);
+  // A key of the wrong type is refused before anything is made.
+  OJson bad = conf("1.0.0");
+  bad["stormControl"] = {{"broadcastPps", "lots"}};
+  Netns x;
+  expectError(runPlugin(inv("ADD", "ctr-x", &x), bad.dump()), 6, "1.0.0", "broadcastPps");
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
+}
+
 TEST_F(CniTest, FailedAddLeavesNothing) {
   Netns a, b;
   // A namespace that does not exist: refused before anything is made.

@@ -15,7 +15,8 @@
 # (--no-fast-path: every frame through vdevd's AF_XDP path): the containers'
 # offloads stay on; ping; kernel TCP (32 MiB, checked) between every
 # kind of pair in both directions completes with every byte; UDP from a
-# socket arrives; the guest really sent and received offloaded frames; the
+# socket arrives; a container behind an ingress policer sends TCP at the
+# policer's rate; the guest really sent and received offloaded frames; the
 # frames took the path the mode says (fast-path counters); vdevd stops
 # cleanly and leaves no punt device behind.
 #
@@ -44,8 +45,8 @@ ok() { echo "ok: $*"; }
 
 # Names no other test uses: a tag from this process's id.
 tag=$(printf 'xs%04x' $(($$ % 65536)))
-nsa=vdev-skb-$tag-a nsb=vdev-skb-$tag-b nsg=vdev-skb-$tag-g
-pa=${tag}a pb=${tag}b tap=${tag}t
+nsa=vdev-skb-$tag-a nsb=vdev-skb-$tag-b nsg=vdev-skb-$tag-g nsp=vdev-skb-$tag-p
+pa=${tag}a pb=${tag}b tap=${tag}t pp=${tag}p
 dir=$(mktemp -d /tmp/vdev-skb.XXXXXX)
 sock=$dir/vdevd.sock
 vp= gp=
@@ -53,15 +54,15 @@ vp= gp=
 cleanup() {
   [ -n "$vp" ] && kill -TERM "$vp" 2>/dev/null && wait "$vp" 2>/dev/null
   [ -n "$gp" ] && kill -TERM "$gp" 2>/dev/null && wait "$gp" 2>/dev/null
-  for n in "$nsa" "$nsb" "$nsg"; do ip netns del "$n" 2>/dev/null; done
-  for l in "$pa" "$pb" "$tap"; do ip link del "$l" 2>/dev/null; done
+  for n in "$nsa" "$nsb" "$nsg" "$nsp"; do ip netns del "$n" 2>/dev/null; done
+  for l in "$pa" "$pb" "$tap" "$pp"; do ip link del "$l" 2>/dev/null; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-for n in "$nsa" "$nsb" "$nsg"; do ip netns add "$n" && ip -n "$n" link set lo up || exit 1; done
+for n in "$nsa" "$nsb" "$nsg" "$nsp"; do ip netns add "$n" && ip -n "$n" link set lo up || exit 1; done
 ip link add "$pa" type veth peer name eth0 netns "$nsa" || exit 1
 ip -n "$nsa" link set eth0 address 02:5b:00:00:00:01 up
 ip -n "$nsa" addr add 198.18.91.1/24 dev eth0
@@ -173,6 +174,42 @@ run() {
   else fail "udp $nsa -> $nsb: none arrived: $(echo "$out" | grep -m1 error)"; fi
   kill $sp 2>/dev/null
   wait $sp 2>/dev/null
+
+  # A policed container (police-rate 200M): its TCP stream of 64 KB GSO
+  # skbs passes the policer at its rate, not above, every byte intact, and
+  # what the policer held back is counted at its port.
+  if "$vdevctl" -S "$sock" port add "$pp" type veth police-rate 200M create netns "$nsp" peer eth0 \
+      peer-mac 02:5b:00:00:00:04 >"$dir/add.out" 2>&1; then
+    ip -n "$nsp" addr add 198.18.91.4/24 dev eth0
+    ip -n "$nsp" link set eth0 up
+    local pbytes=$((32 << 20)) sent start end
+    ip netns exec "$nsa" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
+    local sp=$!
+    for _ in $(seq 100); do ip netns exec "$nsa" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+    start=$(date +%s.%N)
+    sent=$(timeout 120 ip netns exec "$nsp" python3 "$here/tcp_check.py" client 198.18.91.1 $port $pbytes 2>&1)
+    end=$(date +%s.%N)
+    wait $sp
+    local secs least police
+    secs=$(python3 -c "print(round($end - $start, 3))")
+    if [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ]; then
+      ok "tcp through a 200 Mbit/s policer: $pbytes bytes intact in $secs s"
+    else
+      fail "tcp through a 200 Mbit/s policer: sent '$sent', received '$(cat "$dir/srv.out")'"
+    fi
+    # No faster than the policer: at most its burst (250 ms of the rate:
+    # 50 Mbit) at once and the rate after it, so the payload alone takes
+    # at least (268 - 50) Mbit / 200 Mbit/s; 10% slack.
+    least=$(python3 -c "print(round(0.9 * ($pbytes * 8 - 200e6 * 0.25) / 200e6, 3))")
+    python3 -c "import sys; sys.exit(0 if $secs >= $least else 1)" &&
+      ok "policed stream took $secs s (>= $least s)" ||
+      fail "policed stream took $secs s, less than its 200 Mbit/s policer allows ($least s)"
+    police=$("$vdevctl" -S "$sock" -j stats | json "[x['drops']['police'] for x in d['ports'] if x['name']=='$pp'][0]")
+    [ "${police:-0}" -gt 0 ] && ok "$pp: drops.police $police" || fail "$pp: drops.police ${police:-?}"
+    "$vdevctl" -S "$sock" port del "$pp" >/dev/null 2>&1 || fail "vdevctl port del $pp"
+  else
+    fail "vdevctl port add $pp police-rate 200M: $(cat "$dir/add.out")"
+  fi
 
   # The path the frames took: the ports' hooks and fast-path counters.
   local stats

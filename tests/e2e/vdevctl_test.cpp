@@ -698,6 +698,120 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
   }
 }
 
+// Storm control and the policer, at both hooks: a port with its own small
+// limits floods broadcast, multicast and unknown unicast and sends known
+// unicast as fast as a packet socket can; what passes is the bucket's burst
+// and the rate over the time it took, and every frame that did not pass is
+// counted under its reason at the sender's port: sent = received + drops,
+// exactly. The ports without limits of their own show the daemon's
+// defaults, and are not limited by the sender's.
+TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
+  for (const std::string hook : {"tc", "xdp"}) {
+    SCOPED_TRACE("hook " + hook);
+    Netns ns1, ns2, ns3;
+    const std::string c1 = uniqueName('s'), c2 = uniqueName('c'), c3 = uniqueName('c');
+    DeviceGuard guard({c1, c2, c3});
+    auto d = startVdevd({"--fast-path", "--storm-mcast", "20000"});
+    const Mac m1 = uniqueMac(), m2 = uniqueMac(), m3 = uniqueMac();
+    // 100 frames/s of each storm class (bucket: 100 ms, 10 frames), the
+    // policer at 1000 frames/s (bucket: 10 ms, 10 frames).
+    ok({"port", "add", c1, "type", "veth", "hook", hook, "storm-bcast", "100", "storm-mcast", "100",
+        "storm-unknown", "100", "create", "netns", ns1.name(), "peer", "eth0", "peer-mac", macString(m1)});
+    ok({"port", "add", c2, "type", "veth", "hook", hook, "create", "netns", ns2.name(), "peer", "eth0",
+        "peer-mac", macString(m2)});
+    ok({"port", "add", c3, "type", "veth", "hook", hook, "storm-bcast", "off", "police-pps", "1000",
+        "police-burst", "10", "create", "netns", ns3.name(), "peer", "eth0", "peer-mac", macString(m3)});
+    waitLive({c1, c2, c3});
+    const Json ports = json({"port", "show"});
+    const Json& l1 = (*findPort(ports, c1))["limits"];
+    EXPECT_EQ(l1["storm_bcast_pps"].asU64(), 100u) << ports.dump();
+    EXPECT_EQ(l1["storm_unknown_pps"].asU64(), 100u) << ports.dump();
+    EXPECT_EQ(l1["police_pps"].asU64(), 0u) << ports.dump();
+    const Json& l3 = (*findPort(ports, c3))["limits"];
+    EXPECT_EQ(l3["storm_bcast_pps"].asU64(), 0u) << ports.dump();
+    EXPECT_EQ(l3["police_pps"].asU64(), 1000u) << ports.dump();
+    EXPECT_EQ(l3["police_burst_ms"].asU64(), 10u) << ports.dump();
+    const Json& l2 = (*findPort(ports, c2))["limits"];
+    EXPECT_EQ(l2["storm_bcast_pps"].asU64(), 10000u) << ports.dump();  // vdevd's default
+    EXPECT_EQ(l2["storm_mcast_pps"].asU64(), 20000u) << ports.dump();  // --storm-mcast
+    EXPECT_EQ(l2["police_pps"].asU64(), 0u) << ports.dump();
+    PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
+    a.setLabel("storm-limited");
+    b.setLabel("open");
+    c.setLabel("policed");
+    const Endpoints all = {&a, &b, &c};
+    learnAll(all, 1);  // one broadcast each (the limited port's is within its burst)
+
+    // n frames from a limited port to dst as fast as it goes; received: at
+    // each of `to`, the same number, within the bucket's burst and rate over
+    // the time it took; the rest counted under `reason` at the sender's port.
+    const auto burst = [&](Endpoint& from, const std::string& port, const Mac& dst, uint32_t flow, uint32_t n,
+                           const std::string& reason, double rate, double burst_frames,
+                           const std::vector<Endpoint*>& to) {
+      SCOPED_TRACE("drops." + reason);
+      const auto dropOf = [&](const Stats& s, const std::string& r) { return s.port(port).drop(r); };
+      const Stats before = d->stats();
+      const auto t0 = std::chrono::steady_clock::now();
+      from.sendFlow({dst, from.mac(), Kind::kExperimental, flow, 0, 60}, n);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto dropped = [&](const Stats& s) { return dropOf(s, reason) - dropOf(before, reason); };
+      pumpFor(all, Millis(300));
+      const uint64_t got = to[0]->rx().count(flow);
+      const Stats s = d->statsUntil([&](const Stats& st) { return dropped(st) + got >= n; }, 5s);
+      pumpFor(all, Millis(100));
+      EXPECT_EQ(dropped(s) + to[0]->rx().count(flow), uint64_t(n)) << s.dump() << countsOf(all);
+      for (const Endpoint* e : to) EXPECT_EQ(e->rx().count(flow), to[0]->rx().count(flow)) << countsOf(all);
+      EXPECT_GE(to[0]->rx().count(flow), uint64_t(burst_frames)) << countsOf(all);
+      // The bucket's burst (and the one frame that may take it into debt),
+      // the rate for the time the frames took to send, and 300 ms of slack.
+      EXPECT_LE(double(to[0]->rx().count(flow)), burst_frames + 1 + rate * (secs + 0.3))
+          << "sent in " << secs << " s" << countsOf(all);
+      EXPECT_GT(dropped(s), 0u) << s.dump();
+      for (const Endpoint* e : all) {
+        EXPECT_EQ(e->rx().corrupt(), 0u) << e->label();
+        EXPECT_EQ(e->rx().foreign(), 0u) << e->label();
+      }
+    };
+    const Mac group = {0x01, 0x00, 0x5e, 0x7f, 0x12, 0x34};
+    const Mac nobody = uniqueMac();
+    // Broadcast and multicast: the program's buckets (100/s, 10 frames).
+    burst(a, c1, testframe::kBroadcast, 10, 2000, "storm_bcast", 100, 10, {&b, &c});
+    burst(a, c1, group, 11, 2000, "storm_mcast", 100, 10, {&b, &c});
+    // Unknown unicast: vdevd's bucket.
+    burst(a, c1, nobody, 12, 2000, "storm_unknown", 100, 10, {&b, &c});
+    // Known unicast through the policer (1000/s, 10 frames), twice: the
+    // second time with the kernel fast path holding the MACs.
+    for (uint32_t round = 0; round < 2; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
+      burst(c, c3, m2, 20 + round, 4000, "police", 1000, 10, {&b});
+    }
+    // The open port was never limited by the others' rates: its floods all
+    // arrive; and the policed port's storm control is off.
+    b.sendFlow({testframe::kBroadcast, m2, Kind::kExperimental, 30, 0, 60}, 500);
+    expectFlow(all, 30, {{&a, 500}, {&c, 500}}, Millis(5000));
+    const Stats s = d->stats();
+    for (const char* r : {"storm_bcast", "storm_mcast", "storm_unknown", "police"})
+      EXPECT_EQ(s.port(c2).drop(r), 0u) << r << "\n" << s.dump();
+    EXPECT_EQ(s.port(c3).drop("storm_bcast"), 0u) << s.dump();
+    // The state file keeps a port's own limits only: after a restart with
+    // other defaults, c1 and c3 have theirs and c2 the new defaults.
+    const std::string state = readFile(state_);
+    EXPECT_NE(state.find("storm_bcast=100"), std::string::npos) << state;
+    EXPECT_NE(state.find("police_pps=1000"), std::string::npos) << state;
+    ASSERT_EQ(d->stop(), 0) << d->logs();
+    d = startVdevd({"--fast-path", "--storm-bcast", "5000"});
+    waitLive({c1, c2, c3});
+    const Json again = json({"port", "show"});
+    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_bcast_pps"].asU64(), 100u) << again.dump();
+    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_unknown_pps"].asU64(), 100u) << again.dump();
+    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_bcast_pps"].asU64(), 5000u) << again.dump();
+    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_mcast_pps"].asU64(), 10000u) << again.dump();
+    EXPECT_EQ((*findPort(again, c3))["limits"]["storm_bcast_pps"].asU64(), 0u) << again.dump();
+    EXPECT_EQ((*findPort(again, c3))["limits"]["police_pps"].asU64(), 1000u) << again.dump();
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
 // fast-rx off on a VM's tap: with the kernel fast path on, everything the
 // VM sends goes through vdevd (its program's "fast" stays 0, "redirect"
 // counts every frame), while the container's unicast to the VM still takes
