@@ -52,6 +52,30 @@ Status Datapath::removePort(const std::string& ifname) {
   return st;
 }
 
+Status Datapath::setPort(const std::string& ifname, const PortChange& change) {
+  Status st;
+  runOnDatapath([&] { st = setPortNow(ifname, change); });
+  return st;
+}
+
+Status Datapath::setPortNow(const std::string& ifname, const PortChange& change) {
+  Port* p = ports_.find(ifname);
+  if (!p) return Error{ENOENT, "no port " + ifname};
+  const PortLimits l = change.limits.over(p->limits());
+  if (!(l == p->limits()))
+    if (auto st = p->setLimits(l); !st) return st;
+  if (change.isolated && *change.isolated != p->isolated()) {
+    // The rule is checked per frame against the port's flag (vdevd) and
+    // against the marks of its MACs' fast-path entries (the programs): the
+    // journal has those rewritten with the new mark at the next sync, after
+    // this request and before the next burst.
+    p->setIsolated(*change.isolated);
+    fast_sync_.setIsolated(p->index(), *change.isolated);
+    fdb_.notePort(p->index());
+  }
+  return {};
+}
+
 Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
   std::vector<Fdb::Entry> out;
   runOnDatapath([&] { out = fdb_.dump(monotonicNs()); });

@@ -179,6 +179,11 @@ void Fdb::flushPort(uint16_t port_index) {
     if (e.live && e.port_index == port_index) kill(e);
 }
 
+void Fdb::notePort(uint16_t port_index) {
+  for (const auto& e : buckets_)
+    if (e.live && e.port_index == port_index) note(e.mac);
+}
+
 void Fdb::expire(uint64_t now_ns) {
   for (auto& e : buckets_)
     if (e.live && expired(e, now_ns)) kill(e);

@@ -460,6 +460,15 @@ void Port::applyHost(TcPath* tc) {
   (void)xdp_->setPortFlags(carries_host_ ? VDEV_PORT_HOST | (copy_tc_ ? VDEV_PORT_COPY : 0u) : 0u);
 }
 
+Status Port::setLimits(const PortLimits& l) {
+  cfg_.limits = l;
+  unknown_credit_ns_ = 0;  // a full bucket at the next flood
+  unknown_last_ns_ = 0;
+  if (xdp_ && !cfg_.punt) return xdp_->setLimits(l);
+  if (tc_attached_) return cfg_.tc->setLimits(index_, l);
+  return {};
+}
+
 void Port::detachXdp() {
   if (xdp_) xdp_->detach();
   if (tc_attached_) cfg_.tc->detach(index_);

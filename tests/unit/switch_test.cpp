@@ -272,6 +272,47 @@ TEST_F(SwitchTest, UnknownUnicastBeyondThePortsStormLimitIsDroppedAndCounted) {
   expectPoolFull();
 }
 
+// Datapath::setPort (vdevctl port set) changes a running port: its
+// unknown-unicast limit at once, with a full bucket, and its isolation,
+// each field given alone leaving the others as they were.
+TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
+  build(SwitchMode::kSwitch, 3);
+  Datapath::PortChange c;
+  c.limits.unknown_pps = 100;
+  ASSERT_TRUE(dp->setPort("p0", c).ok());
+  EXPECT_EQ(dp->port(0).limits().unknown_pps, 100u);
+  EXPECT_EQ(dp->port(0).limits().bcast_pps, 0u) << "not given: kept";
+  for (int i = 0; i < 30; i++) send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 11u);
+  drain(2);
+  EXPECT_EQ(drops(0, kDropStormUnknown), 19u);
+  // Off again: nothing held back.
+  c.limits.unknown_pps = 0;
+  ASSERT_TRUE(dp->setPort("p0", c).ok());
+  for (int i = 0; i < 30; i++) send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 30u);
+  drain(2);
+  // Isolation: p0 and p1 isolated reach only p2; p1 opened again reaches p0.
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
+  drain(0), drain(2);
+  Datapath::PortChange iso;
+  iso.isolated = true;
+  ASSERT_TRUE(dp->setPort("p0", iso).ok());
+  ASSERT_TRUE(dp->setPort("p1", iso).ok());
+  EXPECT_TRUE(dp->port(0).isolated());
+  EXPECT_EQ(dp->port(0).limits().unknown_pps, 0u) << "limits not given: kept";
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_TRUE(drain(1).empty());
+  EXPECT_EQ(drops(0, kDropIsolated), 1u);
+  iso.isolated = false;
+  ASSERT_TRUE(dp->setPort("p1", iso).ok());
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_EQ(dp->fdb().lookup(macKey(kMacB), now), 1) << "nothing forgotten";
+  EXPECT_EQ(dp->setPort("nope", iso).error().err, ENOENT);
+  expectPoolFull();
+}
+
 TEST_F(SwitchTest, XconnectIgnoresMacs) {
   build(SwitchMode::kXconnect, 2);
   send(0, {frame(kMacC, kMacA, 64), frame(kBcast, kMacA, 64)});

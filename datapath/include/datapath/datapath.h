@@ -124,6 +124,16 @@ class Datapath {
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
   Status removePort(const std::string& ifname);
+  // A running port's options, changed (vdevctl port set): each field given
+  // replaces the port's, the others stay. isolated: at once, for vdevd and
+  // the kernel fast path (its MACs' entries are rewritten with the new
+  // mark; nothing is forgotten). limits: the port's program and vdevd
+  // enforce the new ones at once, their buckets full. ENOENT: no such port.
+  struct PortChange {
+    std::optional<bool> isolated;
+    PortLimitOptions limits;
+  };
+  Status setPort(const std::string& ifname, const PortChange& change);
   size_t numPorts() const { return ports_.size(); }
   // Whether learned unicast may take the kernel fast path (set up at create).
   bool fastPath() const { return fast_ != nullptr; }
@@ -251,6 +261,7 @@ class Datapath {
   // Ports (port_table.cpp).
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
+  Status setPortNow(const std::string& ifname, const PortChange& change);
   // A bound socket of a live port whose UMEM new sockets share, or -1.
   int anyLiveSocket() const;
   // The skb path and its punt device, set up when the first port that

@@ -59,6 +59,13 @@ class FastSync {
   // The index got a new port: its record and its kernel counters start at 0;
   // isolated: the port's PortConfig::isolated, marked on its MACs' entries.
   void resetPort(uint16_t port_index, bool isolated = false);
+  // The port became isolated or open (Datapath::setPort): the entries
+  // written from now on carry the new mark. Those already in the kernel
+  // keep the old one until rewritten: the caller notes the port's MACs in
+  // the MAC table's journal (Fdb::notePort).
+  void setIsolated(uint16_t port_index, bool isolated) {
+    if (fast_) record(port_index).isolated = isolated;
+  }
   // The port's devmap entry follows its state now (link change, removal).
   void syncPort(const Port& p);
   // The MAC table's changes since the last sync go to the kernel's copy

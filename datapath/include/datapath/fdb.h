@@ -114,6 +114,9 @@ class Fdb {
   bool remove(uint64_t mac);
   // Forgets every entry pointing at the port (port removed).
   void flushPort(uint16_t port_index);
+  // Notes every entry pointing at the port in the journal, so that the
+  // kernel's copy rewrites them (the port's isolation changed).
+  void notePort(uint16_t port_index);
   // Forgets entries that aged out, so they no longer count against their
   // port's limit (housekeeping; not a hot-path call).
   void expire(uint64_t now_ns);

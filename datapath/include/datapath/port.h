@@ -193,6 +193,11 @@ class Port {
   bool fastRx() const { return cfg_.fast_rx; }
   bool isolated() const { return cfg_.isolated; }
   const PortLimits& limits() const { return cfg_.limits; }
+  // Datapath::setPort: new limits, enforced by the port's program (if it
+  // has one now; otherwise from its attach) and by vdevd at once, every
+  // bucket full; and the isolation flag (the caller forgets its MACs).
+  Status setLimits(const PortLimits& l);
+  void setIsolated(bool on) { cfg_.isolated = on; }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
