@@ -461,11 +461,16 @@ void Port::applyHost(TcPath* tc) {
 }
 
 Status Port::setLimits(const PortLimits& l) {
+  // The program's limits are one map element, replaced whole or not at
+  // all: vdevd's copy changes only once the program has the new ones, so a
+  // failure leaves the port as it was, in both.
+  Status st;
+  if (xdp_ && !cfg_.punt) st = xdp_->setLimits(l);
+  else if (tc_attached_) st = cfg_.tc->setLimits(index_, l);
+  if (!st) return st;
   cfg_.limits = l;
   unknown_credit_ns_ = 0;  // a full bucket at the next flood
   unknown_last_ns_ = 0;
-  if (xdp_ && !cfg_.punt) return xdp_->setLimits(l);
-  if (tc_attached_) return cfg_.tc->setLimits(index_, l);
   return {};
 }
 

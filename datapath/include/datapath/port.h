@@ -196,6 +196,8 @@ class Port {
   // Datapath::setPort: new limits, enforced by the port's program (if it
   // has one now; otherwise from its attach) and by vdevd at once, every
   // bucket full; and the isolation flag (the caller forgets its MACs).
+  // An error (the program's map refused them) leaves the port's limits as
+  // they were, in vdevd and in the program.
   Status setLimits(const PortLimits& l);
   void setIsolated(bool on) { cfg_.isolated = on; }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
