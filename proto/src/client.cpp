@@ -149,6 +149,7 @@ Status ControlClient::expectAck(const RequestBody& body) {
 }
 
 Status ControlClient::portAdd(const PortAddRequest& req) { return expectAck(req); }
+Status ControlClient::portSet(const PortSetRequest& req) { return expectAck(req); }
 Status ControlClient::portDel(const std::string& name) { return expectAck(PortDelRequest{name}); }
 
 Result<PortInfo> ControlClient::portGet(const std::string& name) {

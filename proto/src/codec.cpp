@@ -433,6 +433,15 @@ void putCreate(Writer& w, const CreateOptions& c) {
   w.nestEnd(n);
 }
 
+void putLimits(Writer& w, const LimitOptions& l) {
+  if (l.storm_bcast) w.u32(kAttrStormBcast, *l.storm_bcast);
+  if (l.storm_mcast) w.u32(kAttrStormMcast, *l.storm_mcast);
+  if (l.storm_unknown) w.u32(kAttrStormUnknown, *l.storm_unknown);
+  if (l.police_pps) w.u64(kAttrPolicePps, *l.police_pps);
+  if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
+  if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
+}
+
 void putBody(Writer& w, const PortAddRequest& r) {
   w.str(kAttrPortName, r.name);
   w.u8(kAttrPortType, static_cast<uint8_t>(r.type));
@@ -443,15 +452,14 @@ void putBody(Writer& w, const PortAddRequest& r) {
   if (r.tag) w.str(kAttrPortTag, *r.tag);
   if (r.hook) w.u8(kAttrHook, static_cast<uint8_t>(*r.hook));
   if (r.isolated) w.u8(kAttrIsolated, *r.isolated ? 1 : 0);
-  const LimitOptions& l = r.limits;
-  if (l.storm_bcast) w.u32(kAttrStormBcast, *l.storm_bcast);
-  if (l.storm_mcast) w.u32(kAttrStormMcast, *l.storm_mcast);
-  if (l.storm_unknown) w.u32(kAttrStormUnknown, *l.storm_unknown);
-  if (l.police_pps) w.u64(kAttrPolicePps, *l.police_pps);
-  if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
-  if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
+  putLimits(w, r.limits);
 }
 void putBody(Writer& w, const PortDelRequest& r) { w.str(kAttrPortName, r.name); }
+void putBody(Writer& w, const PortSetRequest& r) {
+  w.str(kAttrPortName, r.name);
+  if (r.isolated) w.u8(kAttrIsolated, *r.isolated ? 1 : 0);
+  putLimits(w, r.limits);
+}
 void putBody(Writer& w, const PortGetRequest& r) {
   if (!r.name.empty()) w.str(kAttrPortName, r.name);
 }
@@ -623,7 +631,7 @@ Result<std::vector<std::vector<uint8_t>>> encodeObjects(const Request& req, bool
 }
 
 bool isAction(Cmd c) {
-  return c == kCmdPortAdd || c == kCmdPortDel || c == kCmdFdbAdd || c == kCmdFdbDel;
+  return c == kCmdPortAdd || c == kCmdPortDel || c == kCmdPortSet || c == kCmdFdbAdd || c == kCmdFdbDel;
 }
 
 // ----------------------------------------------------------- decoding
@@ -631,12 +639,14 @@ bool isAction(Cmd c) {
 // Allowed request attributes per command (bit per type).
 uint64_t allowedFor(Cmd c) {
   auto bit = [](uint16_t t) { return uint64_t{1} << t; };
+  const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
+                          bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst);
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
              bit(kAttrCreate) | bit(kAttrFastRx) | bit(kAttrPortTag) | bit(kAttrHook) | bit(kAttrIsolated) |
-             bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) | bit(kAttrPolicePps) |
-             bit(kAttrPoliceBps) | bit(kAttrPoliceBurst);
+             limits;
+    case kCmdPortSet: return bit(kAttrPortName) | bit(kAttrIsolated) | limits;
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
@@ -668,6 +678,17 @@ Result<CreateOptions> decodeCreate(const nlattr* nest) {
   return c;
 }
 
+LimitOptions getLimits(const Attrs& tb) {
+  LimitOptions l;
+  if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
+  if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
+  if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
+  if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
+  if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
+  if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
+  return l;
+}
+
 Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
   switch (cmd) {
     case kCmdPortAdd: {
@@ -687,18 +708,20 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       if (tb[kAttrPortTag]) r.tag = getStr(tb[kAttrPortTag]);
       if (tb[kAttrHook]) r.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
       if (tb[kAttrIsolated]) r.isolated = getU8(tb[kAttrIsolated]) != 0;
-      LimitOptions& l = r.limits;
-      if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
-      if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
-      if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
-      if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
-      if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
-      if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
+      r.limits = getLimits(tb);
       return RequestBody{std::move(r)};
     }
     case kCmdPortDel:
       if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
       return RequestBody{PortDelRequest{getStr(tb[kAttrPortName])}};
+    case kCmdPortSet: {
+      PortSetRequest r;
+      if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
+      r.name = getStr(tb[kAttrPortName]);
+      if (tb[kAttrIsolated]) r.isolated = getU8(tb[kAttrIsolated]) != 0;
+      r.limits = getLimits(tb);
+      return RequestBody{std::move(r)};
+    }
     case kCmdPortGet:
     case kCmdStatsGet: {
       std::string name;

@@ -132,6 +132,15 @@ Status validateCreate(const PortAddRequest& r) {
   return {};
 }
 
+// Every rate may be anything (0: no limit). A burst of 0 is refused: the
+// datapath reads 0 as its default, so it would quietly become something
+// other than what was asked.
+Status validateLimits(const LimitOptions& l) {
+  if (l.police_burst_ms && *l.police_burst_ms == 0)
+    return invalid("attribute POLICE_BURST: 0 ms is no burst (at least 1; leave it out for vdevd's default)");
+  return {};
+}
+
 Status validateBody(const PortAddRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (r.type != PortType::kTap && r.type != PortType::kVeth && r.type != PortType::kNetdev)
@@ -148,11 +157,7 @@ Status validateBody(const PortAddRequest& r) {
   if (r.hook && *r.hook != PortHook::kXdp && *r.hook != PortHook::kTc)
     return invalid("attribute HOOK: " + std::to_string(static_cast<unsigned>(*r.hook)) +
                    " is not xdp(1) or tc(2)");
-  // Every rate may be anything (0: no limit). A burst of 0 is refused: the
-  // datapath reads 0 as its default (10 ms), so it would quietly become
-  // something other than what was asked.
-  if (r.limits.police_burst_ms && *r.limits.police_burst_ms == 0)
-    return invalid("attribute POLICE_BURST: 0 ms is no burst (at least 1; leave it out for vdevd's default)");
+  if (auto s = validateLimits(r.limits); !s) return s;
   if (r.create) return validateCreate(r);
   return {};
 }
@@ -176,6 +181,12 @@ Status validateBody(const FdbAddRequest& r) {
 }
 Status validateBody(const FdbDelRequest& r) { return validateUnicastMac(r.mac, "MAC"); }
 Status validateBody(const InfoGetRequest&) { return {}; }
+Status validateBody(const PortSetRequest& r) {
+  if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
+  if (!r.isolated && r.limits == LimitOptions{})
+    return invalid("PORT_SET of " + r.name + " changes nothing: give ISOLATED or a STORM_* or POLICE_* attribute");
+  return validateLimits(r.limits);
+}
 
 }  // namespace
 
@@ -220,7 +231,8 @@ Status validateUnicastMac(const Mac& mac, std::string_view attr) {
 
 Cmd cmdOf(const RequestBody& body) {
   static constexpr Cmd kByIndex[] = {kCmdPortAdd, kCmdPortDel, kCmdPortGet, kCmdStatsGet,
-                                     kCmdFdbGet,  kCmdFdbAdd,  kCmdFdbDel,  kCmdInfoGet};
+                                     kCmdFdbGet,  kCmdFdbAdd,  kCmdFdbDel,  kCmdInfoGet,
+                                     kCmdPortSet};
   static_assert(std::size(kByIndex) == std::variant_size_v<RequestBody>);
   return kByIndex[body.index()];
 }
@@ -243,6 +255,7 @@ const char* cmdName(uint8_t cmd) {
     case kCmdFdbAdd: return "FDB_ADD";
     case kCmdFdbDel: return "FDB_DEL";
     case kCmdInfoGet: return "INFO_GET";
+    case kCmdPortSet: return "PORT_SET";
     default: return "UNKNOWN";
   }
 }

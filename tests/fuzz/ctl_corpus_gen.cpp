@@ -103,12 +103,17 @@ int main(int argc, char** argv) {
   req("fdb_add", FdbAddRequest{Mac{2, 0, 0, 0, 0, 7}, "vd0", true});
   req("fdb_del", FdbDelRequest{Mac{2, 0, 0, 0, 0, 7}});
   req("info_get", InfoGetRequest{});
+  req("port_set_isolated", PortSetRequest{"vd0", true});
+  PortSetRequest set{"vd3"};
+  set.limits = {0, {}, 2000, 50000, {}, 100};
+  req("port_set_limits", set);
 
   PortInfo p{"vd0", PortType::kTap, 4,           2, XdpMode::kNative, BindMode::kZerocopy,
              1500,  false,          std::nullopt};
   PoolMsg pool;
   pool.v = {64, 32, 16, 1, 2, 3, 4, 5, 1, 0};
   rep("ack", PortDelRequest{"vd0"}, Ack{});
+  rep("port_set_ack", PortSetRequest{"vd0", false}, Ack{});
   rep("error", PortAddRequest{"vd0"}, ErrorReply{EEXIST, "port vd0 exists"});
   rep("port_get", PortGetRequest{"vd0"}, PortList{{p}});
   PortInfo slow = p;

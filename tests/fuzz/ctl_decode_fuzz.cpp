@@ -58,6 +58,7 @@ Request requestFor(Cmd cmd, bool dump, uint32_t seq) {
     case kCmdFdbGet: r.body = FdbGetRequest{}; break;
     case kCmdFdbAdd: r.body = FdbAddRequest{}; break;
     case kCmdFdbDel: r.body = FdbDelRequest{}; break;
+    case kCmdPortSet: r.body = PortSetRequest{"x", true}; break;
     default: r.body = InfoGetRequest{}; break;
   }
   return r;
@@ -68,7 +69,7 @@ void fuzzReply(std::span<const uint8_t> in) {
   const uint8_t sel = in[0];
   in = in.subspan(1);
   Expect e;
-  e.cmd = static_cast<Cmd>(1 + (sel & 7));
+  e.cmd = static_cast<Cmd>(1 + (sel & 0x0f) % kCmdMax);
   e.dump = e.cmd == kCmdFdbGet || (dumpable(e.cmd) && (sel & 0x10));
   // No seq expectation: the first message's is taken (else the fuzzer would
   // rarely get past the seq check).

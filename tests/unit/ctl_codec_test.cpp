@@ -1011,6 +1011,49 @@ TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
   EXPECT_EQ(std::get<StatsReply>(*sr).ports.at(0).port.limits, p.limits);
 }
 
+// PORT_SET: PORT_NAME and at least one of ISOLATED, STORM_*, POLICE_*;
+// each given one on the wire, nothing else allowed; answered with an ACK.
+TEST(CtlCodec, PortSetCarriesOnlyWhatChanges) {
+  PortSetRequest iso{"c1", true};
+  PortSetRequest lim{"c1"};
+  lim.limits = {0, std::nullopt, 5000, std::nullopt, 10000000000ull, 100};
+  PortSetRequest both = lim;
+  both.isolated = false;
+  expectRoundTrip(iso);
+  expectRoundTrip(lim);
+  expectRoundTrip(both);
+  EXPECT_EQ(enc(iso).size() - 8 + 3 * 8 + 12, enc(lim).size()) << "no ISOLATED (u8); 3 u32 and 1 u64 limits";
+  auto d = decodeRequest(enc(both));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(cmdOf(d->body), kCmdPortSet);
+  const auto& b = std::get<PortSetRequest>(d->body);
+  EXPECT_EQ(b.isolated, std::optional<bool>(false));
+  EXPECT_EQ(b.limits.storm_bcast, std::optional<uint32_t>(0)) << "0: no limit, given";
+  EXPECT_FALSE(b.limits.storm_mcast);
+  EXPECT_EQ(b.limits.police_bps, std::optional<uint64_t>(10000000000ull));
+  EXPECT_STREQ(cmdName(kCmdPortSet), "PORT_SET");
+  auto setMsg = [] { return Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ACK).genl(kCmdPortSet); };
+  // Nothing to change, a bad burst, an attribute a running port cannot change.
+  auto empty = encodeRequest(1, PortSetRequest{"c1"});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().what.find("changes nothing"), std::string::npos) << empty.error().what;
+  expectReject(setMsg().str(kAttrPortName, "c1").done(), EINVAL, "PORT_SET of c1 changes nothing");
+  expectReject(setMsg().u8(kAttrIsolated, 1).done(), EINVAL, "missing attribute PORT_NAME (required by PORT_SET)");
+  expectReject(setMsg().str(kAttrPortName, "c1").u32(kAttrPoliceBurst, 0).done(), EINVAL,
+               "attribute POLICE_BURST: 0 ms is no burst");
+  expectReject(setMsg().str(kAttrPortName, "c1").u8(kAttrIsolated, 1).u32(kAttrQueues, 2).done(), EINVAL,
+               "attribute QUEUES is not valid for PORT_SET");
+  expectReject(setMsg().str(kAttrPortName, "c1").u8(kAttrIsolated, 1).u8(kAttrFastRx, 0).done(), EINVAL,
+               "attribute FAST_RX is not valid for PORT_SET");
+  expectReject(Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_DUMP).genl(kCmdPortSet).done(), EOPNOTSUPP,
+               "PORT_SET cannot be dumped");
+  // The answer is an ACK, nothing else.
+  auto ack = replyRoundTrip(requestFor(iso), Ack{});
+  ASSERT_TRUE(ack.ok()) << ack.error().message();
+  EXPECT_TRUE(std::holds_alternative<Ack>(*ack));
+  EXPECT_FALSE(encodeReply(requestFor(iso), PortList{}).ok());
+}
+
 // FAST_RX: optional in PORT_ADD (absent = on, and then not on the wire),
 // always in port replies; strictly 0 or 1 both ways.
 TEST(CtlCodec, FastRxInPortAddAndPortReplies) {

@@ -78,6 +78,7 @@ class FakeHandler : public ControlHandler {
   Reply answer(const FdbGetRequest&) { return fdb; }
   Reply answer(const FdbAddRequest&) { return Ack{}; }
   Reply answer(const FdbDelRequest&) { return Ack{}; }
+  Reply answer(const PortSetRequest&) { return Ack{}; }
   Reply answer(const InfoGetRequest&) { return InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 42, 3}; }
 
   size_t count() {

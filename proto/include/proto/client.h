@@ -38,6 +38,7 @@ class ControlClient {
   ControlClient& operator=(ControlClient&&) noexcept = default;
 
   Status portAdd(const PortAddRequest& req);
+  Status portSet(const PortSetRequest& req);
   Status portDel(const std::string& name);
   Result<PortInfo> portGet(const std::string& name);
   Result<std::vector<PortInfo>> portList();  // dump

@@ -121,9 +121,19 @@ struct FdbDelRequest {
 struct InfoGetRequest {
   bool operator==(const InfoGetRequest&) const = default;
 };
+// PORT_SET: what is given replaces the port's value; at least one field.
+// A limit of 0 is "no limit"; to go back to vdevd's default for every port,
+// give that value (the port then keeps it as its own).
+struct PortSetRequest {
+  std::string name;
+  std::optional<bool> isolated;
+  LimitOptions limits;
+  bool operator==(const PortSetRequest&) const = default;
+};
 
 using RequestBody = std::variant<PortAddRequest, PortDelRequest, PortGetRequest, StatsGetRequest,
-                                 FdbGetRequest, FdbAddRequest, FdbDelRequest, InfoGetRequest>;
+                                 FdbGetRequest, FdbAddRequest, FdbDelRequest, InfoGetRequest,
+                                 PortSetRequest>;
 
 // The netlink header of a message, as received.
 struct MsgHeader {
@@ -228,7 +238,7 @@ struct InfoMsg {
 };
 
 // What a command answers:
-//   PORT_ADD, PORT_DEL, FDB_ADD, FDB_DEL -> Ack
+//   PORT_ADD, PORT_DEL, PORT_SET, FDB_ADD, FDB_DEL -> Ack
 //   PORT_GET -> PortList (exactly one port unless dump)
 //   STATS_GET -> StatsReply (exactly one port unless dump)
 //   FDB_GET -> FdbList;  INFO_GET -> InfoMsg;  any -> ErrorReply

@@ -82,7 +82,16 @@ enum Cmd : uint8_t {
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
   //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any)
   kCmdInfoGet = 8,
-  kCmdMax = kCmdInfoGet
+  // Change a running port's isolation, storm control and policer, at once
+  // (frames in flight are not touched; every bucket starts full). Each
+  // attribute given replaces the port's value, the others stay; at least one
+  // besides PORT_NAME. Root only; not a port from vdevd's command line (EPERM);
+  // the change is saved with the port.
+  //   req:   PORT_NAME (required), ISOLATED, STORM_BCAST, STORM_MCAST,
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST
+  //   reply: ACK or ERROR
+  kCmdPortSet = 9,
+  kCmdMax = kCmdPortSet
 };
 
 // Top-level attributes (one space for every command, like nl80211).
