@@ -258,6 +258,45 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r,
   return vdev::proto::Ack{};
 }
 
+// Saved first, then applied: a change the datapath refuses is taken back
+// out of the state file, so what is saved is what runs.
+vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
+                                          const vdev::proto::PeerCred& peer) {
+  if (peer.uid != 0) return denied(peer, "only root may change a port's isolation, storm control or policer");
+  auto it = ctx_.state->ports.begin();
+  while (it != ctx_.state->ports.end() && it->name != r.name) ++it;
+  if (it == ctx_.state->ports.end()) {
+    if (ctx_.dp->hasPort(r.name))
+      return ErrorReply{EPERM, "port " + r.name + " comes from vdevd's command line: its limits are vdevd's "
+                               "--storm-* and --police-* options (add it with vdevctl port add to give it its own)"};
+    return ErrorReply{ENOENT, "no port " + r.name};
+  }
+  const PortRecord before = *it;
+  if (r.isolated) it->isolated = *r.isolated;
+  vdev::proto::LimitOptions& l = it->limits;
+  const vdev::proto::LimitOptions& n = r.limits;
+  if (n.storm_bcast) l.storm_bcast = n.storm_bcast;
+  if (n.storm_mcast) l.storm_mcast = n.storm_mcast;
+  if (n.storm_unknown) l.storm_unknown = n.storm_unknown;
+  if (n.police_pps) l.police_pps = n.police_pps;
+  if (n.police_bps) l.police_bps = n.police_bps;
+  if (n.police_burst_ms) l.police_burst_ms = n.police_burst_ms;
+  if (auto st = persist(); !st) {
+    *it = before;
+    return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};
+  }
+  datapath::Datapath::PortChange c;
+  c.isolated = r.isolated;
+  c.limits = toVdevLimits(r.limits);
+  if (auto st = ctx_.dp->setPort(r.name, c); !st) {
+    *it = before;
+    std::string what = st.error().what;
+    if (auto undo = persist(); !undo) what += "; and the state file still holds the change: " + undo.error().what;
+    return ErrorReply{st.error().err, "port " + r.name + " not changed: " + what};
+  }
+  return vdev::proto::Ack{};
+}
+
 vdev::proto::Reply DaemonControl::fdbGet() {
   if (names_stale_) {
     slot_names_.clear();
@@ -325,6 +364,8 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           return portAdd(b, peer);
         } else if constexpr (std::is_same_v<T, PortDelRequest>) {
           return portDel(b, peer);
+        } else if constexpr (std::is_same_v<T, PortSetRequest>) {
+          return portSet(b, peer);
         } else if constexpr (std::is_same_v<T, PortGetRequest>) {
           datapath::DatapathStats s = ctx_.dp->stats();
           PortList l;

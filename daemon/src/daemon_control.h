@@ -15,7 +15,9 @@
 //     of the caller's; never vdevd's own namespace;
 //   - PORT_DEL only of a port the caller added (the adder's uid is kept
 //     with the port, in the state file too);
-//   - no FDB_ADD or FDB_DEL (a static entry can take any MAC from any port).
+//   - no FDB_ADD or FDB_DEL (a static entry can take any MAC from any port);
+//   - no PORT_SET: a port's isolation and limits bound what its guest may
+//     send and reach, the operator's to set, not the guest owner's.
 // A refusal is EPERM with the rule that refused it.
 //
 // Every change is all or nothing: a port whose device vdevd created is
@@ -74,6 +76,7 @@ class DaemonControl : public vdev::proto::ControlHandler {
  private:
   vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r, const vdev::proto::PeerCred& peer);
   vdev::proto::Reply portDel(const vdev::proto::PortDelRequest& r, const vdev::proto::PeerCred& peer);
+  vdev::proto::Reply portSet(const vdev::proto::PortSetRequest& r, const vdev::proto::PeerCred& peer);
   vdev::proto::Reply fdbGet();
   vdev::proto::InfoMsg info() const;
   Status persist();

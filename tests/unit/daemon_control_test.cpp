@@ -89,6 +89,54 @@ TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
   EXPECT_EQ(l.ports[2].tag, "cni:net1");
 }
 
+// PORT_SET: root only, not a command-line port; what is given replaces the
+// port's value in the datapath and in its record, the rest stays; a change
+// that cannot be saved is not made.
+TEST_F(DaemonControlTest, PortSetChangesTheRunningPortAndItsRecord) {
+  const auto before = std::get<PortList>(ask(PortGetRequest{"p1"}, 0)).ports.at(0);
+  ASSERT_TRUE(before.limits);
+  PortSetRequest set{"p1", true};
+  set.limits.police_bps = 1000000;
+  expectDenied(ask(set, 1000), "only root may change");
+  expectDenied(ask(PortSetRequest{"p2", true}, 1000), "only root may change");  // even the adder
+  expectDenied(ask(PortSetRequest{"p0", true}, 0), "vdevd's command line");
+  const auto none = std::get<ErrorReply>(ask(PortSetRequest{"p9", true}, 0));
+  EXPECT_EQ(none.err, ENOENT) << none.msg;
+  EXPECT_FALSE(state.ports[0].isolated);
+
+  ASSERT_TRUE(std::holds_alternative<Ack>(ask(set, 0)));
+  PortSetRequest bcast{"p1"};
+  bcast.limits.storm_bcast = 5;
+  ASSERT_TRUE(std::holds_alternative<Ack>(ask(bcast, 0)));
+  EXPECT_TRUE(state.ports[0].isolated);
+  EXPECT_EQ(state.ports[0].limits.police_bps, 1000000u);
+  EXPECT_EQ(state.ports[0].limits.storm_bcast, 5u);
+  EXPECT_FALSE(state.ports[0].limits.storm_mcast) << "not given: still vdevd's default";
+  const auto p = std::get<PortList>(ask(PortGetRequest{"p1"}, 0)).ports.at(0);
+  EXPECT_TRUE(p.isolated);
+  ASSERT_TRUE(p.limits);
+  EXPECT_EQ(p.limits->police_bps, 1000000u);
+  EXPECT_EQ(p.limits->storm_bcast, 5u);
+  EXPECT_EQ(p.limits->storm_mcast, before.limits->storm_mcast);
+
+  // The state file cannot be written: neither the record nor the port change.
+  ControlContext ctx;
+  ctx.dp = dp.get();
+  ctx.state = &state;
+  ctx.state_path = "/nonexistent-vdev-test-dir/vdevd.state";
+  DaemonControl unsaved(ctx);
+  Request r;
+  r.body = PortSetRequest{"p1", false};
+  PeerCred root;
+  root.uid = 0;
+  const Reply rep = unsaved.handle(r, root);
+  const auto* e = std::get_if<ErrorReply>(&rep);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->msg.find("not changed"), std::string::npos) << e->msg;
+  EXPECT_TRUE(state.ports[0].isolated);
+  EXPECT_TRUE(std::get<PortList>(ask(PortGetRequest{"p1"}, 0)).ports.at(0).isolated);
+}
+
 // The whole table in one reply, every entry with its port's name.
 TEST_F(DaemonControlTest, FdbDumpNamesEveryEntrysPort) {
   for (uint32_t i = 0; i < 30000; i++) {
