@@ -211,7 +211,7 @@ for m in vdevd vdevctl; do
   {
     "/usr/sbin/$m" --help
     if [ "$m" = vdevctl ]; then
-      for c in "port add" "port del" "port show" stats monitor "fdb show" "fdb add" "fdb del" info; do
+      for c in "port add" "port del" "port set" "port show" stats monitor "fdb show" "fdb add" "fdb del" info; do
         # shellcheck disable=SC2086
         /usr/sbin/vdevctl $c --help
       done
@@ -359,6 +359,9 @@ check "completion: vdevctl port d<TAB> -> del" grep -qx del <(complete_words vde
 check "completion: vdevctl port del <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl port del "")
 check "completion: vdevctl -S /run/vdev/vdevd.sock stats <TAB> -> $p1" \
   grep -qx "$p1" <(complete_words vdevctl -S /run/vdev/vdevd.sock stats "")
+check "completion: vdevctl port set <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl port set "")
+check "completion: vdevctl port set $p1 police-r<TAB> -> police-rate" \
+  grep -qx police-rate <(complete_words vdevctl port set "$p1" police-r)
 check "completion: vdevctl port add x type veth create ne<TAB> -> netns" \
   grep -qx netns <(complete_words vdevctl port add x type veth create ne)
 

@@ -825,6 +825,105 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
   }
 }
 
+// vdevctl port set on running ports, at both hooks, the kernel fast path
+// on: a policer set on a port holds its known unicast to the rate at once
+// (what does not pass is counted, sent = received + drops.police exactly)
+// and lifted lets everything through again; two ports made isolated stop
+// reaching each other at once, also once the fast path has their MACs, and
+// made open again reach each other again; the state file keeps the change
+// over a restart. A port that does not exist is refused (a non-root
+// caller: UnprivilegedUserIsRefusedUnlessInGroup).
+TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
+  for (const std::string hook : {"tc", "xdp"}) {
+    SCOPED_TRACE("hook " + hook);
+    Netns ns1, ns2, ns3;
+    const std::string c1 = uniqueName('s'), c2 = uniqueName('s'), c3 = uniqueName('c');
+    DeviceGuard guard({c1, c2, c3});
+    auto d = startVdevd({"--fast-path"});
+    const Mac m1 = uniqueMac(), m2 = uniqueMac(), m3 = uniqueMac();
+    for (const auto& [port, ns, mac] : {std::tuple{c1, &ns1, m1}, {c2, &ns2, m2}, {c3, &ns3, m3}})
+      ok({"port", "add", port, "type", "veth", "hook", hook, "create", "netns", ns->name(), "peer", "eth0",
+          "peer-mac", macString(mac)});
+    waitLive({c1, c2, c3});
+    PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
+    a.setLabel("c1");
+    b.setLabel("c2");
+    c.setLabel("c3");
+    const Endpoints all = {&a, &b, &c};
+    learnAll(all, 1);
+    const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port))["limits"]; };
+    const auto police = [&](const Stats& s) { return s.port(c1).drop("police"); };
+
+    // A policer of 1000 frames/s (bucket: 10 ms, 10 frames) on c1, running.
+    ok({"port", "set", c1, "police-pps", "1000", "police-burst", "10"});
+    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 1000u);
+    EXPECT_EQ(limitsOf(c1)["police_burst_ms"].asU64(), 10u);
+    EXPECT_EQ(limitsOf(c1)["storm_bcast_pps"].asU64(), 10000u) << "not given: vdevd's default stays";
+    for (uint32_t round = 0; round < 2; ++round) {  // the second with the fast path holding the MACs
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
+      const uint32_t flow = 10 + round, n = 4000;
+      const Stats before = d->stats();
+      const auto t0 = std::chrono::steady_clock::now();
+      a.sendFlow({m2, m1, Kind::kExperimental, flow, 0, 60}, n);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pumpFor(all, Millis(300));
+      const Stats s = d->statsUntil(
+          [&](const Stats& st) { return police(st) - police(before) + b.rx().count(flow) >= n; }, 5s);
+      pumpFor(all, Millis(100));
+      const uint64_t got = b.rx().count(flow);
+      EXPECT_EQ(police(s) - police(before) + got, uint64_t(n)) << s.dump() << countsOf(all);
+      EXPECT_GE(got, 10u) << countsOf(all);
+      EXPECT_LE(double(got), 11 + 1000 * (secs + 0.3)) << "sent in " << secs << " s" << countsOf(all);
+    }
+    // Lifted: everything passes again, nothing more is counted.
+    ok({"port", "set", c1, "police-pps", "off"});
+    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 0u);
+    const uint64_t policed = police(d->stats());
+    sendMixed(a, m2, 20, 500);
+    expectFlow(all, 20, {{&b, 500}}, Millis(5000));
+    EXPECT_EQ(police(d->stats()), policed);
+
+    // Isolation, both ways at once; c3 (open) still reaches and is reached.
+    ok({"port", "set", c1, "isolated", "on"});
+    ok({"port", "set", c2, "isolated", "on"});
+    EXPECT_TRUE((*findPort(json({"port", "show"}), c1))["isolated"].asBool());
+    for (uint32_t round = 0; round < 2; ++round) {
+      const uint32_t f = 30 + 10 * round;
+      const uint64_t iso0 = d->stats().port(c1).drop("isolated");
+      sendMixed(a, m2, f, 40);
+      sendMixed(a, m3, f + 1, 40);
+      sendMixed(c, m2, f + 2, 40);
+      expectFlow(all, f + 1, {{&c, 40}});
+      expectFlow(all, f + 2, {{&b, 40}});
+      const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1).drop("isolated") - iso0 >= 40; }, 5s);
+      EXPECT_EQ(s.port(c1).drop("isolated") - iso0, 40u) << s.dump();
+      expectFlow(all, f, {});
+    }
+    ok({"port", "set", c2, "isolated", "off"});
+    sendMixed(a, m2, 50, 40);
+    expectFlow(all, 50, {{&b, 40}});
+
+    // Refusals change nothing.
+    const CmdResult none = ctl({"port", "set", uniqueName('n'), "isolated", "on"});
+    EXPECT_EQ(none.status, 1) << describe({"port", "set"}, none);
+    EXPECT_NE(none.err.find("no port"), std::string::npos) << none.err;
+
+    // Saved: after a restart c1 is isolated with its policer off, c2 open.
+    const std::string state = readFile(state_);
+    EXPECT_NE(state.find("police_pps=0"), std::string::npos) << state;
+    EXPECT_NE(state.find("police_burst_ms=10"), std::string::npos) << state;
+    ASSERT_EQ(d->stop(), 0) << d->logs();
+    d = startVdevd({"--fast-path", "--police-pps", "5"});
+    waitLive({c1, c2, c3});
+    const Json again = json({"port", "show"});
+    EXPECT_TRUE((*findPort(again, c1))["isolated"].asBool()) << again.dump();
+    EXPECT_FALSE((*findPort(again, c2))["isolated"].asBool()) << again.dump();
+    EXPECT_EQ((*findPort(again, c1))["limits"]["police_pps"].asU64(), 0u) << "its own: off" << again.dump();
+    EXPECT_EQ((*findPort(again, c2))["limits"]["police_pps"].asU64(), 5u) << "vdevd's new default" << again.dump();
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
 // fast-rx off on a VM's tap: with the kernel fast path on, everything the
 // VM sends goes through vdevd (its program's "fast" stays 0, "redirect"
 // counts every frame), while the container's unicast to the VM still takes
@@ -1059,6 +1158,7 @@ TEST_F(VdevctlTest, UnprivilegedUserIsRefusedUnlessInGroup) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"port", "del", vt},
         std::vector<std::string>{"port", "add", vt2, "type", "tap", "create", "owner", "nobody"},
+        std::vector<std::string>{"port", "set", vt, "isolated", "on"},
         std::vector<std::string>{"fdb", "add", macString(uniqueMac()), "port", vt}}) {
     r = ctl(args, nobody);
     EXPECT_EQ(r.status, 1) << describe(args, r);
@@ -1088,6 +1188,10 @@ TEST_F(VdevctlTest, UnprivilegedUserIsRefusedUnlessInGroup) {
   EXPECT_TRUE(linkExists(vt));
   r = ctl({"port", "add", vt2, "type", "tap", "create"}, nobody);
   ASSERT_EQ(r.status, 0) << describe({"port", "add", vt2}, r);
+  // Not even its own port's limits: they bound what its guest sends.
+  r = ctl({"port", "set", vt2, "police-rate", "off"}, nobody);
+  EXPECT_EQ(r.status, 1) << describe({"port", "set", vt2}, r);
+  EXPECT_NE(r.err.find("only root may change"), std::string::npos) << r.err;
   r = ctl({"port", "del", vt2}, nobody);
   EXPECT_EQ(r.status, 0) << describe({"port", "del", vt2}, r);
   EXPECT_FALSE(linkExists(vt2));
@@ -1134,6 +1238,12 @@ TEST_F(VdevctlUsageTest, BadUsageExits2AndMissingDaemonExits1) {
       {{"port", "add", "vtx", "peer", "eth0"}, "put it after 'create'"},
       {{"port", "add", "vtx", "create"}, "create needs"},
       {{"port", "add", "a-name-that-is-too-long"}, "at most 15"},
+      {{"port", "set", "vtx"}, "nothing to change"},
+      {{"port", "set", "vtx", "queues", "2"}, "'queues' cannot be changed on a running port"},
+      {{"port", "set", "vtx", "police-burst", "0"}, "invalid police-burst '0'"},
+      {{"port", "set", "vtx", "isolated", "yes"}, "isolated 'yes': expected on or off"},
+      {{"port", "set", "vtx", "storm-bcast", "1", "storm-bcast", "2"}, "'storm-bcast' given twice"},
+      {{"port", "set", "vtx", "colour", "red"}, "unknown argument 'colour'"},
       {{"fdb", "add", "zz", "port", "vtx"}, "invalid MAC address 'zz'"},
       {{"-j", "stats", "--prometheus"}, "exclude"},
       {{"monitor", "--interval", "0"}, "invalid --interval '0'"},
@@ -1162,11 +1272,12 @@ TEST_F(VdevctlUsageTest, BadUsageExits2AndMissingDaemonExits1) {
   // Help: the tool's and every command's, on stdout, exit 0.
   const CmdResult help = run({"--help"});
   EXPECT_EQ(help.status, 0);
-  for (const char* part : {"SYNOPSIS", "EXIT STATUS", "port add", "port del", "port show", "stats",
+  for (const char* part : {"SYNOPSIS", "EXIT STATUS", "port add", "port del", "port set", "port show", "stats",
                            "monitor", "fdb show", "fdb add", "fdb del", "info"})
     EXPECT_NE(help.out.find(part), std::string::npos) << part;
   for (const std::vector<std::string>& args : {std::vector<std::string>{"port", "add", "--help"},
                                                {"port", "del", "help"},
+                                               {"port", "set", "--help"},
                                                {"port", "show", "-h"},
                                                {"stats", "--help"},
                                                {"monitor", "--help"},

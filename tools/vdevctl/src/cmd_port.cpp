@@ -1,5 +1,6 @@
-// vdevctl port add | del | show
+// vdevctl port add | del | set | show
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <set>
 
@@ -58,6 +59,33 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   } else if (k == "mtu") {
     c.mtu = a.u32("mtu", vdev::proto::kMinMtu, vdev::proto::kMaxMtu);
   }
+}
+
+// The keywords "port add" and "port set" share: isolation, storm control
+// and the policer. False: `k` is none of them.
+bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolated,
+                      vdev::proto::LimitOptions& l) {
+  if (k == "isolated") {
+    const std::string v = a.next("on or off after 'isolated'");
+    if (v != "on" && v != "off")
+      a.usage("isolated '" + v + "': expected on or off (on: the port talks only to ports that are not isolated)");
+    isolated = v == "on";
+  } else if (k == "storm-bcast") {
+    l.storm_bcast = uint32_t(a.limit(k, UINT32_MAX, "broadcast frames/s"));
+  } else if (k == "storm-mcast") {
+    l.storm_mcast = uint32_t(a.limit(k, UINT32_MAX, "multicast frames/s"));
+  } else if (k == "storm-unknown") {
+    l.storm_unknown = uint32_t(a.limit(k, UINT32_MAX, "unknown-unicast frames/s"));
+  } else if (k == "police-pps") {
+    l.police_pps = a.limit(k, UINT64_MAX, "packets/s");
+  } else if (k == "police-rate") {
+    l.police_bps = a.rate(k);
+  } else if (k == "police-burst") {
+    l.police_burst_ms = a.u32(k, 1, UINT32_MAX);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 // The uplink among `ports` with the smallest MTU (nullptr: none).
@@ -146,6 +174,7 @@ int cmdPortAdd(Context& ctx, Args& a) {
   while (!a.empty()) {
     const std::string k = a.next("argument");
     if (!seen.insert(k).second) a.usage("'" + k + "' given twice");
+    if (parseLimitOption(a, k, r.isolated, r.limits)) continue;
     if (k == "type") {
       const std::string t = a.next("type after 'type' (tap, veth or netdev)");
       const auto pt = vdev::proto::parsePortType(t);
@@ -164,23 +193,6 @@ int cmdPortAdd(Context& ctx, Args& a) {
       if (v != "on" && v != "off")
         a.usage("fast-rx '" + v + "': expected on or off (off: frames the port receives always go through vdevd)");
       r.fast_rx = v == "on";
-    } else if (k == "isolated") {
-      const std::string v = a.next("on or off after 'isolated'");
-      if (v != "on" && v != "off")
-        a.usage("isolated '" + v + "': expected on or off (on: the port talks only to ports that are not isolated)");
-      r.isolated = v == "on";
-    } else if (k == "storm-bcast") {
-      r.limits.storm_bcast = uint32_t(a.limit(k, UINT32_MAX, "broadcast frames/s"));
-    } else if (k == "storm-mcast") {
-      r.limits.storm_mcast = uint32_t(a.limit(k, UINT32_MAX, "multicast frames/s"));
-    } else if (k == "storm-unknown") {
-      r.limits.storm_unknown = uint32_t(a.limit(k, UINT32_MAX, "unknown-unicast frames/s"));
-    } else if (k == "police-pps") {
-      r.limits.police_pps = a.limit(k, UINT64_MAX, "packets/s");
-    } else if (k == "police-rate") {
-      r.limits.police_bps = a.rate(k);
-    } else if (k == "police-burst") {
-      r.limits.police_burst_ms = a.u32(k, 1, UINT32_MAX);
     } else if (k == "hook") {
       const std::string v = a.next("xdp or tc after 'hook'");
       const auto h = vdev::proto::parsePortHook(v);
@@ -219,6 +231,34 @@ int cmdPortDel(Context& ctx, Args& a) {
   const std::string name = a.ifname("IFNAME");
   a.done();
   if (auto st = ctx.client().portDel(name); !st) return Context::fail(st.error());
+  return kExitOk;
+}
+
+int cmdPortSet(Context& ctx, Args& a) {
+  vdev::proto::PortSetRequest r;
+  r.name = a.ifname("IFNAME");
+  std::set<std::string> seen;
+  while (!a.empty()) {
+    const std::string k = a.next("argument");
+    if (!seen.insert(k).second) a.usage("'" + k + "' given twice");
+    if (!parseLimitOption(a, k, r.isolated, r.limits)) {
+      if (k == "type" || k == "queues" || k == "xdp-mode" || k == "fast-rx" || k == "hook" || k == "create" ||
+          createKeyword(k))
+        a.usage("'" + k + "' cannot be changed on a running port: delete it and add it again");
+      a.unknown(k);
+    }
+  }
+  if (seen.empty())
+    a.usage("nothing to change: give isolated, storm-bcast, storm-mcast, storm-unknown, police-pps, "
+            "police-rate or police-burst");
+  if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
+  if (auto st = ctx.client().portSet(r); !st) {
+    // A vdevd from before PORT_SET answers "unknown command".
+    if (st.error().err == EOPNOTSUPP)
+      return Context::fail(Error{EOPNOTSUPP, "vdevd does not know PORT_SET (it is older than this vdevctl); "
+                                             "upgrade vdevd, or delete the port and add it with the new options"});
+    return Context::fail(st.error());
+  }
   return kExitOk;
 }
 

@@ -185,6 +185,54 @@ EXIT STATUS
     2 bad usage.
 )HELP";
 
+constexpr const char kPortSetHelp[] = R"HELP(NAME
+    vdevctl port set - change a running port's isolation and limits
+
+SYNOPSIS
+    vdevctl port set IFNAME [isolated on|off]
+                     [storm-bcast PPS|off] [storm-mcast PPS|off]
+                     [storm-unknown PPS|off] [police-pps PPS|off]
+                     [police-rate RATE|off] [police-burst MS]
+
+DESCRIPTION
+    Changes what a port may send into the switch and whom it may reach,
+    while it runs: no frame in flight is touched, no socket reopened, the
+    port's MAC table entries stay. Each keyword given replaces the port's
+    value (the keywords and their values are those of "vdevctl port add
+    --help"); the others stay as they are. At least one is needed.
+
+    The port's program (at its XDP or tc hook) and vdevd take the new limits
+    at once, every bucket full. A port made isolated stops reaching the
+    other isolated ports at once, on the kernel fast path too (its MACs'
+    entries there are rewritten with the new mark before vdevd's next
+    burst); made open again, it reaches them again.
+
+    The change is saved with the port in vdevd's state file and holds after
+    vdevd restarts. A value given here is the port's own from then on, also
+    when it equals vdevd's default: the port no longer follows that
+    default of vdevd's (see "vdevd --help") for it.
+
+    Only root may change a port, whoever added it: the limits bound what a
+    guest may send, the operator's to set. Ports given on vdevd's command
+    line (--port) are not changed: their limits are vdevd's options; add the
+    port with "vdevctl port add" to give it its own. The port's type,
+    queues, hook, XDP mode, fast-rx and device are not changed here: delete
+    the port and add it again.
+
+EXAMPLES
+    Hold a noisy container to 10 Mbit/s and 100 broadcast frames/s:
+        vdevctl port set vdc3 police-rate 10M storm-bcast 100
+    Lift the policer again:
+        vdevctl port set vdc3 police-rate off
+    Isolate a tenant's VM from the other isolated ones:
+        vdevctl port set vm1 isolated on
+
+EXIT STATUS
+    0 the port runs with the change; 1 no such port, a port from vdevd's
+    command line, not root, or vdevd refused (the change is then neither
+    running nor saved) or cannot be reached; 2 bad usage.
+)HELP";
+
 constexpr const char kPortShowHelp[] = R"HELP(NAME
     vdevctl port show - list vdevd's ports
 
@@ -425,6 +473,8 @@ constexpr std::array kCommands{
             "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
+    Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [storm-* PPS|off] [police-* ...]",
+            "change a running port's isolation, storm control, policer", kPortSetHelp, cmdPortSet},
     Command{"port", "show", "list ls", "port show [IFNAME]", "list ports", kPortShowHelp,
             cmdPortShow},
     Command{"stats", nullptr, nullptr, "stats [IFNAME] | stats --prometheus",
@@ -491,6 +541,7 @@ OPTIONS
 EXAMPLES
     vdevctl port add vdc1 type veth create netns web1 peer eth0
     vdevctl port add vm1 type tap create owner qemu
+    vdevctl port set vdc1 police-rate 100M
     vdevctl -s port
     vdevctl stats --prometheus
     vdevctl monitor --interval 0.5

@@ -12,6 +12,7 @@ namespace vdev::ctl {
 
 int cmdPortAdd(Context& ctx, Args& args);
 int cmdPortDel(Context& ctx, Args& args);
+int cmdPortSet(Context& ctx, Args& args);
 int cmdPortShow(Context& ctx, Args& args);
 int cmdStats(Context& ctx, Args& args);
 int cmdMonitor(Context& ctx, Args& args);
