@@ -38,6 +38,16 @@ uint64_t Datapath::fastDropsCountedByDevice(const Port& p) {
 
 PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
   PortCounterSnapshot s = p.snapshot();
+  if (p.xdp() || (tc_ && p.hook() == PortHook::kTc)) {
+    // What the port's program dropped for it: beyond its limits (its
+    // earlier devices' programs' are in the port's own counters), and on
+    // the skb path frames too long for vdevd's own path.
+    if (!p.xdp()) s[kDropOversize] += tc_->ownOversize(p.index());
+    const LimitDrops ld = p.xdp() ? p.xdp()->limitDrops() : tc_->limitDrops(p.index());
+    s[kDropStormBcast] += ld.bcast;
+    s[kDropStormMcast] += ld.mcast;
+    s[kDropPolice] += ld.police;
+  }
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());
   s[kRxPackets] += f.rx_packets;
@@ -140,13 +150,6 @@ DatapathStats Datapath::stats() {
         c[kProgRedirect] = prog.redirect;
         c[kProgNoSocket] = prog.no_socket;
         c[kProgFast] = prog.fast;
-        if (!p.xdp()) c[kDropOversize] += tc_->ownOversize(p.index());
-        // What the program dropped for the port's limits (its earlier
-        // devices' programs' are in the port's own counters).
-        const LimitDrops ld = p.xdp() ? p.xdp()->limitDrops() : tc_->limitDrops(p.index());
-        c[kDropStormBcast] += ld.bcast;
-        c[kDropStormMcast] += ld.mcast;
-        c[kDropPolice] += ld.police;
         if (p.xdp() && tc_ && p.copiesToVdevd()) {
           // An uplink at XDP: the copies its tc program handed vdevd (or
           // could not) of frames the XDP program passed to the host.

@@ -289,7 +289,9 @@ class Datapath {
   // Statistics (stats.cpp).
   void collectOwned(DatapathStats& out) const;
   PoolStats poolStats() const;
-  // Kernel fast path: its counters merge into the port's.
+  // A port's counts: vdevd's, what its program dropped (limits, the skb
+  // path's oversize) and the kernel fast path's -- what its stats show, and
+  // what stays in the totals when it is removed.
   PortCounterSnapshot portSnapshot(const Port& p) const;
   uint64_t fastDropsCountedByDevice(const Port& p);
 

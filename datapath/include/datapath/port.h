@@ -189,6 +189,7 @@ class Port {
   std::vector<std::unique_ptr<Queue>>& queues() { return queues_; }
   const std::vector<std::unique_ptr<Queue>>& queues() const { return queues_; }
   XdpProgram* xdp() { return xdp_.get(); }
+  const XdpProgram* xdp() const { return xdp_.get(); }
   bool zerocopy() const;
   bool fastRx() const { return cfg_.fast_rx; }
   bool isolated() const { return cfg_.isolated; }
