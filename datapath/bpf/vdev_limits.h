@@ -1,4 +1,5 @@
-/* A port's storm control and ingress policer (datapath/limits.h), as the
+/* A port's storm control, ingress policer and allowed source MAC
+ * (datapath/limits.h), as the
  * port's program (vdev_xdp.bpf.c or vdev_tc.bpf.c) enforces them: token
  * buckets in a map value with a spin lock, one set per port. Shared between
  * the programs and vdevd (which writes the buckets' rates). Plain C.
@@ -32,7 +33,8 @@ enum vdev_limit_drop {
 	VDEV_LIM_DROP_BCAST = 0,  /* drops.storm_bcast */
 	VDEV_LIM_DROP_MCAST = 1,  /* drops.storm_mcast */
 	VDEV_LIM_DROP_POLICE = 2, /* drops.police (a frame either bucket holds back) */
-	VDEV_LIM_NDROPS = 3,
+	VDEV_LIM_DROP_SPOOF = 3,  /* drops.spoof_mac (a source MAC not the port's allowed one) */
+	VDEV_LIM_NDROPS = 4,
 };
 
 struct vdev_bucket {
@@ -46,6 +48,10 @@ struct vdev_port_limits {
 	struct bpf_spin_lock lock;
 	__u32 on; /* any rate set; 0: the program skips the lock */
 	struct vdev_bucket b[VDEV_LIM_N];
+	/* Anti-spoofing: the one source MAC the port may send (its 6 bytes
+	 * copied into the low bytes, as the programs read MACs); 0: any.
+	 * Read without the lock: vdevd replaces the element whole. */
+	__u64 src_mac;
 };
 
 #ifdef __BPF__

@@ -395,6 +395,15 @@ int vdev_tc_port(struct __sk_buff *skb)
 	}
 	if (bpf_skb_load_bytes(skb, 0, eth, sizeof eth))
 		goto punt; /* shorter than an Ethernet header: vdevd counts the runt */
+	/* Anti-spoofing: only the port's allowed source MAC (a GSO skb counts
+	 * as the frames it becomes). */
+	if (lim && lim->src_mac) {
+		__builtin_memcpy(&src, eth + 6, 6);
+		if (src != lim->src_mac) {
+			limit_drop(in, VDEV_LIM_DROP_SPOOF, frames_of(skb));
+			return TC_ACT_SHOT;
+		}
+	}
 	__builtin_memcpy(&dst, eth, 6);
 	if (for_host(skb, eth, dst)) {
 		count(in, VDEV_XDP_PASS);

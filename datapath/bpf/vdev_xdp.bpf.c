@@ -168,6 +168,12 @@ int vdev_xdp(struct xdp_md *ctx)
 		struct vdev_fast_entry *s, *d;
 		__u8 *eth = data;
 
+		/* Anti-spoofing: only the port's allowed source MAC. */
+		if (lim && lim->src_mac) {
+			__builtin_memcpy(&src, eth + 6, 6);
+			if (src != lim->src_mac)
+				return limit_drop(p, VDEV_LIM_DROP_SPOOF);
+		}
 		__builtin_memcpy(&key, data, 6);
 		hk.mac = key;
 		if (key == p->own_mac || (p->nhost_macs && bpf_map_lookup_elem(&xdp_host_macs, &hk))) {

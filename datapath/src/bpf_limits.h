@@ -34,13 +34,14 @@ inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
   set(VDEV_LIM_PPS, l.police_pps, police_ms);
   set(VDEV_LIM_BPS, l.police_bps, police_ms);
   v.on = (l.bcast_pps || l.mcast_pps || l.police_pps || l.police_bps) ? 1 : 0;
+  v.src_mac = l.src_mac;
   return v;
 }
 
 // The drops of one row (a slot, a port index), summed over the CPUs.
 inline LimitDrops readLimitDrops(int fd, uint32_t row, std::vector<uint64_t>& percpu) {
   LimitDrops d;
-  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police};
+  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoofed};
   for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
     const uint32_t k = row * VDEV_LIM_NDROPS + i;
     if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;

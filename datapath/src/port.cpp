@@ -137,6 +137,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     c[kDropStormBcast].add(d.bcast);
     c[kDropStormMcast].add(d.mcast);
     c[kDropPolice].add(d.police);
+    c[kDropSpoofMac].add(d.spoofed);
   }
   xdp_.reset();
   tc_attached_ = false;

@@ -47,6 +47,7 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
     s[kDropStormBcast] += ld.bcast;
     s[kDropStormMcast] += ld.mcast;
     s[kDropPolice] += ld.police;
+    s[kDropSpoofMac] += ld.spoofed;
   }
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());

@@ -1,4 +1,5 @@
-// Storm control and the ingress policer of a port (PortConfig::limits).
+// Storm control, the ingress policer and the allowed source MAC of a port
+// (PortConfig::limits).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,10 @@ struct PortLimits {
   uint64_t police_pps = 0;       // drops.police
   uint64_t police_bps = 0;       // bits/s of frames (Ethernet header on)
   uint32_t police_burst_ms = 0;  // 0: kDefaultPoliceBurstMs
+  // Anti-spoofing: the one source MAC the port may send (macKey() of it),
+  // enforced by its program before anything else but the policer; frames
+  // from any other are dropped (drops.spoof_mac). 0: any source.
+  uint64_t src_mac = 0;
   bool any() const { return bcast_pps || mcast_pps || unknown_pps || police_pps || police_bps; }
   bool operator==(const PortLimits&) const = default;
 };
@@ -40,6 +45,7 @@ struct PortLimitOptions {
   std::optional<uint32_t> bcast_pps, mcast_pps, unknown_pps;
   std::optional<uint64_t> police_pps, police_bps;
   std::optional<uint32_t> police_burst_ms;
+  std::optional<uint64_t> src_mac;  // 0: any source
   PortLimits over(PortLimits base) const {
     if (bcast_pps) base.bcast_pps = *bcast_pps;
     if (mcast_pps) base.mcast_pps = *mcast_pps;
@@ -47,6 +53,7 @@ struct PortLimitOptions {
     if (police_pps) base.police_pps = *police_pps;
     if (police_bps) base.police_bps = *police_bps;
     if (police_burst_ms) base.police_burst_ms = *police_burst_ms;
+    if (src_mac) base.src_mac = *src_mac;
     return base;
   }
 };

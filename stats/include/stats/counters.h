@@ -128,7 +128,9 @@ struct CounterDef {
   D(StormUnknown, 35, "storm_unknown") /* unicast to an unknown MAC (a flood) beyond the    \
                                          port's storm limit (vdevd's bucket); ingress */      \
   D(Police, 36, "police")             /* beyond the port's ingress policer (packets/s or   \
-                                         bits/s; its program's token buckets); ingress */
+                                         bits/s; its program's token buckets); ingress */     \
+  D(SpoofMac, 37, "spoof_mac")       /* source MAC other than the port's allowed one (its  \
+                                         program's anti-spoofing); ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
