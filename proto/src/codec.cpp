@@ -90,6 +90,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPolicePps: return {"POLICE_PPS", Kind::kU64};
     case kAttrPoliceBps: return {"POLICE_BPS", Kind::kU64};
     case kAttrPoliceBurst: return {"POLICE_BURST", Kind::kU32};
+    case kAttrAllowedMac: return {"ALLOWED_MAC", Kind::kMac};
     default: return {};
   }
 }
@@ -440,6 +441,7 @@ void putLimits(Writer& w, const LimitOptions& l) {
   if (l.police_pps) w.u64(kAttrPolicePps, *l.police_pps);
   if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
   if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
+  if (l.allowed_mac) w.mac(kAttrAllowedMac, *l.allowed_mac);
 }
 
 void putBody(Writer& w, const PortAddRequest& r) {
@@ -501,6 +503,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
     w.u64(kAttrPolicePps, p.limits->police_pps);
     w.u64(kAttrPoliceBps, p.limits->police_bps);
     w.u32(kAttrPoliceBurst, p.limits->police_burst_ms);
+    if (p.limits->allowed_mac) w.mac(kAttrAllowedMac, *p.limits->allowed_mac);
   }
 }
 
@@ -640,7 +643,8 @@ bool isAction(Cmd c) {
 uint64_t allowedFor(Cmd c) {
   auto bit = [](uint16_t t) { return uint64_t{1} << t; };
   const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
-                          bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst);
+                          bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst) |
+                          bit(kAttrAllowedMac);
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
@@ -686,6 +690,7 @@ LimitOptions getLimits(const Attrs& tb) {
   if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
   if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
   if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
+  if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
   return l;
 }
 
@@ -802,6 +807,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
     if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
     if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
     if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
+    if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
   }
   return p;
 }

@@ -138,6 +138,8 @@ Status validateCreate(const PortAddRequest& r) {
 Status validateLimits(const LimitOptions& l) {
   if (l.police_burst_ms && *l.police_burst_ms == 0)
     return invalid("attribute POLICE_BURST: 0 ms is no burst (at least 1; leave it out for vdevd's default)");
+  if (l.allowed_mac && *l.allowed_mac != Mac{})  // all zeros: any source
+    if (auto s = validateUnicastMac(*l.allowed_mac, "ALLOWED_MAC"); !s) return s;
   return {};
 }
 
@@ -184,7 +186,8 @@ Status validateBody(const InfoGetRequest&) { return {}; }
 Status validateBody(const PortSetRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (!r.isolated && r.limits == LimitOptions{})
-    return invalid("PORT_SET of " + r.name + " changes nothing: give ISOLATED or a STORM_* or POLICE_* attribute");
+    return invalid("PORT_SET of " + r.name +
+                   " changes nothing: give ISOLATED, ALLOWED_MAC or a STORM_* or POLICE_* attribute");
   return validateLimits(r.limits);
 }
 
@@ -300,6 +303,7 @@ const char* attrName(uint16_t attr) {
     case kAttrPolicePps: return "POLICE_PPS";
     case kAttrPoliceBps: return "POLICE_BPS";
     case kAttrPoliceBurst: return "POLICE_BURST";
+    case kAttrAllowedMac: return "ALLOWED_MAC";
     default: return "UNKNOWN";
   }
 }

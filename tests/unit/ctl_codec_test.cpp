@@ -1009,6 +1009,17 @@ TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
   auto sr = replyRoundTrip(requestFor(StatsGetRequest{"c1"}), StatsReply{{sm}, std::nullopt, std::nullopt});
   ASSERT_TRUE(sr.ok()) << sr.error().message();
   EXPECT_EQ(std::get<StatsReply>(*sr).ports.at(0).port.limits, p.limits);
+  // ALLOWED_MAC: in PORT_ADD when given; in replies while the port has one.
+  PortAddRequest locked = none;
+  locked.limits.allowed_mac = Mac{2, 1, 2, 3, 4, 5};
+  expectRoundTrip(locked);
+  EXPECT_EQ(enc(none).size() + 12, enc(locked).size()) << "one 6-byte attribute";
+  PortInfo lp = p;
+  lp.limits->allowed_mac = Mac{2, 1, 2, 3, 4, 5};
+  auto lr = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{lp, p}});
+  ASSERT_TRUE(lr.ok()) << lr.error().message();
+  EXPECT_EQ(std::get<PortList>(*lr).ports.at(0).limits->allowed_mac, lp.limits->allowed_mac);
+  EXPECT_FALSE(std::get<PortList>(*lr).ports.at(1).limits->allowed_mac);
 }
 
 // PORT_SET: PORT_NAME and at least one of ISOLATED, STORM_*, POLICE_*;
@@ -1032,6 +1043,20 @@ TEST(CtlCodec, PortSetCarriesOnlyWhatChanges) {
   EXPECT_FALSE(b.limits.storm_mcast);
   EXPECT_EQ(b.limits.police_bps, std::optional<uint64_t>(10000000000ull));
   EXPECT_STREQ(cmdName(kCmdPortSet), "PORT_SET");
+  // ALLOWED_MAC alone is a change; all zeros (any source) too; a group
+  // address is refused.
+  PortSetRequest mac{"c1"};
+  mac.limits.allowed_mac = Mac{2, 0, 0, 0, 0, 9};
+  expectRoundTrip(mac);
+  mac.limits.allowed_mac = Mac{};
+  expectRoundTrip(mac);
+  mac.limits.allowed_mac = Mac{1, 0, 0x5e, 0, 0, 1};
+  auto group = encodeRequest(1, mac);
+  ASSERT_FALSE(group.ok());
+  EXPECT_NE(group.error().what.find("attribute ALLOWED_MAC: 01:00:5e:00:00:01 is a multicast address"),
+            std::string::npos)
+      << group.error().what;
+  EXPECT_STREQ(attrName(kAttrAllowedMac), "ALLOWED_MAC");
   auto setMsg = [] { return Raw().hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ACK).genl(kCmdPortSet); };
   // Nothing to change, a bad burst, an attribute a running port cannot change.
   auto empty = encodeRequest(1, PortSetRequest{"c1"});
@@ -1292,6 +1317,12 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"xdp_prog.fast", 29},
       {"link.flap_waits", 30},
       {"drops.link_local", 31},
+      {"drops.isolated", 32},
+      {"drops.storm_bcast", 33},
+      {"drops.storm_mcast", 34},
+      {"drops.storm_unknown", 35},
+      {"drops.police", 36},
+      {"drops.spoof_mac", 37},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

@@ -63,6 +63,7 @@ struct LimitOptions {
   std::optional<uint64_t> police_pps;       // every frame, packets/s
   std::optional<uint64_t> police_bps;       // every frame, bits/s
   std::optional<uint32_t> police_burst_ms;  // the policer's burst, >= 1
+  std::optional<Mac> allowed_mac;           // the only source MAC it may send; all zeros: any
   bool operator==(const LimitOptions&) const = default;
 };
 
@@ -75,6 +76,7 @@ struct Limits {
   uint64_t police_pps = 0;
   uint64_t police_bps = 0;
   uint32_t police_burst_ms = 0;
+  std::optional<Mac> allowed_mac;  // absent: any source
   bool operator==(const Limits&) const = default;
 };
 

@@ -50,7 +50,7 @@ enum Cmd : uint8_t {
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
   //          FAST_RX, PORT_TAG, HOOK, ISOLATED, STORM_BCAST, STORM_MCAST,
-  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -88,7 +88,7 @@ enum Cmd : uint8_t {
   // besides PORT_NAME. Root only; not a port from vdevd's command line (EPERM);
   // the change is saved with the port.
   //   req:   PORT_NAME (required), ISOLATED, STORM_BCAST, STORM_MCAST,
-  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC
   //   reply: ACK or ERROR
   kCmdPortSet = 9,
   kCmdMax = kCmdPortSet
@@ -152,7 +152,12 @@ enum Attr : uint16_t {
   kAttrPoliceBurst = 38,   // u32, >= 1: the policer's buckets hold this many milliseconds of
                            // its rates (PORT_ADD: 0 is refused; port replies: vdevd's default
                            // filled in)
-  kAttrMax = kAttrPoliceBurst
+  // Anti-spoofing: the one source MAC the port may send (drops.spoof_mac for
+  // any other, by its program). PORT_ADD, PORT_SET: unicast, or all zeros
+  // for any source (absent in PORT_ADD: any, and then not sent). Port
+  // replies: present only while the port has one.
+  kAttrAllowedMac = 39,    // 6 bytes
+  kAttrMax = kAttrAllowedMac
 };
 
 // Inside kAttrCreate (PORT_ADD).
