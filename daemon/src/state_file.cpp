@@ -89,6 +89,11 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       const auto n = vdev::parseU32(v, 1);
       if (!n) return "invalid police_burst_ms '" + v + "' (milliseconds, 1..4294967295)";
       r.limits.police_burst_ms = *n;
+    } else if (k == "allowed_mac") {
+      const auto m = vdev::parseMac(v);
+      if (!m || (*m != vdev::Mac{} && !vdev::proto::validateUnicastMac(*m, "allowed_mac")))
+        return "invalid allowed_mac '" + v + "' (a unicast MAC, or 00:00:00:00:00:00 for any source)";
+      r.limits.allowed_mac = *m;
     } else {
       return "unknown key '" + k + "'";
     }
@@ -134,6 +139,7 @@ std::string limitsText(const vdev::proto::LimitOptions& l) {
   put("police_pps", l.police_pps);
   put("police_bps", l.police_bps);
   put("police_burst_ms", l.police_burst_ms);
+  if (l.allowed_mac) o += " allowed_mac=" + vdev::formatMac(*l.allowed_mac);
   return o;
 }
 

@@ -116,6 +116,17 @@ TEST(CtlConvert, Limits) {
   EXPECT_EQ(toVdevLimits(LimitOptions{}).over(base), base);
   const vdev::datapath::PortLimitOptions all = toVdevLimits({10, 20, 30, 40, 50, 60});
   EXPECT_EQ(all.over(base), (vdev::datapath::PortLimits{10, 20, 30, 40, 50, 60}));
+
+  // The allowed source MAC: the datapath's key of it, and back; all zeros
+  // is 0, any source (and given, so it replaces a port's own).
+  LimitOptions mac;
+  mac.allowed_mac = Mac{0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+  const vdev::datapath::PortLimits locked = toVdevLimits(mac).over(base);
+  EXPECT_EQ(locked.src_mac, vdev::datapath::macKey(mac.allowed_mac->data()));
+  EXPECT_EQ(toLimits(locked).allowed_mac, mac.allowed_mac);
+  EXPECT_FALSE(toLimits(base).allowed_mac);
+  mac.allowed_mac = Mac{};
+  EXPECT_EQ(toVdevLimits(mac).over(locked).src_mac, 0u);
 }
 
 }  // namespace

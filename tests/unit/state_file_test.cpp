@@ -294,6 +294,15 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
   EXPECT_EQ(back.value(), st);
   EXPECT_EQ(back.value().ports[1].limits, vdev::proto::LimitOptions{});
   EXPECT_FALSE(back.value().ports[2].limits.storm_bcast);
+  // The allowed source MAC, and all zeros (any source, given).
+  st.ports[1].limits.allowed_mac = vdev::Mac{0x02, 0, 0, 0, 0xab, 0xcd};
+  st.ports[2].limits.allowed_mac = vdev::Mac{};
+  const std::string withMac = serializeState(st);
+  EXPECT_NE(withMac.find(" allowed_mac=02:00:00:00:ab:cd\n"), std::string::npos) << withMac;
+  EXPECT_NE(withMac.find(" allowed_mac=00:00:00:00:00:00\n"), std::string::npos) << withMac;
+  auto macBack = parseState(withMac);
+  ASSERT_TRUE(macBack.ok()) << macBack.error().message();
+  EXPECT_EQ(macBack.value(), st);
 
   auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
   ASSERT_TRUE(old.ok()) << old.error().message();
@@ -308,6 +317,8 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
       {"police_bps=", "invalid police_bps '' (bits/s"},
       {"police_burst_ms=0", "invalid police_burst_ms '0' (milliseconds, 1..4294967295)"},
       {"storm_bcast=1 storm_bcast=2", "'storm_bcast' given twice"},
+      {"allowed_mac=01:00:5e:00:00:01", "invalid allowed_mac '01:00:5e:00:00:01' (a unicast MAC"},
+      {"allowed_mac=02:00", "invalid allowed_mac '02:00'"},
   };
   for (const auto& [kv, what] : bad) {
     auto r = parseState(std::string("# vdevd state v1\nport name=vm1 ") + kv + "\n");

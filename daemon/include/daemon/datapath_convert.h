@@ -53,6 +53,7 @@ inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
   o.police_pps = l.police_pps;
   o.police_bps = l.police_bps;
   o.police_burst_ms = l.police_burst_ms;
+  if (l.allowed_mac) o.src_mac = datapath::macKey(l.allowed_mac->data());  // all zeros: 0, any
   return o;
 }
 
@@ -66,6 +67,11 @@ inline proto::Limits toLimits(const datapath::PortLimits& l) {
   o.police_pps = l.police_pps;
   o.police_bps = l.police_bps;
   o.police_burst_ms = l.police_burst_ms ? l.police_burst_ms : datapath::PortLimits::kDefaultPoliceBurstMs;
+  if (l.src_mac) {
+    Mac m{};
+    std::memcpy(m.data(), &l.src_mac, 6);  // inverse of datapath::macKey()
+    o.allowed_mac = m;
+  }
   return o;
 }
 

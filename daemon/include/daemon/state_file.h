@@ -23,7 +23,8 @@
 // police_bps (bits/s) and police_burst_ms are the port's own limits, each
 // written only when the port was given it (0 = no limit is written too):
 // a port without one follows vdevd's default (--storm-bcast ...), also
-// after a restart with another default.
+// after a restart with another default. allowed_mac (anti-spoofing: the
+// one source MAC the port may send; 00:00:00:00:00:00, any) likewise.
 //
 // Reading: parseState() is strict (an unknown keyword, a bad value or a
 // duplicate port refuses the whole text, with the line number);
