@@ -545,6 +545,36 @@ TEST_F(CniTest, StormControlAndPolicerGiveThePortItsLimits) {
   expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
 }
 
+// macspoofchk (bridge CNI's key): the port may send only the container
+// interface's MAC -- the one the result reports, given or picked by the
+// plugin -- and a container without it any source.
+TEST_F(CniTest, MacSpoofCheckAllowsOnlyTheContainersMac) {
+  Netns a, b, m;
+  OJson c = conf("1.0.0");
+  c["macspoofchk"] = true;
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  OJson given = c;
+  given["mac"] = "02:5c:00:00:00:01";
+  const OJson rm = add(inv("ADD", "ctr-m", &m), given);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), conf("1.0.0"));
+  auto pa = client().portGet(ra["interfaces"][0]["name"]);
+  auto pm = client().portGet(rm["interfaces"][0]["name"]);
+  auto pb = client().portGet(rb["interfaces"][0]["name"]);
+  ASSERT_TRUE(pa && pm && pb && pa->limits && pm->limits && pb->limits);
+  ASSERT_TRUE(pa->limits->allowed_mac);
+  EXPECT_EQ(formatMac(*pa->limits->allowed_mac), ra["interfaces"][1]["mac"].get<std::string>()) << ra.dump();
+  ASSERT_TRUE(pm->limits->allowed_mac);
+  EXPECT_EQ(formatMac(*pm->limits->allowed_mac), "02:5c:00:00:00:01");
+  EXPECT_FALSE(pb->limits->allowed_mac);
+  OJson bad = conf("1.0.0");
+  bad["macspoofchk"] = "yes";
+  Netns x;
+  expectError(runPlugin(inv("ADD", "ctr-x", &x), bad.dump()), 6, "1.0.0", "macspoofchk");
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-m", &m), given.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
+}
+
 TEST_F(CniTest, FailedAddLeavesNothing) {
   Netns a, b;
   // A namespace that does not exist: refused before anything is made.

@@ -920,6 +920,72 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     EXPECT_FALSE((*findPort(again, c2))["isolated"].asBool()) << again.dump();
     EXPECT_EQ((*findPort(again, c1))["limits"]["police_pps"].asU64(), 0u) << "its own: off" << again.dump();
     EXPECT_EQ((*findPort(again, c2))["limits"]["police_pps"].asU64(), 5u) << "vdevd's new default" << again.dump();
+    // What a port's program dropped stays in vdevd's totals when the port
+    // goes: c2 sends over its 5 frames/s, then is removed.
+    b.sendFlow({m3, m2, Kind::kExperimental, 61, 0, 60}, 2000);
+    const Stats s2 = d->statsUntil([&](const Stats& st) { return st.port(c2).drop("police") > 0; }, 5s);
+    pumpFor(all, Millis(300));
+    const Stats before = d->stats();
+    ASSERT_GT(before.port(c2).drop("police"), 0u) << s2.dump();
+    ok({"port", "del", c2});
+    const Stats after = d->stats();
+    EXPECT_EQ(after.raw["removed_ports"]["drops"]["police"].asU64(), before.port(c2).drop("police"))
+        << after.dump();
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
+// allowed-mac (anti-spoofing), at both hooks with the kernel fast path on:
+// the port's own MAC passes, the fast path carrying it once learned; any
+// other source -- a made-up MAC, another port's, to a station or to
+// everyone -- is dropped by the port's program and counted, exactly, as
+// drops.spoof_mac, never reaching vdevd (no mac_locked); "allowed-mac any"
+// lets every source through again, and the state file keeps it.
+TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
+  for (const std::string hook : {"tc", "xdp"}) {
+    SCOPED_TRACE("hook " + hook);
+    Netns ns1, ns2;
+    const std::string c1 = uniqueName('m'), c2 = uniqueName('c');
+    DeviceGuard guard({c1, c2});
+    auto d = startVdevd({"--fast-path"});
+    const Mac m1 = uniqueMac(), m2 = uniqueMac(), spoof = uniqueMac();
+    ok({"port", "add", c1, "type", "veth", "hook", hook, "allowed-mac", macString(m1), "create", "netns", ns1.name(),
+        "peer", "eth0", "peer-mac", macString(m1)});
+    ok({"port", "add", c2, "type", "veth", "hook", hook, "create", "netns", ns2.name(), "peer", "eth0", "peer-mac",
+        macString(m2)});
+    waitLive({c1, c2});
+    const Json ports = json({"port", "show"});
+    EXPECT_EQ((*findPort(ports, c1))["limits"]["allowed_mac"].asString(), macString(m1)) << ports.dump();
+    EXPECT_FALSE((*findPort(ports, c2))["limits"].has("allowed_mac")) << ports.dump();
+    PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
+    a.setLabel("locked");
+    b.setLabel("open");
+    const Endpoints all = {&a, &b};
+    learnAll(all, 1);
+    for (uint32_t round = 0; round < 2; ++round) {  // the second on the fast path
+      sendMixed(a, m2, 10 + round, 40);
+      expectFlow(all, 10 + round, {{&b, 40}});
+    }
+    const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_mac"); };
+    const uint64_t locked0 = d->stats().port(c1).drop("mac_locked");
+    a.sendFlow({m2, spoof, Kind::kExperimental, 20, 0, 60}, 100);
+    a.sendFlow({m2, m2, Kind::kIpv4Udp, 21, 0, 300}, 50);  // the other port's own MAC
+    a.sendFlow({testframe::kBroadcast, spoof, Kind::kExperimental, 22, 0, 60}, 50);
+    const Stats s = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 200; }, 5s);
+    pumpFor(all, Millis(300));
+    EXPECT_EQ(spoofed(d->stats()), 200u) << s.dump();
+    for (uint32_t f : {20u, 21u, 22u}) expectFlow(all, f, {});
+    EXPECT_EQ(d->stats().port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(d->stats().port(c2).drop("spoof_mac"), 0u);
+    sendMixed(a, m2, 23, 40);  // its own MAC still passes
+    expectFlow(all, 23, {{&b, 40}});
+
+    ok({"port", "set", c1, "allowed-mac", "any"});
+    EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_mac"));
+    a.sendFlow({m2, spoof, Kind::kExperimental, 30, 0, 60}, 40);
+    expectFlow(all, 30, {{&b, 40}});
+    EXPECT_EQ(spoofed(d->stats()), 200u);
+    EXPECT_NE(readFile(state_).find("allowed_mac=00:00:00:00:00:00"), std::string::npos) << readFile(state_);
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }

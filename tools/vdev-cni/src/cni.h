@@ -170,6 +170,7 @@ struct NetConf {
   std::optional<uint32_t> mtu;  // both veth ends
   std::optional<std::string> uplink;  // a port of vdevd's whose MTU the veths take (and mtu may not exceed)
   bool portIsolation = false;         // the port is isolated (bridge CNI's key)
+  bool macSpoofCheck = false;         // macspoofchk (bridge CNI's key): only the container's MAC may send
   // stormControl {broadcastPps, multicastPps, unknownUnicastPps} and
   // ingressPolicer {pps, bps, burstMs}: each given one the port's own,
   // the others vdevd's defaults (0: no limit).

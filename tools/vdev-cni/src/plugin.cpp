@@ -225,7 +225,10 @@ void cmdAdd(const Env& env, const NetConf& c) {
   vdev::rtnl::NetnsIp ns = openNetns(env.netns);
   if (findLink(ns, env.ifname))
     throw CniError(kErrContainer, "interface " + env.ifname + " already exists in " + env.netns);
-  const auto mac = containerMac(c, env);
+  auto mac = containerMac(c, env);
+  // macspoofchk: the port may send only the container's MAC, so the plugin
+  // must know it before the veth exists.
+  if (c.macSpoofCheck && !mac) mac = vdev::rtnl::randomMac();
   std::optional<Delegate> ipam;
   std::string ipamVersion;
   if (!c.ipamType.empty()) {  // found and asked before anything is made
@@ -248,6 +251,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   req.tag = portTag(c.name);  // what GC recognises this network's ports by
   if (c.portIsolation) req.isolated = true;
   req.limits = c.limits;  // only what the configuration gives is sent
+  if (c.macSpoofCheck) req.limits.allowed_mac = mac;
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),

@@ -61,8 +61,8 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   }
 }
 
-// The keywords "port add" and "port set" share: isolation, storm control
-// and the policer. False: `k` is none of them.
+// The keywords "port add" and "port set" share: isolation, storm control,
+// the policer, anti-spoofing. False: `k` is none of them.
 bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolated,
                       vdev::proto::LimitOptions& l) {
   if (k == "isolated") {
@@ -82,6 +82,9 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
     l.police_bps = a.rate(k);
   } else if (k == "police-burst") {
     l.police_burst_ms = a.u32(k, 1, UINT32_MAX);
+  } else if (k == "allowed-mac") {
+    if (a.accept("any")) l.allowed_mac = vdev::Mac{};  // all zeros: any source
+    else l.allowed_mac = a.mac(k);
   } else {
     return false;
   }
@@ -249,8 +252,8 @@ int cmdPortSet(Context& ctx, Args& a) {
     }
   }
   if (seen.empty())
-    a.usage("nothing to change: give isolated, storm-bcast, storm-mcast, storm-unknown, police-pps, "
-            "police-rate or police-burst");
+    a.usage("nothing to change: give isolated, allowed-mac, storm-bcast, storm-mcast, storm-unknown, "
+            "police-pps, police-rate or police-burst");
   if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portSet(r); !st) {
     // A vdevd from before PORT_SET answers "unknown command".

@@ -46,6 +46,8 @@ void writePortInfo(Json& o, const PortInfo& p) {
     l["police_pps"] = p.limits->police_pps;
     l["police_bps"] = p.limits->police_bps;
     l["police_burst_ms"] = p.limits->police_burst_ms;
+    // Anti-spoofing: the one source MAC the port may send; absent: any.
+    if (p.limits->allowed_mac) l["allowed_mac"] = vdev::formatMac(*p.limits->allowed_mac);
   }
 }
 

@@ -14,7 +14,7 @@ constexpr const char kPortAddHelp[] = R"HELP(NAME
 SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
-                     [isolated on|off]
+                     [isolated on|off] [allowed-mac MAC|any]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -80,6 +80,13 @@ ARGUMENTS
                         Unicast between two isolated ports is dropped and
                         counted (drops.isolated), on the kernel fast path too;
                         floods from an isolated port skip the others
+    allowed-mac MAC|any anti-spoofing: the port may send only frames whose
+                        source MAC is MAC (a container's or a VM's own);
+                        any other is dropped by the port's program, on the
+                        kernel fast path too, and counted (drops.spoof_mac).
+                        any (default): every source. vdevd's own MAC
+                        learning still keeps a host's or another port's
+                        static MAC from being taken (drops.mac_locked)
     storm-bcast PPS|off
                         broadcast frames the port may send a second; beyond
                         that they are dropped, by the port's own program
@@ -189,13 +196,14 @@ constexpr const char kPortSetHelp[] = R"HELP(NAME
     vdevctl port set - change a running port's isolation and limits
 
 SYNOPSIS
-    vdevctl port set IFNAME [isolated on|off]
+    vdevctl port set IFNAME [isolated on|off] [allowed-mac MAC|any]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
 
 DESCRIPTION
-    Changes what a port may send into the switch and whom it may reach,
+    Changes what a port may send into the switch (its rates and its allowed
+    source MAC) and whom it may reach,
     while it runs: no frame in flight is touched, no socket reopened, the
     port's MAC table entries stay. Each keyword given replaces the port's
     value (the keywords and their values are those of "vdevctl port add
@@ -226,6 +234,8 @@ EXAMPLES
         vdevctl port set vdc3 police-rate off
     Isolate a tenant's VM from the other isolated ones:
         vdevctl port set vm1 isolated on
+    Let a VM send only from its own MAC:
+        vdevctl port set vm1 allowed-mac 52:54:00:12:34:56
 
 EXIT STATUS
     0 the port runs with the change; 1 no such port, a port from vdevd's
@@ -269,8 +279,9 @@ DESCRIPTION
     fast_rx (true/false), hook, uplink (true/false), isolated (true/false),
     limits (what the port has in effect, its own or vdevd's defaults, 0 for
     no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
-    "police_pps", "police_bps", "police_burst_ms"}; absent from a vdevd
-    without storm control) and, when known, mac;
+    "police_pps", "police_bps", "police_burst_ms", and "allowed_mac" while
+    the port has one}; absent from a vdevd without storm control) and, when
+    known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
 
@@ -299,8 +310,9 @@ DESCRIPTION
                  no_route, port_down, oversize, runt, pool_empty, invalid_src,
                  bad_type, mac_limit, mac_locked, inflight_limit, fast_xmit,
                  link_local, isolated, storm_bcast, storm_mcast, storm_unknown,
-                 police (the last four: beyond the port's storm control or
-                 policer, "port add ... storm-bcast PPS")
+                 police (those four: beyond the port's storm control or
+                 policer, "port add ... storm-bcast PPS"), spoof_mac (a source
+                 MAC other than the port's "allowed-mac")
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
@@ -473,8 +485,9 @@ constexpr std::array kCommands{
             "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
-    Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [storm-* PPS|off] [police-* ...]",
-            "change a running port's isolation, storm control, policer", kPortSetHelp, cmdPortSet},
+    Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [allowed-mac MAC|any] [storm-* ...]",
+            "change a running port's isolation, anti-spoofing, storm control, policer", kPortSetHelp,
+            cmdPortSet},
     Command{"port", "show", "list ls", "port show [IFNAME]", "list ports", kPortShowHelp,
             cmdPortShow},
     Command{"stats", nullptr, nullptr, "stats [IFNAME] | stats --prometheus",
