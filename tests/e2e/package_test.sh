@@ -381,6 +381,10 @@ stop_vdevd
 check "vdevd stops cleanly on SIGTERM (exit $vdevd_rc)" test "$vdevd_rc" = 0
 check "vdevd returned every frame: $(grep 'vdevd: stopped' "$log")" grep -q 'all .* frames back in the pool' "$log"
 if has_xdp "$p1"; then fail "$p1 keeps an XDP program after vdevd stopped"; else ok "no XDP program on $p1 after the stop"; fi
+# The kernel frees a program once its last holder is gone, after an RCU
+# grace period (deferred work): give it a moment.
+none_loaded() { [ -z "$(still_loaded "$@")" ]; }
+wait_for 5 none_loaded $progs || true
 left=$(still_loaded $progs)
 if [ -n "$left" ]; then fail "vdevd's BPF programs $(echo $left) are still loaded after it stopped"
 else ok "none of vdevd's BPF programs is left after the stop"; fi
