@@ -2,6 +2,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include <arpa/inet.h>
+
+#include "base/ip.h"
 #include "base/mac.h"
 #include "base/parse.h"
 
@@ -64,6 +67,25 @@ std::optional<Mac> parseMac(std::string_view s) {
 std::string formatMac(const Mac& m) {
   char buf[18];
   std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+  return buf;
+}
+
+std::optional<IpAddr> parseIp(std::string_view s) {
+  if (s.empty() || s.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+  const std::string z(s);  // NUL-terminated for inet_pton
+  IpAddr a{};
+  if (::inet_pton(AF_INET, z.c_str(), a.data() + 12) == 1) {
+    a[10] = a[11] = 0xff;
+    return a;
+  }
+  if (::inet_pton(AF_INET6, z.c_str(), a.data()) == 1) return a;
+  return std::nullopt;
+}
+
+std::string formatIp(const IpAddr& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ipIsV4(a)) ::inet_ntop(AF_INET, a.data() + 12, buf, sizeof buf);
+  else ::inet_ntop(AF_INET6, a.data(), buf, sizeof buf);
   return buf;
 }
 

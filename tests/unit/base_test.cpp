@@ -5,6 +5,7 @@
 #include <fcntl.h>
 
 #include "base/fd.h"
+#include "base/ip.h"
 #include "base/mac.h"
 #include "base/netns.h"
 #include "base/parse.h"
@@ -27,6 +28,24 @@ TEST(Mac, RefusesEverythingElse) {
     EXPECT_FALSE(parseMac(s)) << s;
   EXPECT_TRUE(macIsMulticast(Mac{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}));
   EXPECT_TRUE(macIsZero(Mac{}));
+}
+
+TEST(Ip, IPv4MappedAndIPv6BothWays) {
+  const auto v4 = parseIp("198.18.0.2");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(*v4, (IpAddr{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2}));
+  EXPECT_TRUE(ipIsV4(*v4));
+  EXPECT_EQ(formatIp(*v4), "198.18.0.2");
+  const auto v6 = parseIp("2001:DB8:0:0::2");
+  ASSERT_TRUE(v6);
+  EXPECT_FALSE(ipIsV4(*v6));
+  EXPECT_EQ((*v6)[0], 0x20);
+  EXPECT_EQ((*v6)[15], 2);
+  EXPECT_EQ(formatIp(*v6), "2001:db8::2");
+  EXPECT_EQ(parseIp("::ffff:198.18.0.2"), v4) << "the mapped form is the IPv4 address";
+  for (const char* s : {"", "198.18.0", "198.18.0.2/24", "198.18.0.256", "2001:db8::2/64", "fe80::1%eth0",
+                        " 198.18.0.2", "01.2.3.4x", "2001:db8:::2"})
+    EXPECT_FALSE(parseIp(s)) << s;
 }
 
 TEST(Parse, WholeDecimalInsideTheRange) {
