@@ -34,8 +34,13 @@ enum vdev_limit_drop {
 	VDEV_LIM_DROP_MCAST = 1,  /* drops.storm_mcast */
 	VDEV_LIM_DROP_POLICE = 2, /* drops.police (a frame either bucket holds back) */
 	VDEV_LIM_DROP_SPOOF = 3,  /* drops.spoof_mac (a source MAC not the port's allowed one) */
-	VDEV_LIM_NDROPS = 4,
+	VDEV_LIM_DROP_SPOOF_IP = 4, /* drops.spoof_ip (vdev_ip_allowed() said no) */
+	VDEV_LIM_NDROPS = 5,
 };
+
+/* Anti-spoofing by address: at most this many IPv4 and this many IPv6
+ * addresses a port (datapath::kMaxAllowedIps). */
+#define VDEV_ALLOWED_IPS 4
 
 struct vdev_bucket {
 	__u64 rate;      /* units (frames, or bits) a second; 0: no limit */
@@ -52,6 +57,12 @@ struct vdev_port_limits {
 	 * copied into the low bytes, as the programs read MACs); 0: any.
 	 * Read without the lock: vdevd replaces the element whole. */
 	__u64 src_mac;
+	/* Anti-spoofing by address: the IPv4 and IPv6 addresses the port may
+	 * send from (n_ipv4 + n_ipv6 > 0 turns it on; vdev_ip_allowed()).
+	 * Read without the lock, like src_mac. */
+	__u32 n_ipv4, n_ipv6;
+	__u32 ipv4[VDEV_ALLOWED_IPS]; /* network byte order */
+	__u8 ipv6[VDEV_ALLOWED_IPS][16];
 };
 
 #ifdef __BPF__
@@ -112,6 +123,76 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 		vdev_take(b, pkts);
 	bpf_spin_unlock(&l->lock);
 	return pass;
+}
+
+/* The bytes vdev_ip_allowed() reads: Ethernet, IPv6 and an ICMPv6
+ * Neighbour Advertisement up to the end of its target. VDEV_LOAD_HEAD
+ * loads the longest of 78, 54, 42, 34 or 14 bytes the frame has (load:
+ * bpf_xdp_load_bytes or bpf_skb_load_bytes) and is their number. */
+#define VDEV_IPCHK_BYTES (14 + 40 + 24)
+#define VDEV_LOAD_HEAD(load, ctx, b)                              \
+	(!load(ctx, 0, b, VDEV_IPCHK_BYTES) ? VDEV_IPCHK_BYTES :  \
+	 !load(ctx, 0, b, 14 + 40)          ? 14 + 40 :           \
+	 !load(ctx, 0, b, 14 + 28)          ? 14 + 28 :           \
+	 !load(ctx, 0, b, 14 + 20)          ? 14 + 20 :           \
+	 !load(ctx, 0, b, 14)               ? 14 : 0)
+
+static __always_inline int vdev_v4_allowed(const struct vdev_port_limits *l, const __u8 *a)
+{
+	__u32 v;
+
+	__builtin_memcpy(&v, a, 4);
+	if (!v)
+		return 1; /* 0.0.0.0: a DHCP client's DISCOVER, an ARP probe */
+#pragma unroll
+	for (int i = 0; i < VDEV_ALLOWED_IPS; i++)
+		if (i < l->n_ipv4 && l->ipv4[i] == v)
+			return 1;
+	return 0;
+}
+
+static __always_inline int vdev_v6_allowed(const struct vdev_port_limits *l, const __u8 *a)
+{
+	__u64 hi, lo;
+
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return 1; /* link-local (fe80::/10): neighbour discovery needs it */
+	__builtin_memcpy(&hi, a, 8);
+	__builtin_memcpy(&lo, a + 8, 8);
+	if (!hi && !lo)
+		return 1; /* ::, duplicate address detection */
+#pragma unroll
+	for (int i = 0; i < VDEV_ALLOWED_IPS; i++) {
+		__u64 h, w;
+
+		__builtin_memcpy(&h, l->ipv6[i], 8);
+		__builtin_memcpy(&w, l->ipv6[i] + 8, 8);
+		if (i < l->n_ipv6 && h == hi && w == lo)
+			return 1;
+	}
+	return 0;
+}
+
+/* Anti-spoofing by address, for a port with allowed addresses: 1 if the
+ * frame (its first len bytes in b, len >= 14, the rest zeros) may go on.
+ * IPv4 from an allowed source; ARP whose sender is one; IPv6 from one or
+ * from a link-local address, a Neighbour Advertisement only for one (or a
+ * link-local target). 0.0.0.0 and :: pass (DHCP, ARP probes, DAD). Any
+ * other EtherType -- VLAN tags included -- and a frame too short for its
+ * header: 0, as libvirt's clean-traffic filter does. */
+static __always_inline int vdev_ip_allowed(const struct vdev_port_limits *l, const __u8 *b, __u32 len)
+{
+	if (b[12] == 0x08 && b[13] == 0x00)
+		return len >= 14 + 20 && vdev_v4_allowed(l, b + 14 + 12);
+	if (b[12] == 0x08 && b[13] == 0x06)
+		return len >= 14 + 28 && vdev_v4_allowed(l, b + 14 + 14);
+	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40 || !vdev_v6_allowed(l, b + 14 + 8))
+		return 0;
+	/* ICMPv6 (no extension headers) type 136; shorter than a whole NA:
+	 * not one (the kernel drops it). */
+	if (b[14 + 6] == 58 && len >= VDEV_IPCHK_BYTES && b[14 + 40] == 136)
+		return vdev_v6_allowed(l, b + 14 + 40 + 8);
+	return 1;
 }
 #endif
 

@@ -404,6 +404,16 @@ int vdev_tc_port(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		}
 	}
+	/* By address: a tag the device took off (skb->vlan_present) is
+	 * another EtherType, as on the wire. */
+	if (lim && (lim->n_ipv4 | lim->n_ipv6)) {
+		__u8 b[VDEV_IPCHK_BYTES] = {};
+
+		if (skb->vlan_present || !vdev_ip_allowed(lim, b, VDEV_LOAD_HEAD(bpf_skb_load_bytes, skb, b))) {
+			limit_drop(in, VDEV_LIM_DROP_SPOOF_IP, frames_of(skb));
+			return TC_ACT_SHOT;
+		}
+	}
 	__builtin_memcpy(&dst, eth, 6);
 	if (for_host(skb, eth, dst)) {
 		count(in, VDEV_XDP_PASS);

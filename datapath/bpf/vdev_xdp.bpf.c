@@ -174,6 +174,12 @@ int vdev_xdp(struct xdp_md *ctx)
 			if (src != lim->src_mac)
 				return limit_drop(p, VDEV_LIM_DROP_SPOOF);
 		}
+		if (lim && (lim->n_ipv4 | lim->n_ipv6)) {
+			__u8 b[VDEV_IPCHK_BYTES] = {};
+
+			if (!vdev_ip_allowed(lim, b, VDEV_LOAD_HEAD(bpf_xdp_load_bytes, ctx, b)))
+				return limit_drop(p, VDEV_LIM_DROP_SPOOF_IP);
+		}
 		__builtin_memcpy(&key, data, 6);
 		hk.mac = key;
 		if (key == p->own_mac || (p->nhost_macs && bpf_map_lookup_elem(&xdp_host_macs, &hk))) {

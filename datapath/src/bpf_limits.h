@@ -5,6 +5,7 @@
 
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <string.h>
 #include <time.h>
 
 #include <vector>
@@ -35,13 +36,20 @@ inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
   set(VDEV_LIM_BPS, l.police_bps, police_ms);
   v.on = (l.bcast_pps || l.mcast_pps || l.police_pps || l.police_bps) ? 1 : 0;
   v.src_mac = l.src_mac;
+  for (const IpAddr& a : l.allowed_ips) {  // at most kMaxAllowedIps of each (vdevd refuses more)
+    if (ipIsV4(a)) {
+      if (v.n_ipv4 < VDEV_ALLOWED_IPS) memcpy(&v.ipv4[v.n_ipv4++], a.data() + 12, 4);
+    } else if (v.n_ipv6 < VDEV_ALLOWED_IPS) {
+      memcpy(v.ipv6[v.n_ipv6++], a.data(), 16);
+    }
+  }
   return v;
 }
 
 // The drops of one row (a slot, a port index), summed over the CPUs.
 inline LimitDrops readLimitDrops(int fd, uint32_t row, std::vector<uint64_t>& percpu) {
   LimitDrops d;
-  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoofed};
+  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoof_mac, &d.spoof_ip};
   for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
     const uint32_t k = row * VDEV_LIM_NDROPS + i;
     if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;

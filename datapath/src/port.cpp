@@ -137,7 +137,8 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     c[kDropStormBcast].add(d.bcast);
     c[kDropStormMcast].add(d.mcast);
     c[kDropPolice].add(d.police);
-    c[kDropSpoofMac].add(d.spoofed);
+    c[kDropSpoofMac].add(d.spoof_mac);
+    c[kDropSpoofIp].add(d.spoof_ip);
   }
   xdp_.reset();
   tc_attached_ = false;

@@ -47,7 +47,8 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
     s[kDropStormBcast] += ld.bcast;
     s[kDropStormMcast] += ld.mcast;
     s[kDropPolice] += ld.police;
-    s[kDropSpoofMac] += ld.spoofed;
+    s[kDropSpoofMac] += ld.spoof_mac;
+    s[kDropSpoofIp] += ld.spoof_ip;
   }
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());

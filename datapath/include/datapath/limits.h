@@ -1,9 +1,12 @@
-// Storm control, the ingress policer and the allowed source MAC of a port
-// (PortConfig::limits).
+// Storm control, the ingress policer and anti-spoofing (the allowed source
+// MAC and addresses) of a port (PortConfig::limits).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
+
+#include "base/ip.h"
 
 namespace vdev::datapath {
 
@@ -19,6 +22,8 @@ namespace vdev::datapath {
 // the only one that knows a destination is unknown.
 struct PortLimits {
   static constexpr uint32_t kStormBurstMs = 100;
+  // At most this many IPv4 and this many IPv6 addresses in allowed_ips.
+  static constexpr size_t kMaxAllowedIps = 4;
   // A TCP stream inside one host retransmits within microseconds, into a
   // bucket still in debt, and then waits for its retransmission timeout
   // (200 ms at least): it gets about burst / 200 ms of the rate. Measured
@@ -35,6 +40,11 @@ struct PortLimits {
   // enforced by its program before anything else but the policer; frames
   // from any other are dropped (drops.spoof_mac). 0: any source.
   uint64_t src_mac = 0;
+  // Anti-spoofing by address: what the port may send from (IPv4, ARP,
+  // IPv6, Neighbour Advertisements), enforced by its program after the MAC;
+  // anything else, another EtherType included, is dropped (drops.spoof_ip).
+  // Empty: any (bpf/vdev_limits.h, vdev_ip_allowed()).
+  std::vector<IpAddr> allowed_ips;
   bool any() const { return bcast_pps || mcast_pps || unknown_pps || police_pps || police_bps; }
   bool operator==(const PortLimits&) const = default;
 };
@@ -45,7 +55,8 @@ struct PortLimitOptions {
   std::optional<uint32_t> bcast_pps, mcast_pps, unknown_pps;
   std::optional<uint64_t> police_pps, police_bps;
   std::optional<uint32_t> police_burst_ms;
-  std::optional<uint64_t> src_mac;  // 0: any source
+  std::optional<uint64_t> src_mac;              // 0: any source
+  std::optional<std::vector<IpAddr>> allowed_ips;  // empty: any address
   PortLimits over(PortLimits base) const {
     if (bcast_pps) base.bcast_pps = *bcast_pps;
     if (mcast_pps) base.mcast_pps = *mcast_pps;
@@ -54,6 +65,7 @@ struct PortLimitOptions {
     if (police_bps) base.police_bps = *police_bps;
     if (police_burst_ms) base.police_burst_ms = *police_burst_ms;
     if (src_mac) base.src_mac = *src_mac;
+    if (allowed_ips) base.allowed_ips = *allowed_ips;
     return base;
   }
 };

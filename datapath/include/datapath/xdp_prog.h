@@ -45,7 +45,7 @@ struct XdpProgCounters {
 // What a port's program dropped for its limits (datapath/limits.h):
 // drops.storm_bcast, storm_mcast and police.
 struct LimitDrops {
-  uint64_t bcast = 0, mcast = 0, police = 0, spoofed = 0;
+  uint64_t bcast = 0, mcast = 0, police = 0, spoof_mac = 0, spoof_ip = 0;
 };
 
 class FastPath;

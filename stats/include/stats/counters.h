@@ -130,7 +130,11 @@ struct CounterDef {
   D(Police, 36, "police")             /* beyond the port's ingress policer (packets/s or   \
                                          bits/s; its program's token buckets); ingress */     \
   D(SpoofMac, 37, "spoof_mac")       /* source MAC other than the port's allowed one (its  \
-                                         program's anti-spoofing); ingress */
+                                         program's anti-spoofing); ingress */                 \
+  D(SpoofIp, 38, "spoof_ip")         /* a source address (IPv4, ARP sender, IPv6, NA      \
+                                         target) other than the port's allowed ones, or    \
+                                         another EtherType, on a port with allowed         \
+                                         addresses (its program); ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
