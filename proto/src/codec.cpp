@@ -42,7 +42,9 @@ constexpr int kGenlHdrLen = GENL_HDRLEN;
 
 // ----------------------------------------------------- attribute tables
 
-enum class Kind : uint8_t { kNone, kFlag, kU8, kU32, kU64, kString, kMac, kNested };
+// kAddrs: IP addresses, 16 bytes each (IpAddr), at most kAddrsMax of them.
+enum class Kind : uint8_t { kNone, kFlag, kU8, kU32, kU64, kString, kMac, kAddrs, kNested };
+constexpr int kAddrsMax = 8;
 
 struct AttrSpec {
   const char* name = nullptr;  // nullptr: not an attribute of this space
@@ -91,6 +93,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPoliceBps: return {"POLICE_BPS", Kind::kU64};
     case kAttrPoliceBurst: return {"POLICE_BURST", Kind::kU32};
     case kAttrAllowedMac: return {"ALLOWED_MAC", Kind::kMac};
+    case kAttrAllowedIps: return {"ALLOWED_IPS", Kind::kAddrs};
     default: return {};
   }
 }
@@ -148,6 +151,7 @@ constexpr nla_policy policyFor(const AttrSpec& s) {
     case Kind::kU64: return {NLA_U64, 8, 8};
     case Kind::kString: return {NLA_STRING, 1, static_cast<uint16_t>(s.max_chars + 1)};
     case Kind::kMac: return {NLA_UNSPEC, 6, 6};
+    case Kind::kAddrs: return {NLA_UNSPEC, 0, 16 * kAddrsMax};
     case Kind::kNested: return {NLA_NESTED, 0, 0};
     case Kind::kNone: break;
   }
@@ -200,6 +204,7 @@ const char* kindText(Kind k) {
     case Kind::kU64: return "u64";
     case Kind::kString: return "string";
     case Kind::kMac: return "MAC address";
+    case Kind::kAddrs: return "IP addresses, 16 bytes each";
     case Kind::kNested: return "nested";
     case Kind::kNone: break;
   }
@@ -264,6 +269,9 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
       if (want >= 0 && plen != want)
         return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
                        std::to_string(want) + " (" + kindText(s.kind) + ")");
+      if (s.kind == Kind::kAddrs && (plen % 16 || plen > 16 * kAddrsMax))
+        return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
+                       "16 bytes an address, at most " + std::to_string(kAddrsMax) + " (" + kindText(s.kind) + ")");
       if (s.kind == Kind::kFlag) {
         uint8_t v = nla_get_u8(nla);
         if (v > 1) return invalid(label() + ": " + std::to_string(v) + ", expected 0 or 1");
@@ -303,6 +311,12 @@ Mac getMac(const nlattr* a) {
   Mac m;
   nla_memcpy(m.data(), a, 6);
   return m;
+}
+std::vector<IpAddr> getAddrs(const nlattr* a) {
+  std::vector<IpAddr> v(static_cast<size_t>(nla_len(a)) / 16);
+  const auto* d = static_cast<const uint8_t*>(nla_data(a));
+  for (size_t i = 0; i < v.size(); i++) std::memcpy(v[i].data(), d + 16 * i, 16);
+  return v;
 }
 const nlattr* nestHead(const nlattr* a) { return static_cast<const nlattr*>(nla_data(a)); }
 
@@ -349,6 +363,10 @@ class Writer {
     note(ok() ? nla_put(m_, t, static_cast<int>(s.size() + 1), s.c_str()) : 0);
   }
   void mac(int t, const Mac& m) { note(ok() ? nla_put(m_, t, 6, m.data()) : 0); }
+  void addrs(int t, const std::vector<IpAddr>& v) {
+    // std::array<uint8_t, 16> elements: contiguous, no padding.
+    note(ok() ? nla_put(m_, t, static_cast<int>(16 * v.size()), v.data()) : 0);
+  }
   nlattr* nestStart(int t) {
     if (!ok()) return nullptr;
     nlattr* a = nla_nest_start(m_, t);
@@ -442,6 +460,7 @@ void putLimits(Writer& w, const LimitOptions& l) {
   if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
   if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
   if (l.allowed_mac) w.mac(kAttrAllowedMac, *l.allowed_mac);
+  if (l.allowed_ips) w.addrs(kAttrAllowedIps, *l.allowed_ips);
 }
 
 void putBody(Writer& w, const PortAddRequest& r) {
@@ -504,6 +523,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
     w.u64(kAttrPoliceBps, p.limits->police_bps);
     w.u32(kAttrPoliceBurst, p.limits->police_burst_ms);
     if (p.limits->allowed_mac) w.mac(kAttrAllowedMac, *p.limits->allowed_mac);
+    if (!p.limits->allowed_ips.empty()) w.addrs(kAttrAllowedIps, p.limits->allowed_ips);
   }
 }
 
@@ -644,7 +664,7 @@ uint64_t allowedFor(Cmd c) {
   auto bit = [](uint16_t t) { return uint64_t{1} << t; };
   const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
                           bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst) |
-                          bit(kAttrAllowedMac);
+                          bit(kAttrAllowedMac) | bit(kAttrAllowedIps);
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
@@ -691,6 +711,7 @@ LimitOptions getLimits(const Attrs& tb) {
   if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
   if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
   if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
+  if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
   return l;
 }
 
@@ -808,6 +829,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
     if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
     if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
     if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
+    if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
   }
   return p;
 }

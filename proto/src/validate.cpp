@@ -1,5 +1,6 @@
 // Semantic validation of requests (shared by the client, before sending, and
 // the daemon, after decoding) and the name tables of the protocol.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -140,6 +141,8 @@ Status validateLimits(const LimitOptions& l) {
     return invalid("attribute POLICE_BURST: 0 ms is no burst (at least 1; leave it out for vdevd's default)");
   if (l.allowed_mac && *l.allowed_mac != Mac{})  // all zeros: any source
     if (auto s = validateUnicastMac(*l.allowed_mac, "ALLOWED_MAC"); !s) return s;
+  if (l.allowed_ips)
+    if (auto s = validateAllowedIps(*l.allowed_ips, "ALLOWED_IPS"); !s) return s;
   return {};
 }
 
@@ -187,7 +190,7 @@ Status validateBody(const PortSetRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (!r.isolated && r.limits == LimitOptions{})
     return invalid("PORT_SET of " + r.name +
-                   " changes nothing: give ISOLATED, ALLOWED_MAC or a STORM_* or POLICE_* attribute");
+                   " changes nothing: give ISOLATED, ALLOWED_MAC, ALLOWED_IPS or a STORM_* or POLICE_* attribute");
   return validateLimits(r.limits);
 }
 
@@ -220,6 +223,24 @@ Status validatePortTag(std::string_view tag) {
                    std::to_string(kPortTagMax) + " characters");
   // No spaces: the state file keeps it as one key=value word.
   if (!printable(tag, false)) return invalid("attribute PORT_TAG: " + quoted(tag) + " has spaces or non-printable characters");
+  return {};
+}
+
+Status validateAllowedIps(const std::vector<IpAddr>& ips, std::string_view attr) {
+  const std::string a = "attribute " + std::string(attr) + ": ";
+  size_t v4 = 0, v6 = 0;
+  for (const IpAddr& ip : ips) {
+    const bool is4 = ipIsV4(ip);
+    (is4 ? v4 : v6)++;
+    const bool unspecified = is4 ? (ip[12] | ip[13] | ip[14] | ip[15]) == 0 : ip == IpAddr{};
+    const bool multicast = is4 ? ip[12] >= 224 : ip[0] == 0xff;  // IPv4: class E and broadcast too
+    if (unspecified || multicast)
+      return invalid(a + formatIp(ip) + " is not an address a port sends from (unspecified, multicast or reserved)");
+    if (std::count(ips.begin(), ips.end(), ip) > 1) return invalid(a + formatIp(ip) + " appears more than once");
+  }
+  if (v4 > kMaxAllowedIps || v6 > kMaxAllowedIps)
+    return invalid(a + std::to_string(v4) + " IPv4 and " + std::to_string(v6) + " IPv6 addresses, at most " +
+                   std::to_string(kMaxAllowedIps) + " of each");
   return {};
 }
 
@@ -304,6 +325,7 @@ const char* attrName(uint16_t attr) {
     case kAttrPoliceBps: return "POLICE_BPS";
     case kAttrPoliceBurst: return "POLICE_BURST";
     case kAttrAllowedMac: return "ALLOWED_MAC";
+    case kAttrAllowedIps: return "ALLOWED_IPS";
     default: return "UNKNOWN";
   }
 }

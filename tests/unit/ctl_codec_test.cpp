@@ -1020,6 +1020,65 @@ TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
   ASSERT_TRUE(lr.ok()) << lr.error().message();
   EXPECT_EQ(std::get<PortList>(*lr).ports.at(0).limits->allowed_mac, lp.limits->allowed_mac);
   EXPECT_FALSE(std::get<PortList>(*lr).ports.at(1).limits->allowed_mac);
+  // ALLOWED_IPS: 16 bytes an address, likewise.
+  PortAddRequest ips = none;
+  ips.limits.allowed_ips = {*parseIp("198.18.0.2"), *parseIp("2001:db8::2")};
+  expectRoundTrip(ips);
+  EXPECT_EQ(enc(none).size() + 4 + 32, enc(ips).size()) << "one attribute of two addresses";
+  lp.limits->allowed_ips = *ips.limits.allowed_ips;
+  auto ir = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{lp, p}});
+  ASSERT_TRUE(ir.ok()) << ir.error().message();
+  EXPECT_EQ(std::get<PortList>(*ir).ports.at(0).limits->allowed_ips, lp.limits->allowed_ips);
+  EXPECT_TRUE(std::get<PortList>(*ir).ports.at(1).limits->allowed_ips.empty());
+}
+
+// ALLOWED_IPS: none unspecified, multicast, reserved or repeated; at most
+// four of each family; a payload that is not whole addresses is malformed.
+TEST(CtlCodecReject, AllowedIps) {
+  PortSetRequest set{"c1"};
+  set.limits.allowed_ips = std::vector<IpAddr>{};  // any: a change
+  expectRoundTrip(set);
+  const std::pair<std::vector<const char*>, const char*> bad[] = {
+      {{"0.0.0.0"}, "0.0.0.0 is not an address a port sends from"},
+      {{"::"}, ":: is not an address a port sends from"},
+      {{"224.0.0.1"}, "224.0.0.1 is not an address"},
+      {{"255.255.255.255"}, "255.255.255.255 is not an address"},
+      {{"ff02::1"}, "ff02::1 is not an address"},
+      {{"198.18.0.2", "198.18.0.2"}, "198.18.0.2 appears more than once"},
+      {{"198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5"},
+       "5 IPv4 and 0 IPv6 addresses, at most 4 of each"},
+  };
+  for (const auto& [addrs, what] : bad) {
+    PortSetRequest r{"c1"};
+    auto& v = r.limits.allowed_ips.emplace();
+    for (const char* a : addrs) v.push_back(*parseIp(a));
+    auto e = encodeRequest(1, r);
+    ASSERT_FALSE(e.ok()) << what;
+    EXPECT_NE(e.error().what.find(std::string("attribute ALLOWED_IPS: ") + what), std::string::npos)
+        << e.error().what;
+  }
+  // Four of each is the most.
+  PortSetRequest eight{"c1"};
+  auto& v = eight.limits.allowed_ips.emplace();
+  for (const char* a : {"198.18.0.1", "198.18.0.2", "198.18.0.3", "198.18.0.4", "2001:db8::1", "2001:db8::2",
+                        "2001:db8::3", "2001:db8::4"})
+    v.push_back(*parseIp(a));
+  expectRoundTrip(eight);
+  EXPECT_STREQ(attrName(kAttrAllowedIps), "ALLOWED_IPS");
+  // On the wire: 17 bytes, and nine addresses, are refused by the decoder.
+  for (size_t len : {size_t(17), size_t(16 * 9)}) {
+    auto m = Raw()
+                 .hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ACK)
+                 .genl(kCmdPortSet)
+                 .str(kAttrPortName, "c1")
+                 .bytes(kAttrAllowedIps, std::string(len, '\x20'))
+                 .done();
+    auto d = decodeRequest(m);
+    ASSERT_FALSE(d.ok()) << len;
+    EXPECT_NE(d.error().what.find("attribute ALLOWED_IPS: payload of " + std::to_string(len) + " bytes"),
+              std::string::npos)
+        << d.error().what;
+  }
 }
 
 // PORT_SET: PORT_NAME and at least one of ISOLATED, STORM_*, POLICE_*;
@@ -1323,6 +1382,7 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.storm_unknown", 35},
       {"drops.police", 36},
       {"drops.spoof_mac", 37},
+      {"drops.spoof_ip", 38},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

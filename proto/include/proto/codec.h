@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/ip.h"
 #include "base/mac.h"
 #include "base/result.h"
 #include "proto/protocol.h"
@@ -64,6 +65,7 @@ struct LimitOptions {
   std::optional<uint64_t> police_bps;       // every frame, bits/s
   std::optional<uint32_t> police_burst_ms;  // the policer's burst, >= 1
   std::optional<Mac> allowed_mac;           // the only source MAC it may send; all zeros: any
+  std::optional<std::vector<IpAddr>> allowed_ips;  // what it may send from; empty: any
   bool operator==(const LimitOptions&) const = default;
 };
 
@@ -77,6 +79,7 @@ struct Limits {
   uint64_t police_bps = 0;
   uint32_t police_burst_ms = 0;
   std::optional<Mac> allowed_mac;  // absent: any source
+  std::vector<IpAddr> allowed_ips;  // empty: any address
   bool operator==(const Limits&) const = default;
 };
 
@@ -257,6 +260,9 @@ using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoM
 Status validate(const RequestBody& body);
 Status validateIfname(std::string_view name, std::string_view attr);
 Status validateUnicastMac(const Mac& mac, std::string_view attr);
+// Anti-spoofing addresses: none unspecified, multicast or repeated, at most
+// kMaxAllowedIps of each family.
+Status validateAllowedIps(const std::vector<IpAddr>& ips, std::string_view attr);
 // PORT_TAG: 1..kPortTagMax printable ASCII characters, no space.
 Status validatePortTag(std::string_view tag);
 

@@ -42,6 +42,7 @@ inline constexpr size_t kPortTagMax = 127;        // PORT_TAG: 1..127 printable 
 inline constexpr size_t kStartIssuesMax = 4000;   // START_ISSUES text (longer is cut)
 inline constexpr uint32_t kMinQueues = 1, kMaxQueues = 64;
 inline constexpr uint32_t kMinMtu = 68, kMaxMtu = 65535;
+inline constexpr size_t kMaxAllowedIps = 4;       // ALLOWED_IPS: IPv4 and IPv6 addresses each
 inline constexpr uint32_t kMaxPid = 4194304;  // PID_MAX_LIMIT
 
 // Commands (genlmsghdr.cmd). Replies carry the command of their request.
@@ -157,7 +158,14 @@ enum Attr : uint16_t {
   // for any source (absent in PORT_ADD: any, and then not sent). Port
   // replies: present only while the port has one.
   kAttrAllowedMac = 39,    // 6 bytes
-  kAttrMax = kAttrAllowedMac
+  // Anti-spoofing by address: the IPv4 and IPv6 addresses the port may send
+  // from (drops.spoof_ip for any other and for other EtherTypes, by its
+  // program). 16 bytes an address, IPv4 mapped (::ffff:a.b.c.d); at most
+  // four of each family, none unspecified or multicast. PORT_ADD, PORT_SET:
+  // empty for any address (absent in PORT_ADD: any). Port replies: present
+  // only while the port has some.
+  kAttrAllowedIps = 40,    // 16 * n bytes, n <= 8
+  kAttrMax = kAttrAllowedIps
 };
 
 // Inside kAttrCreate (PORT_ADD).
