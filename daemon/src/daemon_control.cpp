@@ -282,6 +282,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (n.police_bps) l.police_bps = n.police_bps;
   if (n.police_burst_ms) l.police_burst_ms = n.police_burst_ms;
   if (n.allowed_mac) l.allowed_mac = n.allowed_mac;
+  if (n.allowed_ips) l.allowed_ips = n.allowed_ips;
   if (auto st = persist(); !st) {
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};

@@ -94,6 +94,18 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!m || (*m != vdev::Mac{} && !vdev::proto::validateUnicastMac(*m, "allowed_mac")))
         return "invalid allowed_mac '" + v + "' (a unicast MAC, or 00:00:00:00:00:00 for any source)";
       r.limits.allowed_mac = *m;
+    } else if (k == "allowed_ips") {
+      std::vector<vdev::IpAddr> ips;  // "any": none, any address
+      for (size_t at = 0; v != "any" && at <= v.size();) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        const auto ip = vdev::parseIp(std::string_view(v).substr(at, comma - at));
+        if (!ip) return "invalid allowed_ips '" + v + "' (IPv4 and IPv6 addresses, comma-separated, or any)";
+        ips.push_back(*ip);
+        at = comma + 1;
+      }
+      if (auto s = vdev::proto::validateAllowedIps(ips, "allowed_ips"); !s)
+        return "invalid allowed_ips '" + v + "': " + s.error().what;
+      r.limits.allowed_ips = std::move(ips);
     } else {
       return "unknown key '" + k + "'";
     }
@@ -140,6 +152,11 @@ std::string limitsText(const vdev::proto::LimitOptions& l) {
   put("police_bps", l.police_bps);
   put("police_burst_ms", l.police_burst_ms);
   if (l.allowed_mac) o += " allowed_mac=" + vdev::formatMac(*l.allowed_mac);
+  if (l.allowed_ips) {
+    std::string ips;
+    for (const vdev::IpAddr& a : *l.allowed_ips) ips += (ips.empty() ? "" : ",") + vdev::formatIp(a);
+    o += " allowed_ips=" + (ips.empty() ? std::string("any") : ips);
+  }
   return o;
 }
 

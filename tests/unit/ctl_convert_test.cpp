@@ -127,6 +127,18 @@ TEST(CtlConvert, Limits) {
   EXPECT_FALSE(toLimits(base).allowed_mac);
   mac.allowed_mac = Mac{};
   EXPECT_EQ(toVdevLimits(mac).over(locked).src_mac, 0u);
+
+  // Allowed addresses: as given, and back; given empty, they replace a
+  // port's own (any address).
+  LimitOptions ips;
+  ips.allowed_ips = {*parseIp("198.18.0.2"), *parseIp("2001:db8::2")};
+  const vdev::datapath::PortLimits held = toVdevLimits(ips).over(base);
+  EXPECT_EQ(held.allowed_ips, *ips.allowed_ips);
+  EXPECT_EQ(toLimits(held).allowed_ips, *ips.allowed_ips);
+  EXPECT_TRUE(toLimits(base).allowed_ips.empty());
+  ips.allowed_ips->clear();
+  EXPECT_TRUE(toVdevLimits(ips).over(held).allowed_ips.empty());
+  EXPECT_EQ(toVdevLimits(LimitOptions{}).over(held).allowed_ips, held.allowed_ips) << "absent: kept";
 }
 
 }  // namespace

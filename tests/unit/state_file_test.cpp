@@ -303,6 +303,15 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
   auto macBack = parseState(withMac);
   ASSERT_TRUE(macBack.ok()) << macBack.error().message();
   EXPECT_EQ(macBack.value(), st);
+  // Allowed addresses, and none given (any address).
+  st.ports[1].limits.allowed_ips = {*vdev::parseIp("198.18.0.2"), *vdev::parseIp("2001:db8::2")};
+  st.ports[2].limits.allowed_ips = std::vector<vdev::IpAddr>{};
+  const std::string withIps = serializeState(st);
+  EXPECT_NE(withIps.find(" allowed_ips=198.18.0.2,2001:db8::2\n"), std::string::npos) << withIps;
+  EXPECT_NE(withIps.find(" allowed_ips=any\n"), std::string::npos) << withIps;
+  auto ipsBack = parseState(withIps);
+  ASSERT_TRUE(ipsBack.ok()) << ipsBack.error().message();
+  EXPECT_EQ(ipsBack.value(), st);
 
   auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
   ASSERT_TRUE(old.ok()) << old.error().message();
@@ -319,6 +328,9 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
       {"storm_bcast=1 storm_bcast=2", "'storm_bcast' given twice"},
       {"allowed_mac=01:00:5e:00:00:01", "invalid allowed_mac '01:00:5e:00:00:01' (a unicast MAC"},
       {"allowed_mac=02:00", "invalid allowed_mac '02:00'"},
+      {"allowed_ips=198.18.0.2,", "invalid allowed_ips '198.18.0.2,' (IPv4 and IPv6 addresses, comma-separated"},
+      {"allowed_ips=198.18.0.0/24", "invalid allowed_ips '198.18.0.0/24'"},
+      {"allowed_ips=224.0.0.1", "invalid allowed_ips '224.0.0.1': attribute allowed_ips: 224.0.0.1 is not"},
   };
   for (const auto& [kv, what] : bad) {
     auto r = parseState(std::string("# vdevd state v1\nport name=vm1 ") + kv + "\n");

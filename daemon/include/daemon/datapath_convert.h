@@ -54,6 +54,7 @@ inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
   o.police_bps = l.police_bps;
   o.police_burst_ms = l.police_burst_ms;
   if (l.allowed_mac) o.src_mac = datapath::macKey(l.allowed_mac->data());  // all zeros: 0, any
+  o.allowed_ips = l.allowed_ips;  // empty: any
   return o;
 }
 
@@ -72,6 +73,7 @@ inline proto::Limits toLimits(const datapath::PortLimits& l) {
     std::memcpy(m.data(), &l.src_mac, 6);  // inverse of datapath::macKey()
     o.allowed_mac = m;
   }
+  o.allowed_ips = l.allowed_ips;
   return o;
 }
 

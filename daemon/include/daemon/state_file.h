@@ -24,7 +24,9 @@
 // written only when the port was given it (0 = no limit is written too):
 // a port without one follows vdevd's default (--storm-bcast ...), also
 // after a restart with another default. allowed_mac (anti-spoofing: the
-// one source MAC the port may send; 00:00:00:00:00:00, any) likewise.
+// one source MAC the port may send; 00:00:00:00:00:00, any) and
+// allowed_ips (the addresses it may send from, comma-separated; any)
+// likewise.
 //
 // Reading: parseState() is strict (an unknown keyword, a bad value or a
 // duplicate port refuses the whole text, with the line number);
