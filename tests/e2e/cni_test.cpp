@@ -575,6 +575,44 @@ TEST_F(CniTest, MacSpoofCheckAllowsOnlyTheContainersMac) {
   expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
 }
 
+// spoofCheck: the container's MAC and the addresses IPAM gave it are all
+// its port may send from (ALLOWED_MAC, ALLOWED_IPS); its kernel reaches the
+// other container from its own address, not from one it adds itself, and
+// the port counts what it dropped (drops.spoof_ip).
+TEST_F(CniTest, SpoofCheckLocksTheContainersMacAndIpamsAddresses) {
+  Netns a, b;
+  OJson c = conf("1.0.0");
+  c["spoofCheck"] = true;
+  const OJson ra = add(inv("ADD", "ctr-a", &a), c);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), conf("1.0.0"));
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"];
+  auto la = client().portGet(pa);
+  auto lb = client().portGet(pb);
+  ASSERT_TRUE(la && lb && la->limits && lb->limits);
+  ASSERT_TRUE(la->limits->allowed_mac);
+  EXPECT_EQ(formatMac(*la->limits->allowed_mac), ra["interfaces"][1]["mac"].get<std::string>()) << ra.dump();
+  ASSERT_EQ(la->limits->allowed_ips.size(), 1u) << ra.dump();
+  EXPECT_EQ(formatIp(la->limits->allowed_ips[0]), addressOf(ra)) << ra.dump();
+  EXPECT_FALSE(lb->limits->allowed_mac);
+  EXPECT_TRUE(lb->limits->allowed_ips.empty());
+  ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live; }, 5s, 20ms));
+
+  const PingResult own = ping(a, addressOf(rb), 2);
+  EXPECT_EQ(own.received, 2) << own.describe();
+  const uint64_t spoofed0 = portStats(pa).counters[vdev::stats::kDropSpoofIp];
+  a.exec("ip addr add 198.18.200.250/24 dev eth0");
+  a.exec("ip neigh flush dev eth0");
+  const CmdResult other = tryRun("ip netns exec " + a.name() + " ping -c 1 -W 1 -I 198.18.200.250 " + addressOf(rb));
+  EXPECT_FALSE(other.ok()) << "a ping from an address IPAM did not give got an answer: " << other.out;
+  EXPECT_GT(portStats(pa).counters[vdev::stats::kDropSpoofIp], spoofed0);
+  OJson bad = conf("1.0.0");
+  bad["spoofCheck"] = 1;
+  Netns x;
+  expectError(runPlugin(inv("ADD", "ctr-x", &x), bad.dump()), 6, "1.0.0", "spoofCheck");
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), c.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
+}
+
 TEST_F(CniTest, FailedAddLeavesNothing) {
   Netns a, b;
   // A namespace that does not exist: refused before anything is made.

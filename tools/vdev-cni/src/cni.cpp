@@ -454,6 +454,7 @@ NetConf parseNetConf(std::string_view text, Command command) {
   }
   c.portIsolation = optBool(j, "portIsolation", w).value_or(false);
   c.macSpoofCheck = optBool(j, "macspoofchk", w).value_or(false);
+  c.spoofCheck = optBool(j, "spoofCheck", w).value_or(false);
   decodeLimits(j, c.limits);
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");

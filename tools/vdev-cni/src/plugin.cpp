@@ -219,6 +219,24 @@ vdev::rtnl::Route toRoute(const Route& rt, int ifindex, const std::optional<std:
 
 // ---------------------------------------------------------------- commands
 
+// spoofCheck: the port may send only from IPAM's addresses (PORT_SET, so
+// vdevd's state file keeps them with the port).
+void lockAddresses(vdev::proto::ControlClient& cl, const std::string& socket, const std::string& port,
+                   const std::vector<IpConfig>& ips) {
+  vdev::proto::PortSetRequest set;
+  set.name = port;
+  std::vector<vdev::IpAddr>& allowed = set.limits.allowed_ips.emplace();
+  for (const IpConfig& ip : ips) {
+    const std::string addr = ip.address.substr(0, ip.address.find('/'));
+    const auto a = vdev::parseIp(addr);
+    if (!a) throw CniError(kErrIpamExec, "spoofCheck: IPAM's address '" + ip.address + "' is not an IP address");
+    if (std::find(allowed.begin(), allowed.end(), *a) == allowed.end()) allowed.push_back(*a);
+  }
+  if (auto st = vdev::proto::validate(set); !st)
+    throw CniError(kErrIpamExec, "spoofCheck: IPAM's addresses: " + st.error().what);
+  if (auto st = cl.portSet(set); !st) vdevdFailed(st.error(), socket);
+}
+
 void cmdAdd(const Env& env, const NetConf& c) {
   const std::string port = portName(c.name, env.containerId, env.ifname);
   // The namespace first: nothing is made for a container that is not there.
@@ -226,9 +244,10 @@ void cmdAdd(const Env& env, const NetConf& c) {
   if (findLink(ns, env.ifname))
     throw CniError(kErrContainer, "interface " + env.ifname + " already exists in " + env.netns);
   auto mac = containerMac(c, env);
-  // macspoofchk: the port may send only the container's MAC, so the plugin
-  // must know it before the veth exists.
-  if (c.macSpoofCheck && !mac) mac = vdev::rtnl::randomMac();
+  // macspoofchk, spoofCheck: the port may send only the container's MAC, so
+  // the plugin must know it before the veth exists.
+  const bool lockMac = c.macSpoofCheck || c.spoofCheck;
+  if (lockMac && !mac) mac = vdev::rtnl::randomMac();
   std::optional<Delegate> ipam;
   std::string ipamVersion;
   if (!c.ipamType.empty()) {  // found and asked before anything is made
@@ -251,7 +270,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   req.tag = portTag(c.name);  // what GC recognises this network's ports by
   if (c.portIsolation) req.isolated = true;
   req.limits = c.limits;  // only what the configuration gives is sent
-  if (c.macSpoofCheck) req.limits.allowed_mac = mac;
+  if (lockMac) req.limits.allowed_mac = mac;
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),
@@ -289,6 +308,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   if (ipam) {
     Result ir = ipam->add(c.raw, ipamVersion);
     undo.add([&, v = ipamVersion] { ipam->run(Command::kDel, c.raw, v); });
+    if (c.spoofCheck && !ir.ips.empty()) lockAddresses(cl, c.socket, port, ir.ips);  // before they are usable
     const int ifindex = inContainer(ns.link(env.ifname)).ifindex;
     for (auto& ip : ir.ips) {
       ip.interface = sandboxIdx;

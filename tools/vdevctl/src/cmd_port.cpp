@@ -85,6 +85,20 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
   } else if (k == "allowed-mac") {
     if (a.accept("any")) l.allowed_mac = vdev::Mac{};  // all zeros: any source
     else l.allowed_mac = a.mac(k);
+  } else if (k == "allowed-ip") {
+    const std::string v = a.next("addresses after 'allowed-ip' (198.18.0.2,2001:db8::2), or any");
+    std::vector<vdev::IpAddr> ips;  // any: none
+    for (size_t at = 0; v != "any" && at <= v.size();) {
+      const size_t comma = std::min(v.find(',', at), v.size());
+      const std::string one = v.substr(at, comma - at);
+      const auto ip = vdev::parseIp(one);
+      if (!ip)
+        a.usage("allowed-ip '" + one + "': not an IPv4 or IPv6 address (give addresses without a prefix "
+                "length, comma-separated, or any)");
+      ips.push_back(*ip);
+      at = comma + 1;
+    }
+    l.allowed_ips = std::move(ips);
   } else {
     return false;
   }
@@ -252,7 +266,7 @@ int cmdPortSet(Context& ctx, Args& a) {
     }
   }
   if (seen.empty())
-    a.usage("nothing to change: give isolated, allowed-mac, storm-bcast, storm-mcast, storm-unknown, "
+    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, storm-bcast, storm-mcast, storm-unknown, "
             "police-pps, police-rate or police-burst");
   if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portSet(r); !st) {

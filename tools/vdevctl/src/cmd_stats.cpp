@@ -48,6 +48,11 @@ void writePortInfo(Json& o, const PortInfo& p) {
     l["police_burst_ms"] = p.limits->police_burst_ms;
     // Anti-spoofing: the one source MAC the port may send; absent: any.
     if (p.limits->allowed_mac) l["allowed_mac"] = vdev::formatMac(*p.limits->allowed_mac);
+    // And the addresses it may send from; absent: any.
+    if (!p.limits->allowed_ips.empty()) {
+      Json& ips = l["allowed_ips"] = Json::array();
+      for (const vdev::IpAddr& ip : p.limits->allowed_ips) ips.push_back(vdev::formatIp(ip));
+    }
   }
 }
 

@@ -15,6 +15,7 @@ SYNOPSIS
     vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [isolated on|off] [allowed-mac MAC|any]
+                     [allowed-ip ADDR[,ADDR...]|any]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -87,6 +88,17 @@ ARGUMENTS
                         any (default): every source. vdevd's own MAC
                         learning still keeps a host's or another port's
                         static MAC from being taken (drops.mac_locked)
+    allowed-ip ADDR[,ADDR...]|any
+                        anti-spoofing by address: the IPv4 and IPv6
+                        addresses (up to 4 of each, no prefix length) the
+                        port may send from. IPv4 from another source, ARP
+                        whose sender is another, IPv6 from another (but
+                        link-local), Neighbour Advertisements for another,
+                        and every other EtherType (VLAN tags too) are
+                        dropped by the port's program and counted
+                        (drops.spoof_ip); 0.0.0.0 and :: pass (DHCP, ARP
+                        probes, duplicate address detection). any
+                        (default): every address, every EtherType
     storm-bcast PPS|off
                         broadcast frames the port may send a second; beyond
                         that they are dropped, by the port's own program
@@ -197,13 +209,14 @@ constexpr const char kPortSetHelp[] = R"HELP(NAME
 
 SYNOPSIS
     vdevctl port set IFNAME [isolated on|off] [allowed-mac MAC|any]
+                     [allowed-ip ADDR[,ADDR...]|any]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
 
 DESCRIPTION
-    Changes what a port may send into the switch (its rates and its allowed
-    source MAC) and whom it may reach,
+    Changes what a port may send into the switch (its rates, its allowed
+    source MAC and addresses) and whom it may reach,
     while it runs: no frame in flight is touched, no socket reopened, the
     port's MAC table entries stay. Each keyword given replaces the port's
     value (the keywords and their values are those of "vdevctl port add
@@ -236,6 +249,8 @@ EXAMPLES
         vdevctl port set vm1 isolated on
     Let a VM send only from its own MAC:
         vdevctl port set vm1 allowed-mac 52:54:00:12:34:56
+    And only from its addresses:
+        vdevctl port set vm1 allowed-ip 198.18.7.2,2001:db8:7::2
 
 EXIT STATUS
     0 the port runs with the change; 1 no such port, a port from vdevd's
@@ -279,8 +294,8 @@ DESCRIPTION
     fast_rx (true/false), hook, uplink (true/false), isolated (true/false),
     limits (what the port has in effect, its own or vdevd's defaults, 0 for
     no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
-    "police_pps", "police_bps", "police_burst_ms", and "allowed_mac" while
-    the port has one}; absent from a vdevd without storm control) and, when
+    "police_pps", "police_bps", "police_burst_ms", "allowed_mac" while
+    the port has one, "allowed_ips" (an array) while it has some}; absent from a vdevd without storm control) and, when
     known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
@@ -312,7 +327,9 @@ DESCRIPTION
                  link_local, isolated, storm_bcast, storm_mcast, storm_unknown,
                  police (those four: beyond the port's storm control or
                  policer, "port add ... storm-bcast PPS"), spoof_mac (a source
-                 MAC other than the port's "allowed-mac")
+                 MAC other than the port's "allowed-mac"), spoof_ip (a
+                 source address other than its "allowed-ip", or another
+                 EtherType)
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
