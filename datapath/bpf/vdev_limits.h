@@ -35,7 +35,9 @@ enum vdev_limit_drop {
 	VDEV_LIM_DROP_POLICE = 2, /* drops.police (a frame either bucket holds back) */
 	VDEV_LIM_DROP_SPOOF = 3,  /* drops.spoof_mac (a source MAC not the port's allowed one) */
 	VDEV_LIM_DROP_SPOOF_IP = 4, /* drops.spoof_ip (vdev_ip_allowed() said no) */
-	VDEV_LIM_NDROPS = 5,
+	VDEV_LIM_DROP_RA = 5,       /* drops.ra_guard (a Router Advertisement) */
+	VDEV_LIM_DROP_DHCP = 6,     /* drops.dhcp_guard (a DHCP or DHCPv6 server's message) */
+	VDEV_LIM_NDROPS = 7,
 };
 
 /* Anti-spoofing by address: at most this many IPv4 and this many IPv6
@@ -63,6 +65,12 @@ struct vdev_port_limits {
 	__u32 n_ipv4, n_ipv6;
 	__u32 ipv4[VDEV_ALLOWED_IPS]; /* network byte order */
 	__u8 ipv6[VDEV_ALLOWED_IPS][16];
+	__u32 guard; /* VDEV_GUARD_*: what only a router or a DHCP server sends */
+};
+
+enum vdev_guard_flags {
+	VDEV_GUARD_RA = 1,   /* Router Advertisements */
+	VDEV_GUARD_DHCP = 2, /* DHCP (from port 67) and DHCPv6 (from 547) servers' messages */
 };
 
 #ifdef __BPF__
@@ -127,11 +135,12 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 
 /* The bytes vdev_ip_allowed() reads: Ethernet, IPv6 and an ICMPv6
  * Neighbour Advertisement up to the end of its target. VDEV_LOAD_HEAD
- * loads the longest of 78, 54, 42, 34 or 14 bytes the frame has (load:
+ * loads the longest of 78, 62, 54, 42, 34 or 14 bytes the frame has (load:
  * bpf_xdp_load_bytes or bpf_skb_load_bytes) and is their number. */
 #define VDEV_IPCHK_BYTES (14 + 40 + 24)
 #define VDEV_LOAD_HEAD(load, ctx, b)                              \
 	(!load(ctx, 0, b, VDEV_IPCHK_BYTES) ? VDEV_IPCHK_BYTES :  \
+	 !load(ctx, 0, b, 14 + 40 + 8)      ? 14 + 40 + 8 :       \
 	 !load(ctx, 0, b, 14 + 40)          ? 14 + 40 :           \
 	 !load(ctx, 0, b, 14 + 28)          ? 14 + 28 :           \
 	 !load(ctx, 0, b, 14 + 20)          ? 14 + 20 :           \
@@ -193,6 +202,37 @@ static __always_inline int vdev_ip_allowed(const struct vdev_port_limits *l, con
 	if (b[14 + 6] == 58 && len >= VDEV_IPCHK_BYTES && b[14 + 40] == 136)
 		return vdev_v6_allowed(l, b + 14 + 40 + 8);
 	return 1;
+}
+
+/* RA and DHCP guard, for a port with l->guard: what the frame (as for
+ * vdev_ip_allowed()) is dropped as -- VDEV_LIM_DROP_RA, VDEV_LIM_DROP_DHCP
+ * -- or -1 to let it go on. An RA: ICMPv6 type 134 (no extension headers).
+ * A DHCP server's message: UDP from port 67 in the first fragment of an
+ * IPv4 packet (options included: the UDP header is within the 78 bytes),
+ * or from port 547 in IPv6. Clients (68, 546) and Router Solicitations
+ * pass. */
+static __always_inline int vdev_guard(const struct vdev_port_limits *l, const __u8 *b, __u32 len)
+{
+	if ((l->guard & VDEV_GUARD_DHCP) && b[12] == 0x08 && b[13] == 0x00 && len >= 14 + 20) {
+		__u32 words = b[14] & 0x0f;
+
+		if (b[14 + 9] != 17 || ((b[14 + 6] & 0x1f) | b[14 + 7]))
+			return -1; /* not UDP, or not the first fragment */
+		/* The source port after 5..15 words of header: constant offsets
+		 * (the verifier refuses a variable one into the stack). */
+#pragma unroll
+		for (__u32 w = 5; w <= 15; w++)
+			if (words == w && 14 + 4 * w + 2 <= len && b[14 + 4 * w] == 0 && b[14 + 4 * w + 1] == 67)
+				return VDEV_LIM_DROP_DHCP;
+		return -1;
+	}
+	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40 + 2)
+		return -1;
+	if ((l->guard & VDEV_GUARD_RA) && b[14 + 6] == 58 && b[14 + 40] == 134)
+		return VDEV_LIM_DROP_RA;
+	if ((l->guard & VDEV_GUARD_DHCP) && b[14 + 6] == 17 && b[14 + 40] == 0x02 && b[14 + 41] == 0x23)
+		return VDEV_LIM_DROP_DHCP;
+	return -1;
 }
 #endif
 

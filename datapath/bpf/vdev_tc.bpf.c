@@ -406,11 +406,17 @@ int vdev_tc_port(struct __sk_buff *skb)
 	}
 	/* By address: a tag the device took off (skb->vlan_present) is
 	 * another EtherType, as on the wire. */
-	if (lim && (lim->n_ipv4 | lim->n_ipv6)) {
+	if (lim && (lim->n_ipv4 | lim->n_ipv6 | lim->guard)) {
 		__u8 b[VDEV_IPCHK_BYTES] = {};
+		__u32 len = VDEV_LOAD_HEAD(bpf_skb_load_bytes, skb, b);
+		int why = -1;
 
-		if (skb->vlan_present || !vdev_ip_allowed(lim, b, VDEV_LOAD_HEAD(bpf_skb_load_bytes, skb, b))) {
-			limit_drop(in, VDEV_LIM_DROP_SPOOF_IP, frames_of(skb));
+		if ((lim->n_ipv4 | lim->n_ipv6) && (skb->vlan_present || !vdev_ip_allowed(lim, b, len)))
+			why = VDEV_LIM_DROP_SPOOF_IP;
+		else if (lim->guard)
+			why = vdev_guard(lim, b, len);
+		if (why >= 0) {
+			limit_drop(in, (__u32)why, frames_of(skb));
 			return TC_ACT_SHOT;
 		}
 	}

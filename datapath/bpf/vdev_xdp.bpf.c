@@ -174,11 +174,16 @@ int vdev_xdp(struct xdp_md *ctx)
 			if (src != lim->src_mac)
 				return limit_drop(p, VDEV_LIM_DROP_SPOOF);
 		}
-		if (lim && (lim->n_ipv4 | lim->n_ipv6)) {
+		if (lim && (lim->n_ipv4 | lim->n_ipv6 | lim->guard)) {
 			__u8 b[VDEV_IPCHK_BYTES] = {};
+			__u32 len = VDEV_LOAD_HEAD(bpf_xdp_load_bytes, ctx, b);
+			int why;
 
-			if (!vdev_ip_allowed(lim, b, VDEV_LOAD_HEAD(bpf_xdp_load_bytes, ctx, b)))
+			if ((lim->n_ipv4 | lim->n_ipv6) && !vdev_ip_allowed(lim, b, len))
 				return limit_drop(p, VDEV_LIM_DROP_SPOOF_IP);
+			why = lim->guard ? vdev_guard(lim, b, len) : -1;
+			if (why >= 0)
+				return limit_drop(p, (__u32)why);
 		}
 		__builtin_memcpy(&key, data, 6);
 		hk.mac = key;

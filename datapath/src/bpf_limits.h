@@ -43,13 +43,15 @@ inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
       memcpy(v.ipv6[v.n_ipv6++], a.data(), 16);
     }
   }
+  v.guard = (l.ra_guard ? VDEV_GUARD_RA : 0) | (l.dhcp_guard ? VDEV_GUARD_DHCP : 0);
   return v;
 }
 
 // The drops of one row (a slot, a port index), summed over the CPUs.
 inline LimitDrops readLimitDrops(int fd, uint32_t row, std::vector<uint64_t>& percpu) {
   LimitDrops d;
-  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoof_mac, &d.spoof_ip};
+  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoof_mac, &d.spoof_ip,
+                                     &d.ra_guard, &d.dhcp_guard};
   for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
     const uint32_t k = row * VDEV_LIM_NDROPS + i;
     if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;

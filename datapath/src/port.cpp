@@ -139,6 +139,8 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
     c[kDropPolice].add(d.police);
     c[kDropSpoofMac].add(d.spoof_mac);
     c[kDropSpoofIp].add(d.spoof_ip);
+    c[kDropRaGuard].add(d.ra_guard);
+    c[kDropDhcpGuard].add(d.dhcp_guard);
   }
   xdp_.reset();
   tc_attached_ = false;

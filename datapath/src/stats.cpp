@@ -49,6 +49,8 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
     s[kDropPolice] += ld.police;
     s[kDropSpoofMac] += ld.spoof_mac;
     s[kDropSpoofIp] += ld.spoof_ip;
+    s[kDropRaGuard] += ld.ra_guard;
+    s[kDropDhcpGuard] += ld.dhcp_guard;
   }
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());

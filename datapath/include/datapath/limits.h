@@ -45,6 +45,12 @@ struct PortLimits {
   // anything else, another EtherType included, is dropped (drops.spoof_ip).
   // Empty: any (bpf/vdev_limits.h, vdev_ip_allowed()).
   std::vector<IpAddr> allowed_ips;
+  // RA and DHCP guard: Router Advertisements (drops.ra_guard) and DHCP or
+  // DHCPv6 servers' messages (drops.dhcp_guard) from the port are dropped
+  // by its program: a guest is neither the network's router nor its DHCP
+  // server (bpf/vdev_limits.h, vdev_guard()).
+  bool ra_guard = false;
+  bool dhcp_guard = false;
   bool any() const { return bcast_pps || mcast_pps || unknown_pps || police_pps || police_bps; }
   bool operator==(const PortLimits&) const = default;
 };
@@ -57,6 +63,7 @@ struct PortLimitOptions {
   std::optional<uint32_t> police_burst_ms;
   std::optional<uint64_t> src_mac;              // 0: any source
   std::optional<std::vector<IpAddr>> allowed_ips;  // empty: any address
+  std::optional<bool> ra_guard, dhcp_guard;
   PortLimits over(PortLimits base) const {
     if (bcast_pps) base.bcast_pps = *bcast_pps;
     if (mcast_pps) base.mcast_pps = *mcast_pps;
@@ -66,6 +73,8 @@ struct PortLimitOptions {
     if (police_burst_ms) base.police_burst_ms = *police_burst_ms;
     if (src_mac) base.src_mac = *src_mac;
     if (allowed_ips) base.allowed_ips = *allowed_ips;
+    if (ra_guard) base.ra_guard = *ra_guard;
+    if (dhcp_guard) base.dhcp_guard = *dhcp_guard;
     return base;
   }
 };

@@ -43,9 +43,10 @@ struct XdpProgCounters {
 };
 
 // What a port's program dropped for its limits (datapath/limits.h):
-// drops.storm_bcast, storm_mcast and police.
+// drops.storm_bcast, storm_mcast, police, spoof_mac, spoof_ip, ra_guard and
+// dhcp_guard.
 struct LimitDrops {
-  uint64_t bcast = 0, mcast = 0, police = 0, spoof_mac = 0, spoof_ip = 0;
+  uint64_t bcast = 0, mcast = 0, police = 0, spoof_mac = 0, spoof_ip = 0, ra_guard = 0, dhcp_guard = 0;
 };
 
 class FastPath;

@@ -134,7 +134,11 @@ struct CounterDef {
   D(SpoofIp, 38, "spoof_ip")         /* a source address (IPv4, ARP sender, IPv6, NA      \
                                          target) other than the port's allowed ones, or    \
                                          another EtherType, on a port with allowed         \
-                                         addresses (its program); ingress */
+                                         addresses (its program); ingress */               \
+  D(RaGuard, 39, "ra_guard")         /* a Router Advertisement from a port with ra-guard  \
+                                         (its program); ingress */                         \
+  D(DhcpGuard, 40, "dhcp_guard")     /* a DHCP/DHCPv6 server's message from a port with   \
+                                         dhcp-guard (its program); ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,
