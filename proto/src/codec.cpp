@@ -94,6 +94,8 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPoliceBurst: return {"POLICE_BURST", Kind::kU32};
     case kAttrAllowedMac: return {"ALLOWED_MAC", Kind::kMac};
     case kAttrAllowedIps: return {"ALLOWED_IPS", Kind::kAddrs};
+    case kAttrRaGuard: return {"RA_GUARD", Kind::kFlag};
+    case kAttrDhcpGuard: return {"DHCP_GUARD", Kind::kFlag};
     default: return {};
   }
 }
@@ -461,6 +463,8 @@ void putLimits(Writer& w, const LimitOptions& l) {
   if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
   if (l.allowed_mac) w.mac(kAttrAllowedMac, *l.allowed_mac);
   if (l.allowed_ips) w.addrs(kAttrAllowedIps, *l.allowed_ips);
+  if (l.ra_guard) w.u8(kAttrRaGuard, *l.ra_guard ? 1 : 0);
+  if (l.dhcp_guard) w.u8(kAttrDhcpGuard, *l.dhcp_guard ? 1 : 0);
 }
 
 void putBody(Writer& w, const PortAddRequest& r) {
@@ -524,6 +528,8 @@ void putPortInfo(Writer& w, const PortInfo& p) {
     w.u32(kAttrPoliceBurst, p.limits->police_burst_ms);
     if (p.limits->allowed_mac) w.mac(kAttrAllowedMac, *p.limits->allowed_mac);
     if (!p.limits->allowed_ips.empty()) w.addrs(kAttrAllowedIps, p.limits->allowed_ips);
+    if (p.limits->ra_guard) w.u8(kAttrRaGuard, 1);
+    if (p.limits->dhcp_guard) w.u8(kAttrDhcpGuard, 1);
   }
 }
 
@@ -664,7 +670,8 @@ uint64_t allowedFor(Cmd c) {
   auto bit = [](uint16_t t) { return uint64_t{1} << t; };
   const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
                           bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst) |
-                          bit(kAttrAllowedMac) | bit(kAttrAllowedIps);
+                          bit(kAttrAllowedMac) | bit(kAttrAllowedIps) | bit(kAttrRaGuard) |
+                          bit(kAttrDhcpGuard);
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
@@ -712,6 +719,8 @@ LimitOptions getLimits(const Attrs& tb) {
   if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
   if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
   if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
+  if (tb[kAttrRaGuard]) l.ra_guard = getU8(tb[kAttrRaGuard]) != 0;
+  if (tb[kAttrDhcpGuard]) l.dhcp_guard = getU8(tb[kAttrDhcpGuard]) != 0;
   return l;
 }
 
@@ -830,6 +839,8 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
     if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
     if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
     if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
+    l.ra_guard = tb[kAttrRaGuard] != nullptr;
+    l.dhcp_guard = tb[kAttrDhcpGuard] != nullptr;
   }
   return p;
 }

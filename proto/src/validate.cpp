@@ -190,7 +190,8 @@ Status validateBody(const PortSetRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (!r.isolated && r.limits == LimitOptions{})
     return invalid("PORT_SET of " + r.name +
-                   " changes nothing: give ISOLATED, ALLOWED_MAC, ALLOWED_IPS or a STORM_* or POLICE_* attribute");
+                   " changes nothing: give ISOLATED, ALLOWED_MAC, ALLOWED_IPS, RA_GUARD, DHCP_GUARD or a STORM_* or "
+                   "POLICE_* attribute");
   return validateLimits(r.limits);
 }
 
@@ -326,6 +327,8 @@ const char* attrName(uint16_t attr) {
     case kAttrPoliceBurst: return "POLICE_BURST";
     case kAttrAllowedMac: return "ALLOWED_MAC";
     case kAttrAllowedIps: return "ALLOWED_IPS";
+    case kAttrRaGuard: return "RA_GUARD";
+    case kAttrDhcpGuard: return "DHCP_GUARD";
     default: return "UNKNOWN";
   }
 }

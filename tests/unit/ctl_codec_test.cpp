@@ -1030,6 +1030,25 @@ TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
   ASSERT_TRUE(ir.ok()) << ir.error().message();
   EXPECT_EQ(std::get<PortList>(*ir).ports.at(0).limits->allowed_ips, lp.limits->allowed_ips);
   EXPECT_TRUE(std::get<PortList>(*ir).ports.at(1).limits->allowed_ips.empty());
+  // RA_GUARD, DHCP_GUARD: given on or off in requests, present while on in
+  // replies.
+  PortAddRequest guarded = none;
+  guarded.limits.ra_guard = true;
+  guarded.limits.dhcp_guard = false;
+  expectRoundTrip(guarded);
+  EXPECT_EQ(enc(none).size() + 16, enc(guarded).size()) << "two u8 attributes";
+  PortInfo gp = p;
+  gp.limits->dhcp_guard = true;
+  auto gr = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{gp, p}});
+  ASSERT_TRUE(gr.ok()) << gr.error().message();
+  EXPECT_FALSE(std::get<PortList>(*gr).ports.at(0).limits->ra_guard);
+  EXPECT_TRUE(std::get<PortList>(*gr).ports.at(0).limits->dhcp_guard);
+  EXPECT_FALSE(std::get<PortList>(*gr).ports.at(1).limits->dhcp_guard);
+  PortSetRequest raOff{"c1"};
+  raOff.limits.ra_guard = false;  // turning it off is a change
+  expectRoundTrip(raOff);
+  EXPECT_STREQ(attrName(kAttrRaGuard), "RA_GUARD");
+  EXPECT_STREQ(attrName(kAttrDhcpGuard), "DHCP_GUARD");
 }
 
 // ALLOWED_IPS: none unspecified, multicast, reserved or repeated; at most
@@ -1383,6 +1402,8 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.police", 36},
       {"drops.spoof_mac", 37},
       {"drops.spoof_ip", 38},
+      {"drops.ra_guard", 39},
+      {"drops.dhcp_guard", 40},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);

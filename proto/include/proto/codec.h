@@ -66,6 +66,7 @@ struct LimitOptions {
   std::optional<uint32_t> police_burst_ms;  // the policer's burst, >= 1
   std::optional<Mac> allowed_mac;           // the only source MAC it may send; all zeros: any
   std::optional<std::vector<IpAddr>> allowed_ips;  // what it may send from; empty: any
+  std::optional<bool> ra_guard, dhcp_guard;        // its RAs, its DHCP server replies dropped
   bool operator==(const LimitOptions&) const = default;
 };
 
@@ -80,6 +81,8 @@ struct Limits {
   uint32_t police_burst_ms = 0;
   std::optional<Mac> allowed_mac;  // absent: any source
   std::vector<IpAddr> allowed_ips;  // empty: any address
+  bool ra_guard = false;
+  bool dhcp_guard = false;
   bool operator==(const Limits&) const = default;
 };
 

@@ -165,7 +165,13 @@ enum Attr : uint16_t {
   // empty for any address (absent in PORT_ADD: any). Port replies: present
   // only while the port has some.
   kAttrAllowedIps = 40,    // 16 * n bytes, n <= 8
-  kAttrMax = kAttrAllowedIps
+  // RA and DHCP guard: the port's Router Advertisements (drops.ra_guard) and
+  // DHCP/DHCPv6 servers' messages (drops.dhcp_guard) are dropped by its
+  // program. PORT_ADD, PORT_SET: 1 on, 0 off (absent in PORT_ADD: off).
+  // Port replies: present (1) only while on.
+  kAttrRaGuard = 41,       // u8 0|1
+  kAttrDhcpGuard = 42,     // u8 0|1
+  kAttrMax = kAttrDhcpGuard
 };
 
 // Inside kAttrCreate (PORT_ADD).
