@@ -283,6 +283,8 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (n.police_burst_ms) l.police_burst_ms = n.police_burst_ms;
   if (n.allowed_mac) l.allowed_mac = n.allowed_mac;
   if (n.allowed_ips) l.allowed_ips = n.allowed_ips;
+  if (n.ra_guard) l.ra_guard = n.ra_guard;
+  if (n.dhcp_guard) l.dhcp_guard = n.dhcp_guard;
   if (auto st = persist(); !st) {
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};

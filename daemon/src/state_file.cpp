@@ -94,6 +94,9 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!m || (*m != vdev::Mac{} && !vdev::proto::validateUnicastMac(*m, "allowed_mac")))
         return "invalid allowed_mac '" + v + "' (a unicast MAC, or 00:00:00:00:00:00 for any source)";
       r.limits.allowed_mac = *m;
+    } else if (k == "ra_guard" || k == "dhcp_guard") {
+      if (v != "0" && v != "1") return "invalid " + k + " '" + v + "' (0 or 1)";
+      (k == "ra_guard" ? r.limits.ra_guard : r.limits.dhcp_guard) = v == "1";
     } else if (k == "allowed_ips") {
       std::vector<vdev::IpAddr> ips;  // "any": none, any address
       for (size_t at = 0; v != "any" && at <= v.size();) {
@@ -157,6 +160,8 @@ std::string limitsText(const vdev::proto::LimitOptions& l) {
     for (const vdev::IpAddr& a : *l.allowed_ips) ips += (ips.empty() ? "" : ",") + vdev::formatIp(a);
     o += " allowed_ips=" + (ips.empty() ? std::string("any") : ips);
   }
+  if (l.ra_guard) o += std::string(" ra_guard=") + (*l.ra_guard ? "1" : "0");
+  if (l.dhcp_guard) o += std::string(" dhcp_guard=") + (*l.dhcp_guard ? "1" : "0");
   return o;
 }
 

@@ -139,6 +139,20 @@ TEST(CtlConvert, Limits) {
   ips.allowed_ips->clear();
   EXPECT_TRUE(toVdevLimits(ips).over(held).allowed_ips.empty());
   EXPECT_EQ(toVdevLimits(LimitOptions{}).over(held).allowed_ips, held.allowed_ips) << "absent: kept";
+
+  // RA and DHCP guard: on, off, and absent (kept).
+  LimitOptions guard;
+  guard.ra_guard = true;
+  guard.dhcp_guard = true;
+  const vdev::datapath::PortLimits guarded = toVdevLimits(guard).over(base);
+  EXPECT_TRUE(guarded.ra_guard && guarded.dhcp_guard);
+  EXPECT_TRUE(toLimits(guarded).ra_guard && toLimits(guarded).dhcp_guard);
+  EXPECT_FALSE(toLimits(base).ra_guard || toLimits(base).dhcp_guard);
+  guard.dhcp_guard = false;
+  guard.ra_guard.reset();
+  const vdev::datapath::PortLimits half = toVdevLimits(guard).over(guarded);
+  EXPECT_TRUE(half.ra_guard);
+  EXPECT_FALSE(half.dhcp_guard);
 }
 
 }  // namespace

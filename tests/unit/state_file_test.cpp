@@ -312,6 +312,15 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
   auto ipsBack = parseState(withIps);
   ASSERT_TRUE(ipsBack.ok()) << ipsBack.error().message();
   EXPECT_EQ(ipsBack.value(), st);
+  // RA and DHCP guard, on and given off.
+  st.ports[1].limits.ra_guard = true;
+  st.ports[2].limits.dhcp_guard = false;
+  const std::string withGuard = serializeState(st);
+  EXPECT_NE(withGuard.find(" ra_guard=1"), std::string::npos) << withGuard;
+  EXPECT_NE(withGuard.find(" dhcp_guard=0"), std::string::npos) << withGuard;
+  auto guardBack = parseState(withGuard);
+  ASSERT_TRUE(guardBack.ok()) << guardBack.error().message();
+  EXPECT_EQ(guardBack.value(), st);
 
   auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
   ASSERT_TRUE(old.ok()) << old.error().message();
@@ -330,6 +339,8 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
       {"allowed_mac=02:00", "invalid allowed_mac '02:00'"},
       {"allowed_ips=198.18.0.2,", "invalid allowed_ips '198.18.0.2,' (IPv4 and IPv6 addresses, comma-separated"},
       {"allowed_ips=198.18.0.0/24", "invalid allowed_ips '198.18.0.0/24'"},
+      {"ra_guard=on", "invalid ra_guard 'on' (0 or 1)"},
+      {"dhcp_guard=2", "invalid dhcp_guard '2' (0 or 1)"},
       {"allowed_ips=224.0.0.1", "invalid allowed_ips '224.0.0.1': attribute allowed_ips: 224.0.0.1 is not"},
   };
   for (const auto& [kv, what] : bad) {

@@ -55,6 +55,8 @@ inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
   o.police_burst_ms = l.police_burst_ms;
   if (l.allowed_mac) o.src_mac = datapath::macKey(l.allowed_mac->data());  // all zeros: 0, any
   o.allowed_ips = l.allowed_ips;  // empty: any
+  o.ra_guard = l.ra_guard;
+  o.dhcp_guard = l.dhcp_guard;
   return o;
 }
 
@@ -74,6 +76,8 @@ inline proto::Limits toLimits(const datapath::PortLimits& l) {
     o.allowed_mac = m;
   }
   o.allowed_ips = l.allowed_ips;
+  o.ra_guard = l.ra_guard;
+  o.dhcp_guard = l.dhcp_guard;
   return o;
 }
 

@@ -25,8 +25,8 @@
 // a port without one follows vdevd's default (--storm-bcast ...), also
 // after a restart with another default. allowed_mac (anti-spoofing: the
 // one source MAC the port may send; 00:00:00:00:00:00, any) and
-// allowed_ips (the addresses it may send from, comma-separated; any)
-// likewise.
+// allowed_ips (the addresses it may send from, comma-separated; any),
+// ra_guard and dhcp_guard (0 or 1) likewise.
 //
 // Reading: parseState() is strict (an unknown keyword, a bad value or a
 // duplicate port refuses the whole text, with the line number);
