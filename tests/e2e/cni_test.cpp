@@ -593,8 +593,10 @@ TEST_F(CniTest, SpoofCheckLocksTheContainersMacAndIpamsAddresses) {
   EXPECT_EQ(formatMac(*la->limits->allowed_mac), ra["interfaces"][1]["mac"].get<std::string>()) << ra.dump();
   ASSERT_EQ(la->limits->allowed_ips.size(), 1u) << ra.dump();
   EXPECT_EQ(formatIp(la->limits->allowed_ips[0]), addressOf(ra)) << ra.dump();
+  EXPECT_TRUE(la->limits->ra_guard && la->limits->dhcp_guard) << "a container is no router, no DHCP server";
   EXPECT_FALSE(lb->limits->allowed_mac);
   EXPECT_TRUE(lb->limits->allowed_ips.empty());
+  EXPECT_FALSE(lb->limits->ra_guard || lb->limits->dhcp_guard);
   ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live; }, 5s, 20ms));
 
   const PingResult own = ping(a, addressOf(rb), 2);

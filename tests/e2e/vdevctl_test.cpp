@@ -1140,6 +1140,93 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
   }
 }
 
+// ra-guard and dhcp-guard, at both hooks with the kernel fast path on:
+// Router Advertisements and DHCP/DHCPv6 servers' messages from the port
+// (an IPv4 header with options too) are dropped by its program and counted
+// exactly, as drops.ra_guard and drops.dhcp_guard; a client's DISCOVER and
+// a Router Solicitation pass. port set turns each off again, and the state
+// file keeps both.
+TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
+  for (const std::string hook : {"tc", "xdp"}) {
+    SCOPED_TRACE("hook " + hook);
+    Netns ns1, ns2;
+    const std::string c1 = uniqueName('g'), c2 = uniqueName('c');
+    DeviceGuard guard({c1, c2});
+    auto d = startVdevd({"--fast-path"});
+    const Mac m1 = uniqueMac(), m2 = uniqueMac();
+    ok({"port", "add", c1, "type", "veth", "hook", hook, "ra-guard", "on", "dhcp-guard", "on", "create", "netns",
+        ns1.name(), "peer", "eth0", "peer-mac", macString(m1)});
+    ok({"port", "add", c2, "type", "veth", "hook", hook, "create", "netns", ns2.name(), "peer", "eth0", "peer-mac",
+        macString(m2)});
+    waitLive({c1, c2});
+    const Json ports = json({"port", "show"});
+    EXPECT_TRUE((*findPort(ports, c1))["limits"]["ra_guard"].asBool()) << ports.dump();
+    EXPECT_TRUE((*findPort(ports, c1))["limits"]["dhcp_guard"].asBool()) << ports.dump();
+    EXPECT_FALSE((*findPort(ports, c2))["limits"]["ra_guard"].asBool()) << ports.dump();
+    PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
+    a.setLabel("guarded");
+    b.setLabel("open");
+    const Endpoints all = {&a, &b};
+    learnAll(all, 1);
+    for (uint32_t round = 0; round < 2; ++round) {  // other traffic: as ever, the second on the fast path
+      sendMixed(a, m2, 10 + round, 40);
+      expectFlow(all, 10 + round, {{&b, 40}});
+    }
+
+    const auto udp4 = [&](uint16_t sport, uint16_t dport, bool options) {
+      std::vector<uint8_t> f(300, 0);
+      testkit::writeUdpHeaders({.dst = tf::kBroadcast, .src = m1, .src_ip = 0, .dst_ip = 0xffffffffu,
+                                .src_port = sport, .dst_port = dport},
+                               std::span<uint8_t>(f));
+      if (options) {  // four NOPs: IHL 6, the UDP header 4 bytes later
+        f.insert(f.begin() + 34, {1, 1, 1, 1});
+        f[14] = 0x46;
+        f[17] = uint8_t(f[17] + 4);
+      }
+      return f;
+    };
+    const IpAddr ll = *parseIp("fe80::1"), all6 = *parseIp("ff02::1"), routers = *parseIp("ff02::2"),
+                 dhcp6 = *parseIp("ff02::1:2");
+    const Mac allNodes = {0x33, 0x33, 0, 0, 0, 1}, allRouters = {0x33, 0x33, 0, 0, 0, 2},
+              dhcpAgents = {0x33, 0x33, 0, 1, 0, 2};
+    const std::vector<uint8_t> ra = {134, 0, 0, 0, 64, 0, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0};
+    const std::vector<uint8_t> rs = {133, 0, 0, 0, 0, 0, 0, 0};
+    const std::vector<uint8_t> advertise = {0x02, 0x23, 0x02, 0x22, 0, 12, 0, 0, 2, 0, 0, 1};  // 547 -> 546
+    const std::vector<uint8_t> solicit = {0x02, 0x22, 0x02, 0x23, 0, 12, 0, 0, 1, 0, 0, 1};    // 546 -> 547
+    const auto times = [&](const std::vector<uint8_t>& f, int n) {
+      for (int i = 0; i < n; ++i) ASSERT_EQ(a.sendRaw(f), 0) << "frame " << i;
+    };
+    times(ipv6Frame(allNodes, m1, ll, all6, 58, ra), 10);                 // RA
+    times(udp4(67, 68, false), 10);                                        // DHCPOFFER
+    times(udp4(67, 68, true), 5);                                          // ... behind IPv4 options
+    times(ipv6Frame(allNodes, m1, ll, all6, 17, advertise), 5);           // DHCPv6 ADVERTISE
+    times(udp4(68, 67, false), 5);                                         // allowed: DHCPDISCOVER
+    times(ipv6Frame(allRouters, m1, ll, routers, 58, rs), 5);             // allowed: RS
+    times(ipv6Frame(dhcpAgents, m1, ll, dhcp6, 17, solicit), 5);          // allowed: DHCPv6 SOLICIT
+    const auto drops = [&](const Stats& st) {
+      return std::pair{st.port(c1).drop("ra_guard"), st.port(c1).drop("dhcp_guard")};
+    };
+    const Stats s = d->statsUntil([&](const Stats& st) { return drops(st).first >= 10 && drops(st).second >= 20; },
+                                  5s);
+    pumpFor(all, Millis(300));
+    const Stats s1 = d->stats();
+    EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{10, 20})) << s.dump();
+    EXPECT_EQ(b.rx().foreign(), 15u) << "the 15 client frames, nothing else" << countsOf(all);
+    EXPECT_EQ(s1.port(c2).drop("ra_guard") + s1.port(c2).drop("dhcp_guard"), 0u);
+    b.rx().clear();
+
+    ok({"port", "set", c1, "ra-guard", "off"});
+    EXPECT_NE(readFile(state_).find("ra_guard=0 dhcp_guard=1"), std::string::npos) << readFile(state_);
+    times(ipv6Frame(allNodes, m1, ll, all6, 58, ra), 10);
+    times(udp4(67, 68, false), 10);
+    const Stats s2 = d->statsUntil([&](const Stats& st) { return drops(st).second >= 30; }, 5s);
+    pumpFor(all, Millis(300));
+    EXPECT_EQ(drops(d->stats()), (std::pair<uint64_t, uint64_t>{10, 30})) << s2.dump();
+    EXPECT_EQ(b.rx().foreign(), 10u) << "the RAs, now let through" << countsOf(all);
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
 // fast-rx off on a VM's tap: with the kernel fast path on, everything the
 // VM sends goes through vdevd (its program's "fast" stays 0, "redirect"
 // counts every frame), while the container's unicast to the VM still takes

@@ -171,7 +171,7 @@ struct NetConf {
   std::optional<std::string> uplink;  // a port of vdevd's whose MTU the veths take (and mtu may not exceed)
   bool portIsolation = false;         // the port is isolated (bridge CNI's key)
   bool macSpoofCheck = false;         // macspoofchk (bridge CNI's key): only the container's MAC may send
-  bool spoofCheck = false;            // spoofCheck: that, and only from IPAM's addresses
+  bool spoofCheck = false;            // spoofCheck: that, only from IPAM's addresses, no RA/DHCP server
   // stormControl {broadcastPps, multicastPps, unknownUnicastPps} and
   // ingressPolicer {pps, bps, burstMs}: each given one the port's own,
   // the others vdevd's defaults (0: no limit).

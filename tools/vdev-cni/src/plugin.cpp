@@ -271,6 +271,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   if (c.portIsolation) req.isolated = true;
   req.limits = c.limits;  // only what the configuration gives is sent
   if (lockMac) req.limits.allowed_mac = mac;
+  if (c.spoofCheck) req.limits.ra_guard = req.limits.dhcp_guard = true;  // a container is neither
   if (auto st = cl.portAdd(req); !st) {
     if (st.error().err == EEXIST)
       throw CniError(kErrVdevd, "vdevd: " + st.error().message(),

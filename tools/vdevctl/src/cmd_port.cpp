@@ -85,6 +85,12 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
   } else if (k == "allowed-mac") {
     if (a.accept("any")) l.allowed_mac = vdev::Mac{};  // all zeros: any source
     else l.allowed_mac = a.mac(k);
+  } else if (k == "ra-guard" || k == "dhcp-guard") {
+    const std::string v = a.next("on or off after '" + k + "'");
+    if (v != "on" && v != "off")
+      a.usage(k + " '" + v + "': expected on or off (on: the port's " +
+              (k == "ra-guard" ? "Router Advertisements" : "DHCP and DHCPv6 server messages") + " are dropped)");
+    (k == "ra-guard" ? l.ra_guard : l.dhcp_guard) = v == "on";
   } else if (k == "allowed-ip") {
     const std::string v = a.next("addresses after 'allowed-ip' (198.18.0.2,2001:db8::2), or any");
     std::vector<vdev::IpAddr> ips;  // any: none
@@ -266,7 +272,7 @@ int cmdPortSet(Context& ctx, Args& a) {
     }
   }
   if (seen.empty())
-    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, storm-bcast, storm-mcast, storm-unknown, "
+    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, ra-guard, dhcp-guard, storm-bcast, storm-mcast, storm-unknown, "
             "police-pps, police-rate or police-burst");
   if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portSet(r); !st) {

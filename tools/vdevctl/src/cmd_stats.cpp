@@ -53,6 +53,8 @@ void writePortInfo(Json& o, const PortInfo& p) {
       Json& ips = l["allowed_ips"] = Json::array();
       for (const vdev::IpAddr& ip : p.limits->allowed_ips) ips.push_back(vdev::formatIp(ip));
     }
+    l["ra_guard"] = p.limits->ra_guard;
+    l["dhcp_guard"] = p.limits->dhcp_guard;
   }
 }
 

@@ -16,6 +16,7 @@ SYNOPSIS
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [isolated on|off] [allowed-mac MAC|any]
                      [allowed-ip ADDR[,ADDR...]|any]
+                     [ra-guard on|off] [dhcp-guard on|off]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -99,6 +100,15 @@ ARGUMENTS
                         (drops.spoof_ip); 0.0.0.0 and :: pass (DHCP, ARP
                         probes, duplicate address detection). any
                         (default): every address, every EtherType
+    ra-guard on|off     on: Router Advertisements (ICMPv6 134) from the port
+                        are dropped by its program and counted
+                        (drops.ra_guard): a guest is not the network's
+                        router. Router Solicitations pass (default off)
+    dhcp-guard on|off   on: DHCP servers' messages (UDP from port 67) and
+                        DHCPv6 servers' (from 547) from the port are dropped
+                        by its program and counted (drops.dhcp_guard): a
+                        guest hands out no addresses. Its own DHCP client
+                        requests pass (default off)
     storm-bcast PPS|off
                         broadcast frames the port may send a second; beyond
                         that they are dropped, by the port's own program
@@ -210,6 +220,7 @@ constexpr const char kPortSetHelp[] = R"HELP(NAME
 SYNOPSIS
     vdevctl port set IFNAME [isolated on|off] [allowed-mac MAC|any]
                      [allowed-ip ADDR[,ADDR...]|any]
+                     [ra-guard on|off] [dhcp-guard on|off]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -251,6 +262,8 @@ EXAMPLES
         vdevctl port set vm1 allowed-mac 52:54:00:12:34:56
     And only from its addresses:
         vdevctl port set vm1 allowed-ip 198.18.7.2,2001:db8:7::2
+    Keep a container from acting as the network's router or DHCP server:
+        vdevctl port set vdc3 ra-guard on dhcp-guard on
 
 EXIT STATUS
     0 the port runs with the change; 1 no such port, a port from vdevd's
@@ -295,7 +308,8 @@ DESCRIPTION
     limits (what the port has in effect, its own or vdevd's defaults, 0 for
     no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
     "police_pps", "police_bps", "police_burst_ms", "allowed_mac" while
-    the port has one, "allowed_ips" (an array) while it has some}; absent from a vdevd without storm control) and, when
+    the port has one, "allowed_ips" (an array) while it has some,
+    "ra_guard", "dhcp_guard" (true/false)}; absent from a vdevd without storm control) and, when
     known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
@@ -329,7 +343,9 @@ DESCRIPTION
                  policer, "port add ... storm-bcast PPS"), spoof_mac (a source
                  MAC other than the port's "allowed-mac"), spoof_ip (a
                  source address other than its "allowed-ip", or another
-                 EtherType)
+                 EtherType), ra_guard, dhcp_guard (a Router Advertisement,
+                 a DHCP server's message from a port with "ra-guard",
+                 "dhcp-guard")
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
