@@ -362,6 +362,9 @@ check "completion: vdevctl -S /run/vdev/vdevd.sock stats <TAB> -> $p1" \
 check "completion: vdevctl port set <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl port set "")
 check "completion: vdevctl port set $p1 police-r<TAB> -> police-rate" \
   grep -qx police-rate <(complete_words vdevctl port set "$p1" police-r)
+check "completion: vdevctl port add x type veth allowed-i<TAB> -> allowed-ip" \
+  grep -qx allowed-ip <(complete_words vdevctl port add x type veth allowed-i)
+check "completion: vdevctl port set $p1 ra<TAB> -> ra-guard" grep -qx ra-guard <(complete_words vdevctl port set "$p1" ra)
 check "completion: vdevctl port add x type veth create ne<TAB> -> netns" \
   grep -qx netns <(complete_words vdevctl port add x type veth create ne)
 
