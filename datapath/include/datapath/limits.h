@@ -51,7 +51,6 @@ struct PortLimits {
   // server (bpf/vdev_limits.h, vdev_guard()).
   bool ra_guard = false;
   bool dhcp_guard = false;
-  bool any() const { return bcast_pps || mcast_pps || unknown_pps || police_pps || police_bps; }
   bool operator==(const PortLimits&) const = default;
 };
 
