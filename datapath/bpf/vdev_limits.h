@@ -133,18 +133,41 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 	return pass;
 }
 
-/* The bytes vdev_ip_allowed() reads: Ethernet, IPv6 and an ICMPv6
- * Neighbour Advertisement up to the end of its target. VDEV_LOAD_HEAD
- * loads the longest of 78, 62, 54, 42, 34 or 14 bytes the frame has (load:
- * bpf_xdp_load_bytes or bpf_skb_load_bytes) and is their number. */
-#define VDEV_IPCHK_BYTES (14 + 40 + 24)
+/* The bytes vdev_ip_allowed() and vdev_guard() read: Ethernet, IPv6 and
+ * an ICMPv6 Neighbour Advertisement up to the end of its target
+ * (VDEV_NA_END), after one 8-byte hop-by-hop header (vdev_skip_hbh()).
+ * VDEV_LOAD_HEAD loads the longest of 86, 78, 62, 54, 42, 34 or 14 bytes
+ * the frame has (load: bpf_xdp_load_bytes or bpf_skb_load_bytes) and is
+ * their number. */
+#define VDEV_NA_END (14 + 40 + 24)
+#define VDEV_IPCHK_BYTES (VDEV_NA_END + 8)
 #define VDEV_LOAD_HEAD(load, ctx, b)                              \
 	(!load(ctx, 0, b, VDEV_IPCHK_BYTES) ? VDEV_IPCHK_BYTES :  \
+	 !load(ctx, 0, b, VDEV_NA_END)      ? VDEV_NA_END :       \
 	 !load(ctx, 0, b, 14 + 40 + 8)      ? 14 + 40 + 8 :       \
 	 !load(ctx, 0, b, 14 + 40)          ? 14 + 40 :           \
 	 !load(ctx, 0, b, 14 + 28)          ? 14 + 28 :           \
 	 !load(ctx, 0, b, 14 + 20)          ? 14 + 20 :           \
 	 !load(ctx, 0, b, 14)               ? 14 : 0)
+
+/* An IPv6 packet whose first extension header is one 8-byte hop-by-hop
+ * header (MLD's router alert, which a guest needs, so it cannot simply be
+ * refused; anything could hide behind it): take it out of the copy, so the
+ * checks see what follows it where they look. Longer or further extension
+ * headers are not walked. */
+static __always_inline void vdev_skip_hbh(__u8 *b, __u32 *len)
+{
+	if (b[12] != 0x86 || b[13] != 0xdd || b[14 + 6] != 0 || *len < 14 + 40 + 8 || b[14 + 41] != 0)
+		return;
+	b[14 + 6] = b[14 + 40]; /* its next header */
+#pragma unroll
+	for (int i = 14 + 40; i < VDEV_NA_END; i++)
+		b[i] = b[i + 8];
+#pragma unroll
+	for (int i = VDEV_NA_END; i < VDEV_IPCHK_BYTES; i++)
+		b[i] = 0;
+	*len -= 8;
+}
 
 static __always_inline int vdev_v4_allowed(const struct vdev_port_limits *l, const __u8 *a)
 {
@@ -183,7 +206,8 @@ static __always_inline int vdev_v6_allowed(const struct vdev_port_limits *l, con
 }
 
 /* Anti-spoofing by address, for a port with allowed addresses: 1 if the
- * frame (its first len bytes in b, len >= 14, the rest zeros) may go on.
+ * frame (its first len bytes in b, len >= 14, the rest zeros; after
+ * vdev_skip_hbh()) may go on.
  * IPv4 from an allowed source; ARP whose sender is one; IPv6 from one or
  * from a link-local address, a Neighbour Advertisement only for one (or a
  * link-local target). 0.0.0.0 and :: pass (DHCP, ARP probes, DAD). Any
@@ -197,16 +221,16 @@ static __always_inline int vdev_ip_allowed(const struct vdev_port_limits *l, con
 		return len >= 14 + 28 && vdev_v4_allowed(l, b + 14 + 14);
 	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40 || !vdev_v6_allowed(l, b + 14 + 8))
 		return 0;
-	/* ICMPv6 (no extension headers) type 136; shorter than a whole NA:
-	 * not one (the kernel drops it). */
-	if (b[14 + 6] == 58 && len >= VDEV_IPCHK_BYTES && b[14 + 40] == 136)
+	/* ICMPv6 type 136; shorter than a whole NA: not one (the kernel
+	 * drops it). */
+	if (b[14 + 6] == 58 && len >= VDEV_NA_END && b[14 + 40] == 136)
 		return vdev_v6_allowed(l, b + 14 + 40 + 8);
 	return 1;
 }
 
 /* RA and DHCP guard, for a port with l->guard: what the frame (as for
  * vdev_ip_allowed()) is dropped as -- VDEV_LIM_DROP_RA, VDEV_LIM_DROP_DHCP
- * -- or -1 to let it go on. An RA: ICMPv6 type 134 (no extension headers).
+ * -- or -1 to let it go on. An RA: ICMPv6 type 134.
  * A DHCP server's message: UDP from port 67 in the first fragment of an
  * IPv4 packet (options included: the UDP header is within the 78 bytes),
  * or from port 547 in IPv6. Clients (68, 546) and Router Solicitations
