@@ -7,6 +7,7 @@
 #include "base/ip.h"
 #include "base/mac.h"
 #include "base/parse.h"
+#include "base/vlan.h"
 
 namespace vdev {
 
@@ -87,6 +88,69 @@ std::string formatIp(const IpAddr& a) {
   if (ipIsV4(a)) ::inet_ntop(AF_INET, a.data() + 12, buf, sizeof buf);
   else ::inet_ntop(AF_INET6, a.data(), buf, sizeof buf);
   return buf;
+}
+
+std::optional<VidSet> parseVidList(std::string_view s) {
+  VidSet out;
+  if (s.empty()) return std::nullopt;
+  while (true) {
+    const size_t comma = s.find(',');
+    const std::string_view item = s.substr(0, comma);
+    const size_t dash = item.find('-');
+    const auto a = parseU32(item.substr(0, dash), 1, kVidMax);
+    const auto b = dash == std::string_view::npos ? a : parseU32(item.substr(dash + 1), 1, kVidMax);
+    if (!a || !b || *a > *b) return std::nullopt;
+    for (uint32_t v = *a; v <= *b; v++) out.set(v);
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
+}
+
+std::vector<std::pair<uint16_t, uint16_t>> vidRanges(const VidSet& s) {
+  std::vector<std::pair<uint16_t, uint16_t>> out;
+  for (uint32_t v = 0; v < s.size(); v++) {
+    if (!s[v]) continue;
+    uint32_t e = v;
+    while (e + 1 < s.size() && s[e + 1]) e++;
+    out.emplace_back(uint16_t(v), uint16_t(e));
+    v = e;
+  }
+  return out;
+}
+
+std::string formatVidList(const VidSet& s) {
+  std::string out;
+  for (const auto& [a, b] : vidRanges(s)) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(a);
+    if (b != a) out += (b == a + 1 ? "," : "-") + std::to_string(b);
+  }
+  return out;
+}
+
+std::string vlanConfigError(const VlanConfig& v) {
+  if (v.tagged[0] || v.tagged[4095] || v.untagged[0] || v.untagged[4095])
+    return "VLAN IDs are 1 to " + std::to_string(kVidMax);
+  if (v.pvid > kVidMax) return "VLAN " + std::to_string(v.pvid) + " out of range (1 to " + std::to_string(kVidMax) + ")";
+  if ((v.tagged & v.untagged).any())
+    return "VLAN " + formatVidList(v.tagged & v.untagged) + " both tagged and untagged";
+  if (v.pvid && !v.untagged[v.pvid]) return "the native VLAN " + std::to_string(v.pvid) + " is not among the untagged ones";
+  return "";
+}
+
+std::string formatVlanConfig(const VlanConfig& v) {
+  if (!v.configured()) return "";
+  std::string out;
+  VidSet extra = v.untagged;
+  if (v.tagged.any()) {
+    out = "trunk " + formatVidList(v.tagged);
+    if (v.pvid) out += " native " + std::to_string(v.pvid);
+  } else if (v.pvid) {
+    out = "vlan " + std::to_string(v.pvid);
+  }
+  if (v.pvid) extra.reset(v.pvid);
+  if (extra.any()) out += (out.empty() ? "" : " ") + std::string("untagged ") + formatVidList(extra);
+  return out;
 }
 
 }  // namespace vdev

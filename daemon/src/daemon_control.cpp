@@ -387,11 +387,11 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           // A static entry takes a MAC from whatever port has it: the whole
           // switch's business, root's.
           if (peer.uid != 0) return denied(peer, "only root may add MAC table entries");
-          if (auto st = ctx_.dp->fdbAdd(b.mac.data(), b.port); !st) return fail(st.error());
+          if (auto st = ctx_.dp->fdbAdd(b.mac.data(), b.port, b.vid); !st) return fail(st.error());
           return Ack{};
         } else if constexpr (std::is_same_v<T, FdbDelRequest>) {
           if (peer.uid != 0) return denied(peer, "only root may delete MAC table entries");
-          if (auto st = ctx_.dp->fdbDel(b.mac.data()); !st) return fail(st.error());
+          if (auto st = ctx_.dp->fdbDel(b.mac.data(), b.vid); !st) return fail(st.error());
           return Ack{};
         } else if constexpr (std::is_same_v<T, InfoGetRequest>) {
           return info();

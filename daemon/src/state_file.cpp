@@ -109,11 +109,23 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (auto s = vdev::proto::validateAllowedIps(ips, "allowed_ips"); !s)
         return "invalid allowed_ips '" + v + "': " + s.error().what;
       r.limits.allowed_ips = std::move(ips);
+    } else if (k == "vlan_pvid") {
+      const auto n = vdev::parseU32(v, 0, vdev::kVidMax);
+      if (!n) return "invalid vlan_pvid '" + v + "' (0..4094; 0: untagged frames not taken)";
+      if (!r.limits.vlan) r.limits.vlan.emplace();
+      r.limits.vlan->pvid = uint16_t(*n);
+    } else if (k == "vlan_tagged" || k == "vlan_untagged") {
+      const auto s = vdev::parseVidList(v);
+      if (!s) return "invalid " + k + " '" + v + "' (VLAN IDs 1..4094, e.g. 10,20-29)";
+      if (!r.limits.vlan) r.limits.vlan.emplace();
+      (k == "vlan_tagged" ? r.limits.vlan->tagged : r.limits.vlan->untagged) = *s;
     } else {
       return "unknown key '" + k + "'";
     }
   }
   if (r.name.empty()) return "port without name=";
+  if (r.limits.vlan)
+    if (const std::string why = vdev::vlanConfigError(*r.limits.vlan); !why.empty()) return "invalid VLANs: " + why;
   return "";
 }
 
@@ -162,6 +174,12 @@ std::string limitsText(const vdev::proto::LimitOptions& l) {
   }
   if (l.ra_guard) o += std::string(" ra_guard=") + (*l.ra_guard ? "1" : "0");
   if (l.dhcp_guard) o += std::string(" dhcp_guard=") + (*l.dhcp_guard ? "1" : "0");
+  if (l.vlan) {
+    // Given: vlan_pvid always (0 alone: no VLAN settings), the lists when set.
+    o += " vlan_pvid=" + std::to_string(l.vlan->pvid);
+    if (l.vlan->tagged.any()) o += " vlan_tagged=" + vdev::formatVidList(l.vlan->tagged);
+    if (l.vlan->untagged.any()) o += " vlan_untagged=" + vdev::formatVidList(l.vlan->untagged);
+  }
   return o;
 }
 

@@ -62,8 +62,16 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
   Port* p = ports_.find(ifname);
   if (!p) return Error{ENOENT, "no port " + ifname};
   const PortLimits l = change.limits.over(p->limits());
+  const bool vlan_changed = !(l.vlan == p->limits().vlan);
   if (!(l == p->limits()))
     if (auto st = p->setLimits(l); !st) return st;
+  if (vlan_changed) {
+    // Its stations are in other VLANs now: learned again from its next
+    // frames. Forgetting them takes them out of the kernel's map too, and
+    // a port with VLAN settings has none put back there.
+    fast_sync_.setVlan(p->index(), p->vlanOn());
+    fdb_.flushPort(p->index());
+  }
   if (change.isolated && *change.isolated != p->isolated()) {
     // The rule is checked per frame against the port's flag (vdevd) and
     // against the marks of its MACs' fast-path entries (the programs): the
@@ -82,21 +90,24 @@ Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
   return out;
 }
 
-Status Datapath::fdbAdd(const uint8_t mac[6], const std::string& port) {
+Status Datapath::fdbAdd(const uint8_t mac[6], const std::string& port, uint16_t vid) {
   Status st;
   runOnDatapath([&] {
     Port* p = ports_.find(port);
     if (!p) st = Error{ENOENT, "no port " + port};
     else if (macIsMulticast(mac) || macIsZero(mac)) st = Error{EINVAL, "not a unicast MAC address"};
-    else if (!fdb_.addStatic(macKey(mac), p->index())) st = Error{ENOSPC, "MAC table full"};
+    else if (vid < 1 || vid > kVidMax) st = Error{EINVAL, "VLAN " + std::to_string(vid) + " out of range (1 to 4094)"};
+    else if (!p->carriesVid(vid))
+      st = Error{EINVAL, "port " + port + " does not carry VLAN " + std::to_string(vid)};
+    else if (!fdb_.addStatic(fdbKey(macKey(mac), vid), p->index())) st = Error{ENOSPC, "MAC table full"};
   });
   return st;
 }
 
-Status Datapath::fdbDel(const uint8_t mac[6]) {
+Status Datapath::fdbDel(const uint8_t mac[6], uint16_t vid) {
   Status st;
   runOnDatapath([&] {
-    if (!fdb_.remove(macKey(mac))) st = Error{ENOENT, "MAC address not in the table"};
+    if (!fdb_.remove(fdbKey(macKey(mac), vid))) st = Error{ENOENT, "MAC address not in the table"};
   });
   return st;
 }

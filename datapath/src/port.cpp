@@ -87,6 +87,7 @@ Port::Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig&
       index_(index),
       mtu_(mtu),
       cfg_(cfg),
+      vlan_on_(cfg.limits.vlan.configured()),
       counters_(new PortCounters[kMaxThreads]),
       scratch_(cfg.batch ? cfg.batch : 64) {
   for (uint32_t i = 0; i < nqueues; i++) queues_.push_back(std::make_unique<Queue>(cfg.ring_capacity));
@@ -473,6 +474,7 @@ Status Port::setLimits(const PortLimits& l) {
   else if (tc_attached_) st = cfg_.tc->setLimits(index_, l);
   if (!st) return st;
   cfg_.limits = l;
+  vlan_on_ = l.vlan.configured();
   unknown_credit_ns_ = 0;  // a full bucket at the next flood
   unknown_last_ns_ = 0;
   return {};

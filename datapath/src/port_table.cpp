@@ -85,7 +85,8 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   const size_t index = opts.index ? *opts.index : ports_.freeIndex();
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
   if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
-  fast_sync_.resetPort(uint16_t(index), opts.isolated);  // its fast-path counters start at 0
+  // Its fast-path counters start at 0.
+  fast_sync_.resetPort(uint16_t(index), opts.isolated, opts.limits.over(cfg_.limits).vlan.configured());
   if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;

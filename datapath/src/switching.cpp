@@ -34,6 +34,30 @@ inline Frame* claimRx(FramePool& pool, const struct xdp_desc* d) noexcept {
   return f;
 }
 
+// The tag off: the MAC addresses move up over it.
+inline void popTag(Frame* f, uint8_t* data) noexcept {
+  std::memmove(data + kVlanHlen, data, 12);
+  f->addr += kVlanHlen;
+  f->len -= kVlanHlen;
+}
+
+// An 802.1Q tag for vid in front of the frame's type, into the headroom
+// (received frames have the kernel's, flood copies kTxHeadroom). false:
+// no room (never: the headroom is 256 bytes).
+inline bool pushTag(FramePool& pool, Frame* f, uint16_t vid) noexcept {
+  if ((f->addr & (pool.frameSize() - 1)) < kVlanHlen) [[unlikely]]
+    return false;
+  f->addr -= kVlanHlen;
+  f->len += kVlanHlen;
+  uint8_t* d = pool.data(f);
+  std::memmove(d, d + kVlanHlen, 12);
+  d[12] = 0x81;
+  d[13] = 0x00;
+  d[14] = uint8_t(vid >> 8);
+  d[15] = uint8_t(vid);
+  return true;
+}
+
 }  // namespace
 
 void Datapath::refill(Port::Queue& q) noexcept {
@@ -157,6 +181,14 @@ void Datapath::enqueue(Port& dst, Frame* f) noexcept {
   }
 }
 
+void Datapath::enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept {
+  if (dst.tagsVid(vid) && !pushTag(*pool_, f, vid)) [[unlikely]] {
+    drop(dst.counters(), kDropOversize, f);
+    return;
+  }
+  enqueue(dst, f);
+}
+
 void Datapath::flushPending() noexcept {
   for (uint16_t i : pending_ports_) {
     Port& dst = *ports_[i];
@@ -197,10 +229,7 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
       drop(punt_->counters(), kDropNoRoute, f);
       continue;
     }
-    // Off with the tag: the MAC addresses move up over it.
-    std::memmove(data + kVlanHlen, data, 12);
-    f->addr += kVlanHlen;
-    f->len -= kVlanHlen;
+    popTag(f, data);
     f->in_port_index = in->index();
     PortCounters& c = in->counters();
     c[kRxPackets].add(1);
@@ -268,6 +297,29 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       enqueue(*out, f);
       continue;
     }
+    // The frame's VLAN. A port without VLAN settings is in the default
+    // VLAN and its frames' tags are payload; one with settings takes
+    // untagged (and priority-tagged) frames into its PVID and tagged ones
+    // of the VIDs it carries, tag off: inside the switch a frame is
+    // untagged and its VLAN is `vid`.
+    uint16_t vid = kVidDefault;
+    if (in.vlanOn()) [[unlikely]] {
+      const VlanConfig& v = in.vlan();
+      vid = v.pvid;
+      if (type == 0x8100 && f->len >= kEthHlen + kVlanHlen) {
+        const uint16_t tagged = uint16_t((d[14] & 0x0f) << 8 | d[15]);
+        popTag(f, pool_->data(f));
+        d = pool_->data(f);
+        src = d + 6;
+        if (tagged) vid = v.carries(tagged) ? tagged : 0;
+      } else if (type == 0x88a8 || type == 0x8100) {
+        vid = 0;  // 802.1ad (QinQ) is not carried
+      }
+      if (vid == 0) {
+        drop(ic, kDropVlanFiltered, f);
+        continue;
+      }
+    }
     // 802.1D link-local group addresses (STP, LACP, 802.1X, LLDP) are never
     // bridged: from an uplink its program gives them to the host; from a
     // guest they go nowhere (a BPDU on the uplink could shut its switch port).
@@ -283,7 +335,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       drop(ic, kDropInvalidSrc, f);
       continue;
     }
-    switch (fdb_.learn(macKey(src), in_index, now_ns)) {
+    switch (fdb_.learn(fdbKey(macKey(src), vid), in_index, now_ns)) {
       case Fdb::Learn::kOk:
       case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
         break;
@@ -295,15 +347,15 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
         continue;
     }
     if (!macIsMulticast(d)) {
-      const int out_index = fdb_.lookup(macKey(d), now_ns);
+      const int out_index = fdb_.lookup(fdbKey(macKey(d), vid), now_ns);
       if (out_index >= 0) {
         Port& out = *ports_[size_t(out_index)];
-        if (out_index == in_index)
+        if (out_index == in_index || !out.carriesVid(vid))
           drop(ic, kDropNoRoute, f);  // the destination lives behind the ingress port: no hairpin
         else if (in.isolated() && out.isolated()) [[unlikely]]
           drop(ic, kDropIsolated, f);
         else
-          enqueue(out, f);
+          enqueueIn(out, vid, f);
         continue;
       }
     }
@@ -314,10 +366,12 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       continue;
     }
     // Broadcast, multicast, unknown unicast: every other live port (from an
-    // isolated port: every other one that is not isolated); the original
-    // goes to the first, copies to the others.
+    // isolated port: every other one that is not isolated) in the frame's
+    // VLAN; the original goes to the first, copies to the others.
     const bool iso = in.isolated();
-    auto floodsTo = [&](const Port& out) { return out.index() != in_index && out.live() && !(iso && out.isolated()); };
+    auto floodsTo = [&](const Port& out) {
+      return out.index() != in_index && out.live() && !(iso && out.isolated()) && out.carriesVid(vid);
+    };
     bool first = true;
     for (Port* pp : active) {
       Port& out = *pp;
@@ -334,7 +388,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       std::memcpy(pool_->data(copy), d, f->len);
       copy->len = f->len;
       pool_->charge(copy, in_index);
-      enqueue(out, copy);
+      enqueueIn(out, vid, copy);
     }
     if (first) {
       drop(ic, kDropNoRoute, f);
@@ -342,7 +396,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
     }
     for (Port* pp : active)
       if (floodsTo(*pp)) {
-        enqueue(*pp, f);
+        enqueueIn(*pp, vid, f);
         break;
       }
   }

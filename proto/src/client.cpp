@@ -176,11 +176,11 @@ Result<std::vector<FdbEntryMsg>> ControlClient::fdbGet() {
   return std::move(r->entries);
 }
 
-Status ControlClient::fdbAdd(const Mac& mac, const std::string& port, bool is_static) {
-  return expectAck(FdbAddRequest{mac, port, is_static});
+Status ControlClient::fdbAdd(const Mac& mac, const std::string& port, bool is_static, uint16_t vid) {
+  return expectAck(FdbAddRequest{mac, port, is_static, vid});
 }
 
-Status ControlClient::fdbDel(const Mac& mac) { return expectAck(FdbDelRequest{mac}); }
+Status ControlClient::fdbDel(const Mac& mac, uint16_t vid) { return expectAck(FdbDelRequest{mac, vid}); }
 
 Result<InfoMsg> ControlClient::info() { return expect<InfoMsg>(InfoGetRequest{}); }
 

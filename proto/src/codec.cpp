@@ -43,8 +43,10 @@ constexpr int kGenlHdrLen = GENL_HDRLEN;
 // ----------------------------------------------------- attribute tables
 
 // kAddrs: IP addresses, 16 bytes each (IpAddr), at most kAddrsMax of them.
-enum class Kind : uint8_t { kNone, kFlag, kU8, kU32, kU64, kString, kMac, kAddrs, kNested };
+// kVids: VID ranges, u16 pairs [first, last] (1..4094, first <= last).
+enum class Kind : uint8_t { kNone, kFlag, kU8, kU16, kU32, kU64, kString, kMac, kAddrs, kVids, kNested };
 constexpr int kAddrsMax = 8;
+constexpr int kVidRangesMax = 2047;  // 4094 VIDs make at most this many ranges
 
 struct AttrSpec {
   const char* name = nullptr;  // nullptr: not an attribute of this space
@@ -96,6 +98,10 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrAllowedIps: return {"ALLOWED_IPS", Kind::kAddrs};
     case kAttrRaGuard: return {"RA_GUARD", Kind::kFlag};
     case kAttrDhcpGuard: return {"DHCP_GUARD", Kind::kFlag};
+    case kAttrVlanPvid: return {"VLAN_PVID", Kind::kU16};
+    case kAttrVlanTagged: return {"VLAN_TAGGED", Kind::kVids};
+    case kAttrVlanUntagged: return {"VLAN_UNTAGGED", Kind::kVids};
+    case kAttrVlanId: return {"VLAN_ID", Kind::kU16};
     default: return {};
   }
 }
@@ -149,11 +155,13 @@ constexpr nla_policy policyFor(const AttrSpec& s) {
   switch (s.kind) {
     case Kind::kFlag:
     case Kind::kU8: return {NLA_U8, 1, 1};
+    case Kind::kU16: return {NLA_U16, 2, 2};
     case Kind::kU32: return {NLA_U32, 4, 4};
     case Kind::kU64: return {NLA_U64, 8, 8};
     case Kind::kString: return {NLA_STRING, 1, static_cast<uint16_t>(s.max_chars + 1)};
     case Kind::kMac: return {NLA_UNSPEC, 6, 6};
     case Kind::kAddrs: return {NLA_UNSPEC, 0, 16 * kAddrsMax};
+    case Kind::kVids: return {NLA_UNSPEC, 0, 4 * kVidRangesMax};
     case Kind::kNested: return {NLA_NESTED, 0, 0};
     case Kind::kNone: break;
   }
@@ -202,11 +210,13 @@ const char* kindText(Kind k) {
   switch (k) {
     case Kind::kFlag: return "u8 0|1";
     case Kind::kU8: return "u8";
+    case Kind::kU16: return "u16";
     case Kind::kU32: return "u32";
     case Kind::kU64: return "u64";
     case Kind::kString: return "string";
     case Kind::kMac: return "MAC address";
     case Kind::kAddrs: return "IP addresses, 16 bytes each";
+    case Kind::kVids: return "VLAN ID ranges, u16 pairs";
     case Kind::kNested: return "nested";
     case Kind::kNone: break;
   }
@@ -263,6 +273,7 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
       switch (s.kind) {
         case Kind::kFlag:
         case Kind::kU8: want = 1; break;
+        case Kind::kU16: want = 2; break;
         case Kind::kU32: want = 4; break;
         case Kind::kU64: want = 8; break;
         case Kind::kMac: want = 6; break;
@@ -274,6 +285,19 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
       if (s.kind == Kind::kAddrs && (plen % 16 || plen > 16 * kAddrsMax))
         return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
                        "16 bytes an address, at most " + std::to_string(kAddrsMax) + " (" + kindText(s.kind) + ")");
+      if (s.kind == Kind::kVids) {
+        if (plen % 4 || plen > 4 * kVidRangesMax)
+          return invalid(label() + ": payload of " + std::to_string(plen) + " bytes, expected " +
+                         "4 bytes a range, at most " + std::to_string(kVidRangesMax) + " (" + kindText(s.kind) + ")");
+        const auto* d = static_cast<const uint8_t*>(nla_data(nla));
+        for (int i = 0; i < plen; i += 4) {
+          uint16_t r[2];
+          std::memcpy(r, d + i, 4);
+          if (r[0] < 1 || r[1] > kVidMax || r[0] > r[1])
+            return invalid(label() + ": range " + std::to_string(r[0]) + "-" + std::to_string(r[1]) +
+                           ", expected VLAN IDs 1 to " + std::to_string(kVidMax) + ", first <= last");
+        }
+      }
       if (s.kind == Kind::kFlag) {
         uint8_t v = nla_get_u8(nla);
         if (v > 1) return invalid(label() + ": " + std::to_string(v) + ", expected 0 or 1");
@@ -306,6 +330,26 @@ Result<Attrs> parseAttrs(const Space& sp, const nlattr* head, int len, bool stri
 
 // Reads of attributes that parseAttrs() has checked.
 uint8_t getU8(const nlattr* a) { return nla_get_u8(a); }
+uint16_t getU16(const nlattr* a) { return nla_get_u16(a); }
+VidSet getVids(const nlattr* a) {
+  VidSet s;
+  const auto* d = static_cast<const uint8_t*>(nla_data(a));
+  for (int i = 0; i + 4 <= nla_len(a); i += 4) {
+    uint16_t r[2];
+    std::memcpy(r, d + i, 4);
+    for (uint32_t v = r[0]; v <= r[1]; v++) s.set(v);
+  }
+  return s;
+}
+// VLAN_PVID, VLAN_TAGGED, VLAN_UNTAGGED: given if any of them is.
+std::optional<VlanConfig> getVlan(const Attrs& tb) {
+  if (!tb[kAttrVlanPvid] && !tb[kAttrVlanTagged] && !tb[kAttrVlanUntagged]) return std::nullopt;
+  VlanConfig v;
+  if (tb[kAttrVlanPvid]) v.pvid = getU16(tb[kAttrVlanPvid]);
+  if (tb[kAttrVlanTagged]) v.tagged = getVids(tb[kAttrVlanTagged]);
+  if (tb[kAttrVlanUntagged]) v.untagged = getVids(tb[kAttrVlanUntagged]);
+  return v;
+}
 uint32_t getU32(const nlattr* a) { return nla_get_u32(a); }
 uint64_t getU64(const nlattr* a) { return nla_get_u64(a); }
 std::string getStr(const nlattr* a) { return std::string(static_cast<const char*>(nla_data(a))); }
@@ -357,6 +401,18 @@ class Writer {
   bool ok() const { return err_ == 0; }
   int err() const { return err_; }
   void u8(int t, uint8_t v) { note(ok() ? nla_put_u8(m_, t, v) : 0); }
+  void u16(int t, uint16_t v) { note(ok() ? nla_put_u16(m_, t, v) : 0); }
+  void vids(int t, const VidSet& s) {
+    std::vector<uint16_t> r;
+    for (const auto& [a, b] : vidRanges(s)) r.insert(r.end(), {a, b});
+    note(ok() ? nla_put(m_, t, static_cast<int>(2 * r.size()), r.data()) : 0);
+  }
+  // A port's VLAN settings: all three when given (VLAN_PVID 0 alone: none).
+  void vlan(const VlanConfig& v) {
+    u16(kAttrVlanPvid, v.pvid);
+    if (v.tagged.any()) vids(kAttrVlanTagged, v.tagged);
+    if (v.untagged.any()) vids(kAttrVlanUntagged, v.untagged);
+  }
   void u32(int t, uint32_t v) { note(ok() ? nla_put_u32(m_, t, v) : 0); }
   void u64(int t, uint64_t v) { note(ok() ? nla_put_u64(m_, t, v) : 0); }
   void str(int t, const std::string& s) {
@@ -465,6 +521,7 @@ void putLimits(Writer& w, const LimitOptions& l) {
   if (l.allowed_ips) w.addrs(kAttrAllowedIps, *l.allowed_ips);
   if (l.ra_guard) w.u8(kAttrRaGuard, *l.ra_guard ? 1 : 0);
   if (l.dhcp_guard) w.u8(kAttrDhcpGuard, *l.dhcp_guard ? 1 : 0);
+  if (l.vlan) w.vlan(*l.vlan);
 }
 
 void putBody(Writer& w, const PortAddRequest& r) {
@@ -496,8 +553,12 @@ void putBody(Writer& w, const FdbAddRequest& r) {
   w.mac(kAttrMac, r.mac);
   w.str(kAttrPortName, r.port);
   w.u8(kAttrFdbStatic, r.is_static ? 1 : 0);
+  if (r.vid != kVidDefault) w.u16(kAttrVlanId, r.vid);
 }
-void putBody(Writer& w, const FdbDelRequest& r) { w.mac(kAttrMac, r.mac); }
+void putBody(Writer& w, const FdbDelRequest& r) {
+  w.mac(kAttrMac, r.mac);
+  if (r.vid != kVidDefault) w.u16(kAttrVlanId, r.vid);
+}
 void putBody(Writer&, const InfoGetRequest&) {}
 
 void putPortInfo(Writer& w, const PortInfo& p) {
@@ -530,6 +591,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
     if (!p.limits->allowed_ips.empty()) w.addrs(kAttrAllowedIps, p.limits->allowed_ips);
     if (p.limits->ra_guard) w.u8(kAttrRaGuard, 1);
     if (p.limits->dhcp_guard) w.u8(kAttrDhcpGuard, 1);
+    if (p.limits->vlan.configured()) w.vlan(p.limits->vlan);
   }
 }
 
@@ -555,6 +617,7 @@ void putFdb(Writer& w, const FdbEntryMsg& e) {
   w.str(kAttrPortName, e.port);
   w.u8(kAttrFdbStatic, e.is_static ? 1 : 0);
   w.u64(kAttrFdbAgeMs, e.age_ms);
+  w.u16(kAttrVlanId, e.vid);
 }
 
 void putInfo(Writer& w, const InfoMsg& i) {
@@ -671,7 +734,8 @@ uint64_t allowedFor(Cmd c) {
   const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
                           bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst) |
                           bit(kAttrAllowedMac) | bit(kAttrAllowedIps) | bit(kAttrRaGuard) |
-                          bit(kAttrDhcpGuard);
+                          bit(kAttrDhcpGuard) | bit(kAttrVlanPvid) | bit(kAttrVlanTagged) |
+                          bit(kAttrVlanUntagged);
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
@@ -681,8 +745,8 @@ uint64_t allowedFor(Cmd c) {
     case kCmdPortDel:
     case kCmdPortGet:
     case kCmdStatsGet: return bit(kAttrPortName);
-    case kCmdFdbAdd: return bit(kAttrMac) | bit(kAttrPortName) | bit(kAttrFdbStatic);
-    case kCmdFdbDel: return bit(kAttrMac);
+    case kCmdFdbAdd: return bit(kAttrMac) | bit(kAttrPortName) | bit(kAttrFdbStatic) | bit(kAttrVlanId);
+    case kCmdFdbDel: return bit(kAttrMac) | bit(kAttrVlanId);
     default: return 0;
   }
 }
@@ -721,6 +785,7 @@ LimitOptions getLimits(const Attrs& tb) {
   if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
   if (tb[kAttrRaGuard]) l.ra_guard = getU8(tb[kAttrRaGuard]) != 0;
   if (tb[kAttrDhcpGuard]) l.dhcp_guard = getU8(tb[kAttrDhcpGuard]) != 0;
+  l.vlan = getVlan(tb);
   return l;
 }
 
@@ -780,11 +845,15 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       r.mac = getMac(tb[kAttrMac]);
       r.port = getStr(tb[kAttrPortName]);
       if (tb[kAttrFdbStatic]) r.is_static = getU8(tb[kAttrFdbStatic]) != 0;
+      if (tb[kAttrVlanId]) r.vid = getU16(tb[kAttrVlanId]);
       return RequestBody{std::move(r)};
     }
-    case kCmdFdbDel:
+    case kCmdFdbDel: {
       if (!tb[kAttrMac]) return missing("MAC", cmd);
-      return RequestBody{FdbDelRequest{getMac(tb[kAttrMac])}};
+      FdbDelRequest r{getMac(tb[kAttrMac])};
+      if (tb[kAttrVlanId]) r.vid = getU16(tb[kAttrVlanId]);
+      return RequestBody{std::move(r)};
+    }
     case kCmdInfoGet: return RequestBody{InfoGetRequest{}};
     default: break;
   }
@@ -841,6 +910,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
     if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
     l.ra_guard = tb[kAttrRaGuard] != nullptr;
     l.dhcp_guard = tb[kAttrDhcpGuard] != nullptr;
+    if (auto v = getVlan(tb)) l.vlan = *v;
   }
   return p;
 }
@@ -879,6 +949,7 @@ Result<FdbEntryMsg> readFdb(const Attrs& tb) {
   if (auto s = checkPortName(e.port); !s) return s.error();
   if (tb[kAttrFdbStatic]) e.is_static = getU8(tb[kAttrFdbStatic]) != 0;
   if (tb[kAttrFdbAgeMs]) e.age_ms = getU64(tb[kAttrFdbAgeMs]);
+  if (tb[kAttrVlanId]) e.vid = getU16(tb[kAttrVlanId]);  // absent: an older daemon, VLAN 1
   return e;
 }
 

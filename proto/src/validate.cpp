@@ -143,6 +143,15 @@ Status validateLimits(const LimitOptions& l) {
     if (auto s = validateUnicastMac(*l.allowed_mac, "ALLOWED_MAC"); !s) return s;
   if (l.allowed_ips)
     if (auto s = validateAllowedIps(*l.allowed_ips, "ALLOWED_IPS"); !s) return s;
+  if (l.vlan)
+    if (const std::string why = vlanConfigError(*l.vlan); !why.empty())
+      return invalid("attributes VLAN_PVID, VLAN_TAGGED, VLAN_UNTAGGED: " + why);
+  return {};
+}
+
+Status validateVid(uint16_t vid) {
+  if (vid < 1 || vid > kVidMax)
+    return invalid("attribute VLAN_ID: " + std::to_string(vid) + ", expected 1 to " + std::to_string(kVidMax));
   return {};
 }
 
@@ -182,16 +191,20 @@ Status validateBody(const FdbAddRequest& r) {
   if (!r.is_static)
     return invalid("attribute FDB_STATIC: 0 is not supported (FDB_ADD adds static entries; "
                    "learned entries come from traffic only)");
+  if (auto s = validateVid(r.vid); !s) return s;
   return validateName(r.port, "PORT_NAME");
 }
-Status validateBody(const FdbDelRequest& r) { return validateUnicastMac(r.mac, "MAC"); }
+Status validateBody(const FdbDelRequest& r) {
+  if (auto s = validateVid(r.vid); !s) return s;
+  return validateUnicastMac(r.mac, "MAC");
+}
 Status validateBody(const InfoGetRequest&) { return {}; }
 Status validateBody(const PortSetRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (!r.isolated && r.limits == LimitOptions{})
     return invalid("PORT_SET of " + r.name +
-                   " changes nothing: give ISOLATED, ALLOWED_MAC, ALLOWED_IPS, RA_GUARD, DHCP_GUARD or a STORM_* or "
-                   "POLICE_* attribute");
+                   " changes nothing: give ISOLATED, ALLOWED_MAC, ALLOWED_IPS, RA_GUARD, DHCP_GUARD, a VLAN_* or a "
+                   "STORM_* or POLICE_* attribute");
   return validateLimits(r.limits);
 }
 
@@ -329,6 +342,10 @@ const char* attrName(uint16_t attr) {
     case kAttrAllowedIps: return "ALLOWED_IPS";
     case kAttrRaGuard: return "RA_GUARD";
     case kAttrDhcpGuard: return "DHCP_GUARD";
+    case kAttrVlanPvid: return "VLAN_PVID";
+    case kAttrVlanTagged: return "VLAN_TAGGED";
+    case kAttrVlanUntagged: return "VLAN_UNTAGGED";
+    case kAttrVlanId: return "VLAN_ID";
     default: return "UNKNOWN";
   }
 }

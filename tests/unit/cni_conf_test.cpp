@@ -26,6 +26,39 @@ void expectError(const std::string& text, unsigned code, const std::string& what
   }
 }
 
+// bridge CNI's VLAN keys: vlan, vlanTrunk, preserveDefaultVlan (default
+// true: VLAN 1 stays on the port, untagged).
+TEST(CniConf, VlanKeysMeanWhatBridgeCniMeans) {
+  auto vlanOf = [](const std::string& extra) { return parseNetConf(conf(extra), Command::kAdd).limits.vlan; };
+  EXPECT_FALSE(vlanOf(""));
+  EXPECT_FALSE(vlanOf(R"(,"vlan":0)")) << "0: no VLAN";
+  auto a = vlanOf(R"(,"vlan":10)");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->pvid, 10);
+  EXPECT_EQ(formatVidList(a->untagged), "1,10") << "the default VLAN kept";
+  EXPECT_TRUE(a->tagged.none());
+  a = vlanOf(R"(,"vlan":10,"preserveDefaultVlan":false)");
+  EXPECT_EQ(formatVidList(a->untagged), "10");
+  auto t = vlanOf(R"(,"vlanTrunk":[{"id":10},{"minID":20,"maxID":22}])");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(formatVidList(t->tagged), "10,20-22");
+  EXPECT_EQ(t->pvid, 1) << "the default VLAN, its native one";
+  t = vlanOf(R"(,"vlanTrunk":[{"id":10}],"preserveDefaultVlan":false)");
+  EXPECT_EQ(t->pvid, 0);
+  EXPECT_TRUE(t->untagged.none());
+  t = vlanOf(R"(,"vlan":5,"vlanTrunk":[{"id":10}])");
+  EXPECT_EQ(t->pvid, 5);
+  EXPECT_EQ(formatVidList(t->tagged), "10");
+  expectError(conf(R"(,"vlan":4095)"), kErrInvalidConfig, "vlan: 4095 is not a VLAN ID (0..4094)");
+  expectError(conf(R"(,"vlan":"10")"), kErrInvalidConfig, "vlan: \"10\" is not a VLAN ID");
+  expectError(conf(R"(,"vlanTrunk":[{"id":0}])"), kErrInvalidConfig, "vlanTrunk[].id: 0 is not a VLAN ID (1..4094)");
+  expectError(conf(R"(,"vlanTrunk":[{"minID":30,"maxID":20}])"), kErrInvalidConfig, "minID 30 is greater than maxID 20");
+  expectError(conf(R"(,"vlanTrunk":[{"minID":30}])"), kErrInvalidConfig, "\"minID\" and \"maxID\" together");
+  expectError(conf(R"(,"vlanTrunk":[{"ID":30}])"), kErrInvalidConfig, "vlanTrunk[]: unknown key \"ID\"");
+  expectError(conf(R"(,"vlanTrunk":5)"), kErrDecode, "vlanTrunk: expected an array");
+  expectError(conf(R"(,"vlan":10,"vlanTrunk":[{"id":10}])"), kErrInvalidConfig, "vlan 10 is in vlanTrunk too");
+}
+
 // stormControl and ingressPolicer: each field the port's own limit (0 = no
 // limit), each field left out vdevd's default (not sent).
 TEST(CniConf, StormControlAndIngressPolicer) {

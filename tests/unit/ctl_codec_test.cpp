@@ -1051,6 +1051,71 @@ TEST(CtlCodec, LimitsInPortAddAndPortReplies) {
   EXPECT_STREQ(attrName(kAttrDhcpGuard), "DHCP_GUARD");
 }
 
+// VLAN_PVID, VLAN_TAGGED, VLAN_UNTAGGED: the whole settings when given,
+// VLAN_PVID 0 alone for none; in replies while the port has some. VLAN_ID
+// on FDB entries and requests.
+TEST(CtlCodec, VlansRoundTripAndBadOnesAreRefused) {
+  PortAddRequest trunk{"c1", PortType::kVeth};
+  VlanConfig& v = trunk.limits.vlan.emplace();
+  v.tagged = *parseVidList("10,20-29");
+  v.pvid = 5;
+  v.untagged = *parseVidList("1,5");
+  expectRoundTrip(trunk);
+  PortSetRequest none{"c1"};
+  none.limits.vlan = VlanConfig{};  // taking them away is a change
+  expectRoundTrip(none);
+  PortSetRequest iso{"c1", true};
+  none.isolated = true;
+  EXPECT_EQ(enc(none).size(), enc(iso).size() + 8) << "VLAN_PVID alone";
+  PortInfo p;
+  p.name = "c1";
+  p.limits = Limits{};
+  p.limits->vlan = v;
+  PortInfo q = p;
+  q.limits->vlan = {};
+  auto r = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{p, q}});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<PortList>(*r).ports.at(0).limits->vlan, v);
+  EXPECT_FALSE(std::get<PortList>(*r).ports.at(1).limits->vlan.configured());
+  FdbAddRequest fa{Mac{2, 0, 0, 0, 0, 1}, "c1", true, 20};
+  expectRoundTrip(fa);
+  expectRoundTrip(FdbDelRequest{Mac{2, 0, 0, 0, 0, 1}, 4094});
+  auto fl = replyRoundTrip(requestFor(FdbGetRequest{}), FdbList{{FdbEntryMsg{Mac{2, 0, 0, 0, 0, 1}, "c1", false, 7, 20}}});
+  ASSERT_TRUE(fl.ok()) << fl.error().message();
+  EXPECT_EQ(std::get<FdbList>(*fl).entries.at(0).vid, 20);
+  // Refused before the wire: both tagged and untagged, a PVID not untagged, VID 0.
+  PortSetRequest both{"c1"};
+  both.limits.vlan = v;
+  both.limits.vlan->untagged.set(10);
+  EXPECT_NE(encodeRequest(1, both).error().what.find("VLAN 10 both tagged and untagged"), std::string::npos);
+  PortSetRequest pvid{"c1"};
+  pvid.limits.vlan.emplace().pvid = 7;
+  EXPECT_NE(encodeRequest(1, pvid).error().what.find("the native VLAN 7 is not among the untagged ones"),
+            std::string::npos);
+  EXPECT_NE(encodeRequest(1, FdbDelRequest{Mac{2, 0, 0, 0, 0, 1}, 0}).error().what.find("attribute VLAN_ID: 0"),
+            std::string::npos);
+  // On the wire: a range out of order or out of bounds, a payload not whole ranges.
+  const std::pair<std::string, const char*> wire[] = {
+      {std::string("\x0a\x00\x05\x00", 4), "range 10-5"},
+      {std::string("\x00\x00\x05\x00", 4), "range 0-5"},
+      {std::string("\x01\x00\xff\x0f", 4), "range 1-4095"},
+      {std::string("\x01\x00\x02", 3), "payload of 3 bytes"},
+  };
+  for (const auto& [bytes, what] : wire) {
+    auto m = Raw()
+                 .hdr(kFamilyId, NLM_F_REQUEST | NLM_F_ACK)
+                 .genl(kCmdPortSet)
+                 .str(kAttrPortName, "c1")
+                 .bytes(kAttrVlanTagged, bytes)
+                 .done();
+    auto d = decodeRequest(m);
+    ASSERT_FALSE(d.ok()) << what;
+    EXPECT_NE(d.error().what.find(std::string("attribute VLAN_TAGGED: ") + what), std::string::npos) << d.error().what;
+  }
+  EXPECT_STREQ(attrName(kAttrVlanPvid), "VLAN_PVID");
+  EXPECT_STREQ(attrName(kAttrVlanId), "VLAN_ID");
+}
+
 // ALLOWED_IPS: none unspecified, multicast, reserved or repeated; at most
 // four of each family; a payload that is not whole addresses is malformed.
 TEST(CtlCodecReject, AllowedIps) {

@@ -71,6 +71,18 @@ TEST(StateFile, HookRoundTripsAndAbsentMeansTheDefault) {
   auto back = parseState(text);
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(back.value(), st);
+  // VLANs: the settings as given, and none given (taken away).
+  st.ports[1].limits.vlan.emplace().tagged = *vdev::parseVidList("10,20-29");
+  st.ports[1].limits.vlan->pvid = 5;
+  st.ports[1].limits.vlan->untagged.set(5);
+  st.ports[2].limits.vlan = vdev::VlanConfig{};
+  const std::string withVlan = serializeState(st);
+  EXPECT_NE(withVlan.find(" vlan_pvid=5 vlan_tagged=10,20-29 vlan_untagged=5\n"), std::string::npos) << withVlan;
+  EXPECT_NE(withVlan.find(" vlan_pvid=0\n"), std::string::npos) << withVlan;
+  auto vlanBack = parseState(withVlan);
+  ASSERT_TRUE(vlanBack.ok()) << vlanBack.error().message();
+  EXPECT_EQ(vlanBack.value(), st);
+
   auto old = parseState("# vdevd state v1\nport name=vm1 type=tap\n");
   ASSERT_TRUE(old.ok()) << old.error().message();
   EXPECT_EQ(old.value().ports.at(0).hook, "");
@@ -342,6 +354,10 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
       {"ra_guard=on", "invalid ra_guard 'on' (0 or 1)"},
       {"dhcp_guard=2", "invalid dhcp_guard '2' (0 or 1)"},
       {"allowed_ips=224.0.0.1", "invalid allowed_ips '224.0.0.1': attribute allowed_ips: 224.0.0.1 is not"},
+      {"vlan_pvid=4095", "invalid vlan_pvid '4095' (0..4094"},
+      {"vlan_tagged=10-5", "invalid vlan_tagged '10-5' (VLAN IDs 1..4094"},
+      {"vlan_pvid=5", "invalid VLANs: the native VLAN 5 is not among the untagged ones"},
+      {"vlan_tagged=10 vlan_untagged=10", "invalid VLANs: VLAN 10 both tagged and untagged"},
   };
   for (const auto& [kv, what] : bad) {
     auto r = parseState(std::string("# vdevd state v1\nport name=vm1 ") + kv + "\n");

@@ -17,6 +17,8 @@ constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0a};
 constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0b};
 constexpr uint8_t kMacC[6] = {0x02, 0, 0, 0, 0, 0x0c};
 constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+// The table key of a MAC in the default VLAN, as the datapath learns it.
+uint64_t vlan1(const uint8_t* m) { return fdbKey(macKey(m), kVidDefault); }
 
 struct SwitchTest : ::testing::Test {
   void build(SwitchMode mode, uint32_t nports, uint32_t frames = 1024,
@@ -97,8 +99,8 @@ TEST_F(SwitchTest, LearnedUnicastStopsFlooding) {
   send(0, {frame(kMacB, kMacA, 64)});  // B learned on port 1 now
   EXPECT_EQ(drain(1).size(), 1u);
   EXPECT_TRUE(drain(2).empty());
-  EXPECT_EQ(dp->fdb().lookup(macKey(kMacA), now), 0);
-  EXPECT_EQ(dp->fdb().lookup(macKey(kMacB), now), 1);
+  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacA), now), 0);
+  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacB), now), 1);
   expectPoolFull();
 }
 
@@ -133,14 +135,14 @@ TEST_F(SwitchTest, AHostMacAsSourceIsNotLearned) {
   EXPECT_EQ(drops(0, kDropInvalidSrc), 2u);
   EXPECT_TRUE(drain(1).empty());
   EXPECT_TRUE(drain(2).empty());
-  EXPECT_LT(dp->fdb().lookup(macKey(kMacC), now), 0) << "the host's MAC was learned behind a guest";
+  EXPECT_LT(dp->fdb().lookup(vlan1(kMacC), now), 0) << "the host's MAC was learned behind a guest";
   // A frame to it from another port is flooded (unknown), not sent to port 0 alone.
   send(1, {frame(kMacC, kMacB, 64)});
   EXPECT_EQ(drain(0).size(), 1u);
   EXPECT_EQ(drain(2).size(), 1u);
   // Guests' own MACs are learned as before.
   send(0, {frame(kBcast, kMacA, 64)});
-  EXPECT_GE(dp->fdb().lookup(macKey(kMacA), now), 0);
+  EXPECT_GE(dp->fdb().lookup(vlan1(kMacA), now), 0);
   drain(1);
   drain(2);
   expectPoolFull();
@@ -308,9 +310,176 @@ TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   ASSERT_TRUE(dp->setPort("p1", iso).ok());
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
-  EXPECT_EQ(dp->fdb().lookup(macKey(kMacB), now), 1) << "nothing forgotten";
+  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacB), now), 1) << "nothing forgotten";
   EXPECT_EQ(dp->setPort("nope", iso).error().err, ENOENT);
   expectPoolFull();
+}
+
+// VLANs (base/vlan.h): p0, p1 and p2 get the given settings through
+// setPort, as `vdevctl port set` gives them.
+struct VlanSwitchTest : SwitchTest {
+  void setVlan(uint32_t port, const char* text) {
+    Datapath::PortChange c;
+    VlanConfig v;
+    // "a10": access VLAN 10; "t10,20": trunk 10,20; "t10,20/5": native 5; "": none.
+    const std::string t = text;
+    if (!t.empty() && t[0] == 'a') {
+      v.pvid = uint16_t(std::stoi(t.substr(1)));
+      v.untagged.set(v.pvid);
+    } else if (!t.empty()) {
+      const size_t slash = t.find('/');
+      v.tagged = *parseVidList(t.substr(1, slash == std::string::npos ? std::string::npos : slash - 1));
+      if (slash != std::string::npos) {
+        v.pvid = uint16_t(std::stoi(t.substr(slash + 1)));
+        v.untagged.set(v.pvid);
+      }
+    }
+    c.limits.vlan = v;
+    ASSERT_TRUE(dp->setPort("p" + std::to_string(port), c).ok());
+  }
+  Frame* tagged(const uint8_t* dst, const uint8_t* src, uint16_t vid, uint32_t len, uint16_t tpid = 0x8100) {
+    Frame* f = frame(dst, src, len, 0x33);
+    uint8_t* d = dp->pool().data(f);
+    d[12] = uint8_t(tpid >> 8), d[13] = uint8_t(tpid);
+    d[14] = uint8_t(vid >> 8), d[15] = uint8_t(vid);
+    d[16] = 0x88, d[17] = 0xb5;
+    return f;
+  }
+  static uint16_t tagOf(const std::vector<uint8_t>& f) {
+    if (f.size() < 16 || f[12] != 0x81 || f[13] != 0x00) return 0;
+    return uint16_t((f[14] & 0x0f) << 8 | f[15]);
+  }
+};
+
+TEST_F(VlanSwitchTest, AccessPortsReachOnlyTheirOwnVlan) {
+  build(SwitchMode::kSwitch, 4);
+  setVlan(0, "a10");
+  setVlan(1, "a10");
+  setVlan(2, "a20");  // p3: no VLAN settings, the default VLAN 1
+  send(0, {frame(kBcast, kMacA, 64)});
+  auto r1 = drain(1);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(tagOf(r1[0]), 0) << "an access port sends untagged";
+  EXPECT_EQ(r1[0].size(), 64u);
+  EXPECT_TRUE(drain(2).empty()) << "VLAN 10's broadcast reached VLAN 20";
+  EXPECT_TRUE(drain(3).empty()) << "VLAN 10's broadcast reached the default VLAN";
+  send(3, {frame(kBcast, kMacC, 64), frame(kMacA, kMacC, 64)});
+  EXPECT_TRUE(drain(0).empty() && drain(1).empty() && drain(2).empty());
+  EXPECT_EQ(drops(3, kDropNoRoute), 2u) << "nobody else in VLAN 1";
+  // A tagged frame on an access port: its own VLAN passes, tag off; any other is filtered.
+  send(1, {tagged(kMacA, kMacB, 10, 80), tagged(kMacA, kMacB, 20, 80), tagged(kBcast, kMacB, 10, 80, 0x88a8)});
+  auto r0 = drain(0);
+  ASSERT_EQ(r0.size(), 1u);
+  EXPECT_EQ(r0[0].size(), 76u);
+  EXPECT_EQ(tagOf(r0[0]), 0);
+  EXPECT_EQ(drops(1, kDropVlanFiltered), 2u);
+  expectPoolFull();
+}
+
+TEST_F(VlanSwitchTest, TrunkCarriesEachVlanTaggedAndItsNativeUntagged) {
+  build(SwitchMode::kSwitch, 4);
+  setVlan(0, "t10,20/5");
+  setVlan(1, "a10");
+  setVlan(2, "a20");
+  setVlan(3, "a5");
+  // Up the trunk: a VLAN's frames get its tag, the native VLAN's none.
+  send(1, {frame(kBcast, kMacB, 64, 0x11)});
+  auto r0 = drain(0);
+  ASSERT_EQ(r0.size(), 1u);
+  EXPECT_EQ(tagOf(r0[0]), 10);
+  EXPECT_EQ(r0[0].size(), 68u);
+  EXPECT_EQ(r0[0][16], 0x88) << "the type follows the tag";
+  EXPECT_EQ(r0[0][40], 0x11);
+  EXPECT_TRUE(drain(2).empty() && drain(3).empty());
+  send(3, {frame(kBcast, kMacC, 64)});
+  r0 = drain(0);
+  ASSERT_EQ(r0.size(), 1u);
+  EXPECT_EQ(tagOf(r0[0]), 0) << "the native VLAN goes untagged";
+  // Down the trunk: by tag (unicast to the station learned there, in its
+  // VLAN), untagged to the native VLAN; a VID it does not carry, filtered.
+  send(0, {tagged(kMacB, kMacA, 10, 80), tagged(kBcast, kMacA, 20, 80), frame(kMacC, kMacA, 64),
+           tagged(kMacB, kMacA, 30, 80)});
+  auto r1 = drain(1), r2 = drain(2), r3 = drain(3);
+  ASSERT_EQ(r1.size(), 1u);
+  ASSERT_EQ(r2.size(), 1u);
+  ASSERT_EQ(r3.size(), 1u);
+  EXPECT_EQ(r1[0].size(), 76u);
+  EXPECT_EQ(tagOf(r1[0]), 0);
+  EXPECT_EQ(r1[0][12], 0x88) << "the tag was taken off";
+  EXPECT_EQ(drops(0, kDropVlanFiltered), 1u);
+  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
+  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 20), now), 0);
+  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 5), now), 0);
+  EXPECT_LT(dp->fdb().lookup(vlan1(kMacA), now), 0);
+  // A trunk without a native VLAN takes no untagged frame.
+  setVlan(0, "t10,20");
+  send(0, {frame(kBcast, kMacA, 64)});
+  EXPECT_EQ(drops(0, kDropVlanFiltered), 2u);
+  EXPECT_TRUE(drain(1).empty() && drain(2).empty() && drain(3).empty());
+  expectPoolFull();
+}
+
+TEST_F(VlanSwitchTest, TheSameMacLivesInTwoVlansOnTwoPorts) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.fdb_hold_ns = 1'000'000'000; });
+  setVlan(0, "t10,20");
+  setVlan(1, "a10");
+  setVlan(2, "a20");
+  send(1, {frame(kBcast, kMacA, 64)});
+  send(2, {frame(kBcast, kMacA, 64)});  // no mac_locked: another VLAN
+  drain(0);
+  EXPECT_EQ(drops(2, kDropMacLocked), 0u);
+  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 1);
+  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 20), now), 2);
+  send(0, {tagged(kMacA, kMacB, 20, 80), tagged(kMacA, kMacB, 20, 80), tagged(kMacA, kMacB, 10, 80)});
+  EXPECT_EQ(drain(2).size(), 2u);
+  EXPECT_EQ(drain(1).size(), 1u);
+  // New VLAN settings: the port's stations are learned again.
+  setVlan(1, "a20");
+  EXPECT_LT(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
+  // And taken away: the default VLAN, tags are payload again.
+  setVlan(1, "");
+  EXPECT_FALSE(dp->port(1).vlanOn());
+  setVlan(0, "");
+  send(0, {tagged(kBcast, kMacB, 30, 80)});
+  auto r1 = drain(1);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(tagOf(r1[0]), 30) << "a port without VLAN settings does not look at tags";
+  EXPECT_TRUE(drain(2).empty());
+  expectPoolFull();
+}
+
+TEST(Vlan, ListsParseAndFormat) {
+  auto s = parseVidList("10,20-22,4094");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->count(), 5u);
+  EXPECT_EQ(formatVidList(*s), "10,20-22,4094");
+  EXPECT_EQ(formatVidList(*parseVidList("5,6")), "5,6");
+  for (const char* bad : {"", "0", "4095", "10-5", "a", "10,", ",10", "1-", "-1", "10 20"})
+    EXPECT_FALSE(parseVidList(bad)) << bad;
+  VlanConfig v;
+  v.tagged = *parseVidList("10-11");
+  v.pvid = 5;
+  v.untagged.set(5);
+  EXPECT_EQ(vlanConfigError(v), "");
+  EXPECT_EQ(formatVlanConfig(v), "trunk 10,11 native 5");
+  v.untagged.set(10);
+  EXPECT_NE(vlanConfigError(v), "") << "tagged and untagged at once";
+  v.untagged.reset(10);
+  v.untagged.reset(5);
+  EXPECT_NE(vlanConfigError(v), "") << "a PVID not sent untagged";
+}
+
+TEST(Fdb, KeysOfOneMacInTwoVlansAreTwoStations) {
+  Fdb fdb(64, 1000);
+  EXPECT_EQ(fdb.learn(fdbKey(macKey(kMacA), 10), 1, 5), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learn(fdbKey(macKey(kMacA), 20), 2, 5), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.lookup(fdbKey(macKey(kMacA), 10), 6), 1);
+  EXPECT_EQ(fdb.lookup(fdbKey(macKey(kMacA), 20), 6), 2);
+  EXPECT_EQ(fdbKeyMac(fdbKey(macKey(kMacA), 20)), macKey(kMacA));
+  EXPECT_EQ(fdbKeyVid(fdbKey(macKey(kMacA), 20)), 20);
+  // SipHash-2-4's reference vector for the 8-byte message 00..07.
+  const FdbKey ref{0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+  EXPECT_EQ((sipHashMac<2, 4, 8>(ref, 0x0706050403020100ull)), 0x93f5f5799a932462ull);
 }
 
 TEST_F(SwitchTest, XconnectIgnoresMacs) {
@@ -394,11 +563,12 @@ TEST(Fdb, HashIsSipHash) {
 
 // MACs whose home bucket is `home` under fdb's key (an attacker who knew the
 // key could choose them offline), locally administered unicast.
-std::vector<uint64_t> collidingMacs(const Fdb& fdb, uint32_t home, size_t n) {
+// vid: the VLAN the datapath keys them with (0: the table used directly).
+std::vector<uint64_t> collidingMacs(const Fdb& fdb, uint32_t home, size_t n, uint16_t vid = 0) {
   std::vector<uint64_t> out;
   for (uint64_t m = 1; out.size() < n; m++) {
     const uint64_t mac = (m << 8) | 0x02;
-    if (fdb.home(mac) == home) out.push_back(mac);
+    if (fdb.home(fdbKey(mac, vid)) == home) out.push_back(mac);
   }
   return out;
 }
@@ -538,7 +708,7 @@ TEST_F(SwitchTest, CollidingMacsCannotMakeAVictimsUnicastFlood) {
   });
   std::vector<Frame*> flood;
   uint8_t src[6];
-  for (uint64_t m : collidingMacs(dp->fdb(), dp->fdb().home(macKey(kMacA)), 48)) {
+  for (uint64_t m : collidingMacs(dp->fdb(), dp->fdb().home(fdbKey(macKey(kMacA), kVidDefault)), 48, kVidDefault)) {
     std::memcpy(src, &m, 6);
     flood.push_back(frame(kBcast, src, 64));
   }

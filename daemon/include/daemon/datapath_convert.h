@@ -57,6 +57,7 @@ inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
   o.allowed_ips = l.allowed_ips;  // empty: any
   o.ra_guard = l.ra_guard;
   o.dhcp_guard = l.dhcp_guard;
+  o.vlan = l.vlan;
   return o;
 }
 
@@ -78,6 +79,7 @@ inline proto::Limits toLimits(const datapath::PortLimits& l) {
   o.allowed_ips = l.allowed_ips;
   o.ra_guard = l.ra_guard;
   o.dhcp_guard = l.dhcp_guard;
+  o.vlan = l.vlan;
   return o;
 }
 
@@ -124,7 +126,9 @@ inline proto::StatsReply toStatsReply(const datapath::DatapathStats& d, std::str
 
 inline proto::FdbEntryMsg toFdbEntryMsg(const datapath::Fdb::Entry& e, std::string port, uint64_t now_ns) {
   proto::FdbEntryMsg m;
-  std::memcpy(m.mac.data(), &e.mac, 6);  // inverse of datapath::macKey()
+  const uint64_t mac = datapath::fdbKeyMac(e.mac);
+  std::memcpy(m.mac.data(), &mac, 6);  // inverse of datapath::macKey()
+  m.vid = datapath::fdbKeyVid(e.mac);
   m.port = std::move(port);
   m.is_static = e.is_static;
   m.age_ms = e.is_static || now_ns < e.seen_ns ? 0 : (now_ns - e.seen_ns) / 1000000;

@@ -162,8 +162,9 @@ class Datapath {
   // ifindexes: the devices to look at (empty: every port).
   void checkFastPorts(const std::vector<int>& ifindexes = {});
   Result<std::vector<Fdb::Entry>> fdbDump();
-  Status fdbAdd(const uint8_t mac[6], const std::string& port);  // static entry
-  Status fdbDel(const uint8_t mac[6]);
+  // A static entry of mac in VLAN vid (a VLAN the port carries).
+  Status fdbAdd(const uint8_t mac[6], const std::string& port, uint16_t vid = kVidDefault);
+  Status fdbDel(const uint8_t mac[6], uint16_t vid = kVidDefault);
   // How many more ports fit (control path). pool: one-queue ports at the
   // XDP hook whose fill-ring floor the frame pool has room for (port add
   // refuses the next one; ports at the tc hook take none). maps: ports the
@@ -217,6 +218,9 @@ class Datapath {
   // "fill rings" below).
   void refill(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
+  // enqueue() of a frame of VLAN vid (untagged, as inside the switch): with
+  // its tag pushed if dst carries vid tagged.
+  void enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept;
   void flushPending() noexcept;
   // Counts one drop of `why` in counters c (the port it is charged to) and
   // returns f to the pool: the end of every frame forward() refuses.

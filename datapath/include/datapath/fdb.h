@@ -40,11 +40,14 @@ struct FdbKey {
 };
 
 // SipHash-C-D of a MAC key (macKey(): the 6 address bytes, first byte
-// lowest) as the 6-byte message it is. The table uses SipHash-1-3, the
-// variant hash tables use against flooding (Rust's HashMap, CPython);
-// SipHash-2-4 is the reference's, whose published vectors check this code.
-template <int C, int D>
+// lowest) as the 6-byte message it is, or (Len 8) of a table key
+// (fdbKey(): the MAC and its VLAN) as the 8-byte message it is. The table
+// uses SipHash-1-3, the variant hash tables use against flooding (Rust's
+// HashMap, CPython); SipHash-2-4 is the reference's, whose published
+// vectors check this code.
+template <int C, int D, int Len = 6>
 constexpr uint64_t sipHashMac(const FdbKey& key, uint64_t mac) noexcept {
+  static_assert(Len == 6 || Len == 8);
   uint64_t v0 = key.k0 ^ 0x736f6d6570736575ull, v1 = key.k1 ^ 0x646f72616e646f6dull;
   uint64_t v2 = key.k0 ^ 0x6c7967656e657261ull, v3 = key.k1 ^ 0x7465646279746573ull;
   const auto rotl = [](uint64_t x, int b) { return (x << b) | (x >> (64 - b)); };
@@ -54,8 +57,14 @@ constexpr uint64_t sipHashMac(const FdbKey& key, uint64_t mac) noexcept {
     v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
     v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
   };
-  // No whole 8-byte block: the last block is the 6 bytes and the length.
-  const uint64_t b = (uint64_t(6) << 56) | (mac & 0xffffffffffffull);
+  if constexpr (Len == 8) {
+    // One whole block, then the last: the length alone.
+    v3 ^= mac;
+    for (int i = 0; i < C; i++) round();
+    v0 ^= mac;
+  }
+  // Len 6: no whole 8-byte block: the last block is the 6 bytes and the length.
+  const uint64_t b = Len == 8 ? uint64_t(8) << 56 : (uint64_t(6) << 56) | (mac & 0xffffffffffffull);
   v3 ^= b;
   for (int i = 0; i < C; i++) round();
   v0 ^= b;
@@ -71,6 +80,12 @@ inline uint64_t macKey(const uint8_t* m) {
   std::memcpy(&k, m, 6);
   return k;
 }
+// The table's key: a MAC (macKey()) in a VLAN (1..4094; vlan.h), the VID
+// in the top 16 bits. Stations are told apart by both: the same MAC may
+// live in two VLANs, on two ports.
+inline uint64_t fdbKey(uint64_t mac, uint16_t vid) { return (mac & 0xffffffffffffull) | uint64_t(vid) << 48; }
+inline uint64_t fdbKeyMac(uint64_t key) { return key & 0xffffffffffffull; }
+inline uint16_t fdbKeyVid(uint64_t key) { return uint16_t(key >> 48); }
 inline bool macIsMulticast(const uint8_t* m) { return m[0] & 1; }  // includes broadcast
 inline bool macIsZero(const uint8_t* m) {
   static const uint8_t z[6] = {};
@@ -88,8 +103,9 @@ class Fdb {
     kLocked,     // static on another port, or held by another port (hold time)
   };
 
+  // Every `mac` below is a table key (fdbKey(): the MAC and its VLAN).
   struct Entry {
-    uint64_t mac = 0;
+    uint64_t mac = 0;  // fdbKey()
     uint64_t seen_ns = 0;
     uint16_t port_index = 0;
     bool used = false;       // the bucket is part of a probe chain (never reset: no holes)
@@ -160,7 +176,7 @@ class Fdb {
 
   // A MAC's probe window: its home bucket and the kMaxProbe - 1 after it.
   static constexpr uint32_t kMaxProbe = 16;
-  uint32_t home(uint64_t mac) const noexcept { return uint32_t(sipHashMac<1, 3>(key_, mac)) & mask_; }
+  uint32_t home(uint64_t mac) const noexcept { return uint32_t(sipHashMac<1, 3, 8>(key_, mac)) & mask_; }
 
  private:
   // The entry a new MAC of port_index takes in the full window at `first`:

@@ -1,5 +1,5 @@
-// Storm control, the ingress policer and anti-spoofing (the allowed source
-// MAC and addresses) of a port (PortConfig::limits).
+// Storm control, the ingress policer, anti-spoofing (the allowed source
+// MAC and addresses) and the VLANs of a port (PortConfig::limits).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/ip.h"
+#include "base/vlan.h"
 
 namespace vdev::datapath {
 
@@ -51,6 +52,10 @@ struct PortLimits {
   // server (bpf/vdev_limits.h, vdev_guard()).
   bool ra_guard = false;
   bool dhcp_guard = false;
+  // 802.1Q membership (base/vlan.h), enforced by vdevd: a port with VLAN
+  // settings is never on the kernel fast path (its MACs are not in the
+  // kernel's map), so every frame from or to it is switched by vdevd.
+  VlanConfig vlan;
   bool operator==(const PortLimits&) const = default;
 };
 
@@ -63,6 +68,7 @@ struct PortLimitOptions {
   std::optional<uint64_t> src_mac;              // 0: any source
   std::optional<std::vector<IpAddr>> allowed_ips;  // empty: any address
   std::optional<bool> ra_guard, dhcp_guard;
+  std::optional<VlanConfig> vlan;  // replaces the port's whole; unconfigured: no VLAN settings
   PortLimits over(PortLimits base) const {
     if (bcast_pps) base.bcast_pps = *bcast_pps;
     if (mcast_pps) base.mcast_pps = *mcast_pps;
@@ -74,6 +80,7 @@ struct PortLimitOptions {
     if (allowed_ips) base.allowed_ips = *allowed_ips;
     if (ra_guard) base.ra_guard = *ra_guard;
     if (dhcp_guard) base.dhcp_guard = *dhcp_guard;
+    if (vlan) base.vlan = *vlan;
     return base;
   }
 };

@@ -201,6 +201,15 @@ class Port {
   // they were, in vdevd and in the program.
   Status setLimits(const PortLimits& l);
   void setIsolated(bool on) { cfg_.isolated = on; }
+  // VLANs (PortLimits::vlan): whether the port has VLAN settings; whether
+  // it carries a VID (one without settings: the default VLAN only); whether
+  // it sends that VID's frames with their tag.
+  bool vlanOn() const noexcept { return vlan_on_; }
+  const VlanConfig& vlan() const noexcept { return cfg_.limits.vlan; }
+  bool carriesVid(uint16_t vid) const noexcept {
+    return vlan_on_ ? cfg_.limits.vlan.carries(vid) : vid == kVidDefault;
+  }
+  bool tagsVid(uint16_t vid) const noexcept { return vlan_on_ && cfg_.limits.vlan.tagged[vid]; }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
@@ -312,6 +321,7 @@ class Port {
   std::atomic<uint32_t> mtu_;
   uint8_t mac_[6] = {};
   PortConfig cfg_;
+  bool vlan_on_ = false;  // cfg_.limits.vlan.configured(), kept (the hot path asks per frame)
   Link link_;
   std::unique_ptr<XdpProgram> xdp_;
   PortHook hook_ = PortHook::kAuto;

@@ -45,8 +45,8 @@ class ControlClient {
   // One port's counters (plus the pool), or with an empty name every port's.
   Result<StatsReply> stats(const std::string& name = {});
   Result<std::vector<FdbEntryMsg>> fdbGet();  // dump
-  Status fdbAdd(const Mac& mac, const std::string& port, bool is_static = true);
-  Status fdbDel(const Mac& mac);
+  Status fdbAdd(const Mac& mac, const std::string& port, bool is_static = true, uint16_t vid = kVidDefault);
+  Status fdbDel(const Mac& mac, uint16_t vid = kVidDefault);
   Result<InfoMsg> info();
 
   // Any request. The daemon's ErrorReply is a value here, not an Error.

@@ -21,6 +21,7 @@
 #include "base/ip.h"
 #include "base/mac.h"
 #include "base/result.h"
+#include "base/vlan.h"
 #include "proto/protocol.h"
 #include "stats/counters.h"
 
@@ -67,6 +68,7 @@ struct LimitOptions {
   std::optional<Mac> allowed_mac;           // the only source MAC it may send; all zeros: any
   std::optional<std::vector<IpAddr>> allowed_ips;  // what it may send from; empty: any
   std::optional<bool> ra_guard, dhcp_guard;        // its RAs, its DHCP server replies dropped
+  std::optional<VlanConfig> vlan;                  // its VLANs, whole; unconfigured: none
   bool operator==(const LimitOptions&) const = default;
 };
 
@@ -83,6 +85,7 @@ struct Limits {
   std::vector<IpAddr> allowed_ips;  // empty: any address
   bool ra_guard = false;
   bool dhcp_guard = false;
+  VlanConfig vlan;  // unconfigured: no VLAN settings
   bool operator==(const Limits&) const = default;
 };
 
@@ -120,10 +123,12 @@ struct FdbAddRequest {
   Mac mac{};
   std::string port;
   bool is_static = true;
+  uint16_t vid = kVidDefault;
   bool operator==(const FdbAddRequest&) const = default;
 };
 struct FdbDelRequest {
   Mac mac{};
+  uint16_t vid = kVidDefault;
   bool operator==(const FdbDelRequest&) const = default;
 };
 struct InfoGetRequest {
@@ -224,6 +229,7 @@ struct FdbEntryMsg {
   std::string port;
   bool is_static = false;
   uint64_t age_ms = 0;
+  uint16_t vid = kVidDefault;  // VLAN_ID
   bool operator==(const FdbEntryMsg&) const = default;
 };
 struct FdbList {

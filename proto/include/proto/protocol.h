@@ -51,7 +51,9 @@ enum Cmd : uint8_t {
   // Attach a port; with CREATE, create its device first.
   //   req:   PORT_NAME (required), PORT_TYPE (required), QUEUES, XDP_MODE, CREATE,
   //          FAST_RX, PORT_TAG, HOOK, ISOLATED, STORM_BCAST, STORM_MCAST,
-  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC,
+  //          ALLOWED_IPS, RA_GUARD, DHCP_GUARD, VLAN_PVID, VLAN_TAGGED,
+  //          VLAN_UNTAGGED
   //   reply: ACK or ERROR
   kCmdPortAdd = 1,
   // Detach a port (and delete the device if vdevd created it).
@@ -70,14 +72,15 @@ enum Cmd : uint8_t {
   //          PORT_NAME).
   kCmdStatsGet = 4,
   // MAC table, NLM_F_DUMP only.
-  //   reply: one message per entry: MAC, PORT_NAME, FDB_STATIC, FDB_AGE_MS
+  //   reply: one message per entry: MAC, VLAN_ID, PORT_NAME, FDB_STATIC, FDB_AGE_MS
   kCmdFdbGet = 5,
   // Static MAC table entry.
   //   req:   MAC (required), PORT_NAME (required), FDB_STATIC (default 1; 0 is
-  //          refused with EINVAL: learned entries come from traffic only)
+  //          refused with EINVAL: learned entries come from traffic only),
+  //          VLAN_ID (default 1; a VLAN the port carries)
   //   reply: ACK or ERROR
   kCmdFdbAdd = 6,
-  //   req:   MAC (required)              reply: ACK or ERROR
+  //   req:   MAC (required), VLAN_ID (default 1)   reply: ACK or ERROR
   kCmdFdbDel = 7,
   // Daemon information. req: nothing.
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
@@ -89,7 +92,9 @@ enum Cmd : uint8_t {
   // besides PORT_NAME. Root only; not a port from vdevd's command line (EPERM);
   // the change is saved with the port.
   //   req:   PORT_NAME (required), ISOLATED, STORM_BCAST, STORM_MCAST,
-  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC
+  //          STORM_UNKNOWN, POLICE_PPS, POLICE_BPS, POLICE_BURST, ALLOWED_MAC,
+  //          ALLOWED_IPS, RA_GUARD, DHCP_GUARD, VLAN_PVID, VLAN_TAGGED,
+  //          VLAN_UNTAGGED
   //   reply: ACK or ERROR
   kCmdPortSet = 9,
   kCmdMax = kCmdPortSet
@@ -171,7 +176,19 @@ enum Attr : uint16_t {
   // Port replies: present (1) only while on.
   kAttrRaGuard = 41,       // u8 0|1
   kAttrDhcpGuard = 42,     // u8 0|1
-  kAttrMax = kAttrDhcpGuard
+  // VLANs (802.1Q; base/vlan.h): the VLAN untagged frames received go to
+  // (0: none taken), the VIDs carried tagged, those sent untagged (the PVID
+  // among them). A VID list is u16 pairs [first, last], 1..4094, first <=
+  // last. PORT_ADD, PORT_SET: any of the three replaces the port's VLAN
+  // settings whole (the absent ones empty); VLAN_PVID 0 alone takes them
+  // away (the default VLAN 1, untagged, tags not looked at). Port replies:
+  // present only while the port has VLAN settings.
+  kAttrVlanPvid = 43,      // u16
+  kAttrVlanTagged = 44,    // u16 pairs
+  kAttrVlanUntagged = 45,  // u16 pairs
+  // An FDB entry's VLAN (FDB_GET replies: always; FDB_ADD, FDB_DEL: absent = 1).
+  kAttrVlanId = 46,        // u16 1..4094
+  kAttrMax = kAttrVlanId
 };
 
 // Inside kAttrCreate (PORT_ADD).

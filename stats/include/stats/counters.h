@@ -138,7 +138,10 @@ struct CounterDef {
   D(RaGuard, 39, "ra_guard")         /* a Router Advertisement from a port with ra-guard  \
                                          (its program); ingress */                         \
   D(DhcpGuard, 40, "dhcp_guard")     /* a DHCP/DHCPv6 server's message from a port with   \
-                                         dhcp-guard (its program); ingress */
+                                         dhcp-guard (its program); ingress */              \
+  D(VlanFiltered, 41, "vlan_filtered") /* a VLAN the port does not carry: a tag not among  \
+                                         its VIDs, an untagged frame on a trunk without a  \
+                                         native VLAN, an 802.1ad tag; ingress */
 
 // Every per-port counter, in output order (JSON, text, Prometheus, and the
 // order of the attributes in a STATS nest): X(Id, attr, path, text, metric,

@@ -107,6 +107,62 @@ void onlyKeys(const Json& obj, std::string_view where, std::initializer_list<std
   }
 }
 
+// bridge CNI's VLAN keys, with its meaning (docs/containers.md): "vlan" N
+// (0: none) makes the port an access port of VLAN N; "vlanTrunk" [{"id":
+// N}, {"minID": A, "maxID": B}] carries those VLANs tagged; with either,
+// "preserveDefaultVlan" (default true) keeps VLAN 1 on the port, untagged
+// (its native VLAN on a trunk without "vlan"), as bridge CNI leaves the
+// bridge's default PVID 1 in place. Neither: no VLAN settings.
+void decodeVlan(const Json& j, vdev::proto::LimitOptions& l) {
+  const char* w = "the network configuration";
+  auto vid = [](const Json& v, const std::string& where, uint32_t lo) {
+    if (!v.is_number_integer() || v.get<int64_t>() < int64_t(lo) || v.get<int64_t>() > vdev::kVidMax)
+      throw CniError(kErrInvalidConfig, where + ": " + dumpJson(v) + " is not a VLAN ID (" + std::to_string(lo) +
+                                            ".." + std::to_string(vdev::kVidMax) + ")");
+    return uint16_t(v.get<int64_t>());
+  };
+  uint16_t access = 0;
+  if (const Json* v = field(j, "vlan")) access = vid(*v, "vlan", 0);
+  vdev::VidSet trunk;
+  const Json* t = optArray(j, "vlanTrunk", w);
+  if (t) {
+    for (const Json& e : *t) {
+      if (!e.is_object()) typeError("vlanTrunk[]", "an object");
+      onlyKeys(e, "vlanTrunk[]", {"id", "minID", "maxID"});
+      const Json* id = field(e, "id");
+      const Json* lo = field(e, "minID");
+      const Json* hi = field(e, "maxID");
+      if (id && !lo && !hi) {
+        trunk.set(vid(*id, "vlanTrunk[].id", 1));
+      } else if (!id && lo && hi) {
+        const uint16_t a = vid(*lo, "vlanTrunk[].minID", 1), b = vid(*hi, "vlanTrunk[].maxID", 1);
+        if (a > b)
+          throw CniError(kErrInvalidConfig, "vlanTrunk[]: minID " + std::to_string(a) + " is greater than maxID " +
+                                                std::to_string(b));
+        for (uint32_t x = a; x <= b; x++) trunk.set(x);
+      } else {
+        throw CniError(kErrInvalidConfig, "vlanTrunk[]: give \"id\", or \"minID\" and \"maxID\" together");
+      }
+    }
+  }
+  const bool preserve = optBool(j, "preserveDefaultVlan", w).value_or(true);
+  if (!access && trunk.none()) return;  // no VLAN settings: VLAN 1, untagged
+  if (access && trunk[access])
+    throw CniError(kErrInvalidConfig, "vlan " + std::to_string(access) + " is in vlanTrunk too: it is either the "
+                                          "port's untagged VLAN or one of its tagged ones");
+  vdev::VlanConfig v;
+  v.tagged = trunk;
+  if (access) {
+    v.pvid = access;
+    v.untagged.set(access);
+  }
+  if (preserve && !trunk[vdev::kVidDefault]) {
+    v.untagged.set(vdev::kVidDefault);
+    if (!v.pvid) v.pvid = vdev::kVidDefault;
+  }
+  l.vlan = v;
+}
+
 // stormControl and ingressPolicer: what the container may send into the
 // switch (docs/containers.md). Every field optional, a non-negative integer
 // (0: no limit); a field left out is vdevd's default.
@@ -456,6 +512,7 @@ NetConf parseNetConf(std::string_view text, Command command) {
   c.macSpoofCheck = optBool(j, "macspoofchk", w).value_or(false);
   c.spoofCheck = optBool(j, "spoofCheck", w).value_or(false);
   decodeLimits(j, c.limits);
+  decodeVlan(j, c.limits);
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");
   if (c.xdpMode != "auto" && c.xdpMode != "native" && c.xdpMode != "generic")

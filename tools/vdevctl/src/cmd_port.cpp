@@ -105,10 +105,37 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
       at = comma + 1;
     }
     l.allowed_ips = std::move(ips);
+  } else if (k == "vlan" || k == "native") {
+    // An access port's VLAN, or a trunk's untagged one: the same thing.
+    if (l.vlan && !l.vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+    if (l.vlan && l.vlan->pvid) a.usage("'vlan' and 'native' both name the port's untagged VLAN: give one");
+    if (k == "vlan" && a.accept("none")) {
+      if (l.vlan) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+      l.vlan.emplace();  // unconfigured: VLAN 1, untagged, tags not looked at
+      return true;
+    }
+    const uint16_t vid = uint16_t(a.u32(k, 1, vdev::kVidMax));
+    if (!l.vlan) l.vlan.emplace();
+    l.vlan->pvid = vid;
+    l.vlan->untagged.set(vid);
+  } else if (k == "trunk" || k == "untagged") {
+    const std::string v = a.next("VLAN IDs after '" + k + "' (10,20-29)");
+    const auto s = vdev::parseVidList(v);
+    if (!s) a.usage(k + " '" + v + "': expected VLAN IDs 1 to 4094, comma-separated, ranges as 20-29");
+    if (l.vlan && !l.vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+    if (!l.vlan) l.vlan.emplace();
+    (k == "trunk" ? l.vlan->tagged : l.vlan->untagged) |= *s;
   } else {
     return false;
   }
   return true;
+}
+
+// The VLAN column: "-" without VLAN settings, else "vlan 10", "trunk
+// 10,20 native 5" (base/vlan.h).
+std::string vlanText(const vdev::proto::PortInfo& p) {
+  if (!p.limits || !p.limits->vlan.configured()) return "-";
+  return vdev::formatVlanConfig(p.limits->vlan);
 }
 
 // The uplink among `ports` with the smallest MTU (nullptr: none).
@@ -147,7 +174,7 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     vdev::stats::kTxPackets, vdev::stats::kTxBytes};
   std::vector<Table::Column> cols = {{"NAME"}, {"TYPE"}, {"IFINDEX", true}, {"QUEUES", true},
                                      {"XDP"},  {"BIND"}, {"MTU", true},     {"STATE"},
-                                     {"FAST_RX"}, {"HOOK"}};
+                                     {"FAST_RX"}, {"HOOK"}, {"VLAN"}};
   if (stats) {
     for (PortCounter id : kShown) {
       std::string h = vdev::stats::jsonPath(id);
@@ -168,7 +195,8 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     std::to_string(p.mtu),
                                     stateName(p),
                                     p.fast_rx ? "on" : "off",
-                                    p.hook ? vdev::proto::portHookName(*p.hook) : "xdp"};
+                                    p.hook ? vdev::proto::portHookName(*p.hook) : "xdp",
+                                    vlanText(p)};
     if (stats) {
       const auto& s = (*stats)[i];
       for (PortCounter id : kShown) row.push_back(std::to_string(s.counters[id]));
@@ -272,8 +300,8 @@ int cmdPortSet(Context& ctx, Args& a) {
     }
   }
   if (seen.empty())
-    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, ra-guard, dhcp-guard, storm-bcast, storm-mcast, storm-unknown, "
-            "police-pps, police-rate or police-burst");
+    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, ra-guard, dhcp-guard, vlan, trunk, native, "
+            "untagged, storm-bcast, storm-mcast, storm-unknown, police-pps, police-rate or police-burst");
   if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portSet(r); !st) {
     // A vdevd from before PORT_SET answers "unknown command".

@@ -55,6 +55,13 @@ void writePortInfo(Json& o, const PortInfo& p) {
     }
     l["ra_guard"] = p.limits->ra_guard;
     l["dhcp_guard"] = p.limits->dhcp_guard;
+    // 802.1Q: absent while the port has no VLAN settings (VLAN 1, untagged).
+    if (p.limits->vlan.configured()) {
+      Json& v = o["vlan"] = Json::object();
+      v["pvid"] = p.limits->vlan.pvid;
+      v["tagged"] = vdev::formatVidList(p.limits->vlan.tagged);
+      v["untagged"] = vdev::formatVidList(p.limits->vlan.untagged);
+    }
   }
 }
 
