@@ -12,6 +12,7 @@
 // temp dirs go with their harness objects.
 
 #include <fcntl.h>
+#include <linux/if_packet.h>
 #include <grp.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
@@ -1235,6 +1236,186 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     pumpFor(all, Millis(300));
     EXPECT_EQ(drops(d->stats()), (std::pair<uint64_t, uint64_t>{15, 30})) << s2.dump();
     EXPECT_EQ(b.rx().foreign(), 10u) << "the RAs, now let through" << countsOf(all);
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
+// A trunk's far end, as a packet socket: this kernel has no 802.1Q
+// devices (CONFIG_VLAN_8021Q off), so the test sends tagged frames itself
+// and reads back the tags of what it receives. The kernel takes a received
+// tag off into the skb; PACKET_AUXDATA hands it over, and it is put back
+// in place. Frames the socket sent itself are skipped.
+std::vector<uint8_t> tagFrame(std::vector<uint8_t> f, uint16_t vid) {
+  const uint8_t tag[] = {0x81, 0x00, uint8_t(vid >> 8), uint8_t(vid)};
+  f.insert(f.begin() + 12, std::begin(tag), std::end(tag));
+  return f;
+}
+std::optional<std::vector<uint8_t>> recvTagged(int fd, Millis timeout) {
+  const int on = 1;
+  ::setsockopt(fd, SOL_PACKET, PACKET_AUXDATA, &on, sizeof on);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p = {fd, POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    std::vector<uint8_t> f(9216);
+    sockaddr_ll from{};
+    alignas(tpacket_auxdata) char control[CMSG_SPACE(sizeof(tpacket_auxdata))];
+    iovec iov = {f.data(), f.size()};
+    msghdr m{};
+    m.msg_name = &from;
+    m.msg_namelen = sizeof from;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd, &m, MSG_DONTWAIT);
+    if (n <= 0 || from.sll_pkttype == PACKET_OUTGOING) continue;
+    f.resize(size_t(n));
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level != SOL_PACKET || c->cmsg_type != PACKET_AUXDATA) continue;
+      tpacket_auxdata aux;
+      std::memcpy(&aux, CMSG_DATA(c), sizeof aux);
+      if (aux.tp_status & TP_STATUS_VLAN_VALID) f = tagFrame(std::move(f), uint16_t(aux.tp_vlan_tci & 0x0fff));
+    }
+    return f;
+  }
+  return std::nullopt;
+}
+uint16_t vidOf(const std::vector<uint8_t>& f) {
+  return f.size() >= 16 && f[12] == 0x81 && f[13] == 0x00 ? uint16_t((f[14] & 0x0f) << 8 | f[15]) : 0;
+}
+
+// VLANs, with the kernel fast path on and off (a VLAN port's frames are
+// vdevd's either way; the fast path must not leak them past it), the trunk
+// at the tc hook in one round and at XDP in the other. Kernel
+// ping between containers: two access ports of VLAN 10 reach each other;
+// one of VLAN 20 with an address in the same subnet, and the same MAC as
+// one of them, does not, nor does a port without VLAN settings (VLAN 1). A
+// trunk port's far end asks for an address in VLAN 10 and one in VLAN 20
+// with tagged ARP requests: each container's kernel answers, and the
+// answer comes back with its VLAN's tag; VLAN 10's floods reach only VLAN
+// 10's ports (the trunk's tagged); a VID the trunk does not carry is
+// dropped and counted (vlan_filtered). port set moves a port into another
+// VLAN, and the state file keeps it.
+TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
+  for (const bool fast : {true, false}) {
+    SCOPED_TRACE(fast ? "kernel fast path on, trunk at tc" : "--no-fast-path, trunk at XDP");
+    Netns nsA, nsB, nsC, nsT, nsU;
+    const std::string a = uniqueName('v'), b = uniqueName('v'), c = uniqueName('v'), t = uniqueName('t'),
+                      u = uniqueName('u');
+    DeviceGuard guard({a, b, c, t, u});
+    auto d = startVdevd({fast ? "--fast-path" : "--no-fast-path"});
+    const Mac ma = uniqueMac(), mb = uniqueMac(), mt = uniqueMac(), mu = uniqueMac();
+    const auto add = [&](const std::string& name, const Netns& ns, const Mac& m, std::vector<std::string> vlan) {
+      std::vector<std::string> args = {"port", "add", name, "type", "veth"};
+      args.insert(args.end(), vlan.begin(), vlan.end());
+      for (const std::string& w : {std::string("create"), std::string("netns"), ns.name(), std::string("peer"),
+                                   std::string("eth0"), std::string("peer-mac"), macString(m)})
+        args.push_back(w);
+      ok(args);
+    };
+    add(a, nsA, ma, {"vlan", "10"});
+    add(b, nsB, mb, {"vlan", "10"});
+    add(c, nsC, mb, {"vlan", "20"});  // b's MAC, in another VLAN
+    // The trunk at the XDP hook in one round (an uplink's, a NIC's), at tc in the other.
+    add(t, nsT, mt, {"trunk", "10,20", "hook", fast ? "tc" : "xdp"});
+    add(u, nsU, mu, {});
+    waitLive({a, b, c, t, u});
+    const Json ports = json({"port", "show"});
+    EXPECT_EQ((*findPort(ports, a))["vlan"]["pvid"].asU64(), 10u) << ports.dump();
+    EXPECT_EQ((*findPort(ports, t))["vlan"]["tagged"].asString(), "10,20") << ports.dump();
+    EXPECT_EQ((*findPort(ports, t))["vlan"]["pvid"].asU64(), 0u) << ports.dump();
+    EXPECT_FALSE(findPort(ports, u)->has("vlan")) << ports.dump();
+    EXPECT_NE(ok({"port", "show"}).find("trunk 10,20"), std::string::npos);
+
+    nsA.exec("ip addr add 198.18.10.1/24 dev eth0");
+    nsB.exec("ip addr add 198.18.10.2/24 dev eth0");
+    nsC.exec("ip addr add 198.18.10.3/24 dev eth0");
+    nsC.exec("ip addr add 198.18.20.3/24 dev eth0");
+    nsU.exec("ip addr add 198.18.10.4/24 dev eth0");
+    const auto ping = [&](const Netns& ns, const std::string& to, int wait_s) {
+      return tryRun("ip netns exec " + ns.name() + " ping -c 2 -i 0.2 -W " + std::to_string(wait_s) + " " + to);
+    };
+    CmdResult r = ping(nsA, "198.18.10.2", 2);
+    EXPECT_TRUE(r.ok()) << "VLAN 10 to VLAN 10: " << r.out << r.err;
+
+    // The trunk: a tagged ARP request in each VLAN; the answer carries the tag.
+    PacketSocket trunk("eth0", &nsT, mt);
+    const auto ask = [&](uint16_t vid, const char* sender, const char* target) -> std::optional<std::vector<uint8_t>> {
+      EXPECT_EQ(trunk.sendRaw(tagFrame(arpFrame(mt, *parseIp(sender), *parseIp(target)), vid)), 0);
+      const auto deadline = std::chrono::steady_clock::now() + 3s;
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto f = recvTagged(trunk.fd(), Millis(200));
+        // An ARP reply (type 0x0806, op 2) to the trunk's MAC.
+        if (f && f->size() >= 26 && std::equal(mt.begin(), mt.end(), f->begin()) && (*f)[16] == 0x08 &&
+            (*f)[17] == 0x06 && (*f)[25] == 2)
+          return f;
+      }
+      return std::nullopt;
+    };
+    auto reply = ask(10, "198.18.10.5", "198.18.10.1");
+    ASSERT_TRUE(reply) << "no ARP reply from VLAN 10 on the trunk";
+    EXPECT_EQ(vidOf(*reply), 10u);
+    EXPECT_TRUE(std::equal(ma.begin(), ma.end(), reply->begin() + 6)) << "not the VLAN 10 container's answer";
+    reply = ask(20, "198.18.20.5", "198.18.20.3");
+    ASSERT_TRUE(reply) << "no ARP reply from VLAN 20 on the trunk";
+    EXPECT_EQ(vidOf(*reply), 20u);
+    reply = ask(20, "198.18.10.5", "198.18.10.1");  // A's address, asked in VLAN 20
+    EXPECT_FALSE(reply) << "VLAN 20's request reached VLAN 10";
+    // The same MAC in two VLANs, on two ports; the trunk's in both, on one.
+    const Json fdb = json({"fdb", "show"});
+    const auto where = [&](const Mac& m, uint64_t vid) {
+      std::string out;
+      for (const Json& e : fdb.asArray())
+        if (e["mac"].asString() == macString(m) && e["vlan"].asU64() == vid) out += e["port"].asString();
+      return out;
+    };
+    EXPECT_EQ(where(mb, 10), b) << fdb.dump();
+    EXPECT_EQ(where(mb, 20), c) << fdb.dump();
+    EXPECT_EQ(where(mt, 10), t) << fdb.dump();
+    EXPECT_EQ(where(mt, 20), t) << fdb.dump();
+    EXPECT_NE(ok({"fdb", "show"}).find("VLAN"), std::string::npos);
+
+    // Out of VLAN 10: VLAN 20 and the default VLAN hear nothing of it, not
+    // even its ARP broadcasts, which reach b and, tagged 10, the trunk.
+    while (recvTagged(trunk.fd(), Millis(50))) {
+    }
+    const Stats s0 = d->stats();
+    r = ping(nsA, "198.18.10.3", 1);
+    EXPECT_FALSE(r.ok()) << "VLAN 10 reached VLAN 20: " << r.out;
+    r = ping(nsA, "198.18.10.4", 1);
+    EXPECT_FALSE(r.ok()) << "VLAN 10 reached the default VLAN: " << r.out;
+    r = ping(nsU, "198.18.10.1", 1);
+    EXPECT_FALSE(r.ok()) << "the default VLAN reached VLAN 10: " << r.out;
+    const Stats s1 = d->stats();
+    EXPECT_EQ(s1.port(c).tx_packets, s0.port(c).tx_packets) << "VLAN 10's broadcasts reached VLAN 20" << s1.dump();
+    EXPECT_EQ(s1.port(u).tx_packets, s0.port(u).tx_packets) << "VLAN 10's broadcasts reached VLAN 1" << s1.dump();
+    EXPECT_GE(s1.port(b).tx_packets - s0.port(b).tx_packets, 4u) << s1.dump();
+    EXPECT_GE(s1.port(t).tx_packets - s0.port(t).tx_packets, 4u) << s1.dump();
+    size_t vlan10 = 0, other = 0;
+    while (auto f = recvTagged(trunk.fd(), Millis(100))) (vidOf(*f) == 10 ? vlan10 : other)++;
+    EXPECT_GE(vlan10, 4u) << "VLAN 10's ARP broadcasts on the trunk, tagged";
+    EXPECT_EQ(other, 0u) << "untagged or other VLANs' frames on the trunk";
+    // Not carried: VLAN 30, and untagged frames (no native VLAN).
+    const uint64_t filtered0 = s1.port(t).drop("vlan_filtered");
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(trunk.sendRaw(tagFrame(arpFrame(mt, *parseIp("198.18.30.5"), *parseIp("198.18.30.1")), 30)), 0);
+      ASSERT_EQ(trunk.sendRaw(arpFrame(mt, *parseIp("198.18.10.5"), *parseIp("198.18.10.1"))), 0);
+    }
+    const Stats s2 =
+        d->statsUntil([&](const Stats& st) { return st.port(t).drop("vlan_filtered") >= filtered0 + 10; }, 5s);
+    EXPECT_EQ(s2.port(t).drop("vlan_filtered"), filtered0 + 10) << s2.dump();
+    EXPECT_EQ(s2.port(a).drop("vlan_filtered") + s2.port(b).drop("vlan_filtered"), 0u) << s2.dump();
+
+    // Into VLAN 10 at run time: reachable now; saved.
+    ok({"port", "set", c, "vlan", "10"});
+    nsC.exec("ip link set eth0 address " + macString(uniqueMac()));  // b's MAC is VLAN 10's already
+    nsA.exec("ip neigh flush dev eth0");
+    r = ping(nsA, "198.18.10.3", 2);
+    EXPECT_TRUE(r.ok()) << "after port set vlan 10: " << r.out << r.err;
+    EXPECT_NE(readFile(state_).find("vlan_pvid=10 vlan_untagged=10"), std::string::npos) << readFile(state_);
+    ok({"port", "set", c, "vlan", "none"});
+    EXPECT_FALSE(findPort(json({"port", "show"}), c)->has("vlan"));
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
