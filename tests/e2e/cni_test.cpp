@@ -615,6 +615,44 @@ TEST_F(CniTest, SpoofCheckLocksTheContainersMacAndIpamsAddresses) {
   expectOk(runPlugin(inv("DEL", "ctr-b", &b), conf("1.0.0").dump()), "DEL");
 }
 
+// bridge CNI's VLAN keys: containers of one network with "vlan": 10 reach
+// each other; one with "vlan": 20 (its address in the same subnet, from the
+// same IPAM) reaches neither. preserveDefaultVlan (default true) keeps VLAN
+// 1 on the port, untagged; false takes it off. vlanTrunk makes a trunk.
+TEST_F(CniTest, VlanKeysPutContainersInTheirVlan) {
+  Netns a, b, c, t;
+  OJson ten = conf("1.0.0"), twenty = conf("1.0.0"), trunk = conf("1.0.0");
+  ten["vlan"] = 10;
+  twenty["vlan"] = 20;
+  twenty["preserveDefaultVlan"] = false;
+  trunk["vlanTrunk"] = OJson::array({OJson{{"id", 10}}, OJson{{"minID", 20}, {"maxID", 29}}});
+  const OJson ra = add(inv("ADD", "ctr-a", &a), ten);
+  const OJson rb = add(inv("ADD", "ctr-b", &b), ten);
+  const OJson rc = add(inv("ADD", "ctr-c", &c), twenty);
+  const OJson rt = add(inv("ADD", "ctr-t", &t), trunk);
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"],
+                    pc = rc["interfaces"][0]["name"], pt = rt["interfaces"][0]["name"];
+  auto la = client().portGet(pa), lc = client().portGet(pc), lt = client().portGet(pt);
+  ASSERT_TRUE(la && lc && lt && la->limits && lc->limits && lt->limits);
+  EXPECT_EQ(formatVlanConfig(la->limits->vlan), "vlan 10 untagged 1");
+  EXPECT_EQ(formatVlanConfig(lc->limits->vlan), "vlan 20");
+  EXPECT_EQ(formatVlanConfig(lt->limits->vlan), "trunk 10,20-29 native 1");
+  ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live &&
+                                     client().portGet(pc)->live; }, 5s, 20ms));
+  const PingResult same = ping(a, addressOf(rb), 2);
+  EXPECT_EQ(same.received, 2) << same.describe();
+  const CmdResult other = tryRun("ip netns exec " + a.name() + " ping -c 2 -i 0.2 -W 1 " + addressOf(rc));
+  EXPECT_FALSE(other.ok()) << "VLAN 10 reached VLAN 20: " << other.out;
+  OJson bad = conf("1.0.0");
+  bad["vlan"] = 4095;
+  Netns x;
+  expectError(runPlugin(inv("ADD", "ctr-x", &x), bad.dump()), 7, "1.0.0", "vlan: 4095 is not a VLAN ID");
+  expectOk(runPlugin(inv("DEL", "ctr-a", &a), ten.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-b", &b), ten.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-c", &c), twenty.dump()), "DEL");
+  expectOk(runPlugin(inv("DEL", "ctr-t", &t), trunk.dump()), "DEL");
+}
+
 TEST_F(CniTest, FailedAddLeavesNothing) {
   Netns a, b;
   // A namespace that does not exist: refused before anything is made.
