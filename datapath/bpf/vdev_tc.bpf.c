@@ -441,13 +441,19 @@ int vdev_tc_port(struct __sk_buff *skb)
 	}
 	if ((dst & 1) && !storm_ok(lim, in, dst))
 		return TC_ACT_SHOT;
-	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || (dst & 1) || eth[12] < 0x06 ||
+	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || !self->vid || (dst & 1) || eth[12] < 0x06 ||
 	    skb->vlan_present)
-		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged: vdevd */
+		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged, a trunk: vdevd */
+	/* An access port's tagged frames: vdevd's VLAN filtering. */
+	if ((self->flags & VDEV_TC_ACCESS) && ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+		goto punt;
+	/* The MAC table's keys: the MAC and the port's untagged VLAN. */
 	__builtin_memcpy(&src, eth + 6, 6);
+	src |= (__u64)self->vid << 48;
 	s = bpf_map_lookup_elem(&fast_fdb, &src);
 	if (!s || s->port_index != in)
 		goto punt;
+	dst |= (__u64)self->vid << 48;
 	d = bpf_map_lookup_elem(&fast_fdb, &dst);
 	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
 	    (s->flags & d->flags & VDEV_FAST_ISOLATED))

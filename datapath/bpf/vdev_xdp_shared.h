@@ -50,8 +50,10 @@ enum vdev_xdp_counter {
 			   * where the tc program vdev_tc_copy hands vdevd a copy */
 #define VDEV_PORT_FAST_RX 4 /* what the port receives may take the kernel fast path */
 
-/* Key of the fast_fdb and tc_host_macs maps (and vdev_xdp_mac_key.mac): a MAC address in the low 6 bytes
- * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero. */
+/* Key of the tc_host_macs map (and vdev_xdp_mac_key.mac): a MAC address in the low 6 bytes
+ * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero.
+ * fast_fdb's key is vdevd's MAC table key: that, and the VLAN in the upper
+ * 2 bytes (datapath/fdb.h, fdbKey()). */
 
 /* The kernel fast path (vdev_fast.bpf.c owns the maps, every port's program
  * shares them): learned unicast between two ports whose source and
@@ -101,12 +103,19 @@ struct vdev_tc_port {
 	__u32 ifindex;
 	__u32 mtu;    /* the device's MTU: longer non-GSO frames are not sent to it */
 	__u32 flags;  /* VDEV_TC_* */
-	__u32 pad;
+	/* The VLAN of the port's untagged frames on the fast path: its
+	 * fast_fdb keys are the MAC | vid << 48 (1: a port without VLAN
+	 * settings; 0: none, a trunk: every frame to vdevd). */
+	__u32 vid;
 };
 #define VDEV_TC_DEST 1     /* a fast-path destination now (live) */
 #define VDEV_TC_PEER 2     /* a veth: deliver with bpf_redirect_peer, into its peer's ingress */
 #define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
 #define VDEV_TC_HOST 8     /* the host is a station behind the port (VDEV_PORT_HOST) */
+#define VDEV_TC_ACCESS 16  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
+/* The VLAN of the XDP hook's fast path: an XDP port's frames are keyed in
+ * the default VLAN; vdevd mirrors no other VLAN's stations behind one. */
+#define VDEV_VID_DEFAULT 1ULL
 
 /* Keys of the host address maps of the skb-level programs (one map for
  * every port, keyed by the port device's ifindex). */

@@ -69,7 +69,8 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
     // Its stations are in other VLANs now: learned again from its next
     // frames. Forgetting them takes them out of the kernel's map too, and
     // a port with VLAN settings has none put back there.
-    fast_sync_.setVlan(p->index(), p->vlanOn());
+    fast_sync_.setVlan(p->index(), p->fastVid());
+    if (tc_ && p->hook() == PortHook::kTc) tc_->setVlan(p->index(), p->fastVid(), p->vlanOn());
     fdb_.flushPort(p->index());
   }
   if (change.isolated && *change.isolated != p->isolated()) {

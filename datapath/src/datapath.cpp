@@ -48,10 +48,8 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
       // A move must not take a MAC whose station talks only through the
       // kernel: the map's last-seen time is read before it is allowed.
       dp->fdb_.setSeenElsewhere(
-          [](void* ctx, uint64_t key, uint16_t port_index) noexcept -> uint64_t {
-            // The kernel's map holds the default VLAN's stations only.
-            if (fdbKeyVid(key) != kVidDefault) return 0;
-            return static_cast<const FastPath*>(ctx)->seen(fdbKeyMac(key), port_index);
+          [](void* ctx, uint64_t key, uint16_t port_index) noexcept {
+            return static_cast<const FastPath*>(ctx)->seen(key, port_index);  // the same keys
           },
           dp->fast_.get());
     } else if (cfg.fast_path_required) {

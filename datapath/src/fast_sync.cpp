@@ -8,11 +8,11 @@
 
 namespace vdev::datapath {
 
-void FastSync::resetPort(uint16_t port_index, bool isolated, bool vlan) {
+void FastSync::resetPort(uint16_t port_index, bool isolated, uint16_t vid) {
   if (!fast_) return;
   record(port_index) = PortRecord{};
   record(port_index).isolated = isolated;
-  record(port_index).vlan = vlan;
+  record(port_index).vid = vid;
   fast_->reset(port_index);
 }
 
@@ -58,26 +58,26 @@ void FastSync::syncPort(const Port& p) {
 }
 
 // A station moved, aged out or removed stops being fast-pathed at once.
-// The kernel's map, keyed by MAC alone, holds the stations of the default
-// VLAN behind ports without VLAN settings: a frame from or to any other
-// misses it and goes to vdevd, which knows VLANs.
+// The kernel's map has the MAC table's keys (VLAN and MAC) and holds the
+// stations of each port's untagged VLAN (Port::fastVid()), none of a trunk:
+// the programs take a frame only between two ports of one untagged VLAN,
+// nothing to tag or untag; any other misses the map and goes to vdevd.
 void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
   auto mirrored = [&](uint64_t key, int port_index) {
-    return port_index >= 0 && fdbKeyVid(key) == kVidDefault && !record(uint16_t(port_index)).vlan;
+    return port_index >= 0 && fdbKeyVid(key) == record(uint16_t(port_index)).vid;
   };
   if (fdb.journalOverflowed()) {
     fast_->clear();
     for (const Fdb::Entry& e : fdb.dump(now_ns))
       if (mirrored(e.mac, e.port_index))
-        (void)fast_->set(fdbKeyMac(e.mac), e.port_index, now_ns, record(e.port_index).isolated);
+        (void)fast_->set(e.mac, e.port_index, now_ns, record(e.port_index).isolated);
   } else {
     for (uint64_t key : fdb.journal()) {
-      if (fdbKeyVid(key) != kVidDefault) continue;  // never in the kernel's map
       const int port_index = fdb.lookup(key, now_ns);
       if (mirrored(key, port_index))
-        (void)fast_->set(fdbKeyMac(key), uint16_t(port_index), now_ns, record(uint16_t(port_index)).isolated);
+        (void)fast_->set(key, uint16_t(port_index), now_ns, record(uint16_t(port_index)).isolated);
       else
-        fast_->erase(fdbKeyMac(key));
+        fast_->erase(key);
     }
   }
   fdb.clearJournal();
@@ -86,9 +86,7 @@ void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
 void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports, bool check_ports) {
   // Stations that talk only through the kernel are seen there: keep their
   // entries from ageing (and held against moves).
-  fast_->forEach([&](uint64_t mac, uint16_t port_index, uint64_t seen) {
-    fdb.touch(fdbKey(mac, kVidDefault), port_index, seen);
-  });
+  fast_->forEach([&](uint64_t key, uint16_t port_index, uint64_t seen) { fdb.touch(key, port_index, seen); });
   if (check_ports) checkPorts(ports);
 }
 

@@ -166,6 +166,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
       shutdown(pool);
       return st;
     }
+    cfg_.tc->setVlan(index_, fastVid(), vlanOn());  // its row's VLAN, before the program sees a frame
     if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu); !st) {
       shutdown(pool);
       return st;

@@ -190,6 +190,7 @@ void TcPath::writeRow(uint16_t port_index) {
   v.ifindex = uint32_t(r.ifindex);
   v.mtu = r.mtu;
   v.flags = r.flags;
+  v.vid = r.vid;
   uint32_t k = port_index;
   (void)bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_ports), &k, &v, BPF_ANY);
 }
@@ -219,7 +220,8 @@ Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifnam
   Row& r = row(port_index);
   r.ifindex = ifindex;
   r.mtu = mtu;
-  r.flags = (peer ? VDEV_TC_PEER : 0) | (fast_rx ? VDEV_TC_FAST_RX : 0);
+  // setVlan()'s part stays: the port gives it before it attaches.
+  r.flags = (peer ? VDEV_TC_PEER : 0) | (fast_rx ? VDEV_TC_FAST_RX : 0) | (r.flags & VDEV_TC_ACCESS);
   writeRow(port_index);
   uint32_t ifi = uint32_t(ifindex), k = port_index;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_index), &ifi, &k, BPF_ANY)) {
@@ -270,6 +272,15 @@ void TcPath::setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool p
   r.mtu = mtu;
   r.flags = f;
   writeRow(port_index);
+}
+
+void TcPath::setVlan(uint16_t port_index, uint16_t vid, bool access) {
+  Row& r = row(port_index);
+  const uint32_t f = access ? (r.flags | VDEV_TC_ACCESS) : (r.flags & ~uint32_t(VDEV_TC_ACCESS));
+  if (r.vid == vid && r.flags == f) return;
+  r.vid = vid;
+  r.flags = f;
+  if (r.ifindex) writeRow(port_index);
 }
 
 void TcPath::setMtu(uint16_t port_index, uint32_t mtu) {

@@ -33,6 +33,15 @@ struct VlanConfig {
   bool operator==(const VlanConfig&) const = default;
 };
 
+// The one VLAN whose frames the port sends and takes untagged, and no other
+// (no tagged VLANs): the default VLAN for a port without VLAN settings, its
+// VLAN for an access port; 0 for a trunk. Between two ports of one such
+// VLAN a frame needs no tag pushed or popped (the kernel fast path's rule).
+inline uint16_t accessVid(const VlanConfig& v) {
+  if (!v.configured()) return kVidDefault;
+  return v.tagged.none() ? v.pvid : 0;
+}
+
 // "10", "10,20", "100-199,300": VIDs 1..4094; nullopt for anything else (an
 // empty list, a reversed range, a VID out of range).
 std::optional<VidSet> parseVidList(std::string_view s);

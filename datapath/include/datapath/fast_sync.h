@@ -45,7 +45,7 @@ class FastSync {
     FastState state = FastState::kOff;
     bool warned = false;        // "not on the kernel fast path" was logged; quiet until it joins
     bool isolated = false;      // the port's PortConfig::isolated, for its MACs' entries
-    bool vlan = false;          // the port has VLAN settings: none of its MACs in the kernel's map
+    uint16_t vid = kVidDefault;  // Port::fastVid(): the VLAN of its MACs in the kernel's map (0: none)
     uint64_t refused_seen = 0;  // the kernel's refused-frames counter at the last check
     FastDevBase dev;
   };
@@ -59,8 +59,8 @@ class FastSync {
 
   // The index got a new port: its record and its kernel counters start at 0;
   // isolated: the port's PortConfig::isolated, marked on its MACs' entries.
-  // vlan: the port has VLAN settings (its MACs stay out of the kernel's map).
-  void resetPort(uint16_t port_index, bool isolated = false, bool vlan = false);
+  // vid: Port::fastVid(), the VLAN of the port's MACs in the kernel's map.
+  void resetPort(uint16_t port_index, bool isolated = false, uint16_t vid = kVidDefault);
   // The port became isolated or open (Datapath::setPort): the entries
   // written from now on carry the new mark. Those already in the kernel
   // keep the old one until rewritten: the caller notes the port's MACs in
@@ -68,10 +68,11 @@ class FastSync {
   void setIsolated(uint16_t port_index, bool isolated) {
     if (fast_) record(port_index).isolated = isolated;
   }
-  // The port's VLAN settings came or went (Datapath::setPort); the caller
-  // forgets its MACs (Fdb::flushPort), which takes them out of the kernel.
-  void setVlan(uint16_t port_index, bool on) {
-    if (fast_) record(port_index).vlan = on;
+  // The port's VLAN settings changed (Datapath::setPort): vid is its new
+  // Port::fastVid(). The caller forgets its MACs (Fdb::flushPort), which
+  // takes them out of the kernel; those learned from now on follow vid.
+  void setVlan(uint16_t port_index, uint16_t vid) {
+    if (fast_) record(port_index).vid = vid;
   }
   // The port's devmap entry follows its state now (link change, removal).
   void syncPort(const Port& p);

@@ -52,9 +52,10 @@ struct PortLimits {
   // server (bpf/vdev_limits.h, vdev_guard()).
   bool ra_guard = false;
   bool dhcp_guard = false;
-  // 802.1Q membership (base/vlan.h), enforced by vdevd: a port with VLAN
-  // settings is never on the kernel fast path (its MACs are not in the
-  // kernel's map), so every frame from or to it is switched by vdevd.
+  // 802.1Q membership (base/vlan.h), enforced by vdevd. The kernel fast
+  // path carries only frames between two ports of one untagged VLAN
+  // (accessVid(): ports without VLAN settings, access ports); a trunk's
+  // frames, tagged ones and floods are switched by vdevd.
   VlanConfig vlan;
   bool operator==(const PortLimits&) const = default;
 };

@@ -210,6 +210,12 @@ class Port {
     return vlan_on_ ? cfg_.limits.vlan.carries(vid) : vid == kVidDefault;
   }
   bool tagsVid(uint16_t vid) const noexcept { return vlan_on_ && cfg_.limits.vlan.tagged[vid]; }
+  // The VLAN whose stations behind the port the kernel fast path holds
+  // (FastSync), and whose frames it takes from the port at tc: the default
+  // VLAN for a port without VLAN settings, its VLAN for an access port
+  // (untagged on both sides, nothing to push or pop); 0 for a trunk, whose
+  // frames are all vdevd's.
+  uint16_t fastVid() const { return accessVid(cfg_.limits.vlan); }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see

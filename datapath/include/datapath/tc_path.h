@@ -68,6 +68,10 @@ class TcPath {
   void setDest(uint16_t port_index, bool on);
   void setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool peer, bool on);
   void setMtu(uint16_t port_index, uint32_t mtu);
+  // The VLAN of the port's untagged frames on the fast path (1 for a port
+  // without VLAN settings; 0: none, every frame to vdevd), and whether it
+  // is an access port (its tagged frames go to vdevd). Port::fastVid().
+  void setVlan(uint16_t port_index, uint16_t vid, bool access);
   // A port at tc the host is a station behind (an uplink): its program
   // gives the host's multicast and broadcast frames to the host's stack,
   // and a copy of those the guests need too to vdevd
@@ -112,6 +116,7 @@ class TcPath {
     int ifindex = 0;
     uint32_t flags = 0;
     uint32_t mtu = 0;
+    uint32_t vid = 1;  // kVidDefault: a port without VLAN settings (setVlan)
     bool indexed = false;   // its device is in tc_index: a port at tc (attach())
     bool attached = false;  // the program is at its device's tcx ingress
     int copy_ifindex = 0;   // vdev_tc_copy is at this device's tcx ingress (attachCopy())
