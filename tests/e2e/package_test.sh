@@ -365,6 +365,9 @@ check "completion: vdevctl port set $p1 police-r<TAB> -> police-rate" \
 check "completion: vdevctl port add x type veth allowed-i<TAB> -> allowed-ip" \
   grep -qx allowed-ip <(complete_words vdevctl port add x type veth allowed-i)
 check "completion: vdevctl port set $p1 ra<TAB> -> ra-guard" grep -qx ra-guard <(complete_words vdevctl port set "$p1" ra)
+check "completion: vdevctl port add x type veth tru<TAB> -> trunk" \
+  grep -qx trunk <(complete_words vdevctl port add x type veth tru)
+check "completion: vdevctl port set $p1 vlan <TAB> -> none" grep -qx none <(complete_words vdevctl port set "$p1" vlan "")
 check "completion: vdevctl port add x type veth create ne<TAB> -> netns" \
   grep -qx netns <(complete_words vdevctl port add x type veth create ne)
 

@@ -17,6 +17,7 @@ SYNOPSIS
                      [isolated on|off] [allowed-mac MAC|any]
                      [allowed-ip ADDR[,ADDR...]|any]
                      [ra-guard on|off] [dhcp-guard on|off]
+                     [vlan VID|none] [trunk VIDS [native VID]] [untagged VIDS]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -109,6 +110,27 @@ ARGUMENTS
                         by its program and counted (drops.dhcp_guard): a
                         guest hands out no addresses. Its own DHCP client
                         requests pass (default off)
+    vlan VID|none       802.1Q: an access port of VLAN VID (1..4094): what
+                        it receives untagged is VLAN VID's, what VLAN VID
+                        sends it goes out untagged. A port reaches only
+                        ports of its VLANs; the MAC table is kept per VLAN
+                        (the same MAC may live in two). A tagged frame of
+                        another VLAN, and an 802.1ad (QinQ) tag, is dropped
+                        and counted (drops.vlan_filtered). Without VLAN
+                        settings (default; none takes them away) a port is
+                        in VLAN 1, untagged, and looks at no tag: a tagged
+                        frame from it is VLAN 1's payload, as in a switch
+                        without VLANs. Unicast between two access ports of
+                        one VLAN at the tc hook takes the kernel fast path;
+                        a trunk's frames, tagged ones and floods are
+                        switched by vdevd's thread
+    trunk VIDS          a trunk: the VLANs VIDS (10,20-29) carried with their
+                        tag. Untagged frames are dropped (drops.vlan_filtered)
+                        unless native names a VLAN for them
+    native VID          the trunk's untagged VLAN (the same as "vlan VID")
+    untagged VIDS       more VLANs the port is a member of and sends untagged
+                        (bridge CNI's preserveDefaultVlan: VLAN 1 besides
+                        the access VLAN)
     storm-bcast PPS|off
                         broadcast frames the port may send a second; beyond
                         that they are dropped, by the port's own program
@@ -185,6 +207,10 @@ EXAMPLES
     An uplink whose floods vdevd does not limit:
         vdevctl port add enp3s0f1 storm-bcast off storm-mcast off \
                 storm-unknown off
+    Two tenants' containers in VLAN 10 and VLAN 20, an uplink carrying both:
+        vdevctl port add vdc4 type veth vlan 10 create netns tenant1
+        vdevctl port add vdc5 type veth vlan 20 create netns tenant2
+        vdevctl port add enp3s0f1 trunk 10,20 native 1
 
 EXIT STATUS
     0 the port is attached; 1 vdevd refused (the port or a device of that name
@@ -221,6 +247,7 @@ SYNOPSIS
     vdevctl port set IFNAME [isolated on|off] [allowed-mac MAC|any]
                      [allowed-ip ADDR[,ADDR...]|any]
                      [ra-guard on|off] [dhcp-guard on|off]
+                     [vlan VID|none] [trunk VIDS [native VID]] [untagged VIDS]
                      [storm-bcast PPS|off] [storm-mcast PPS|off]
                      [storm-unknown PPS|off] [police-pps PPS|off]
                      [police-rate RATE|off] [police-burst MS]
@@ -237,7 +264,9 @@ DESCRIPTION
     at once, every bucket full. A port made isolated stops reaching the
     other isolated ports at once, on the kernel fast path too (its MACs'
     entries there are rewritten with the new mark before vdevd's next
-    burst); made open again, it reaches them again.
+    burst); made open again, it reaches them again. VLAN keywords replace
+    the port's VLAN settings whole (vlan none: none); its MAC table entries
+    are forgotten then and learned again in its new VLANs.
 
     The change is saved with the port in vdevd's state file and holds after
     vdevd restarts. A value given here is the port's own from then on, also
@@ -264,6 +293,8 @@ EXAMPLES
         vdevctl port set vm1 allowed-ip 198.18.7.2,2001:db8:7::2
     Keep a container from acting as the network's router or DHCP server:
         vdevctl port set vdc3 ra-guard on dhcp-guard on
+    Move a container into VLAN 30:
+        vdevctl port set vdc4 vlan 30
 
 EXIT STATUS
     0 the port runs with the change; 1 no such port, a port from vdevd's
@@ -291,6 +322,9 @@ DESCRIPTION
     STATE    up (sockets open and link up) or down
     FAST_RX  on, or off: frames the port receives always go through vdevd
              ("port add ... fast-rx off")
+    HOOK     where its frames enter vdev: tc or xdp
+    VLAN     its VLAN settings ("vlan 10", "trunk 10,20 native 1"), "-" for
+             none (VLAN 1, untagged)
 
     With -s, each row also shows RX/TX packets and bytes and DROPS: frames
     lost at the port (vdevd's drops, the kernel's XDP rx drops, the device's
@@ -309,7 +343,9 @@ DESCRIPTION
     no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
     "police_pps", "police_bps", "police_burst_ms", "allowed_mac" while
     the port has one, "allowed_ips" (an array) while it has some,
-    "ra_guard", "dhcp_guard" (true/false)}; absent from a vdevd without storm control) and, when
+    "ra_guard", "dhcp_guard" (true/false)}; absent from a vdevd without storm control),
+    vlan while the port has VLAN settings ({"pvid" (0: untagged frames
+    not taken), "tagged", "untagged" (VLAN lists, "10,20-29")}) and, when
     known, mac;
     mtu_over_uplink (the uplink's name) for a port warned of above;
     with -s also the counters, named as in "vdevctl -j stats".
@@ -345,7 +381,8 @@ DESCRIPTION
                  source address other than its "allowed-ip", or another
                  EtherType), ra_guard, dhcp_guard (a Router Advertisement,
                  a DHCP server's message from a port with "ra-guard",
-                 "dhcp-guard")
+                 "dhcp-guard"), vlan_filtered (a VLAN the port does not
+                 carry)
     xdp_stats    the kernel's XDP_STATISTICS of the port's sockets, summed
                  (rx_dropped, rx_invalid_descs, tx_invalid_descs, rx_ring_full,
                  rx_fill_ring_empty_descs, tx_ring_empty_descs)
@@ -440,11 +477,13 @@ SYNOPSIS
     vdevctl [-j] fdb
 
 DESCRIPTION
-    One line per entry: MAC address, PORT, TYPE (static: added with
-    "fdb add", never ages; learned: from a frame's source address) and AGE
-    (seconds since a learned address was last seen; "-" for static ones).
+    One line per entry: MAC address, VLAN (1 for ports without VLAN
+    settings; the same MAC in two VLANs is two entries), PORT, TYPE
+    (static: added with "fdb add", never ages; learned: from a frame's
+    source address) and AGE (seconds since a learned address was last seen;
+    "-" for static ones).
 
-    With -j: a JSON array of {"mac", "port", "static" (true/false), "age_ms"}.
+    With -j: a JSON array of {"mac", "vlan", "port", "static" (true/false), "age_ms"}.
 
 EXAMPLES
     vdevctl fdb
@@ -458,10 +497,11 @@ constexpr const char kFdbAddHelp[] = R"HELP(NAME
     vdevctl fdb add - add a static MAC table entry
 
 SYNOPSIS
-    vdevctl fdb add MAC port IFNAME
+    vdevctl fdb add MAC port IFNAME [vlan VID]
 
 DESCRIPTION
-    Frames to MAC go to port IFNAME. A static entry replaces a learned one,
+    Frames to MAC in VLAN VID (default 1; a VLAN the port carries) go to
+    port IFNAME. A static entry replaces a learned one,
     never ages and is not moved by learning. It lasts until "fdb del", until
     its port is deleted, or until vdevd stops (it is not saved in the state
     file).
@@ -478,10 +518,10 @@ constexpr const char kFdbDelHelp[] = R"HELP(NAME
     vdevctl fdb del - remove a MAC table entry
 
 SYNOPSIS
-    vdevctl fdb del MAC
+    vdevctl fdb del MAC [vlan VID]
 
 DESCRIPTION
-    Removes the entry for MAC, static or learned. A learned address comes
+    Removes the entry for MAC in VLAN VID (default 1), static or learned. A learned address comes
     back with the station's next frame.
 
 EXAMPLES
@@ -518,7 +558,7 @@ constexpr std::array kCommands{
             "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
-    Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [allowed-mac MAC|any] [storm-* ...]",
+    Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [vlan VID|none] [allowed-mac MAC|any] [storm-* ...]",
             "change a running port's isolation, anti-spoofing, storm control, policer", kPortSetHelp,
             cmdPortSet},
     Command{"port", "show", "list ls", "port show [IFNAME]", "list ports", kPortShowHelp,
@@ -528,9 +568,9 @@ constexpr std::array kCommands{
     Command{"monitor", nullptr, nullptr, "monitor [--interval S] [--count N] [IFNAME ...]",
             "per-port rates every interval", kMonitorHelp, cmdMonitor},
     Command{"fdb", "show", "list ls", "fdb show", "the MAC table", kFdbShowHelp, cmdFdbShow},
-    Command{"fdb", "add", nullptr, "fdb add MAC port IFNAME", "add a static entry", kFdbAddHelp,
+    Command{"fdb", "add", nullptr, "fdb add MAC port IFNAME [vlan VID]", "add a static entry", kFdbAddHelp,
             cmdFdbAdd},
-    Command{"fdb", "del", "delete", "fdb del MAC", "remove an entry", kFdbDelHelp, cmdFdbDel},
+    Command{"fdb", "del", "delete", "fdb del MAC [vlan VID]", "remove an entry", kFdbDelHelp, cmdFdbDel},
     Command{"info", nullptr, nullptr, "info", "version, mode, uptime, ports", kInfoHelp, cmdInfo},
 };
 
