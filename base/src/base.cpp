@@ -83,6 +83,23 @@ std::optional<IpAddr> parseIp(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<std::vector<IpAddr>> parseIpList(std::string_view s, std::string* bad) {
+  std::vector<IpAddr> out;
+  if (s == "any") return out;
+  while (true) {
+    const size_t comma = s.find(',');
+    const std::string_view one = s.substr(0, comma);
+    const auto ip = parseIp(one);
+    if (!ip) {
+      if (bad) *bad = std::string(one);
+      return std::nullopt;
+    }
+    out.push_back(*ip);
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
+}
+
 std::string formatIp(const IpAddr& a) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (ipIsV4(a)) ::inet_ntop(AF_INET, a.data() + 12, buf, sizeof buf);

@@ -98,17 +98,11 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (v != "0" && v != "1") return "invalid " + k + " '" + v + "' (0 or 1)";
       (k == "ra_guard" ? r.limits.ra_guard : r.limits.dhcp_guard) = v == "1";
     } else if (k == "allowed_ips") {
-      std::vector<vdev::IpAddr> ips;  // "any": none, any address
-      for (size_t at = 0; v != "any" && at <= v.size();) {
-        const size_t comma = std::min(v.find(',', at), v.size());
-        const auto ip = vdev::parseIp(std::string_view(v).substr(at, comma - at));
-        if (!ip) return "invalid allowed_ips '" + v + "' (IPv4 and IPv6 addresses, comma-separated, or any)";
-        ips.push_back(*ip);
-        at = comma + 1;
-      }
-      if (auto s = vdev::proto::validateAllowedIps(ips, "allowed_ips"); !s)
+      auto ips = vdev::parseIpList(v);  // "any": none, any address
+      if (!ips) return "invalid allowed_ips '" + v + "' (IPv4 and IPv6 addresses, comma-separated, or any)";
+      if (auto s = vdev::proto::validateAllowedIps(*ips, "allowed_ips"); !s)
         return "invalid allowed_ips '" + v + "': " + s.error().what;
-      r.limits.allowed_ips = std::move(ips);
+      r.limits.allowed_ips = std::move(*ips);
     } else if (k == "vlan_pvid") {
       const auto n = vdev::parseU32(v, 0, vdev::kVidMax);
       if (!n) return "invalid vlan_pvid '" + v + "' (0..4094; 0: untagged frames not taken)";

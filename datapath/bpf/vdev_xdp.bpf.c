@@ -247,16 +247,20 @@ int vdev_xdp(struct xdp_md *ctx)
 		/* A port beyond the fast path's counters never has
 		 * VDEV_PORT_FAST_RX (vdevd): its rx would go uncounted. */
 		__u32 in = p->port_index;
-		if (!(p->flags & VDEV_PORT_FAST_RX) || in >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06)
-			goto slow;  /* multicast/broadcast, or 802.3 / bad type: vdevd */
-		/* The MAC table's keys: the MAC in the default VLAN (vdevd
-		 * mirrors no other VLAN's stations behind an XDP port). */
+		if (!(p->flags & VDEV_PORT_FAST_RX) || in >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06 ||
+		    !p->vid)
+			goto slow;  /* multicast/broadcast, or 802.3 / bad type, a trunk: vdevd */
+		/* An access port's tagged frames: vdevd's VLAN filtering. */
+		if ((p->flags & VDEV_PORT_ACCESS) &&
+		    ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+			goto slow;
+		/* The MAC table's keys: the MAC and the port's untagged VLAN. */
 		__builtin_memcpy(&src, eth + 6, 6);
-		src |= VDEV_VID_DEFAULT << 48;
+		src |= (__u64)p->vid << 48;
 		s = bpf_map_lookup_elem(&fast_fdb, &src);
 		if (!s || s->port_index != in)
 			goto slow;
-		key |= VDEV_VID_DEFAULT << 48;
+		key |= (__u64)p->vid << 48;
 		d = bpf_map_lookup_elem(&fast_fdb, &key);
 		if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
 		    (s->flags & d->flags & VDEV_FAST_ISOLATED))

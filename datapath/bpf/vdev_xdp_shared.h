@@ -22,6 +22,9 @@ struct vdev_xdp_port {
 	__u32 nhost_macs;  /* its entries in xdp_host_macs: 0, the usual case, saves the lookup */
 	__u64 own_mac;     /* the device's own MAC, the host's (a MAC key as below);
 			    * VDEV_XDP_NO_MAC: none */
+	__u32 vid;         /* the VLAN of its untagged frames on the fast path, as
+			    * vdev_tc_port.vid (0: none, a trunk) */
+	__u32 pad;
 };
 #define VDEV_XDP_NO_MAC (~0ULL)
 
@@ -49,6 +52,7 @@ enum vdev_xdp_counter {
 #define VDEV_PORT_COPY 2  /* frames for the host and the guests go to the stack,
 			   * where the tc program vdev_tc_copy hands vdevd a copy */
 #define VDEV_PORT_FAST_RX 4 /* what the port receives may take the kernel fast path */
+#define VDEV_PORT_ACCESS 8  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
 
 /* Key of the tc_host_macs map (and vdev_xdp_mac_key.mac): a MAC address in the low 6 bytes
  * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero.
@@ -113,9 +117,6 @@ struct vdev_tc_port {
 #define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
 #define VDEV_TC_HOST 8     /* the host is a station behind the port (VDEV_PORT_HOST) */
 #define VDEV_TC_ACCESS 16  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
-/* The VLAN of the XDP hook's fast path: an XDP port's frames are keyed in
- * the default VLAN; vdevd mirrors no other VLAN's stations behind one. */
-#define VDEV_VID_DEFAULT 1ULL
 
 /* Keys of the host address maps of the skb-level programs (one map for
  * every port, keyed by the port device's ifindex). */

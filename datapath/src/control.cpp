@@ -71,6 +71,7 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
     // a port with VLAN settings has none put back there.
     fast_sync_.setVlan(p->index(), p->fastVid());
     if (tc_ && p->hook() == PortHook::kTc) tc_->setVlan(p->index(), p->fastVid(), p->vlanOn());
+    if (p->xdp()) (void)p->xdp()->setVlan(p->fastVid(), p->vlanOn());
     fdb_.flushPort(p->index());
   }
   if (change.isolated && *change.isolated != p->isolated()) {

@@ -186,6 +186,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
         if (auto st = x.setSocket(q, queues_[q]->xsk->fd()); !st) return st;
     if (cfg_.punt) return {};  // the punt device passes nothing to the host, limits nothing
     if (auto st = x.setLimits(cfg_.limits); !st) return st;
+    if (auto st = x.setVlan(fastVid(), vlanOn()); !st) return st;
     if (auto st = x.setOwnMac(mac); !st) return st;
     for (const auto& m : host_macs_)
       if (auto st = x.addHostMac(m.data()); !st) return st;

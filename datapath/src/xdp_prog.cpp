@@ -410,7 +410,8 @@ void XdpProgram::clearEntries() {
 Status XdpProgram::writePort() {
   struct vdev_xdp_port v = {};
   v.port_index = port_index_;
-  v.flags = port_flags_ | (fast_rx_ ? VDEV_PORT_FAST_RX : 0u);
+  v.flags = port_flags_ | (fast_rx_ ? VDEV_PORT_FAST_RX : 0u) | (access_ ? VDEV_PORT_ACCESS : 0u);
+  v.vid = vid_;
   v.slot = slot_;
   v.xsk_base = xsk_base_;
   v.nqueues = nqueues_;
@@ -499,6 +500,20 @@ Status XdpProgram::setPortFlags(uint32_t flags) {
   if (auto st = writePort(); !st) {
     port_flags_ = before;
     return Error{st.error().err, "set the host's frames on " + ifname_};
+  }
+  return {};
+}
+
+Status XdpProgram::setVlan(uint16_t vid, bool access) {
+  if (vid == vid_ && access == access_) return {};
+  const uint16_t vid0 = vid_;
+  const bool access0 = access_;
+  vid_ = vid;
+  access_ = access;
+  if (auto st = writePort(); !st) {
+    vid_ = vid0;
+    access_ = access0;
+    return Error{st.error().err, "set the VLAN of " + ifname_};
   }
   return {};
 }

@@ -1287,7 +1287,7 @@ uint16_t vidOf(const std::vector<uint8_t>& f) {
 
 // VLANs, with the kernel fast path on and off (it carries unicast between
 // access ports of one VLAN, nothing to tag; a trunk's frames are vdevd's),
-// the trunk at the tc hook in one round and at XDP in the other. Kernel
+// the ports at the tc hook and at XDP, the trunk at either. Kernel
 // ping between containers: two access ports of VLAN 10 reach each other;
 // one of VLAN 20 with an address in the same subnet, and the same MAC as
 // one of them, does not, nor does a port without VLAN settings (VLAN 1). A
@@ -1298,14 +1298,21 @@ uint16_t vidOf(const std::vector<uint8_t>& f) {
 // dropped and counted (vlan_filtered). port set moves a port into another
 // VLAN, and the state file keeps it.
 TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
-  for (const bool fast : {true, false}) {
-    SCOPED_TRACE(fast ? "kernel fast path on, trunk at tc" : "--no-fast-path, trunk at XDP");
+  struct Round {
+    bool fast;
+    const char* hook;  // the containers' ports' (vdevd --default-hook)
+    const char* trunk;
+  };
+  for (const Round round : {Round{true, "auto", "tc"}, Round{true, "xdp", "xdp"}, Round{false, "auto", "xdp"}}) {
+    const bool fast = round.fast;
+    SCOPED_TRACE(std::string(fast ? "kernel fast path on" : "--no-fast-path") + ", ports at " + round.hook +
+                 ", trunk at " + round.trunk);
     Netns nsA, nsB, nsC, nsT, nsU;
     const std::string a = uniqueName('v'), b = uniqueName('v'), c = uniqueName('v'), t = uniqueName('t'),
                       u = uniqueName('u');
     DeviceGuard guard({a, b, c, t, u});
-    // vdevd's own default hook: tc for the containers' veths.
-    auto d = startVdevd({fast ? "--fast-path" : "--no-fast-path", "--default-hook", "auto"});
+    // auto: vdevd's own default, tc for the containers' veths.
+    auto d = startVdevd({fast ? "--fast-path" : "--no-fast-path", "--default-hook", round.hook});
     const Mac ma = uniqueMac(), mb = uniqueMac(), mt = uniqueMac(), mu = uniqueMac();
     const auto add = [&](const std::string& name, const Netns& ns, const Mac& m, std::vector<std::string> vlan) {
       std::vector<std::string> args = {"port", "add", name, "type", "veth"};
@@ -1319,7 +1326,7 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     add(b, nsB, mb, {"vlan", "10"});
     add(c, nsC, mb, {"vlan", "20"});  // b's MAC, in another VLAN
     // The trunk at the XDP hook in one round (an uplink's, a NIC's), at tc in the other.
-    add(t, nsT, mt, {"trunk", "10,20", "hook", fast ? "tc" : "xdp"});
+    add(t, nsT, mt, {"trunk", "10,20", "hook", round.trunk});
     add(u, nsU, mu, {});
     waitLive({a, b, c, t, u});
     const Json ports = json({"port", "show"});

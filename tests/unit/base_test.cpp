@@ -48,6 +48,17 @@ TEST(Ip, IPv4MappedAndIPv6BothWays) {
     EXPECT_FALSE(parseIp(s)) << s;
 }
 
+TEST(Ip, ListsAreCommaSeparatedOrAny) {
+  const auto two = parseIpList("198.18.0.2,2001:db8::2");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(*two, (std::vector<IpAddr>{*parseIp("198.18.0.2"), *parseIp("2001:db8::2")}));
+  EXPECT_EQ(parseIpList("any"), std::vector<IpAddr>{});
+  std::string bad;
+  EXPECT_FALSE(parseIpList("198.18.0.2,198.18.0.0/24", &bad));
+  EXPECT_EQ(bad, "198.18.0.0/24");
+  for (const char* s : {"", ",", "198.18.0.2,", ",198.18.0.2", "any,198.18.0.2"}) EXPECT_FALSE(parseIpList(s)) << s;
+}
+
 TEST(Parse, WholeDecimalInsideTheRange) {
   EXPECT_EQ(parseU64("0"), 0u);
   EXPECT_EQ(parseU64("18446744073709551615"), UINT64_MAX);

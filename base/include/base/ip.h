@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vdev {
 
@@ -24,5 +25,9 @@ inline bool ipIsV4(const IpAddr& a) {
 std::optional<IpAddr> parseIp(std::string_view s);
 // IPv4 dotted, IPv6 as inet_ntop() writes it (RFC 5952).
 std::string formatIp(const IpAddr& a);
+// "198.18.0.2,2001:db8::2": addresses as parseIp() takes them,
+// comma-separated; "any": none (an empty list). nullopt for anything else,
+// the first item that is no address in *bad if given.
+std::optional<std::vector<IpAddr>> parseIpList(std::string_view s, std::string* bad = nullptr);
 
 }  // namespace vdev

@@ -127,6 +127,9 @@ class XdpProgram {
   // bpf/vdev_xdp_shared.h): which multicast and broadcast frames go to the
   // host stack (bpf/vdev_frame_class.h). 0 at load: none of them.
   Status setPortFlags(uint32_t flags);
+  // The VLAN of the port's untagged frames on the fast path and whether it
+  // is an access port (Port::fastVid(), vdev_xdp_port.vid). 1 at load.
+  Status setVlan(uint16_t vid, bool access);
   // Registers an AF_XDP socket for RX queue q (-errno on failure).
   Status setSocket(uint32_t queue, int xsk_fd);
   Status clearSocket(uint32_t queue);
@@ -161,6 +164,8 @@ class XdpProgram {
   std::vector<uint32_t> host_ipv4_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;
   uint32_t port_flags_ = 0;
+  uint16_t vid_ = 1;  // kVidDefault
+  bool access_ = false;
   uint64_t own_mac_ = ~0ull;  // VDEV_XDP_NO_MAC
 };
 

@@ -61,15 +61,19 @@ void parseCreateOption(Args& a, const std::string& k, CreateOptions& c) {
   }
 }
 
+// The on|off after keyword k; `on` says what on does, for the usage error.
+bool onOff(Args& a, const std::string& k, const std::string& on) {
+  const std::string v = a.next("on or off after '" + k + "'");
+  if (v != "on" && v != "off") a.usage(k + " '" + v + "': expected on or off (" + on + ")");
+  return v == "on";
+}
+
 // The keywords "port add" and "port set" share: isolation, storm control,
-// the policer, anti-spoofing. False: `k` is none of them.
+// the policer, anti-spoofing, VLANs. False: `k` is none of them.
 bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolated,
                       vdev::proto::LimitOptions& l) {
   if (k == "isolated") {
-    const std::string v = a.next("on or off after 'isolated'");
-    if (v != "on" && v != "off")
-      a.usage("isolated '" + v + "': expected on or off (on: the port talks only to ports that are not isolated)");
-    isolated = v == "on";
+    isolated = onOff(a, k, "on: the port talks only to ports that are not isolated");
   } else if (k == "storm-bcast") {
     l.storm_bcast = uint32_t(a.limit(k, UINT32_MAX, "broadcast frames/s"));
   } else if (k == "storm-mcast") {
@@ -86,25 +90,17 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
     if (a.accept("any")) l.allowed_mac = vdev::Mac{};  // all zeros: any source
     else l.allowed_mac = a.mac(k);
   } else if (k == "ra-guard" || k == "dhcp-guard") {
-    const std::string v = a.next("on or off after '" + k + "'");
-    if (v != "on" && v != "off")
-      a.usage(k + " '" + v + "': expected on or off (on: the port's " +
-              (k == "ra-guard" ? "Router Advertisements" : "DHCP and DHCPv6 server messages") + " are dropped)");
-    (k == "ra-guard" ? l.ra_guard : l.dhcp_guard) = v == "on";
+    (k == "ra-guard" ? l.ra_guard : l.dhcp_guard) =
+        onOff(a, k, std::string("on: the port's ") +
+                        (k == "ra-guard" ? "Router Advertisements" : "DHCP and DHCPv6 server messages") + " are dropped");
   } else if (k == "allowed-ip") {
     const std::string v = a.next("addresses after 'allowed-ip' (198.18.0.2,2001:db8::2), or any");
-    std::vector<vdev::IpAddr> ips;  // any: none
-    for (size_t at = 0; v != "any" && at <= v.size();) {
-      const size_t comma = std::min(v.find(',', at), v.size());
-      const std::string one = v.substr(at, comma - at);
-      const auto ip = vdev::parseIp(one);
-      if (!ip)
-        a.usage("allowed-ip '" + one + "': not an IPv4 or IPv6 address (give addresses without a prefix "
-                "length, comma-separated, or any)");
-      ips.push_back(*ip);
-      at = comma + 1;
-    }
-    l.allowed_ips = std::move(ips);
+    std::string bad;
+    auto ips = vdev::parseIpList(v, &bad);  // any: none
+    if (!ips)
+      a.usage("allowed-ip '" + bad + "': not an IPv4 or IPv6 address (give addresses without a prefix "
+              "length, comma-separated, or any)");
+    l.allowed_ips = std::move(*ips);
   } else if (k == "vlan" || k == "native") {
     // An access port's VLAN, or a trunk's untagged one: the same thing.
     if (l.vlan && !l.vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
@@ -240,10 +236,7 @@ int cmdPortAdd(Context& ctx, Args& a) {
       if (!xm) a.usage("unknown xdp-mode '" + m + "' (native, generic or auto)");
       r.xdp_mode = *xm;
     } else if (k == "fast-rx") {
-      const std::string v = a.next("on or off after 'fast-rx'");
-      if (v != "on" && v != "off")
-        a.usage("fast-rx '" + v + "': expected on or off (off: frames the port receives always go through vdevd)");
-      r.fast_rx = v == "on";
+      r.fast_rx = onOff(a, k, "off: frames the port receives always go through vdevd");
     } else if (k == "hook") {
       const std::string v = a.next("xdp or tc after 'hook'");
       const auto h = vdev::proto::parsePortHook(v);
