@@ -183,5 +183,8 @@ Status ControlClient::fdbAdd(const Mac& mac, const std::string& port, bool is_st
 Status ControlClient::fdbDel(const Mac& mac, uint16_t vid) { return expectAck(FdbDelRequest{mac, vid}); }
 
 Result<InfoMsg> ControlClient::info() { return expect<InfoMsg>(InfoGetRequest{}); }
+Result<CaptureMsg> ControlClient::captureStart(const CaptureStartRequest& req) { return expect<CaptureMsg>(req); }
+Result<CaptureMsg> ControlClient::captureRead(uint32_t id) { return expect<CaptureMsg>(CaptureReadRequest{id}); }
+Result<CaptureMsg> ControlClient::captureStop(uint32_t id) { return expect<CaptureMsg>(CaptureStopRequest{id}); }
 
 }  // namespace vdev::proto

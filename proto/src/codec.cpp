@@ -44,7 +44,8 @@ constexpr int kGenlHdrLen = GENL_HDRLEN;
 
 // kAddrs: IP addresses, 16 bytes each (IpAddr), at most kAddrsMax of them.
 // kVids: VID ranges, u16 pairs [first, last] (1..4094, first <= last).
-enum class Kind : uint8_t { kNone, kFlag, kU8, kU16, kU32, kU64, kString, kMac, kAddrs, kVids, kNested };
+// kBytes: any bytes (CAPTURE_FRAMES, checked by parseCaptureFrames).
+enum class Kind : uint8_t { kNone, kFlag, kU8, kU16, kU32, kU64, kString, kMac, kAddrs, kVids, kBytes, kNested };
 constexpr int kAddrsMax = 8;
 constexpr int kVidRangesMax = 2047;  // 4094 VIDs make at most this many ranges
 
@@ -102,6 +103,14 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrVlanTagged: return {"VLAN_TAGGED", Kind::kVids};
     case kAttrVlanUntagged: return {"VLAN_UNTAGGED", Kind::kVids};
     case kAttrVlanId: return {"VLAN_ID", Kind::kU16};
+    case kAttrCaptureId: return {"CAPTURE_ID", Kind::kU32};
+    case kAttrCaptureDir: return {"CAPTURE_DIR", Kind::kU8};
+    case kAttrCaptureSnaplen: return {"CAPTURE_SNAPLEN", Kind::kU32};
+    case kAttrCaptureBuffer: return {"CAPTURE_BUFFER", Kind::kU32};
+    case kAttrCaptureFrames: return {"CAPTURE_FRAMES", Kind::kBytes};
+    case kAttrCaptureTaken: return {"CAPTURE_TAKEN", Kind::kU64};
+    case kAttrCaptureDrops: return {"CAPTURE_DROPS", Kind::kU64};
+    case kAttrCaptureEnded: return {"CAPTURE_ENDED", Kind::kFlag};
     default: return {};
   }
 }
@@ -162,6 +171,7 @@ constexpr nla_policy policyFor(const AttrSpec& s) {
     case Kind::kMac: return {NLA_UNSPEC, 6, 6};
     case Kind::kAddrs: return {NLA_UNSPEC, 0, 16 * kAddrsMax};
     case Kind::kVids: return {NLA_UNSPEC, 0, 4 * kVidRangesMax};
+    case Kind::kBytes: return {NLA_UNSPEC, 0, 0};
     case Kind::kNested: return {NLA_NESTED, 0, 0};
     case Kind::kNone: break;
   }
@@ -217,6 +227,7 @@ const char* kindText(Kind k) {
     case Kind::kMac: return "MAC address";
     case Kind::kAddrs: return "IP addresses, 16 bytes each";
     case Kind::kVids: return "VLAN ID ranges, u16 pairs";
+    case Kind::kBytes: return "bytes";
     case Kind::kNested: return "nested";
     case Kind::kNone: break;
   }
@@ -421,6 +432,10 @@ class Writer {
     note(ok() ? nla_put(m_, t, static_cast<int>(s.size() + 1), s.c_str()) : 0);
   }
   void mac(int t, const Mac& m) { note(ok() ? nla_put(m_, t, 6, m.data()) : 0); }
+  void bytes(int t, const std::vector<uint8_t>& v) {
+    if (v.size() > 0xffff - NLA_HDRLEN) return note(-NLE_NOMEM);
+    note(ok() ? nla_put(m_, t, static_cast<int>(v.size()), v.data()) : 0);
+  }
   void addrs(int t, const std::vector<IpAddr>& v) {
     // std::array<uint8_t, 16> elements: contiguous, no padding.
     note(ok() ? nla_put(m_, t, static_cast<int>(16 * v.size()), v.data()) : 0);
@@ -560,6 +575,23 @@ void putBody(Writer& w, const FdbDelRequest& r) {
   if (r.vid != kVidDefault) w.u16(kAttrVlanId, r.vid);
 }
 void putBody(Writer&, const InfoGetRequest&) {}
+void putBody(Writer& w, const CaptureStartRequest& r) {
+  w.str(kAttrPortName, r.name);
+  if (r.dir != CaptureDir::kBoth) w.u8(kAttrCaptureDir, static_cast<uint8_t>(r.dir));
+  if (r.snaplen) w.u32(kAttrCaptureSnaplen, *r.snaplen);
+  if (r.buffer) w.u32(kAttrCaptureBuffer, *r.buffer);
+}
+void putBody(Writer& w, const CaptureReadRequest& r) { w.u32(kAttrCaptureId, r.id); }
+void putBody(Writer& w, const CaptureStopRequest& r) { w.u32(kAttrCaptureId, r.id); }
+
+void putCapture(Writer& w, const CaptureMsg& c) {
+  w.u32(kAttrCaptureId, c.id);
+  if (c.snaplen) w.u32(kAttrCaptureSnaplen, *c.snaplen);
+  if (!c.frames.empty()) w.bytes(kAttrCaptureFrames, c.frames);
+  w.u64(kAttrCaptureTaken, c.taken);
+  w.u64(kAttrCaptureDrops, c.drops);
+  if (c.ended) w.u8(kAttrCaptureEnded, 1);
+}
 
 void putPortInfo(Writer& w, const PortInfo& p) {
   w.str(kAttrPortName, p.name);
@@ -747,6 +779,10 @@ uint64_t allowedFor(Cmd c) {
     case kCmdStatsGet: return bit(kAttrPortName);
     case kCmdFdbAdd: return bit(kAttrMac) | bit(kAttrPortName) | bit(kAttrFdbStatic) | bit(kAttrVlanId);
     case kCmdFdbDel: return bit(kAttrMac) | bit(kAttrVlanId);
+    case kCmdCaptureStart:
+      return bit(kAttrPortName) | bit(kAttrCaptureDir) | bit(kAttrCaptureSnaplen) | bit(kAttrCaptureBuffer);
+    case kCmdCaptureRead:
+    case kCmdCaptureStop: return bit(kAttrCaptureId);
     default: return 0;
   }
 }
@@ -855,6 +891,21 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       return RequestBody{std::move(r)};
     }
     case kCmdInfoGet: return RequestBody{InfoGetRequest{}};
+    case kCmdCaptureStart: {
+      if (!tb[kAttrPortName]) return missing("PORT_NAME", cmd);
+      CaptureStartRequest r;
+      r.name = getStr(tb[kAttrPortName]);
+      if (tb[kAttrCaptureDir]) r.dir = static_cast<CaptureDir>(getU8(tb[kAttrCaptureDir]));
+      if (tb[kAttrCaptureSnaplen]) r.snaplen = getU32(tb[kAttrCaptureSnaplen]);
+      if (tb[kAttrCaptureBuffer]) r.buffer = getU32(tb[kAttrCaptureBuffer]);
+      return RequestBody{std::move(r)};
+    }
+    case kCmdCaptureRead:
+      if (!tb[kAttrCaptureId]) return missing("CAPTURE_ID", cmd);
+      return RequestBody{CaptureReadRequest{getU32(tb[kAttrCaptureId])}};
+    case kCmdCaptureStop:
+      if (!tb[kAttrCaptureId]) return missing("CAPTURE_ID", cmd);
+      return RequestBody{CaptureStopRequest{getU32(tb[kAttrCaptureId])}};
     default: break;
   }
   return Error{EOPNOTSUPP, "unknown command " + std::to_string(cmd)};
@@ -974,12 +1025,31 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
   return i;
 }
 
+Result<CaptureMsg> readCapture(const Attrs& tb) {
+  if (!tb[kAttrCaptureId]) return invalid("capture reply without attribute CAPTURE_ID");
+  CaptureMsg c;
+  c.id = getU32(tb[kAttrCaptureId]);
+  if (tb[kAttrCaptureSnaplen]) c.snaplen = getU32(tb[kAttrCaptureSnaplen]);
+  if (const nlattr* f = tb[kAttrCaptureFrames]) {
+    const auto* p = static_cast<const uint8_t*>(nla_data(f));
+    c.frames.assign(p, p + nla_len(f));
+    if (auto r = parseCaptureFrames(c.frames); !r) return r.error();
+  }
+  if (tb[kAttrCaptureTaken]) c.taken = getU64(tb[kAttrCaptureTaken]);
+  if (tb[kAttrCaptureDrops]) c.drops = getU64(tb[kAttrCaptureDrops]);
+  c.ended = tb[kAttrCaptureEnded] != nullptr;
+  return c;
+}
+
 Reply emptyBodyFor(Cmd c) {
   switch (c) {
     case kCmdPortGet: return PortList{};
     case kCmdStatsGet: return StatsReply{};
     case kCmdFdbGet: return FdbList{};
     case kCmdInfoGet: return InfoMsg{};
+    case kCmdCaptureStart:
+    case kCmdCaptureRead:
+    case kCmdCaptureStop: return CaptureMsg{};
     default: return Ack{};
   }
 }
@@ -998,6 +1068,38 @@ Result<std::string> readExtack(const uint8_t* tlv, size_t len) {
 }
 
 }  // namespace
+
+// --------------------------------------------------------------- capture
+
+void appendCaptureRecord(std::vector<uint8_t>& out, uint64_t time_ns, uint32_t wire_len, CaptureDir dir,
+                         std::span<const uint8_t> kept) {
+  CaptureRecordHeader h{time_ns, wire_len, static_cast<uint16_t>(kept.size()), static_cast<uint8_t>(dir), 0};
+  const size_t at = out.size();
+  out.resize(at + sizeof h + ((kept.size() + 3) & ~size_t{3}), 0);
+  std::memcpy(out.data() + at, &h, sizeof h);
+  if (!kept.empty()) std::memcpy(out.data() + at + sizeof h, kept.data(), kept.size());
+}
+
+Result<std::vector<CapturedFrame>> parseCaptureFrames(std::span<const uint8_t> frames) {
+  std::vector<CapturedFrame> out;
+  size_t at = 0;
+  while (at < frames.size()) {
+    const std::string which = "CAPTURE_FRAMES: record " + std::to_string(out.size() + 1);
+    CaptureRecordHeader h;
+    if (frames.size() - at < sizeof h) return invalid(which + ": truncated header");
+    std::memcpy(&h, frames.data() + at, sizeof h);
+    at += sizeof h;
+    if (h.kept > h.wire_len) return invalid(which + ": keeps " + std::to_string(h.kept) + " bytes of " +
+                                            std::to_string(h.wire_len));
+    if (h.dir != uint8_t(CaptureDir::kRx) && h.dir != uint8_t(CaptureDir::kTx))
+      return invalid(which + ": direction " + std::to_string(h.dir));
+    const size_t padded = (size_t{h.kept} + 3) & ~size_t{3};
+    if (frames.size() - at < h.kept) return invalid(which + ": truncated frame");
+    out.push_back({h.time_ns, h.wire_len, static_cast<CaptureDir>(h.dir), frames.subspan(at, h.kept)});
+    at += std::min(padded, frames.size() - at);
+  }
+  return out;
+}
 
 // --------------------------------------------------------------- encode
 
@@ -1068,6 +1170,12 @@ Result<std::vector<std::vector<uint8_t>>> encodeReply(const Request& req, const 
         return Error{EIO, "invalid reply: " + s.error().what};
       std::vector<InfoMsg> v{i};
       return encodeObjects(req, false, v, putInfo, nullptr);
+    }
+    Out operator()(const CaptureMsg& c) const {
+      if (cmd != kCmdCaptureStart && cmd != kCmdCaptureRead && cmd != kCmdCaptureStop)
+        return handlerBug("a capture", cmd);
+      std::vector<CaptureMsg> v{c};
+      return encodeObjects(req, false, v, putCapture, nullptr);
     }
   };
   return std::visit(Visitor{req, cmd, dump}, reply);
@@ -1309,6 +1417,14 @@ Status ReplyAssembler::dataMsg(const nlmsghdr* nlh) {
       auto i = readInfo(tb);
       if (!i) return i.error();
       body_ = std::move(*i);
+      break;
+    }
+    case kCmdCaptureStart:
+    case kCmdCaptureRead:
+    case kCmdCaptureStop: {
+      auto c = readCapture(tb);
+      if (!c) return c.error();
+      body_ = std::move(*c);
       break;
     }
     default: return Error{EPROTO, "unexpected data"};

@@ -414,6 +414,7 @@ void ControlServer::acceptAll() {
     c.id = id;
     c.fd = std::move(f);
     c.cred = std::move(*cred);
+    c.cred.conn = id;
     c.events = EPOLLIN;
     c.last_progress = Clock::now();
     per_uid_[c.cred.uid]++;
@@ -608,6 +609,7 @@ void ControlServer::drop(uint64_t id, std::string_view why) {
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
   if (auto u = per_uid_.find(it->second.cred.uid); u != per_uid_.end() && --u->second == 0) per_uid_.erase(u);
   clients_.erase(it);
+  handler_.disconnected(id);
   num_clients_.store(clients_.size(), std::memory_order_relaxed);
   rearmListener();  // an fd is free again
 }

@@ -208,6 +208,25 @@ Status validateBody(const PortSetRequest& r) {
   return validateLimits(r.limits);
 }
 
+Status validateBody(const CaptureStartRequest& r) {
+  if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
+  if (r.dir != CaptureDir::kRx && r.dir != CaptureDir::kTx && r.dir != CaptureDir::kBoth)
+    return invalid("attribute CAPTURE_DIR: " + std::to_string(unsigned(r.dir)) + ", expected 1 (rx), 2 (tx) or 3 (both)");
+  if (r.snaplen && (*r.snaplen < kCaptureSnaplenMin || *r.snaplen > kCaptureSnaplenMax))
+    return invalid("attribute CAPTURE_SNAPLEN: " + std::to_string(*r.snaplen) + ", expected " +
+                   std::to_string(kCaptureSnaplenMin) + ".." + std::to_string(kCaptureSnaplenMax));
+  if (r.buffer && (*r.buffer < kCaptureBufferMin || *r.buffer > kCaptureBufferMax))
+    return invalid("attribute CAPTURE_BUFFER: " + std::to_string(*r.buffer) + " frames, expected " +
+                   std::to_string(kCaptureBufferMin) + ".." + std::to_string(kCaptureBufferMax));
+  return {};
+}
+Status validateCaptureId(uint32_t id) {
+  if (id == 0) return invalid("attribute CAPTURE_ID: 0 is no capture (ids start at 1)");
+  return {};
+}
+Status validateBody(const CaptureReadRequest& r) { return validateCaptureId(r.id); }
+Status validateBody(const CaptureStopRequest& r) { return validateCaptureId(r.id); }
+
 }  // namespace
 
 Status validate(const RequestBody& body) {
@@ -270,7 +289,7 @@ Status validateUnicastMac(const Mac& mac, std::string_view attr) {
 Cmd cmdOf(const RequestBody& body) {
   static constexpr Cmd kByIndex[] = {kCmdPortAdd, kCmdPortDel, kCmdPortGet, kCmdStatsGet,
                                      kCmdFdbGet,  kCmdFdbAdd,  kCmdFdbDel,  kCmdInfoGet,
-                                     kCmdPortSet};
+                                     kCmdPortSet, kCmdCaptureStart, kCmdCaptureRead, kCmdCaptureStop};
   static_assert(std::size(kByIndex) == std::variant_size_v<RequestBody>);
   return kByIndex[body.index()];
 }
@@ -294,6 +313,9 @@ const char* cmdName(uint8_t cmd) {
     case kCmdFdbDel: return "FDB_DEL";
     case kCmdInfoGet: return "INFO_GET";
     case kCmdPortSet: return "PORT_SET";
+    case kCmdCaptureStart: return "CAPTURE_START";
+    case kCmdCaptureRead: return "CAPTURE_READ";
+    case kCmdCaptureStop: return "CAPTURE_STOP";
     default: return "UNKNOWN";
   }
 }
@@ -346,6 +368,14 @@ const char* attrName(uint16_t attr) {
     case kAttrVlanTagged: return "VLAN_TAGGED";
     case kAttrVlanUntagged: return "VLAN_UNTAGGED";
     case kAttrVlanId: return "VLAN_ID";
+    case kAttrCaptureId: return "CAPTURE_ID";
+    case kAttrCaptureDir: return "CAPTURE_DIR";
+    case kAttrCaptureSnaplen: return "CAPTURE_SNAPLEN";
+    case kAttrCaptureBuffer: return "CAPTURE_BUFFER";
+    case kAttrCaptureFrames: return "CAPTURE_FRAMES";
+    case kAttrCaptureTaken: return "CAPTURE_TAKEN";
+    case kAttrCaptureDrops: return "CAPTURE_DROPS";
+    case kAttrCaptureEnded: return "CAPTURE_ENDED";
     default: return "UNKNOWN";
   }
 }
@@ -363,6 +393,14 @@ const char* portHookName(PortHook h) {
   switch (h) {
     case PortHook::kXdp: return "xdp";
     case PortHook::kTc: return "tc";
+  }
+  return "unknown";
+}
+const char* captureDirName(CaptureDir d) {
+  switch (d) {
+    case CaptureDir::kRx: return "rx";
+    case CaptureDir::kTx: return "tx";
+    case CaptureDir::kBoth: return "both";
   }
   return "unknown";
 }
@@ -401,6 +439,12 @@ std::optional<PortType> parsePortType(std::string_view s) {
 std::optional<PortHook> parsePortHook(std::string_view s) {
   if (s == "xdp") return PortHook::kXdp;
   if (s == "tc") return PortHook::kTc;
+  return std::nullopt;
+}
+std::optional<CaptureDir> parseCaptureDir(std::string_view s) {
+  if (s == "rx") return CaptureDir::kRx;
+  if (s == "tx") return CaptureDir::kTx;
+  if (s == "both") return CaptureDir::kBoth;
   return std::nullopt;
 }
 std::optional<XdpMode> parseXdpMode(std::string_view s) {

@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
   PortSetRequest set{"vd3"};
   set.limits = {0, {}, 2000, 50000, {}, 100};
   req("port_set_limits", set);
+  req("capture_start", CaptureStartRequest{"vd0", CaptureDir::kRx, 128u, 64u});
+  req("capture_read", CaptureReadRequest{1});
+  req("capture_stop", CaptureStopRequest{1});
 
   PortInfo p{"vd0", PortType::kTap, 4,           2, XdpMode::kNative, BindMode::kZerocopy,
              1500,  false,          std::nullopt};
@@ -130,5 +133,9 @@ int main(int argc, char** argv) {
           {{Mac{2, 0, 0, 0, 0, 1}, "vd0", true, 0}, {Mac{2, 0, 0, 0, 0, 2}, "vd1", false, 99}}});
   rep("info", InfoGetRequest{}, InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 10, 2});
   rep("dump_error", StatsGetRequest{}, ErrorReply{ENOMEM, "out of memory"});
+  CaptureMsg cap{.id = 1, .taken = 2, .drops = 1};
+  appendCaptureRecord(cap.frames, 1'700'000'000'000'000'000ull, 60, CaptureDir::kRx, std::vector<uint8_t>(60, 0x42));
+  appendCaptureRecord(cap.frames, 1'700'000'000'000'000'001ull, 1514, CaptureDir::kTx, std::vector<uint8_t>(13, 0x43));
+  rep("capture_read", CaptureReadRequest{1}, cap);
   return g_failed ? 1 : 0;
 }

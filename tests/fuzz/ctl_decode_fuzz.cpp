@@ -59,6 +59,9 @@ Request requestFor(Cmd cmd, bool dump, uint32_t seq) {
     case kCmdFdbAdd: r.body = FdbAddRequest{}; break;
     case kCmdFdbDel: r.body = FdbDelRequest{}; break;
     case kCmdPortSet: r.body = PortSetRequest{"x", true}; break;
+    case kCmdCaptureStart: r.body = CaptureStartRequest{"x"}; break;
+    case kCmdCaptureRead: r.body = CaptureReadRequest{1}; break;
+    case kCmdCaptureStop: r.body = CaptureStopRequest{1}; break;
     default: r.body = InfoGetRequest{}; break;
   }
   return r;

@@ -1579,5 +1579,54 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   EXPECT_TRUE(std::get<InfoMsg>(*old).start_issues.empty());
 }
 
+// Capture: requests, replies with frame records, and records a peer
+// could get wrong.
+TEST(CtlCapture, RequestsRepliesAndFrameRecordsRoundTrip) {
+  expectRoundTrip(CaptureStartRequest{"vd0"});
+  expectRoundTrip(CaptureStartRequest{"vd0", CaptureDir::kRx, 128u, 16u});
+  expectRoundTrip(CaptureReadRequest{7});
+  expectRoundTrip(CaptureStopRequest{7});
+  EXPECT_FALSE(validate(CaptureReadRequest{0}).ok());
+  EXPECT_FALSE(validate(CaptureStartRequest{"vd0", CaptureDir::kBoth, 63u}).ok());
+  EXPECT_FALSE(validate(CaptureStartRequest{"vd0", CaptureDir::kBoth, 65536u}).ok());
+  EXPECT_FALSE(validate(CaptureStartRequest{"vd0", CaptureDir::kBoth, std::nullopt, kCaptureBufferMax + 1}).ok());
+  EXPECT_FALSE(validate(CaptureStartRequest{"vd0", static_cast<CaptureDir>(4)}).ok());
+  EXPECT_EQ(parseCaptureDir("tx"), CaptureDir::kTx);
+  EXPECT_FALSE(parseCaptureDir("in"));
+
+  CaptureMsg m{.id = 3, .taken = 10, .drops = 2, .ended = true};
+  const std::vector<uint8_t> a(60, 0xaa), b(7, 0xbb);
+  appendCaptureRecord(m.frames, 1'700'000'000'000'000'001ull, 60, CaptureDir::kRx, a);
+  appendCaptureRecord(m.frames, 1'700'000'000'000'000'002ull, 1514, CaptureDir::kTx, b);
+  EXPECT_EQ(m.frames.size(), 16u + 60 + 16 + 8) << "each record 4-byte aligned";
+  auto r = replyRoundTrip(requestFor(CaptureReadRequest{3}), m);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(std::get<CaptureMsg>(*r), m);
+  auto fs = parseCaptureFrames(m.frames);
+  ASSERT_TRUE(fs.ok()) << fs.error().message();
+  ASSERT_EQ(fs->size(), 2u);
+  EXPECT_EQ((*fs)[1].time_ns, 1'700'000'000'000'000'002ull);
+  EXPECT_EQ((*fs)[1].wire_len, 1514u);
+  EXPECT_EQ((*fs)[1].dir, CaptureDir::kTx);
+  EXPECT_EQ(std::vector<uint8_t>((*fs)[1].data.begin(), (*fs)[1].data.end()), b);
+  // A reply to a capture request is a CaptureMsg and nothing else.
+  EXPECT_EQ(replyRoundTrip(requestFor(CaptureStartRequest{"vd0"}), Ack{}).error().err, EIO);
+
+  // Broken records: cut short, kept bytes beyond the length, a direction.
+  std::vector<uint8_t> bad = m.frames;
+  bad.resize(20);
+  EXPECT_EQ(parseCaptureFrames(bad).error().err, EINVAL);
+  bad.resize(10);
+  EXPECT_EQ(parseCaptureFrames(bad).error().err, EINVAL);
+  bad = m.frames;
+  bad[8] = 1;  // wire_len 1 < kept 60
+  bad[9] = bad[10] = bad[11] = 0;
+  EXPECT_NE(parseCaptureFrames(bad).error().what.find("keeps 60 bytes of 1"), std::string::npos);
+  bad = m.frames;
+  bad[14] = 3;  // both: not a frame's direction
+  EXPECT_EQ(parseCaptureFrames(bad).error().err, EINVAL);
+  EXPECT_TRUE(parseCaptureFrames({}).ok());
+}
+
 }  // namespace
 }  // namespace vdev::proto

@@ -80,6 +80,13 @@ class FakeHandler : public ControlHandler {
   Reply answer(const FdbDelRequest&) { return Ack{}; }
   Reply answer(const PortSetRequest&) { return Ack{}; }
   Reply answer(const InfoGetRequest&) { return InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 42, 3}; }
+  Reply answer(const CaptureStartRequest&) { return CaptureMsg{.id = 7, .snaplen = 2048}; }
+  Reply answer(const CaptureReadRequest& r) { return CaptureMsg{.id = r.id, .taken = 3}; }
+  Reply answer(const CaptureStopRequest& r) { return CaptureMsg{.id = r.id, .taken = 3}; }
+  void disconnected(uint64_t conn) override {
+    std::lock_guard<std::mutex> l(mu);
+    gone.push_back(conn);
+  }
 
   size_t count() {
     std::lock_guard<std::mutex> l(mu);
@@ -97,6 +104,7 @@ class FakeHandler : public ControlHandler {
   std::mutex mu;
   std::vector<Request> requests;
   PeerCred last_peer;
+  std::vector<uint64_t> gone;  // connections closed (disconnected)
   std::chrono::milliseconds delay{0};
   PortList ports;
   StatsReply stats;
@@ -921,6 +929,36 @@ TEST_F(CtlServer, UnsafeSocketDirectoryIsRefused) {
     entries++;
   }
   EXPECT_EQ(entries, 1);
+}
+
+// Each connection has its own PeerCred::conn, and the handler hears when
+// it closes (what vdevd's captures are tied to); capture replies arrive.
+TEST_F(CtlServer, TheHandlerHearsWhichConnectionClosed) {
+  start();
+  uint64_t first = 0;
+  {
+    ControlClient c = client();
+    auto r = c.captureStart(CaptureStartRequest{"vd0"});
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->id, 7u);
+    EXPECT_EQ(r->snaplen, 2048u);
+    auto rd = c.captureRead(7);
+    ASSERT_TRUE(rd.ok()) << rd.error().message();
+    EXPECT_EQ(rd->taken, 3u);
+    first = handler.lastPeer().conn;
+    EXPECT_NE(first, 0u);
+    ControlClient other = client();
+    ASSERT_TRUE(other.info().ok());
+    EXPECT_NE(handler.lastPeer().conn, first) << "two connections, two ids";
+    std::lock_guard<std::mutex> l(handler.mu);
+    EXPECT_TRUE(handler.gone.empty());
+  }
+  ASSERT_TRUE(waitFor([&] {
+    std::lock_guard<std::mutex> l(handler.mu);
+    return handler.gone.size() == 2;
+  }));
+  std::lock_guard<std::mutex> l(handler.mu);
+  EXPECT_NE(std::find(handler.gone.begin(), handler.gone.end(), first), handler.gone.end());
 }
 
 }  // namespace

@@ -48,6 +48,11 @@ class ControlClient {
   Status fdbAdd(const Mac& mac, const std::string& port, bool is_static = true, uint16_t vid = kVidDefault);
   Status fdbDel(const Mac& mac, uint16_t vid = kVidDefault);
   Result<InfoMsg> info();
+  // A capture of this connection's (protocol.h, CAPTURE_*): it ends when
+  // this client is closed.
+  Result<CaptureMsg> captureStart(const CaptureStartRequest& req);
+  Result<CaptureMsg> captureRead(uint32_t id);
+  Result<CaptureMsg> captureStop(uint32_t id);
 
   // Any request. The daemon's ErrorReply is a value here, not an Error.
   Result<Reply> call(const RequestBody& body);

@@ -144,9 +144,27 @@ struct PortSetRequest {
   bool operator==(const PortSetRequest&) const = default;
 };
 
+// CAPTURE_START: dir, snaplen and buffer absent = both, 65535, 4096.
+struct CaptureStartRequest {
+  std::string name;
+  CaptureDir dir = CaptureDir::kBoth;
+  std::optional<uint32_t> snaplen;
+  std::optional<uint32_t> buffer;
+  bool operator==(const CaptureStartRequest&) const = default;
+};
+struct CaptureReadRequest {
+  uint32_t id = 0;
+  bool operator==(const CaptureReadRequest&) const = default;
+};
+struct CaptureStopRequest {
+  uint32_t id = 0;
+  bool operator==(const CaptureStopRequest&) const = default;
+};
+
 using RequestBody = std::variant<PortAddRequest, PortDelRequest, PortGetRequest, StatsGetRequest,
                                  FdbGetRequest, FdbAddRequest, FdbDelRequest, InfoGetRequest,
-                                 PortSetRequest>;
+                                 PortSetRequest, CaptureStartRequest, CaptureReadRequest,
+                                 CaptureStopRequest>;
 
 // The netlink header of a message, as received.
 struct MsgHeader {
@@ -251,12 +269,38 @@ struct InfoMsg {
   bool operator==(const InfoMsg&) const = default;
 };
 
+// A capture's state and the frames read (CAPTURE_START, _READ, _STOP).
+struct CaptureMsg {
+  uint32_t id = 0;
+  std::optional<uint32_t> snaplen;  // CAPTURE_START: the bytes kept of each frame
+  std::vector<uint8_t> frames;      // CAPTURE_FRAMES: records (protocol.h); checked by the decoder
+  uint64_t taken = 0;               // frames copied into the capture so far
+  uint64_t drops = 0;               // frames it missed (its buffer full)
+  bool ended = false;               // the port is gone
+  bool operator==(const CaptureMsg&) const = default;
+};
+// One record of CAPTURE_FRAMES.
+struct CapturedFrame {
+  uint64_t time_ns = 0;
+  uint32_t wire_len = 0;
+  CaptureDir dir = CaptureDir::kRx;
+  std::span<const uint8_t> data;  // the bytes kept, inside the CAPTURE_FRAMES buffer
+};
+// Appends one record to a CAPTURE_FRAMES buffer.
+void appendCaptureRecord(std::vector<uint8_t>& out, uint64_t time_ns, uint32_t wire_len, CaptureDir dir,
+                         std::span<const uint8_t> kept);
+// The records of a CAPTURE_FRAMES buffer. Errors: EINVAL, naming the
+// record, for a truncated one, one whose kept bytes exceed its length, or a
+// direction that is not kRx or kTx.
+Result<std::vector<CapturedFrame>> parseCaptureFrames(std::span<const uint8_t> frames);
+
 // What a command answers:
 //   PORT_ADD, PORT_DEL, PORT_SET, FDB_ADD, FDB_DEL -> Ack
 //   PORT_GET -> PortList (exactly one port unless dump)
 //   STATS_GET -> StatsReply (exactly one port unless dump)
-//   FDB_GET -> FdbList;  INFO_GET -> InfoMsg;  any -> ErrorReply
-using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoMsg>;
+//   FDB_GET -> FdbList;  INFO_GET -> InfoMsg;  CAPTURE_* -> CaptureMsg
+//   any -> ErrorReply
+using Reply = std::variant<Ack, ErrorReply, PortList, StatsReply, FdbList, InfoMsg, CaptureMsg>;
 
 // ------------------------------------------------------------- validation
 // Interface names (validateIfname): 1..15 printable ASCII characters, not
@@ -358,6 +402,8 @@ const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto
 const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
 const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
+const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
+std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
 std::optional<PortType> parsePortType(std::string_view s);
 std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
 std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc

@@ -97,7 +97,28 @@ enum Cmd : uint8_t {
   //          VLAN_UNTAGGED
   //   reply: ACK or ERROR
   kCmdPortSet = 9,
-  kCmdMax = kCmdPortSet
+  // Capture (vdevctl capture): a copy of the frames one port receives
+  // and/or sends, held by vdevd for the connection that asked for it
+  // until that connection reads them. A capture belongs to its connection:
+  // another connection cannot read or stop it, and it ends when its
+  // connection closes. While it runs, the port's frames do not take the
+  // kernel fast path (they all pass vdevd, which copies them). Root, or the
+  // uid that added the port (OWNER_UID).
+  //   req:   PORT_NAME (required), CAPTURE_DIR (absent: both), CAPTURE_SNAPLEN
+  //          (absent: 65535), CAPTURE_BUFFER (absent: 4096)
+  //   reply: CAPTURE_ID, CAPTURE_SNAPLEN (in effect), CAPTURE_TAKEN 0, CAPTURE_DROPS 0
+  kCmdCaptureStart = 10,
+  // The frames captured since the last read, as many as fit in one reply.
+  //   req:   CAPTURE_ID (required)
+  //   reply: CAPTURE_ID, CAPTURE_FRAMES (absent: none), CAPTURE_TAKEN,
+  //          CAPTURE_DROPS, CAPTURE_ENDED (the port was removed; the frames
+  //          before that are still read)
+  kCmdCaptureRead = 11,
+  // Ends a capture; the frames not read are dropped with it.
+  //   req:   CAPTURE_ID (required)
+  //   reply: CAPTURE_ID, CAPTURE_TAKEN, CAPTURE_DROPS (final)
+  kCmdCaptureStop = 12,
+  kCmdMax = kCmdCaptureStop
 };
 
 // Top-level attributes (one space for every command, like nl80211).
@@ -188,7 +209,20 @@ enum Attr : uint16_t {
   kAttrVlanUntagged = 45,  // u16 pairs
   // An FDB entry's VLAN (FDB_GET replies: always; FDB_ADD, FDB_DEL: absent = 1).
   kAttrVlanId = 46,        // u16 1..4094
-  kAttrMax = kAttrVlanId
+  // Capture (CAPTURE_START, CAPTURE_READ, CAPTURE_STOP).
+  kAttrCaptureId = 47,      // u32 >= 1: a capture of this connection's
+  kAttrCaptureDir = 48,     // u8 CaptureDir
+  kAttrCaptureSnaplen = 49, // u32 64..65535: bytes of each frame kept (the rest cut)
+  kAttrCaptureBuffer = 50,  // u32 16..16384: frames vdevd holds for the reader (CAPTURE_START)
+  // The frames, one record after another, each 4-byte aligned (host byte
+  // order): u64 time (ns since the epoch, CLOCK_REALTIME), u32 length on
+  // the wire, u16 bytes kept (<= snaplen), u8 CaptureDir (kRx or kTx),
+  // u8 0, then the bytes kept and 0..3 bytes of padding.
+  kAttrCaptureFrames = 51,  // bytes
+  kAttrCaptureTaken = 52,   // u64: frames copied into the capture so far
+  kAttrCaptureDrops = 53,   // u64: frames the capture missed so far (its buffer was full)
+  kAttrCaptureEnded = 54,   // u8 1: the port is gone; the capture takes no more frames
+  kAttrMax = kAttrCaptureEnded
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -230,5 +264,20 @@ enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
 enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
 enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
 enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };
+// What a capture copies: what the port receives (kRx: into the switch),
+// what vdevd hands it to send (kTx), or both.
+enum class CaptureDir : uint8_t { kRx = 1, kTx = 2, kBoth = 3 };
+// A frame record's header inside CAPTURE_FRAMES.
+struct CaptureRecordHeader {
+  uint64_t time_ns;
+  uint32_t wire_len;
+  uint16_t kept;
+  uint8_t dir;  // CaptureDir::kRx or kTx
+  uint8_t pad;
+};
+static_assert(sizeof(CaptureRecordHeader) == 16);
+inline constexpr uint32_t kCaptureSnaplenMin = 64, kCaptureSnaplenMax = 65535;
+inline constexpr uint32_t kCaptureBufferMin = 16, kCaptureBufferMax = 16384;
+inline constexpr uint32_t kCaptureBufferDefault = 4096;
 
 }  // namespace vdev::proto

@@ -49,6 +49,7 @@ struct PeerCred {
   uid_t uid = static_cast<uid_t>(-1);
   gid_t gid = static_cast<gid_t>(-1);
   std::vector<gid_t> groups;  // supplementary groups
+  uint64_t conn = 0;          // the connection (ControlServer: unique while it runs; 0: none)
 };
 
 // The peer of a connected AF_UNIX socket. Supplementary groups from
@@ -71,6 +72,9 @@ class ControlHandler {
  public:
   virtual ~ControlHandler() = default;
   virtual Reply handle(const Request& req, const PeerCred& peer) = 0;
+  // The connection PeerCred::conn closed (or was dropped): what it held
+  // (its captures) goes with it. Same thread as handle().
+  virtual void disconnected(uint64_t /*conn*/) {}
 };
 
 struct ServerConfig {
