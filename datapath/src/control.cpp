@@ -86,6 +86,67 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
   return {};
 }
 
+void Datapath::syncFastVid(Port& p) {
+  // As for a change of VLAN settings, but the port's stations stay learned
+  // (the journal has their kernel entries taken out, or put back, at the
+  // next sync): a capture changes where its frames are switched, not where
+  // they go.
+  fast_sync_.setVlan(p.index(), p.fastVid());
+  if (tc_ && p.hook() == PortHook::kTc) tc_->setVlan(p.index(), p.fastVid(), p.vlanOn());
+  if (p.xdp()) (void)p.xdp()->setVlan(p.fastVid(), p.vlanOn());
+  fdb_.notePort(p.index());
+}
+
+Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots) {
+  // Each frame fits a UMEM frame: no slot longer than that.
+  snaplen = std::min(snaplen, pool_->frameSize());
+  std::unique_ptr<Capture> cap;
+  std::lock_guard<std::mutex> l(captures_mu_);
+  if (captures_.size() >= kMaxCaptures)
+    return Error{ENOSPC, std::to_string(kMaxCaptures) + " captures run already (vdevd's limit)"};
+  Status st;
+  runOnDatapath([&] {
+    Port* p = ports_.find(ifname);
+    if (!p) {
+      st = Error{ENOENT, "no port " + ifname};
+      return;
+    }
+    if (p->capture()) {
+      st = Error{EBUSY, "port " + ifname + " has a capture running already (one per port)"};
+      return;
+    }
+    cap = std::make_unique<Capture>(p->index(), dirs, slots, snaplen);
+    p->setCapture(cap.get());
+    syncFastVid(*p);
+  });
+  if (!st) return st.error();
+  const uint32_t id = next_capture_++;
+  captures_.emplace(id, std::move(cap));
+  return id;
+}
+
+Capture* Datapath::captureGet(uint32_t id) {
+  std::lock_guard<std::mutex> l(captures_mu_);
+  auto it = captures_.find(id);
+  return it == captures_.end() ? nullptr : it->second.get();
+}
+
+void Datapath::captureStop(uint32_t id) {
+  std::lock_guard<std::mutex> l(captures_mu_);
+  auto it = captures_.find(id);
+  if (it == captures_.end()) return;
+  Capture* cap = it->second.get();
+  runOnDatapath([&] {
+    if (cap->ended()) return;  // its port is gone
+    Port* p = ports_.get(cap->portIndex());
+    if (p && p->capture() == cap) {
+      p->setCapture(nullptr);
+      syncFastVid(*p);
+    }
+  });
+  captures_.erase(it);  // the datapath thread no longer knows it
+}
+
 Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
   std::vector<Fdb::Entry> out;
   runOnDatapath([&] { out = fdb_.dump(monotonicNs()); });

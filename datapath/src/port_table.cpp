@@ -157,6 +157,10 @@ Status Datapath::removePortNow(const std::string& ifname) {
   Port* p = ports_.find(ifname);
   if (!p) return Error{ENOENT, "no port " + ifname};
   const uint16_t index = p->index();
+  if (Capture* cap = p->capture()) {
+    cap->end();  // the reader takes what it holds, and hears the port is gone
+    p->setCapture(nullptr);
+  }
   // Frames already collected for it this burst are flushed by now (control
   // requests run between bursts); its rings and sockets give everything back.
   p->detachXdp();

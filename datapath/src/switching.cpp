@@ -3,6 +3,7 @@
 // the fill-ring refill. No allocation, exception, log line, lock or syscall
 // per frame; every frame ends delivered or counted as exactly one drop.
 #include <sys/socket.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -58,7 +59,31 @@ inline bool pushTag(FramePool& pool, Frame* f, uint16_t vid) noexcept {
   return true;
 }
 
+// CLOCK_REALTIME in ns: a capture's timestamps (one read per batch).
+inline uint64_t realtimeNs() noexcept {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 }  // namespace
+
+void Datapath::captureFrames(Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept {
+  const uint64_t t = realtimeNs();
+  for (Frame* f : frames) cap.copy(dir, pool_->data(f), f->len, t);
+}
+
+void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t flags) noexcept {
+  const int taken = dst.xmitBulk(batch, flags);
+  if (taken < 0) [[unlikely]] {
+    drop(dst.counters(), kDropPortDown, batch);  // -ENXIO: the port went down; the frames are ours
+    return;
+  }
+  // What the port was handed (a prefix; xmitBulk returned the rest to the
+  // pool): on its delivery ring until this thread drains it.
+  if (Capture* cap = dst.capture(); cap && cap->tx()) [[unlikely]]
+    captureFrames(*cap, Capture::kTx, batch.first(size_t(taken)));
+}
 
 void Datapath::refill(Port::Queue& q) noexcept {
   if (!q.xsk || !q.xsk->receives()) return;
@@ -174,9 +199,7 @@ void Datapath::enqueue(Port& dst, Frame* f) noexcept {
   pending_[i][n++] = f;
   if (n == pending_[i].size()) {
     // A full batch goes now (no flush: more may follow in this burst).
-    const std::span<Frame* const> batch(pending_[i].data(), n);
-    if (dst.xmitBulk(batch, 0) < 0) [[unlikely]]
-      drop(dst.counters(), kDropPortDown, batch);  // -ENXIO: the port went down; the frames are ours
+    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), 0);
     n = 0;  // stays in pending_ports_; flushPending rings the doorbell
   }
 }
@@ -193,9 +216,7 @@ void Datapath::flushPending() noexcept {
   for (uint16_t i : pending_ports_) {
     Port& dst = *ports_[i];
     uint32_t& n = pending_n_[i];
-    const std::span<Frame* const> batch(pending_[i].data(), n);
-    if (dst.xmitBulk(batch, kXmitFlush) < 0) [[unlikely]]
-      drop(dst.counters(), kDropPortDown, batch);  // -ENXIO: the port went down; the frames are ours
+    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), kXmitFlush);
     n = 0;
   }
   pending_ports_.clear();
@@ -257,6 +278,9 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
   PortCounters& ic = in.counters();
   const uint16_t in_index = in.index();
   const std::vector<Port*>& active = ports_.active();
+  // What the port received, as it came in (before any check).
+  if (Capture* cap = in.capture(); cap && cap->rx()) [[unlikely]]
+    captureFrames(*cap, Capture::kRx, std::span<Frame* const>(frames, n));
   for (uint32_t i = 0; i < n; i++) {
     Frame* f = frames[i];
     // Fair share: a port whose frames are still in flight up to its bound

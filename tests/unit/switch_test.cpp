@@ -783,5 +783,89 @@ TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
   expectPoolFull();
 }
 
+// Capture (capture.h): what a port receives, before any check, and what
+// it is handed to send (the frames its delivery ring took), copied in
+// order with their direction and length, cut at the snaplen; a full
+// capture counts what it missed and holds nothing up; the port's frames
+// leave the kernel fast path (fastVid 0) while it runs.
+TEST_F(SwitchTest, ACaptureCopiesWhatAPortReceivesAndIsSent) {
+  build(SwitchMode::kSwitch, 3);
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
+  drain(0), drain(2);
+  EXPECT_EQ(dp->port(0).fastVid(), kVidDefault);
+  auto id = dp->captureStart("p0", Capture::kRx | Capture::kTx, 100, 16);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  Capture* cap = dp->captureGet(*id);
+  ASSERT_NE(cap, nullptr);
+  EXPECT_EQ(dp->port(0).fastVid(), 0) << "a captured port's frames stay off the fast path";
+  EXPECT_EQ(dp->captureStart("p0", Capture::kRx, 100, 16).error().err, EBUSY);
+  EXPECT_EQ(dp->captureStart("nope", Capture::kRx, 100, 16).error().err, ENOENT);
+  // p0 sends a unicast to B, a runt (dropped by the switch, still
+  // received) and a broadcast; p1 sends p0 a 300-byte frame.
+  send(0, {frame(kMacB, kMacA, 64, 0x01), frame(kMacB, kMacA, 10, 0x02), frame(kBcast, kMacA, 200, 0x03)});
+  send(1, {frame(kMacA, kMacB, 300, 0x04)});
+  struct Seen {
+    uint8_t dir;
+    uint32_t len;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Seen> seen;
+  const auto readAll = [&] {
+    cap->read([&](uint64_t t, uint32_t len, uint8_t dir, std::span<const uint8_t> b) {
+      EXPECT_GT(t, 1'600'000'000'000'000'000ull) << "CLOCK_REALTIME";
+      seen.push_back({dir, len, {b.begin(), b.end()}});
+      return true;
+    });
+  };
+  readAll();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].dir, Capture::kRx);
+  EXPECT_EQ(seen[0].len, 64u);
+  EXPECT_EQ(seen[0].bytes.size(), 64u);
+  EXPECT_EQ(seen[0].bytes[20], 0x01);
+  EXPECT_EQ(seen[1].len, 10u) << "the runt, as received";
+  EXPECT_EQ(seen[2].len, 200u);
+  EXPECT_EQ(seen[2].bytes.size(), 100u) << "cut at the snaplen";
+  EXPECT_EQ(seen[3].dir, Capture::kTx);
+  EXPECT_EQ(seen[3].len, 300u);
+  EXPECT_EQ(seen[3].bytes[50], 0x04);
+  EXPECT_EQ(drops(0, kDropRunt), 1u);
+  EXPECT_EQ(drain(0).size(), 1u);
+  EXPECT_EQ(drain(1).size(), 2u);
+  EXPECT_EQ(drain(2).size(), 1u) << "the broadcast";
+  // 20 frames into 16 slots, none read: 4 missed, every frame delivered.
+  seen.clear();
+  std::vector<Frame*> burst;
+  for (int i = 0; i < 20; i++) burst.push_back(frame(kMacB, kMacA, 64));
+  send(0, {burst.begin(), burst.begin() + 10});
+  send(0, {burst.begin() + 10, burst.end()});
+  EXPECT_EQ(drain(1).size(), 20u);
+  EXPECT_EQ(cap->drops(), 4u);
+  EXPECT_EQ(cap->taken(), 4u + 16u);
+  readAll();
+  EXPECT_EQ(seen.size(), 16u);
+  // A reader that takes one frame at a time keeps the rest for later.
+  send(0, {frame(kMacB, kMacA, 64), frame(kMacB, kMacA, 64)});
+  drain(1);
+  EXPECT_EQ(cap->read([](uint64_t, uint32_t, uint8_t, std::span<const uint8_t>) { return false; }), 0u);
+  size_t one = 0;
+  EXPECT_EQ(cap->read([&](uint64_t, uint32_t, uint8_t, std::span<const uint8_t>) { return one++ == 0; }), 1u);
+  dp->captureStop(*id);
+  EXPECT_EQ(dp->captureGet(*id), nullptr);
+  EXPECT_EQ(dp->port(0).capture(), nullptr);
+  EXPECT_EQ(dp->port(0).fastVid(), kVidDefault) << "back on the fast path";
+  // Receive only; its port removed: the capture ends, and stays until stopped.
+  id = dp->captureStart("p1", Capture::kRx, 2048, 16);
+  ASSERT_TRUE(id.ok());
+  cap = dp->captureGet(*id);
+  send(0, {frame(kMacB, kMacA, 64)});
+  drain(1);
+  EXPECT_EQ(cap->taken(), 0u) << "what p1 is sent is not asked for";
+  ASSERT_TRUE(dp->removePort("p1").ok());
+  EXPECT_TRUE(cap->ended());
+  dp->captureStop(*id);
+  expectPoolFull();
+}
+
 }  // namespace
 }  // namespace vdev::datapath

@@ -31,6 +31,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <memory>
 #include <span>
@@ -173,6 +175,20 @@ class Datapath {
     uint32_t pool = 0, maps = 0;
   };
   PortRoom portRoom();
+  // Captures (capture.h; vdevctl capture). Control path. captureStart:
+  // the port's frames in dirs (Capture::kRx, kTx or both), at most snaplen
+  // bytes of each, up to `slots` frames held for the reader; the port's
+  // frames leave the kernel fast path until the capture stops. Errors:
+  // ENOENT (no such port), ENOSPC (kMaxCaptures running, or one on the
+  // port already). captureGet: the capture, or null (stopped, or never
+  // started); its frames are read from the calling thread (Capture::read).
+  // captureStop: ends it (the port's fast path back); the unread frames
+  // go with it.
+  static constexpr size_t kMaxCaptures = 8;
+  Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots);
+  Capture* captureGet(uint32_t id);
+  void captureStop(uint32_t id);
+
   // The name of the port at index ("" if none), as FDB entries name it.
   std::string portName(uint16_t index);
   void start();
@@ -218,6 +234,11 @@ class Datapath {
   // "fill rings" below).
   void refill(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
+  // One destination's batch to Port::xmitBulk: what it refuses for being
+  // down is dropped here, what it takes is copied to its capture.
+  void xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t flags) noexcept;
+  // Copies frames to cap (Capture::kRx or kTx), one timestamp for all.
+  void captureFrames(Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept;
   // enqueue() of a frame of VLAN vid (untagged, as inside the switch): with
   // its tag pushed if dst carries vid tagged.
   void enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept;
@@ -351,6 +372,15 @@ class Datapath {
   bool xdp_feature_events_ = false;  // setXdpFeatureEvents
   bool addr_events_ = false;  // setAddrEvents
   RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
+  // Running captures by id (control path; the ports point at theirs,
+  // datapath thread). A capture whose port is removed stays until stopped,
+  // ended (Capture::end).
+  std::mutex captures_mu_;
+  std::map<uint32_t, std::unique_ptr<Capture>> captures_;
+  uint32_t next_capture_ = 1;
+  // The port's fast-path state follows whether it has a capture
+  // (Port::fastVid()): its programs' rows and its stations' kernel entries.
+  void syncFastVid(Port& p);
   ControlChannel control_;
 };
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ringbuf/ptr_ring.h"
+#include "datapath/capture.h"
 #include "datapath/counters.h"
 #include "datapath/fast_path.h"
 #include "datapath/frame_pool.h"
@@ -215,7 +216,11 @@ class Port {
   // VLAN for a port without VLAN settings, its VLAN for an access port
   // (untagged on both sides, nothing to push or pop); 0 for a trunk, whose
   // frames are all vdevd's.
-  uint16_t fastVid() const { return accessVid(cfg_.limits.vlan); }
+  // 0 too while the port has a capture: every frame to and from it passes vdevd.
+  uint16_t fastVid() const { return capture_ ? 0 : accessVid(cfg_.limits.vlan); }
+  // The port's capture (capture.h), or null. Datapath thread.
+  Capture* capture() const noexcept { return capture_; }
+  void setCapture(Capture* c) noexcept { capture_ = c; }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
@@ -344,6 +349,7 @@ class Port {
   std::vector<Frame*> scratch_;  // drain burst (owner thread)
   int64_t unknown_credit_ns_ = 0;  // unknownFloodOk's bucket (datapath thread)
   uint64_t unknown_last_ns_ = 0;
+  Capture* capture_ = nullptr;  // owned by the Datapath (datapath thread)
 };
 
 }  // namespace vdev::datapath

@@ -1,0 +1,102 @@
+// Capture: a copy of the frames one port receives and sends, for one
+// reader (vdevctl capture, through the control protocol's CAPTURE_*).
+//
+// The datapath thread copies each frame as it passes (Datapath::
+// switchFrames for what the port receives, after Port::xmitBulk for what
+// it is handed to send) into one of a fixed number of slots, made when the
+// capture starts: no allocation, lock or syscall per frame. The reader
+// takes them in order and gives each slot back. Between the two, two
+// single-producer single-consumer queues of slot numbers (the filled ones
+// one way, the free ones back): a frame that finds no free slot -- the
+// reader is behind -- is counted in drops() and not copied; the port's
+// traffic is never held up by its capture.
+//
+// While a port has a capture its frames do not take the kernel fast path
+// (Port::fastVid() is 0: its program hands them to vdevd, and no other
+// port's program has its stations), so vdevd sees -- and copies --
+// everything switched to and from it. A port without one pays one pointer
+// test per burst and per destination batch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+namespace vdev::datapath {
+
+class Capture {
+ public:
+  static constexpr uint8_t kRx = 1, kTx = 2;
+
+  // dirs: kRx, kTx or both; slots frames of at most snaplen bytes each
+  // (longer ones are cut, their length on the wire kept).
+  Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen);
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  uint16_t portIndex() const noexcept { return port_index_; }
+  uint32_t snaplen() const noexcept { return snaplen_; }
+  bool rx() const noexcept { return dirs_ & kRx; }
+  bool tx() const noexcept { return dirs_ & kTx; }
+
+  // Datapath thread. One frame of direction dir (kRx or kTx), seen at
+  // time_ns (CLOCK_REALTIME).
+  void copy(uint8_t dir, const uint8_t* data, uint32_t len, uint64_t time_ns) noexcept {
+    uint32_t slot;
+    if (!free_.pop(slot)) [[unlikely]] {
+      drops_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const uint32_t kept = len < snaplen_ ? len : snaplen_;
+    std::memcpy(bytes_.data() + size_t(slot) * snaplen_, data, kept);
+    meta_[slot] = Meta{time_ns, len, kept, dir};
+    full_.push(slot);  // never full: there are only as many slots as it holds
+    taken_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Datapath thread: the port is gone; no more frames come.
+  void end() noexcept { ended_.store(true, std::memory_order_release); }
+
+  // The reader (one thread). Hands the frames copied since, oldest first,
+  // to fn(time_ns, wire_len, dir, bytes), until fn returns false (the frame
+  // stays for the next read) or none is left. Returns how many it took.
+  template <typename Fn>
+  size_t read(Fn&& fn) {
+    size_t n = 0;
+    while (full_.read_available()) {
+      const uint32_t slot = full_.front();
+      const Meta& m = meta_[slot];
+      if (!fn(m.time_ns, m.wire_len, m.dir,
+              std::span<const uint8_t>(bytes_.data() + size_t(slot) * snaplen_, m.kept)))
+        break;
+      full_.pop();
+      free_.push(slot);
+      n++;
+    }
+    return n;
+  }
+  uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
+  uint64_t drops() const noexcept { return drops_.load(std::memory_order_relaxed); }
+  bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
+
+ private:
+  struct Meta {
+    uint64_t time_ns = 0;
+    uint32_t wire_len = 0;
+    uint32_t kept = 0;
+    uint8_t dir = 0;
+  };
+  const uint16_t port_index_;
+  const uint8_t dirs_;
+  const uint32_t snaplen_;
+  std::vector<uint8_t> bytes_;  // slots * snaplen
+  std::vector<Meta> meta_;      // by slot
+  boost::lockfree::spsc_queue<uint32_t> free_, full_;  // slot numbers
+  std::atomic<uint64_t> taken_{0}, drops_{0};
+  std::atomic<bool> ended_{false};
+};
+
+}  // namespace vdev::datapath
