@@ -352,6 +352,86 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   return m;
 }
 
+vdev::proto::Reply DaemonControl::captureStart(const vdev::proto::CaptureStartRequest& r,
+                                               const vdev::proto::PeerCred& peer) {
+  // What a port carries is its owner's business: root, or the uid that
+  // added it (a port from the command line is root's).
+  if (peer.uid != 0) {
+    const PortRecord* rec = recordOf(*ctx_.state, r.name);
+    if (!rec && ctx_.dp->hasPort(r.name))
+      return denied(peer, "port " + r.name + " comes from vdevd's command line; only root may capture it");
+    if (rec && rec->owner_uid != peer.uid)
+      return denied(peer, "port " + r.name + " was added by uid " + std::to_string(rec->owner_uid) +
+                              "; only that uid or root may capture its frames");
+  }
+  const uint32_t snaplen = r.snaplen.value_or(vdev::proto::kCaptureSnaplenMax);
+  auto id = ctx_.dp->captureStart(r.name, static_cast<uint8_t>(r.dir), snaplen,
+                                  r.buffer.value_or(vdev::proto::kCaptureBufferDefault));
+  if (!id) return fail(id.error());
+  capture_conn_[*id] = peer.conn;
+  vdev::proto::CaptureMsg m;
+  m.id = *id;
+  m.snaplen = ctx_.dp->captureGet(*id)->snaplen();
+  return m;
+}
+
+datapath::Capture* DaemonControl::ownCapture(uint32_t id, const vdev::proto::PeerCred& peer,
+                                            vdev::proto::CaptureMsg& m) {
+  auto it = capture_conn_.find(id);
+  if (it == capture_conn_.end() || it->second != peer.conn) return nullptr;
+  datapath::Capture* cap = ctx_.dp->captureGet(id);
+  if (!cap) return nullptr;
+  m.id = id;
+  // ended first: every frame copied before the port went is read after.
+  m.ended = cap->ended();
+  return cap;
+}
+
+vdev::proto::ErrorReply DaemonControl::noCapture(uint32_t id) {
+  return vdev::proto::ErrorReply{ENOENT, "no capture " + std::to_string(id) + " of this connection"};
+}
+
+vdev::proto::Reply DaemonControl::captureRead(uint32_t id, const vdev::proto::PeerCred& peer) {
+  vdev::proto::CaptureMsg m;
+  datapath::Capture* cap = ownCapture(id, peer, m);
+  if (!cap) return noCapture(id);
+  // As many frames as fit one reply datagram, with room for the header
+  // and the other attributes.
+  constexpr size_t kBudget = vdev::proto::kMaxMessageSize - 256;
+  m.frames.reserve(kBudget);
+  cap->read([&](uint64_t t, uint32_t len, uint8_t dir, std::span<const uint8_t> bytes) {
+    const size_t need = sizeof(vdev::proto::CaptureRecordHeader) + ((bytes.size() + 3) & ~size_t{3});
+    if (m.frames.size() + need > kBudget) return false;
+    vdev::proto::appendCaptureRecord(m.frames, t, len, static_cast<vdev::proto::CaptureDir>(dir), bytes);
+    return true;
+  });
+  m.taken = cap->taken();
+  m.drops = cap->drops();
+  return m;
+}
+
+vdev::proto::Reply DaemonControl::captureStop(uint32_t id, const vdev::proto::PeerCred& peer) {
+  vdev::proto::CaptureMsg m;
+  datapath::Capture* cap = ownCapture(id, peer, m);
+  if (!cap) return noCapture(id);
+  m.taken = cap->taken();
+  m.drops = cap->drops();
+  ctx_.dp->captureStop(id);
+  capture_conn_.erase(id);
+  return m;
+}
+
+void DaemonControl::disconnected(uint64_t conn) {
+  for (auto it = capture_conn_.begin(); it != capture_conn_.end();) {
+    if (it->second == conn) {
+      ctx_.dp->captureStop(it->first);
+      it = capture_conn_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 std::string DaemonControl::metricsText() {
   // In the order vdevctl asks: STATS_GET, then INFO_GET.
   const vdev::proto::StatsReply stats = toStatsReply(ctx_.dp->stats(), *ctx_.state, "");
@@ -395,6 +475,12 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           return Ack{};
         } else if constexpr (std::is_same_v<T, InfoGetRequest>) {
           return info();
+        } else if constexpr (std::is_same_v<T, CaptureStartRequest>) {
+          return captureStart(b, peer);
+        } else if constexpr (std::is_same_v<T, CaptureReadRequest>) {
+          return captureRead(b.id, peer);
+        } else if constexpr (std::is_same_v<T, CaptureStopRequest>) {
+          return captureStop(b.id, peer);
         } else {
           return ErrorReply{EOPNOTSUPP, "unsupported command"};
         }

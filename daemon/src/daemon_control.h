@@ -28,6 +28,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,8 @@ class DaemonControl : public vdev::proto::ControlHandler {
  public:
   explicit DaemonControl(ControlContext ctx) : ctx_(std::move(ctx)) {}
   vdev::proto::Reply handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) override;
+  // Stops the captures of a connection that closed.
+  void disconnected(uint64_t conn) override;
 
   // Conversions, shared with the stats printing paths.
   static vdev::proto::StatsReply toStatsReply(const datapath::DatapathStats& s, const DaemonState& st,
@@ -78,6 +81,13 @@ class DaemonControl : public vdev::proto::ControlHandler {
   vdev::proto::Reply portDel(const vdev::proto::PortDelRequest& r, const vdev::proto::PeerCred& peer);
   vdev::proto::Reply portSet(const vdev::proto::PortSetRequest& r, const vdev::proto::PeerCred& peer);
   vdev::proto::Reply fdbGet();
+  vdev::proto::Reply captureStart(const vdev::proto::CaptureStartRequest& r, const vdev::proto::PeerCred& peer);
+  vdev::proto::Reply captureRead(uint32_t id, const vdev::proto::PeerCred& peer);
+  vdev::proto::Reply captureStop(uint32_t id, const vdev::proto::PeerCred& peer);
+  // The capture id of the connection peer.conn, its id and ended flag in m;
+  // null if it has none of that id.
+  datapath::Capture* ownCapture(uint32_t id, const vdev::proto::PeerCred& peer, vdev::proto::CaptureMsg& m);
+  static vdev::proto::ErrorReply noCapture(uint32_t id);
   vdev::proto::InfoMsg info() const;
   Status persist();
   ControlContext ctx_;
@@ -86,6 +96,7 @@ class DaemonControl : public vdev::proto::ControlHandler {
   // and removes ports, so between two changes the slots stay put.
   std::vector<std::string> slot_names_;
   bool names_stale_ = true;
+  std::map<uint32_t, uint64_t> capture_conn_;  // running captures: the connection of each
 };
 
 }  // namespace vdev::daemon

@@ -38,12 +38,13 @@ class DaemonControlTest : public ::testing::Test {
     ctx.start_issues = {"state file x: line 3: unknown key 'colour'", "port p9 not restored"};
     control = std::make_unique<DaemonControl>(ctx);
   }
-  Reply ask(RequestBody body, uid_t uid) {
+  Reply ask(RequestBody body, uid_t uid, uint64_t conn = 1) {
     Request r;
     r.body = std::move(body);
     PeerCred peer;
     peer.uid = uid;
     peer.gid = uid;
+    peer.conn = conn;
     return control->handle(r, peer);
   }
   static void expectDenied(const Reply& r, const std::string& rule) {
@@ -167,6 +168,43 @@ TEST_F(DaemonControlTest, InfoSaysTheFdRoomAndWhatWasNotRestored) {
   ASSERT_TRUE(i.ports_map_left);
   EXPECT_EQ(*i.ports_pool_left, (512u - 3 * 64) / 64);
   EXPECT_EQ(*i.ports_map_left, 1024u - 3u);
+}
+
+// A capture: root's or the port owner's, its connection's alone, and
+// gone with that connection.
+TEST_F(DaemonControlTest, ACaptureBelongsToItsConnection) {
+  expectDenied(ask(CaptureStartRequest{"p0"}, 1000), "only root may capture it");
+  expectDenied(ask(CaptureStartRequest{"p1"}, 1000), "only that uid or root may capture");
+  const Reply started = ask(CaptureStartRequest{"p2", CaptureDir::kRx, 100u}, 1000, 5);
+  ASSERT_TRUE(std::holds_alternative<CaptureMsg>(started)) << std::get<ErrorReply>(started).msg;
+  const CaptureMsg& m = std::get<CaptureMsg>(started);
+  EXPECT_EQ(m.snaplen, 100u);
+  EXPECT_EQ(dp->port(2).fastVid(), 0);
+  const auto noSuch = [](const Reply& r) {
+    const auto* e = std::get_if<ErrorReply>(&r);
+    return e && e->err == ENOENT && e->msg.find("of this connection") != std::string::npos;
+  };
+  EXPECT_TRUE(noSuch(ask(CaptureReadRequest{m.id}, 0, 6))) << "another connection, root's too";
+  EXPECT_TRUE(noSuch(ask(CaptureStopRequest{m.id}, 0, 6)));
+  const Reply read = ask(CaptureReadRequest{m.id}, 1000, 5);
+  ASSERT_TRUE(std::holds_alternative<CaptureMsg>(read));
+  EXPECT_TRUE(std::get<CaptureMsg>(read).frames.empty());
+  EXPECT_FALSE(std::get<CaptureMsg>(read).ended);
+  const Reply again = ask(CaptureStartRequest{"p2"}, 0, 7);
+  const auto* busy = std::get_if<ErrorReply>(&again);
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->err, EBUSY);
+  control->disconnected(5);
+  EXPECT_EQ(dp->port(2).capture(), nullptr);
+  EXPECT_EQ(dp->port(2).fastVid(), kVidDefault);
+  EXPECT_TRUE(noSuch(ask(CaptureReadRequest{m.id}, 1000, 5)));
+  // Root's, stopped: the final counts.
+  const Reply root = ask(CaptureStartRequest{"p0"}, 0, 8);
+  ASSERT_TRUE(std::holds_alternative<CaptureMsg>(root));
+  const Reply stopped = ask(CaptureStopRequest{std::get<CaptureMsg>(root).id}, 0, 8);
+  ASSERT_TRUE(std::holds_alternative<CaptureMsg>(stopped));
+  EXPECT_EQ(std::get<CaptureMsg>(stopped).taken, 0u);
+  EXPECT_EQ(dp->port(0).capture(), nullptr);
 }
 
 }  // namespace
