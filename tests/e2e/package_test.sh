@@ -211,7 +211,7 @@ for m in vdevd vdevctl; do
   {
     "/usr/sbin/$m" --help
     if [ "$m" = vdevctl ]; then
-      for c in "port add" "port del" "port set" "port show" stats monitor "fdb show" "fdb add" "fdb del" info; do
+      for c in "port add" "port del" "port set" "port show" stats monitor capture "fdb show" "fdb add" "fdb del" info; do
         # shellcheck disable=SC2086
         /usr/sbin/vdevctl $c --help
       done
@@ -357,6 +357,8 @@ complete_words() {  # complete_words WORD... (the last one is being completed)
 check "completion: vdevctl po<TAB> -> port" grep -qx port <(complete_words vdevctl po)
 check "completion: vdevctl port d<TAB> -> del" grep -qx del <(complete_words vdevctl port d)
 check "completion: vdevctl port del <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl port del "")
+check "completion: vdevctl capture <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl capture "")
+check "completion: vdevctl capture $p1 --direction <TAB> -> rx" grep -qx rx <(complete_words vdevctl capture "$p1" --direction "")
 check "completion: vdevctl -S /run/vdev/vdevd.sock stats <TAB> -> $p1" \
   grep -qx "$p1" <(complete_words vdevctl -S /run/vdev/vdevd.sock stats "")
 check "completion: vdevctl port set <TAB> -> $p1 (from vdevd)" grep -qx "$p1" <(complete_words vdevctl port set "")

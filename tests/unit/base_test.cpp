@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 
+#include <cstring>
+
 #include "base/fd.h"
 #include "base/ip.h"
 #include "base/mac.h"
 #include "base/netns.h"
 #include "base/parse.h"
+#include "base/pcapng.h"
 
 namespace vdev {
 namespace {
@@ -85,6 +88,51 @@ TEST(Netns, ReportsAFileThatIsNoNamespace) {
   EXPECT_FALSE(ran);
   EXPECT_EQ(st.error().err, EINVAL);
   EXPECT_NE(st.error().what.find("netns /dev/null"), std::string::npos);
+}
+
+// pcapng blocks (base/pcapng.h): type, both length fields, 4-byte
+// alignment, the fields readers look at.
+TEST(Pcapng, BlocksHaveTheLayoutReadersExpect) {
+  const auto u32 = [](const std::vector<uint8_t>& b, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+  };
+  const auto check = [&](const std::vector<uint8_t>& b, uint32_t type) {
+    ASSERT_GE(b.size(), 12u);
+    EXPECT_EQ(b.size() % 4, 0u);
+    EXPECT_EQ(u32(b, 0), type);
+    EXPECT_EQ(u32(b, 4), b.size());
+    EXPECT_EQ(u32(b, b.size() - 4), b.size()) << "the length again at the end";
+  };
+  const auto shb = pcapng::sectionHeader("vdev test");
+  check(shb, pcapng::kSectionHeader);
+  EXPECT_EQ(u32(shb, 8), pcapng::kByteOrderMagic);
+  EXPECT_EQ(shb[12], 1);  // major 1 (host order here)
+  const auto idb = pcapng::interfaceDescription("vdc1", 2048);
+  check(idb, pcapng::kInterfaceDescription);
+  EXPECT_EQ(idb[8], pcapng::kLinktypeEthernet);
+  EXPECT_EQ(u32(idb, 12), 2048u);
+  // if_name "vdc1" then if_tsresol 9 (nanoseconds).
+  EXPECT_EQ(std::string(idb.begin() + 20, idb.begin() + 24), "vdc1");
+  EXPECT_EQ(idb[24], 9);
+  EXPECT_EQ(idb[28], 9);
+  const std::vector<uint8_t> frame(61, 0x5a);
+  const uint64_t t = 1'700'000'000'123'456'789ull;
+  const auto epb = pcapng::enhancedPacket(0, t, frame, 1514, pcapng::kOutbound);
+  check(epb, pcapng::kEnhancedPacket);
+  EXPECT_EQ((uint64_t(u32(epb, 12)) << 32) | u32(epb, 16), t);
+  EXPECT_EQ(u32(epb, 20), 61u);
+  EXPECT_EQ(u32(epb, 24), 1514u);
+  EXPECT_EQ(epb[28], 0x5a);
+  EXPECT_EQ(epb[28 + 61], 0) << "padded with zeros";
+  EXPECT_EQ(u32(epb, 28 + 64 + 4), pcapng::kOutbound) << "epb_flags";
+  EXPECT_EQ(epb.size(), 28u + 64 + 8 + 4 + 4);
+  const auto isb = pcapng::interfaceStatistics(0, t, 100, 7);
+  check(isb, pcapng::kInterfaceStatistics);
+  uint64_t dropped;
+  std::memcpy(&dropped, isb.data() + 20 + 12 + 4, 8);
+  EXPECT_EQ(dropped, 7u) << "isb_ifdrop";
 }
 
 }  // namespace

@@ -469,6 +469,63 @@ EXIT STATUS
     away; 2 bad usage.
 )HELP";
 
+constexpr const char kCaptureHelp[] = R"HELP(NAME
+    vdevctl capture - a copy of what a port receives and sends
+
+SYNOPSIS
+    vdevctl capture IFNAME [--direction rx|tx|both] [--count N]
+                    [--snaplen BYTES] [--buffer FRAMES] [-w FILE | -w -]
+
+DESCRIPTION
+    Copies the frames the port receives (rx: what it sends into the switch)
+    and those vdevd hands it to send (tx), until interrupted (SIGINT,
+    SIGTERM), N frames were written, or the port is removed. With -w they
+    are written as pcapng to FILE, or to stdout with "-w -" (for tcpdump -r,
+    tshark, Wireshark): one interface, the port; each frame with its time
+    (nanoseconds) and its direction (inbound: rx, outbound: tx); at the end
+    an interface statistics block with the frames the capture missed
+    (isb_ifdrop). Without -w, one line per frame:
+
+    TIME rx|tx SRC-MAC > DST-MAC type 0xTYPE length LEN
+
+    While the capture runs the port's frames do not take the kernel fast
+    path, in either direction: they all pass through vdevd, which copies
+    them (so it sees what the fast path would have carried, at vdevd's
+    speed). The fast path is back when the capture ends, for any reason --
+    vdevctl interrupted, killed or disconnected included. What the port's
+    program drops (storm control, the policer, anti-spoofing) and traffic
+    between the port and the host itself do not reach vdevd and are not in
+    the capture: their counters are in "vdevctl stats", and tcpdump on the
+    device sees the host's traffic. Frames from a port at the tc hook are
+    captured as vdevd receives them: segmented, checksums finished.
+
+    vdevd holds up to FRAMES frames for vdevctl; a frame that finds the
+    buffer full is not copied and is counted as missed (the port's traffic
+    is never held up by a capture). At the end vdevctl prints, on stderr,
+    the frames written and the frames missed.
+
+    One capture per port at a time, at most 8 in vdevd. Root, or the user
+    who added the port, may capture it.
+
+OPTIONS
+    -d, --direction D   rx, tx or both (default both)
+    -c, --count N       stop after N frames (default: until interrupted)
+    --snaplen BYTES     keep at most BYTES of each frame, 64..65535
+                        (default 65535; never more than vdevd's frame size)
+    --buffer FRAMES     frames vdevd holds for vdevctl, 16..16384 (default 4096)
+    -w, --write FILE    pcapng to FILE ("-": stdout)
+
+EXAMPLES
+    vdevctl capture vdc1
+    vdevctl capture vdc1 --direction rx --count 100 -w vdc1.pcapng
+    vdevctl capture vm1 -w - | tcpdump -n -r -
+
+EXIT STATUS
+    0 interrupted, N frames written, or the port removed; 1 no such port, not
+    allowed, a capture on the port already, vdevd cannot be reached, or the
+    output cannot be written; 2 bad usage.
+)HELP";
+
 constexpr const char kFdbShowHelp[] = R"HELP(NAME
     vdevctl fdb show - vdevd's MAC table
 
@@ -567,6 +624,9 @@ constexpr std::array kCommands{
             "every counter, the frame pool", kStatsHelp, cmdStats},
     Command{"monitor", nullptr, nullptr, "monitor [--interval S] [--count N] [IFNAME ...]",
             "per-port rates every interval", kMonitorHelp, cmdMonitor},
+    Command{"capture", nullptr, nullptr,
+            "capture IFNAME [--direction rx|tx|both] [--count N] [-w FILE | -w -]",
+            "a copy of what a port receives and sends (pcapng)", kCaptureHelp, cmdCapture},
     Command{"fdb", "show", "list ls", "fdb show", "the MAC table", kFdbShowHelp, cmdFdbShow},
     Command{"fdb", "add", nullptr, "fdb add MAC port IFNAME [vlan VID]", "add a static entry", kFdbAddHelp,
             cmdFdbAdd},
@@ -631,6 +691,7 @@ EXAMPLES
     vdevctl -s port
     vdevctl stats --prometheus
     vdevctl monitor --interval 0.5
+    vdevctl capture vdc1 -w - | tcpdump -n -r -
 
 EXIT STATUS
     0   success

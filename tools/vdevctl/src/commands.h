@@ -20,6 +20,7 @@ int cmdFdbShow(Context& ctx, Args& args);
 int cmdFdbAdd(Context& ctx, Args& args);
 int cmdFdbDel(Context& ctx, Args& args);
 int cmdInfo(Context& ctx, Args& args);
+int cmdCapture(Context& ctx, Args& args);
 
 // "up" (sockets open, link up) or "down".
 const char* stateName(const vdev::proto::PortInfo& p);
