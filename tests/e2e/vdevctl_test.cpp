@@ -1857,5 +1857,119 @@ TEST_F(VdevctlTest, MonitorPrintsHeaderThenReports) {
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
+// vdevctl capture, with the kernel fast path on, the ports at the tc hook
+// and at XDP. Kernel ping between two containers: while A is captured,
+// every frame of it passes vdevd (the fast path carries none of A's, in
+// either direction) and lands in a pcapng file that tcpdump reads, the
+// requests A sent and the replies it was sent; the count of frames
+// written adds up with what was missed (none). The fast path is back
+// when the capture ends -- by Ctrl-C, and when vdevctl is killed (its
+// connection closes). The text form and --direction rx: only what A
+// sent. A capture ends when its port is removed. Only root or the port's
+// owner may capture it.
+TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
+  for (const char* hook : {"auto", "xdp"}) {
+    SCOPED_TRACE(std::string("ports at ") + hook);
+    Netns nsA, nsB;
+    const std::string a = uniqueName('v'), b = uniqueName('v');
+    DeviceGuard guard({a, b});
+    auto d = startVdevd({"--fast-path", "--default-hook", hook, "--group", "nogroup"});
+    const Mac ma = uniqueMac(), mb = uniqueMac();
+    for (const auto& [name, ns, m] : {std::tuple{a, &nsA, ma}, std::tuple{b, &nsB, mb}})
+      ok({"port", "add", name, "type", "veth", "create", "netns", ns->name(), "peer", "eth0", "peer-mac",
+          macString(m)});
+    waitLive({a, b});
+    nsA.exec("ip addr add 198.18.31.1/24 dev eth0");
+    nsB.exec("ip addr add 198.18.31.2/24 dev eth0");
+    const auto ping = [&](int n) {
+      const CmdResult r = tryRun("ip netns exec " + nsA.name() + " ping -c " + std::to_string(n) +
+                                 " -i 0.05 -W 2 198.18.31.2");
+      EXPECT_TRUE(r.ok()) << r.out << r.err;
+    };
+    const auto fast = [&] {
+      const Json st = json({"stats"});
+      uint64_t n = 0;
+      for (const Json& p : st["ports"].asArray())
+        if (p["name"].asString() == a || p["name"].asString() == b) n += p["xdp_prog"]["fast"].asU64();
+      return n;
+    };
+    ping(5);
+    const uint64_t f0 = fast();
+    EXPECT_GE(f0, 4u) << "the echoes after the first take the fast path: " << ok({"stats"});
+
+    // pcapng, both directions, until Ctrl-C.
+    TempDir tmp;
+    const std::string file = tmp.file("a.pcapng");
+    auto capture = std::make_unique<Child>(
+        "vdevctl capture", std::vector<std::string>{vdevctlBinary(), "-S", sock_, "capture", a, "-w", file});
+    ASSERT_TRUE(waitUntil([&] { return capture->err().find("capturing") != std::string::npos; }, 5s, 20ms))
+        << capture->logs();
+    ping(10);
+    const uint64_t f1 = fast();
+    EXPECT_EQ(f1, f0) << "frames of a captured port took the fast path";
+    capture->signal(SIGINT);
+    ASSERT_EQ(capture->wait(5s), std::optional<int>(0)) << capture->logs();
+    std::smatch m;
+    const std::string said = capture->err();
+    ASSERT_TRUE(std::regex_search(said, m, std::regex("(\\d+) frames written; (\\d+) missed"))) << said;
+    const uint64_t written = std::stoull(m[1]);
+    EXPECT_EQ(m[2], "0") << said;
+    EXPECT_GE(written, 20u) << said;
+    const CmdResult read = tryRun("tcpdump -n -r " + file);
+    ASSERT_TRUE(read.ok()) << read.err;
+    const auto lines = [](const std::string& text, const std::string& what) {
+      size_t n = 0;
+      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+      return n;
+    };
+    EXPECT_EQ(lines(read.out, "198.18.31.1 > 198.18.31.2: ICMP echo request"), 10u) << read.out;
+    EXPECT_EQ(lines(read.out, "198.18.31.2 > 198.18.31.1: ICMP echo reply"), 10u) << read.out;
+    EXPECT_EQ(lines(read.out, "\n"), written) << "one line per frame written: " << read.out;
+    // Back on the fast path.
+    ping(5);
+    const uint64_t f2 = fast();
+    EXPECT_GE(f2 - f1, 4u) << "the fast path did not come back: " << ok({"stats"});
+
+    // Text, what A sent only; vdevctl killed: its connection's capture
+    // ends in vdevd, and the fast path comes back.
+    capture = std::make_unique<Child>("vdevctl capture rx", std::vector<std::string>{
+                                                                vdevctlBinary(), "-S", sock_, "capture", a,
+                                                                "--direction", "rx"});
+    ASSERT_TRUE(waitUntil([&] { return capture->err().find("capturing rx") != std::string::npos; }, 5s, 20ms))
+        << capture->logs();
+    ping(3);
+    ASSERT_TRUE(waitUntil([&] { return lines(capture->out(), "\n") >= 3; }, 5s, 20ms)) << capture->logs();
+    const std::string text = capture->out();
+    EXPECT_EQ(lines(text, " rx " + macString(ma) + " > " + macString(mb) + " type 0x0800"), 3u) << text;
+    EXPECT_EQ(lines(text, " tx "), 0u) << text;
+    const uint64_t f3 = fast();
+    EXPECT_EQ(f3, f2) << "frames of a captured port took the fast path";
+    capture->signal(SIGKILL);
+    (void)capture->wait(5s);
+    ASSERT_TRUE(waitUntil([&] {
+      ping(2);
+      return fast() > f3;
+    }, 5s, 50ms)) << "the fast path did not come back after vdevctl was killed: " << ok({"stats"});
+
+    // Only root and the port's owner: nobody may not capture root's port.
+    const CmdResult denied = ctl({"capture", a, "--count", "1"}, kNobodyCreds, 5s);
+    EXPECT_EQ(denied.status, 1) << denied.out << denied.err;
+    EXPECT_NE(denied.err.find("only that uid or root may capture"), std::string::npos) << denied.err;
+
+    // The port removed: the capture ends, and says why.
+    capture = std::make_unique<Child>(
+        "vdevctl capture b", std::vector<std::string>{vdevctlBinary(), "-S", sock_, "capture", b, "--count", "1000"});
+    ASSERT_TRUE(waitUntil([&] { return capture->err().find("capturing") != std::string::npos; }, 5s, 20ms))
+        << capture->logs();
+    const CmdResult busy = ctl({"capture", b, "--count", "1"});
+    EXPECT_EQ(busy.status, 1) << busy.err;
+    EXPECT_NE(busy.err.find("has a capture running already"), std::string::npos) << busy.err;
+    ok({"port", "del", b});
+    ASSERT_EQ(capture->wait(5s), std::optional<int>(0)) << capture->logs();
+    EXPECT_NE(capture->err().find("stopped: port " + b + " was removed"), std::string::npos) << capture->logs();
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
 }  // namespace
 }  // namespace vdev::e2e
