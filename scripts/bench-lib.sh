@@ -1,26 +1,42 @@
 # Shared by the bench-*.sh scripts that compare vdevd with the Linux bridge
-# between containers (network namespaces) with real senders. Source it
-# after setting: build (the build tree), t (a prefix for names, unique to
-# the run), ctrs (the containers' namespace names, in order), subnet (a
-# /24 in 198.18.0.0/15, "198.18.98") and port_opts (may be empty). Gives: dir, pids, vdevd, vdevctl, h (the switch's
-# namespace), teardown, json, setup_ns, setup_ctrs, with_bridge,
-# with_vdevd, tcp, median.
+# between containers (network namespaces) with real senders. A script
+# sources it with its arguments -- the options every one takes, --build DIR
+# (the build tree, ./build), --runs N (3), --seconds S (5) and --help (the
+# script's leading comment) set build, runs and secs -- then sets t (a
+# prefix for names, unique to the run), ctrs (the containers' namespace
+# names, in order), subnet (a /24 in 198.18.0.0/15, "198.18.98") and
+# port_opts (may be empty), and calls bench_init. Gives: dir, pids, vdevd,
+# vdevctl, h (the switch's namespace), here, teardown, json, setup_ns,
+# setup_ctrs, with_bridge, with_vdevd, tcp, median, report_medians.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-vdevd=$build/daemon/vdevd vdevctl=$build/tools/vdevctl/vdevctl
 me=$(basename "$0")
-[ "$(id -u)" -eq 0 ] || { echo "$me: needs root" >&2; exit 1; }
-command -v iperf3 >/dev/null || { echo "$me: needs iperf3" >&2; exit 1; }
-[ -x "$vdevd" ] && [ -x "$vdevctl" ] || { echo "$me: no vdevd/vdevctl in $build" >&2; exit 1; }
+build=./build runs=3 secs=5
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --seconds) secs=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "$me: unknown argument '$1' (--help)" >&2; exit 2 ;;
+  esac
+done
+vdevd=$build/daemon/vdevd vdevctl=$build/tools/vdevctl/vdevctl
 
-h=$t-h
-dir=$(mktemp -d "/tmp/vdev-${me%.sh}.XXXXXX")
-pids=()
+bench_init() {
+  [ "$(id -u)" -eq 0 ] || { echo "$me: needs root" >&2; exit 1; }
+  command -v iperf3 >/dev/null || { echo "$me: needs iperf3" >&2; exit 1; }
+  [ -x "$vdevd" ] && [ -x "$vdevctl" ] || { echo "$me: no vdevd/vdevctl in $build" >&2; exit 1; }
+  h=$t-h
+  dir=$(mktemp -d "/tmp/vdev-${me%.sh}.XXXXXX")
+  pids=()
+  trap 'teardown; rm -rf "$dir"' EXIT
+}
+
 teardown() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   pids=()
   for n in "${ctrs[@]}" "$h"; do ip netns del "$n" 2>/dev/null; done
 }
-trap 'teardown; rm -rf "$dir"' EXIT
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
@@ -80,3 +96,14 @@ tcp() {
 }
 
 median() { python3 -c "import statistics,sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+
+# For each of the datapaths $@: the median of res[DUT] (Gbit/s) and its
+# share of res[bridge]'s.
+report_medians() {
+  local b m dut
+  b=$(median ${res[bridge]})
+  for dut in "$@"; do
+    m=$(median ${res[$dut]})
+    echo "$dut: median $m Gbit/s, $(python3 -c "print(round($m/$b, 2) if $b > 0 else 'n/a')") x the bridge"
+  done
+}

@@ -15,20 +15,11 @@
 # Uses 198.18.98.0/24 in namespaces of its own; removes them on exit.
 set -u
 
-build=./build runs=3 secs=5
-while [ $# -gt 0 ]; do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --seconds) secs=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench-storm.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
-  esac
-done
+. "$(dirname "$0")/bench-lib.sh" "$@"
 t=bs$(printf '%04x' $(($$ % 65536)))
 ctrs=("$t-a" "$t-b" "$t-f") subnet=198.18.98
 port_opts=()
-. "$(dirname "$0")/bench-lib.sh"
+bench_init
 probe=$here/../tests/e2e/l2_probe.py
 cf=${ctrs[2]}
 

@@ -12,20 +12,11 @@
 # Uses 198.18.97.0/24 in namespaces of its own; removes them on exit.
 set -u
 
-build=./build runs=3 secs=5
-while [ $# -gt 0 ]; do
-  case $1 in
-    --build) build=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --seconds) secs=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench-vlan.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
-  esac
-done
+. "$(dirname "$0")/bench-lib.sh" "$@"
 t=bv$(printf '%04x' $(($$ % 65536)))
 ctrs=("$t-a" "$t-b") subnet=198.18.97
 port_opts=()
-. "$(dirname "$0")/bench-lib.sh"
+bench_init
 
 declare -A res=()
 duts="bridge vdevd vdevd-vlan vdevd-vlan-own"
@@ -53,8 +44,4 @@ for r in $(seq "$runs"); do
     teardown
   done
 done
-b=$(median ${res[bridge]})
-for dut in $duts; do
-  m=$(median ${res[$dut]})
-  echo "$dut: median $m Gbit/s, $(python3 -c "print(round($m/$b, 2) if $b > 0 else 'n/a')") x the bridge"
-done
+report_medians $duts
