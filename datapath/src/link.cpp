@@ -39,12 +39,12 @@ void Datapath::checkUplinkMtus() {
     if (p->isUplink() && p->mtu() && (!up || p->mtu() < up->mtu())) up = p;
   for (Port* p : ports_.active()) {
     const bool over = up && !p->isUplink() && p->mtu() > up->mtu();
-    if (over && !p->mtu_over_uplink)
+    if (over && !p->mtuOverUplink())
       std::fprintf(stderr,
                    "vdevd: warning: port %s: MTU %u is larger than uplink %s's %u: its frames to other hosts longer "
                    "than that are dropped (oversize); give it MTU %u (vdev-cni: \"mtu\" or \"uplink\")\n",
                    p->name().c_str(), p->mtu(), up->name().c_str(), up->mtu(), up->mtu());
-    p->mtu_over_uplink = over;
+    p->setMtuOverUplink(over);
   }
 }
 

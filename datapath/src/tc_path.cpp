@@ -11,6 +11,7 @@
 
 #include "datapath/fast_path.h"
 #include "vdev_tc.skel.h"
+#include "bpf_host_addrs.h"
 #include "bpf_limits.h"
 #include "vdev_xdp_shared.h"
 
@@ -305,27 +306,14 @@ Status TcPath::setHostMacs(const std::vector<uint64_t>& mac_keys) {
 namespace {
 
 // Replaces the set of addresses kept for ifindex in `kept` and in the map.
-template <class Addr, class Key>
-Status replaceHostAddrs(int fd, int ifindex, const std::vector<Addr>& addrs,
-                        std::vector<std::pair<int, std::vector<Addr>>>& kept, const char* what) {
+template <class Key, class Addr>
+Status replaceKept(int fd, int ifindex, const std::vector<Addr>& addrs,
+                   std::vector<std::pair<int, std::vector<Addr>>>& kept, const char* what) {
   auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& e) { return e.first == ifindex; });
   if (it != kept.end() && it->second == addrs) return {};
-  auto key = [&](const Addr& a) {
-    Key k = {};
-    k.ifindex = uint32_t(ifindex);
-    std::memcpy(&k.addr, &a, sizeof k.addr);
-    return k;
-  };
-  if (it != kept.end())
-    for (const Addr& a : it->second) {
-      Key k = key(a);
-      (void)bpf_map_delete_elem(fd, &k);
-    }
-  uint32_t one = 1;
-  for (const Addr& a : addrs) {
-    Key k = key(a);
-    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError(what);
-  }
+  if (auto st = replaceHostAddrs<Key>(fd, ifindex, it != kept.end() ? it->second : std::vector<Addr>{}, addrs, what);
+      !st)
+    return st;
   if (addrs.empty()) {
     if (it != kept.end()) kept.erase(it);
   } else if (it != kept.end()) {
@@ -339,13 +327,13 @@ Status replaceHostAddrs(int fd, int ifindex, const std::vector<Addr>& addrs,
 }  // namespace
 
 Status TcPath::setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs) {
-  return replaceHostAddrs<uint32_t, struct vdev_host_ipv4_key>(bpf_map__fd(skel_->maps.tc_host_ipv4), ifindex,
-                                                               addrs, host_ipv4_, "skb path: host IPv4 map");
+  return replaceKept<struct vdev_host_ipv4_key>(bpf_map__fd(skel_->maps.tc_host_ipv4), ifindex, addrs, host_ipv4_,
+                                               "skb path: host IPv4 map");
 }
 
 Status TcPath::setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs) {
-  return replaceHostAddrs<std::array<uint8_t, 16>, struct vdev_host_ipv6_key>(
-      bpf_map__fd(skel_->maps.tc_host_ipv6), ifindex, addrs, host_ipv6_, "skb path: host IPv6 map");
+  return replaceKept<struct vdev_host_ipv6_key>(bpf_map__fd(skel_->maps.tc_host_ipv6), ifindex, addrs, host_ipv6_,
+                                               "skb path: host IPv6 map");
 }
 
 XdpProgCounters TcPath::counters(uint16_t port_index) const {

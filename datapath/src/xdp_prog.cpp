@@ -16,6 +16,7 @@
 #include "datapath/fast_path.h"
 #include "vdev_xdp.skel.h"
 #include "vdev_xdp_shared.h"
+#include "bpf_host_addrs.h"
 #include "bpf_limits.h"
 
 namespace vdev::datapath {
@@ -457,38 +458,22 @@ Status XdpProgram::addHostMac(const uint8_t mac[6]) {
 
 Status XdpProgram::setHostIpv4(const std::vector<uint32_t>& addrs) {
   if (addrs == host_ipv4_) return {};
-  const int fd = bpf_map__fd(obj_.skel_->maps.xdp_host_ipv4);
-  struct vdev_host_ipv4_key k = {};
-  k.ifindex = uint32_t(ifindex_);
-  for (uint32_t a : host_ipv4_)
-    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) {
-      k.addr = a;
-      (void)bpf_map_delete_elem(fd, &k);
-    }
-  uint32_t one = 1;
-  for (uint32_t a : addrs) {
-    k.addr = a;
-    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("add host address on " + ifname_);
-  }
+  const std::string what = "add host address on " + ifname_;
+  if (auto st = replaceHostAddrs<struct vdev_host_ipv4_key>(bpf_map__fd(obj_.skel_->maps.xdp_host_ipv4), ifindex_,
+                                                            host_ipv4_, addrs, what.c_str());
+      !st)
+    return st;
   host_ipv4_ = addrs;
   return {};
 }
 
 Status XdpProgram::setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs) {
   if (addrs == host_ipv6_) return {};
-  const int fd = bpf_map__fd(obj_.skel_->maps.xdp_host_ipv6);
-  struct vdev_host_ipv6_key k = {};
-  k.ifindex = uint32_t(ifindex_);
-  for (const auto& a : host_ipv6_)
-    if (std::find(addrs.begin(), addrs.end(), a) == addrs.end()) {
-      std::memcpy(k.addr, a.data(), 16);
-      (void)bpf_map_delete_elem(fd, &k);
-    }
-  uint32_t one = 1;
-  for (const auto& a : addrs) {
-    std::memcpy(k.addr, a.data(), 16);
-    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("add host IPv6 address on " + ifname_);
-  }
+  const std::string what = "add host IPv6 address on " + ifname_;
+  if (auto st = replaceHostAddrs<struct vdev_host_ipv6_key>(bpf_map__fd(obj_.skel_->maps.xdp_host_ipv6), ifindex_,
+                                                            host_ipv6_, addrs, what.c_str());
+      !st)
+    return st;
   host_ipv6_ = addrs;
   return {};
 }

@@ -256,7 +256,8 @@ class Port {
   bool isUplink() const { return !driver_.empty() && driver_ != "veth" && driver_ != "tun"; }
   // Owner thread (Datapath::checkUplinkMtus): whether the port's MTU is
   // larger than an uplink's, as last looked at (and logged).
-  bool mtu_over_uplink = false;
+  bool mtuOverUplink() const noexcept { return mtu_over_uplink_; }
+  void setMtuOverUplink(bool over) noexcept { mtu_over_uplink_ = over; }
 
   // The calling thread's counter block.
   PortCounters& counters() noexcept { return counters_[threadIndex() % kMaxThreads]; }
@@ -350,6 +351,7 @@ class Port {
   int64_t unknown_credit_ns_ = 0;  // unknownFloodOk's bucket (datapath thread)
   uint64_t unknown_last_ns_ = 0;
   Capture* capture_ = nullptr;  // owned by the Datapath (datapath thread)
+  bool mtu_over_uplink_ = false;
 };
 
 }  // namespace vdev::datapath
