@@ -6,6 +6,7 @@
 #   scripts/readme-figures.sh BUILD_DIR list     # what each group measures
 #
 # Groups (each prints the figures it produces; see `list`):
+#   real         the Real senders table: TCP, socket UDP, the VM stand-in (vdev-bench --real)
 #   ring         the bulk pointer ring table           (make bench)
 #   forwarding   the Forwarding table, row by row      (vdev-bench)
 #   latency      the round trips and first frame after idle (vdev-bench)
@@ -25,7 +26,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 BUILD_DIR GROUP... (GROUP: ring forwarding latency loss busypoll idle scale multihost soak control list)" >&2
+    echo "usage: $0 BUILD_DIR GROUP... (GROUP: real ring forwarding latency loss busypoll idle scale multihost soak control list)" >&2
     exit 2
 fi
 build=$1
@@ -49,6 +50,10 @@ for group in "$@"; do
     case $group in
     list)
         sed -n '/^# Groups/,/^#$/p' "$0" | sed 's/^# \{0,1\}//'
+        ;;
+    real)
+        need_bench
+        bench_run "real senders: containers' and the VM stand-in's kernels, MTU 1500 and 9000" --real --duration 4
         ;;
     ring)
         say "ring table (median of REPS runs)" "REPS=5 scripts/bench-ring.sh $build"
