@@ -99,12 +99,14 @@ void Datapath::refill(Port::Queue& q) noexcept {
     const uint64_t left = fill_extra_ < budget ? budget - fill_extra_ : 0;
     q.fill_target = uint32_t(std::min<uint64_t>(fill.size, floor + left / 2));
     q.fill_busy_ns = fill_now_ns_;
+    q.fill_busy_rx = q.rx_got;
   } else if (given >= q.fill_target) {
     return;
   } else if (given < q.fill_target / 2) {
     // The kernel took more than half the ring since the last refill: the
     // queue is busy, and more frames keep it from running dry.
     q.fill_busy_ns = fill_now_ns_;
+    q.fill_busy_rx = q.rx_got;
     if (q.fill_target < fill.size) {
       uint64_t others = fill_extra_ - q.fill_extra;
       if (fill_recount_ && others + (2 * uint64_t(q.fill_target) - floor) > budget) {
@@ -115,10 +117,18 @@ void Datapath::refill(Port::Queue& q) noexcept {
       q.fill_target = uint32_t(std::min<uint64_t>({fill.size, 2 * uint64_t(q.fill_target), floor + room}));
     }
   } else if (q.fill_target > floor && fill_now_ns_ - q.fill_busy_ns > kFillCalmNs) {
-    // Calm for a second: half the target. The frames above it go back to
-    // the pool as the queue receives them (they are not replaced).
-    q.fill_target = std::max(floor, q.fill_target / 2);
+    // A second since it was last busy. Calm -- it received less than its
+    // target in that second -- : half the target. The frames above it go
+    // back to the pool as the queue receives them (they are not replaced).
+    // Still receiving its target's worth a second or more, refilled often
+    // enough never to fall below half of it: the target stays. Halving
+    // it then (as before) took the punt socket's ring down to its floor
+    // under a steady TCP stream, and the ring ran dry while this thread
+    // was in a long TX kick: 36,000 frames a 4 s stream lost as
+    // rx_fill_ring_empty_descs, and as many retransmissions.
+    if (q.rx_got - q.fill_busy_rx < q.fill_target) q.fill_target = std::max(floor, q.fill_target / 2);
     q.fill_busy_ns = fill_now_ns_;
+    q.fill_busy_rx = q.rx_got;
   }
   // What the queue holds above its floor, at most: its target, or more
   // while it still holds frames given under a higher one.

@@ -131,9 +131,10 @@ class Port {
     uint64_t tx_submitted = 0, tx_completed = 0;
     // The fill ring's target (Datapath::refill; 0 until its first refill),
     // the frames above the floor it counts against the datapath's shared
-    // extra, and when the kernel last emptied it faster than it was refilled.
+    // extra, when the kernel last emptied it faster than it was refilled
+    // (or it took its whole target within a second), and rx_got then.
     uint32_t fill_target = 0, fill_extra = 0;
-    uint64_t fill_busy_ns = 0;
+    uint64_t fill_busy_ns = 0, fill_busy_rx = 0;
   };
 
   // A port with delivery rings only and no device (for tests and benches),
