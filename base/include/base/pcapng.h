@@ -26,7 +26,10 @@ namespace detail {
 
 class Block {
  public:
-  explicit Block(uint32_t type) { u32(type), u32(0); }
+  explicit Block(uint32_t type) {
+    u32(type);
+    u32(0);  // the length, filled in by finish()
+  }
   void u16(uint16_t v) { put(&v, 2); }
   void u32(uint32_t v) { put(&v, 4); }
   void u64(uint64_t v) { put(&v, 8); }
@@ -54,8 +57,9 @@ class Block {
 
  private:
   void put(const void* p, size_t n) {
-    const auto* c = static_cast<const uint8_t*>(p);
-    b_.insert(b_.end(), c, c + n);
+    const size_t at = b_.size();
+    b_.resize(at + n);
+    if (n) std::memcpy(b_.data() + at, p, n);
   }
   std::vector<uint8_t> b_;
 };

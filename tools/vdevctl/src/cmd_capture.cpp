@@ -95,17 +95,21 @@ int cmdCapture(Context& ctx, Args& a) {
   sigprocmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  int out = STDOUT_FILENO;
-  if (file && *file != "-") {
-    out = ::open(file->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) return Context::fail(vdev::errnoError("open " + *file));
-  }
   const bool pcap = file.has_value();
-
   auto& client = ctx.client();
   auto started = client.captureStart(req);
   if (!started) return Context::fail(started.error());
   const uint32_t id = started->id;
+  // The file once vdevd took the capture: a refused one leaves it as it was.
+  int out = STDOUT_FILENO;
+  if (file && *file != "-") {
+    out = ::open(file->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) {
+      const vdev::Error e = vdev::errnoError("open " + *file);
+      (void)client.captureStop(id);
+      return Context::fail(e);
+    }
+  }
   const uint32_t snaplen = started->snaplen.value_or(req.snaplen.value_or(vdev::proto::kCaptureSnaplenMax));
   std::fprintf(stderr, "vdevctl: capturing %s on %s (snaplen %u)%s\n",
                vdev::proto::captureDirName(req.dir), port.c_str(), snaplen,
