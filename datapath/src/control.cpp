@@ -69,9 +69,7 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
     // Its stations are in other VLANs now: learned again from its next
     // frames. Forgetting them takes them out of the kernel's map too, and
     // a port with VLAN settings has none put back there.
-    fast_sync_.setVlan(p->index(), p->fastVid());
-    if (tc_ && p->hook() == PortHook::kTc) tc_->setVlan(p->index(), p->fastVid(), p->vlanOn());
-    if (p->xdp()) (void)p->xdp()->setVlan(p->fastVid(), p->vlanOn());
+    applyFastVid(*p);
     fdb_.flushPort(p->index());
   }
   if (change.isolated && *change.isolated != p->isolated()) {
@@ -86,15 +84,10 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
   return {};
 }
 
-void Datapath::syncFastVid(Port& p) {
-  // As for a change of VLAN settings, but the port's stations stay learned
-  // (the journal has their kernel entries taken out, or put back, at the
-  // next sync): a capture changes where its frames are switched, not where
-  // they go.
+void Datapath::applyFastVid(Port& p) {
   fast_sync_.setVlan(p.index(), p.fastVid());
   if (tc_ && p.hook() == PortHook::kTc) tc_->setVlan(p.index(), p.fastVid(), p.vlanOn());
   if (p.xdp()) (void)p.xdp()->setVlan(p.fastVid(), p.vlanOn());
-  fdb_.notePort(p.index());
 }
 
 Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots) {
@@ -117,7 +110,12 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
     }
     cap = std::make_unique<Capture>(p->index(), dirs, slots, snaplen);
     p->setCapture(cap.get());
-    syncFastVid(*p);
+    // As for new VLAN settings, but the port's stations stay learned (the
+    // journal takes their kernel entries out at the next sync, and puts
+    // them back when the capture stops): a capture changes where its
+    // frames are switched, not where they go.
+    applyFastVid(*p);
+    fdb_.notePort(p->index());
   });
   if (!st) return st.error();
   const uint32_t id = next_capture_++;
@@ -141,7 +139,8 @@ void Datapath::captureStop(uint32_t id) {
     Port* p = ports_.get(cap->portIndex());
     if (p && p->capture() == cap) {
       p->setCapture(nullptr);
-      syncFastVid(*p);
+      applyFastVid(*p);
+      fdb_.notePort(p->index());
     }
   });
   captures_.erase(it);  // the datapath thread no longer knows it

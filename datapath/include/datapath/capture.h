@@ -48,14 +48,14 @@ class Capture {
   void copy(uint8_t dir, const uint8_t* data, uint32_t len, uint64_t time_ns) noexcept {
     uint32_t slot;
     if (!free_.pop(slot)) [[unlikely]] {
-      drops_.fetch_add(1, std::memory_order_relaxed);
+      bump(drops_);
       return;
     }
     const uint32_t kept = len < snaplen_ ? len : snaplen_;
     std::memcpy(bytes_.data() + size_t(slot) * snaplen_, data, kept);
     meta_[slot] = Meta{time_ns, len, kept, dir};
     full_.push(slot);  // never full: there are only as many slots as it holds
-    taken_.fetch_add(1, std::memory_order_relaxed);
+    bump(taken_);
   }
   // Datapath thread: the port is gone; no more frames come.
   void end() noexcept { ended_.store(true, std::memory_order_release); }
@@ -83,6 +83,11 @@ class Capture {
   bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
 
  private:
+  // The datapath thread is the one writer: a load and a store, no locked
+  // read-modify-write per frame; readers see a recent value.
+  static void bump(std::atomic<uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   struct Meta {
     uint64_t time_ns = 0;
     uint32_t wire_len = 0;

@@ -378,9 +378,10 @@ class Datapath {
   std::mutex captures_mu_;
   std::map<uint32_t, std::unique_ptr<Capture>> captures_;
   uint32_t next_capture_ = 1;
-  // The port's fast-path state follows whether it has a capture
-  // (Port::fastVid()): its programs' rows and its stations' kernel entries.
-  void syncFastVid(Port& p);
+  // Port::fastVid() (its VLAN settings, whether it has a capture) into
+  // FastSync's record and its programs' rows; the caller has its stations'
+  // kernel entries follow (Fdb::notePort or flushPort).
+  void applyFastVid(Port& p);
   ControlChannel control_;
 };
 
