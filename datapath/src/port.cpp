@@ -224,6 +224,10 @@ Status Port::openSockets(FramePool& pool, int share_fd) {
     qu.xsk = std::move(xsk.value());
     qu.fill_given = qu.rx_got = qu.tx_submitted = qu.tx_completed = 0;
     qu.fill_target = qu.fill_extra = 0;
+    // The punt socket takes every skb port's frames in bursts of whole GSO
+    // skbs while this thread may be busy elsewhere: its target never falls
+    // below its RX ring (see Datapath::refill).
+    qu.fill_min = cfg_.punt ? std::min(xc.rx_size, xc.fill_size) : 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();

@@ -92,12 +92,18 @@ void Datapath::refill(Port::Queue& q) noexcept {
   // Frames in the fill ring, in the kernel and on the RX ring are all "given".
   const uint64_t given = q.fill_given - q.rx_got;
   const uint32_t floor = fillFloor(fill.size);
+  // The target's lowest: the floor, or the queue's own minimum (the punt
+  // socket's RX ring: its target halved between streams, and a stream's
+  // first bursts emptied the ring before it had grown back -- 8,500-32,000
+  // rx_fill_ring_empty_descs per vdev-bench --real --datapath vdevd-own
+  // setup, 0-3,300 with the minimum).
+  const uint32_t low = std::max(floor, std::min(q.fill_min, fill.size));
   const uint64_t budget = fillExtraBudget();
   if (q.fill_target == 0) [[unlikely]] {
     // A new socket: its floor, and half of the shared extra that is left.
     if (fill_recount_) recountFillExtra();
     const uint64_t left = fill_extra_ < budget ? budget - fill_extra_ : 0;
-    q.fill_target = uint32_t(std::min<uint64_t>(fill.size, floor + left / 2));
+    q.fill_target = uint32_t(std::max<uint64_t>(low, std::min<uint64_t>(fill.size, floor + left / 2)));
     q.fill_busy_ns = fill_now_ns_;
     q.fill_busy_rx = q.rx_got;
   } else if (given >= q.fill_target) {
@@ -114,9 +120,10 @@ void Datapath::refill(Port::Queue& q) noexcept {
         others = fill_extra_ - q.fill_extra;
       }
       const uint64_t room = budget > others ? budget - others : 0;
-      q.fill_target = uint32_t(std::min<uint64_t>({fill.size, 2 * uint64_t(q.fill_target), floor + room}));
+      q.fill_target = uint32_t(
+          std::max<uint64_t>(low, std::min<uint64_t>({fill.size, 2 * uint64_t(q.fill_target), floor + room})));
     }
-  } else if (q.fill_target > floor && fill_now_ns_ - q.fill_busy_ns > kFillCalmNs) {
+  } else if (q.fill_target > low && fill_now_ns_ - q.fill_busy_ns > kFillCalmNs) {
     // A second since it was last busy. Calm -- it received less than its
     // target in that second -- : half the target. The frames above it go
     // back to the pool as the queue receives them (they are not replaced).
@@ -126,7 +133,7 @@ void Datapath::refill(Port::Queue& q) noexcept {
     // under a steady TCP stream, and the ring ran dry while this thread
     // was in a long TX kick: 36,000 frames a 4 s stream lost as
     // rx_fill_ring_empty_descs, and as many retransmissions.
-    if (q.rx_got - q.fill_busy_rx < q.fill_target) q.fill_target = std::max(floor, q.fill_target / 2);
+    if (q.rx_got - q.fill_busy_rx < q.fill_target) q.fill_target = std::max(low, q.fill_target / 2);
     q.fill_busy_ns = fill_now_ns_;
     q.fill_busy_rx = q.rx_got;
   }
