@@ -302,7 +302,11 @@ int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
 uint32_t Port::kick(Queue& q) noexcept {
   // Copy mode transmits only from sendto()/poll(), and sends at most the TX
   // budget per call (EAGAIN: more is left); keep kicking while the kernel
-  // makes progress, a bounded number of times.
+  // makes progress, a bounded number of times. EBUSY: the device dropped
+  // the frame it was handed (NET_XMIT_DROP: a tap's queue to its reader or
+  // a veth peer's backlog is full) and the kernel stopped there; the rest
+  // waits on the TX ring for the next kick, as kicking again at once would
+  // lose one more frame each time.
   XskSocket& s = *q.xsk;
   uint32_t kicks = 0;
   for (int i = 0; i < 16; i++) {
@@ -311,7 +315,7 @@ uint32_t Port::kick(Queue& q) noexcept {
     kicks++;
     ssize_t rc = ::sendto(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0);
     if (rc >= 0) break;
-    if (errno != EAGAIN && errno != EBUSY && errno != ENOBUFS) break;  // ENETDOWN, ENXIO: link down / gone
+    if (errno != EAGAIN && errno != ENOBUFS) break;  // EBUSY; ENETDOWN, ENXIO: link down / gone
     if (s.txRingCount() >= before) break;  // no progress: the device is backed up
   }
   return kicks;
