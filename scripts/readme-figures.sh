@@ -14,7 +14,7 @@
 #   busypoll     round trips with --busy-poll 50       (vdev-bench)
 #   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh)
 #   scale        forwarding with 248 idle ports, idle CPU with 250 (vdev-bench --real --idle-ports 248)
-#   multihost    two hosts over VXLAN and veth uplinks, vs the bridge (scripts/bench-multihost.sh)
+#   multihost    two hosts over VXLAN and veth uplinks: bridge, vdevd, tc-redirect (vdev-bench --two-host)
 #   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test)
 #   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*)
 #
@@ -100,9 +100,9 @@ for group in "$@"; do
         bench_run "2 containers with 248 idle ports, XDP hook" --real --idle-ports 248 --vdevd-arg=--default-hook=xdp
         ;;
     multihost)
-        say "two hosts, VXLAN and veth uplinks: iperf3 TCP both ways and UDP, bridge vs vdevd" \
-            "scripts/bench-multihost.sh --build $build --runs $runs"
-        "$here/bench-multihost.sh" --build "$build" --runs "$runs"
+        need_bench
+        bench_run "two hosts, VXLAN and veth uplinks: iperf3 TCP both ways and socket UDP; bridge, vdevd, tc-redirect" \
+            --two-host --duration 5
         ;;
     soak)
         say "soak: rounds, faults, frames sent/delivered/counted, fds, mappings, RSS" \

@@ -28,6 +28,11 @@
 #      attached (every port attached: vdevd reports 8 ports at the tc hook),
 #      TCP and UDP A -> B moved data, both ratios and vdevd's idle CPU are
 #      reported;
+#   8. --two-host (1 run of 1 s, both uplinks): every datapath (bridge,
+#      vdevd, tc-redirect) gave a finite nonzero figure for each measure
+#      (TCP both ways, the UDP flood) over the VXLAN and the veth uplink, no
+#      datagram arrived that was not sent, tc-redirect redirected on both
+#      hosts and nothing failed, each vdevd had its two ports;
 # and nothing left behind after any of them. Never a timed assertion: a
 # probe has 2 s to come back (--lat-timeout-ms), so a loaded machine delays
 # the answers but does not lose them.
@@ -78,6 +83,8 @@ run findrate --find-rate --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-
 run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 # shellcheck disable=SC2086
 run idle --real --idle-ports 6 --idle-cpu 1 --runs 1 --duration 1 --json $vdevd_arg
+# shellcheck disable=SC2086
+run twohost --two-host --runs 1 --duration 1 --json $vdevd_arg
 
 python3 - "$dir" <<'PY'
 import json, math, os, sys
@@ -383,7 +390,49 @@ def check_idle(doc, rc):
     if rc != 0 and ok:
         fail("idle: vdev-bench exited %d" % rc)
 
-for mode, check in (("real", check_real), ("idle", check_idle)):
+def check_twohost(doc, rc):
+    check_real_cleanup(doc, "twohost")
+    for s in doc["skipped"]:
+        fail("twohost: skipped %s: %s" % (s["what"], s["reason"]))
+    want = ["bridge", "vdevd", "tc-redirect"]
+    if doc["config"]["datapaths"] != want:
+        fail("twohost: datapaths %s, expected %s" % (doc["config"]["datapaths"], want))
+    if [u["uplink"] for u in doc["uplinks"]] != ["vxlan", "veth"]:
+        fail("twohost: uplinks %s" % [u["uplink"] for u in doc["uplinks"]])
+    for u in doc["uplinks"]:
+        if [m["measure"] for m in u["measures"]] != ["tcp-a-b", "tcp-b-a", "udp-a-b"]:
+            fail("twohost: %s: measures %s" % (u["uplink"], [m["measure"] for m in u["measures"]]))
+        for m in u["measures"]:
+            if [r["datapath"] for r in m["results"]] != want:
+                fail("twohost: %s %s: datapaths %s" % (u["uplink"], m["measure"], [r["datapath"] for r in m["results"]]))
+            for r in m["results"]:
+                name = "twohost: %s %s %s" % (u["uplink"], m["measure"], r["datapath"])
+                figures = [r["median"], r["ratio_to_bridge"]] + [x["value"] for x in r["runs"]]
+                if r["errors"] or len(r["runs"]) != 1 or \
+                        not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in figures):
+                    fail("%s: figures %s errors %s" % (name, figures, r["errors"]))
+                    continue
+                x = r["runs"][0]
+                print("twohost  %-5s %-8s %-11s %.3f %s" % (u["uplink"], m["measure"], r["datapath"], x["value"], m["unit"]))
+                if m["unit"] == "gbit_s" and not x["bytes"] > 0:
+                    fail("%s: no bytes received" % name)
+                if m["unit"] == "mpps_received" and not 0 < x["received"] <= x["sent"]:
+                    fail("%s: received %d of %d datagrams" % (name, x["received"], x["sent"]))
+    for su in doc["setups"]:
+        name = "twohost: %s %s set-up" % (su["uplink"], su["datapath"])
+        if su["error"] or su["stop_problem"]:
+            fail("%s: %s %s" % (name, su["error"], su["stop_problem"]))
+        st = su["datapath_stats"] or {}
+        for h in ("ha", "hb"):
+            hs = st.get(h) or {}
+            if su["datapath"] == "tc-redirect" and (not hs.get("redirected_skbs", 0) > 0 or hs.get("redirect_failed") != 0):
+                fail("%s: tc_fwd counters on %s: %s" % (name, h, hs))
+            if su["datapath"] == "vdevd" and len(hs.get("ports", [])) != 2:
+                fail("%s: vdevd's ports on %s: %s" % (name, h, [p["name"] for p in hs.get("ports", [])]))
+    if rc != 0 and ok:
+        fail("twohost: vdev-bench exited %d" % rc)
+
+for mode, check in (("real", check_real), ("idle", check_idle), ("twohost", check_twohost)):
     rc = int(open(os.path.join(d, mode + ".rc")).read())
     try:
         doc = json.load(open(os.path.join(d, mode + ".json")))

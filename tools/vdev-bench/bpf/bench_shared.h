@@ -71,12 +71,12 @@ struct vb_poll_stats {
 	__u64 work;        /* frames polled (the poll's return value) */
 };
 
-/* tc_fwd.bpf.c (vdev-bench --real, "tc-redirect"): where a destination MAC
- * goes. Key: the MAC's 6 bytes in the low bytes of a __u64 in memory order
- * (memcpy into a zeroed __u64), the same on both sides. */
+/* tc_fwd.bpf.c (vdev-bench --real and --two-host, "tc-redirect"): where a
+ * destination MAC goes. Key: the MAC's 6 bytes in the low bytes of a __u64
+ * in memory order (memcpy into a zeroed __u64), the same on both sides. */
 struct vb_tc_fwd_dest {
 	__u32 ifindex;     /* a port of the device under test */
-	__u32 peer;        /* 1: a veth, bpf_redirect_peer() into its far end; 0: bpf_redirect() to it */
+	__u32 peer;        /* 1: a veth, bpf_redirect_peer() into its far end; 0: bpf_redirect() out of it */
 };
 /* Per-CPU counters of tc_fwd.bpf.c, in skbs (a GSO skb counts once). */
 struct vb_tc_fwd_stats {

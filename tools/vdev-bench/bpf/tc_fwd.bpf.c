@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * tc_fwd.bpf.c - "tc-redirect", the upper bound of vdev-bench --real: on
- * the tc ingress hook of every port of the device under test, each skb goes
- * straight to the port its destination MAC is on, as the kernel's own skb
- * redirect does it, with its GSO and checksum state:
+ * tc_fwd.bpf.c - "tc-redirect", the upper bound of vdev-bench --real and
+ * --two-host: on the tc ingress hook of every port of the device under
+ * test (with --two-host, of each host's), each skb goes straight to the
+ * port its destination MAC is on, as the kernel's own skb redirect does it,
+ * with its GSO and checksum state:
  *  - a container's veth (the map holds its host end): bpf_redirect_peer(),
  *    the skb enters the container end's ingress at once, with no backlog
  *    queue in between (the cheapest the kernel has into a namespace);
  *  - a tap: bpf_redirect() to it, the VM reads the skb (its virtio-net
- *    header says GSO and partial checksum).
+ *    header says GSO and partial checksum);
+ *  - a host's uplink (--two-host: a VXLAN device, or a veth to the other
+ *    host), for a container on the other host: bpf_redirect() out of it.
  * No learning and no flooding: vdev-bench fills tc_fwd_dest with the
  * stations it made, whose neighbour entries are static (no ARP) and whose
  * IPv6 is off, so nothing else should be on the wire. Anything else is

@@ -20,6 +20,7 @@
 #include "runner.h"
 #include "sys.h"
 #include "topology.h"
+#include "two_host.h"
 
 using namespace vdev::bench;
 
@@ -174,6 +175,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (o.real) return runReal(o);
+  if (o.twoHost) return runTwoHost(o);
   int ncpu = onlineCpus();
   int sinkCpu = o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu;
   for (int c : {o.genCpu, o.dutCpu, sinkCpu}) {

@@ -9,6 +9,7 @@
 #include "datapath.h"
 #include "frame.h"
 #include "real.h"
+#include "two_host.h"
 
 namespace vdev::bench {
 
@@ -44,6 +45,8 @@ SYNOPSIS
                [--find-rate] [--rate PPS] [--json] [--vdevd PATH] [OPTIONS]
     vdev-bench --real [--runs N] [--duration S] [--mtu LIST] [--datapath LIST]
                [--vdevd PATH] [--vdev-vm PATH] [--idle-ports N [--idle-cpu S]] [--json]
+    vdev-bench --two-host [--uplink vxlan|veth|both] [--runs N] [--duration S]
+               [--datapath LIST] [--vdevd PATH] [--vdevctl PATH] [--json]
 
 DESCRIPTION
     Builds a private topology of network namespaces, offers a continuous stream of
@@ -290,6 +293,59 @@ OPTIONS
                           to settle, then vdevd's CPU time (/proc/PID/stat, utime + stime)
                           over S seconds with no traffic (default 10; 0: not measured).
 
+  Two hosts (see docs/performance.md, "Two hosts", and docs/multi-host.md):
+        --two-host        instead of generated frames, real senders across two hosts: two
+                          "hosts" with one "container" each, all network namespaces, the
+                          hosts' switches joined by an uplink; each datapath runs on both
+                          hosts, on a fresh topology of its own per run (P = vb<pid>):
+                            P-ca: eth0 == P-ha: ctr0 [datapath] up0 ~~ uplink ~~
+                                           P-hb: up0 [datapath] ctr0 == P-cb: eth0
+                          A container's eth0 is a veth whose host end, ctr0, is in its host;
+                          it keeps a veth's default offloads (TSO, checksum offload).
+                          Addresses 198.18.97.1 (A) and 198.18.97.2 (B), /24; locally
+                          administered MACs; a static neighbour entry for each other (no
+                          ARP); IPv6 off in every namespace. The uplinks (--uplink):
+                            vxlan  an underlay veth ul0 between the hosts (198.19.97.1 and
+                                   198.19.97.2, /24) and a VXLAN device up0 on each host (id
+                                   42, dstport 4789, local and remote over ul0), as flannel's
+                                   VXLAN backend joins bridges; the containers at its MTU,
+                                   1450
+                            veth   up0 is one veth between the hosts, a NIC stand-in; the
+                                   containers at MTU 1500
+                          --datapath takes these datapaths (default: all three, in order):
+                            bridge       a Linux bridge br0 on each host (STP off) enslaving
+                                         up0 and ctr0 (the reference)
+                            vdevd        one vdevd per host with its defaults (skb path at
+                                         the tc hook, learned unicast on the kernel fast
+                                         path): vdevd --port up0 --socket SOCK --no-state,
+                                         a control socket of its own in a work directory;
+                                         the container's veth made by vdevd: vdevctl -S
+                                         SOCK port add ctr0 type veth create netns P-ca
+                                         peer eth0 peer-mac MAC mtu MTU
+                            tc-redirect  tc_fwd.bpf.c at clsact ingress of ctr0 and up0 on
+                                         each host, by destination MAC: ctr0's program
+                                         bpf_redirect()s out of up0, up0's
+                                         bpf_redirect_peer()s into the container's eth0;
+                                         the kernel's skb redirect with nothing around it
+                                         (the upper bound)
+                          Per uplink, datapath and run:
+                            tcp-a-b, tcp-b-a  TCP container A -> B and B -> A: iperf3 -s in
+                                              the receiver's namespace, iperf3 -c -t S -J in
+                                              the sender's, one stream; Gbit/s at the
+                                              receiver and the sender's retransmissions
+                            udp-a-b           UDP A -> B: one thread sendmmsg()s 64-byte
+                                              payloads (106-byte frames) for S seconds, a
+                                              thread in B counts them (recvmmsg); Mpps
+                                              received
+                          Runs are interleaved: run 1 of every uplink and datapath, then run
+                          2, ... --runs, --duration, --datapath, --vdevd, --vdevd-arg (given to
+                          both vdevd), --dp-prio, --verbose and --json apply; the other
+                          options do not. With the default list a vdevd or vdevctl that
+                          cannot be found skips vdevd with a note. Needs iperf3 and ping.
+        --uplink U        vxlan, veth or both (default: both, vxlan first).
+        --vdevctl PATH    the vdevctl binary (default: ../vdevctl/vdevctl relative to
+                          vdev-bench in the build tree, then PATH).
+
     -v, --verbose         log every command and vdevd's output on stderr.
     -V, --version         print vdev-bench's version.
     -h, --help            this text.
@@ -318,6 +374,15 @@ OUTPUT
     buffer. With --json every run, the datapath's statistics (vdevd's, tc-redirect's
     counters) and the VM's counts of GSO and partial-checksum frames.
 
+    With --two-host, a table per uplink: for each measure and datapath the median over the
+    runs (min-max), its ratio to the bridge's median over the same uplink, CPU s/unit (CPU
+    seconds of the benchmark's own tasks, both vdevd included, per Gbit or per million
+    datagrams received, as --real's), machine, noisy runs, and per run the TCP sender's
+    retransmissions ("-" where iperf3 reported none), or for UDP the Mpps sent and the
+    datagrams lost in the receiving socket's full buffer. A measure that could not be
+    taken shows as missing, with the reason. With --json every run and each set-up's
+    datapath statistics on both hosts (vdevd's, tc-redirect's counters).
+
 EXIT STATUS
     0  every datapath measured, counts consistent, nothing left behind
     1  a setup or run failure, a count mismatch, leftovers, or interrupted
@@ -334,9 +399,11 @@ EXAMPLES
     vdev-bench --real
     vdev-bench --real --mtu 1500 --datapath bridge,vdevd --runs 5 --json > real.json
     vdev-bench --real --idle-ports 248
+    vdev-bench --two-host
+    vdev-bench --two-host --uplink vxlan --datapath bridge,vdevd --runs 5 --json > two-host.json
 
 SEE ALSO
-    docs/performance.md (method and results), docs/vdevd.md
+    docs/performance.md (method and results), docs/vdevd.md, docs/multi-host.md
 )";
 
 // A rate with an optional k/M suffix: "1500000", "1.5M", "800k".
@@ -391,10 +458,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          std::string item;
          while (std::getline(ss, item, ',')) {
            if (item.empty()) continue;
-           if (!isKnownDatapath(item) && !isRealDatapath(item))
+           if (!isKnownDatapath(item) && !isRealDatapath(item) && !isTwoHostDatapath(item))
              cli::fail("unknown datapath '" + item +
                        "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect; "
-                       "--real: bridge, tc-redirect, vdevd, vdevd-own)");
+                       "--real: bridge, tc-redirect, vdevd, vdevd-own; --two-host: bridge, vdevd, tc-redirect)");
            o->datapaths.push_back(item);
          }
          if (o->datapaths.empty()) cli::fail("--datapath needs at least one datapath");
@@ -507,6 +574,14 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          o->idleCpuS = seconds(v, 0, 600, "--idle-cpu: 0 .. 600 seconds");
          o->idleCpuGiven = true;
        }},
+      {"two-host", 0, Arg::kNone, [&](std::string_view) { o->twoHost = true; }},
+      {"uplink", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v == "both") o->uplinks = {"vxlan", "veth"};
+         else if (v == "vxlan" || v == "veth") o->uplinks = {std::string(v)};
+         else cli::fail("--uplink: vxlan, veth or both");
+         o->uplinksGiven = true;
+       }},
+      {"vdevctl", 0, Arg::kRequired, [&](std::string_view v) { o->vdevctlPath = v; }},
       {"boost", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "on") o->boost = 1;
          else if (v == "off") o->boost = 0;
@@ -516,6 +591,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   });
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
+    const bool realOnly = o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven;
+    if (o->twoHost) {
+      if (o->real) cli::fail("--two-host and --real exclude each other");
+      if (realOnly) cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+      if (!o->datapathsGiven) o->datapaths = twoHostDatapaths();
+      for (const auto& d : o->datapaths)
+        if (!isTwoHostDatapath(d)) cli::fail(d + " is not a datapath of --two-host (bridge, vdevd, tc-redirect)");
+      return;
+    }
+    if (o->uplinksGiven || !o->vdevctlPath.empty()) cli::fail("--uplink and --vdevctl go with --two-host");
     if (o->real) {
       if (!o->datapathsGiven) o->datapaths = o->idlePorts ? std::vector<std::string>{"bridge", "vdevd"} : realDatapaths();
       if (o->idlePorts && !o->mtusGiven) o->mtus = {1500};
@@ -525,8 +610,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
         if (!isRealDatapath(d)) cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own)");
       return;
     }
-    if (o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven)
-      cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+    if (realOnly) cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
     for (const auto& d : o->datapaths)
       if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
     if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};

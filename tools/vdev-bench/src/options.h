@@ -92,6 +92,11 @@ struct Options {
   uint32_t idlePorts = 0;
   double idleCpuS = 10;                    // --idle-cpu: vdevd's idle CPU window per set-up, 0 = none
   bool idleCpuGiven = false;
+  // Two hosts (--two-host, two_host.h): the datapaths are two_host.h's.
+  bool twoHost = false;
+  std::vector<std::string> uplinks{"vxlan", "veth"};  // --uplink, in order
+  bool uplinksGiven = false;
+  std::string vdevctlPath;                 // --vdevctl; empty: look next to vdev-bench, then PATH
   bool verbose = false;
   std::vector<std::string> argv;  // as given, for the report
 };

@@ -1,8 +1,6 @@
 // real.cpp - see real.h.
 #include "real.h"
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -15,13 +13,13 @@
 #include <memory>
 #include <tuple>
 
-#include "bpf_objs.h"
 #include "datapath.h"
+#include "real_datapaths.h"
+#include "real_results.h"
 #include "real_topology.h"
 #include "real_traffic.h"
 #include "report.h"
 #include "sys.h"
-#include "tc_fwd.skel.h"
 #include "testkit/process.h"
 #include "topology.h"
 
@@ -38,7 +36,6 @@ constexpr uint32_t kBaseMtu = 1500;
 
 // ---- the scenarios ------------------------------------------------------------
 
-enum class Traffic { kTcp, kUdp };
 struct ScenarioDef {
   const char* id;
   const char* title;
@@ -95,102 +92,6 @@ std::string idleText(const RealTopology& t, bool idle) {
          " .. " + t.idlePorts().back();
 }
 
-// The Linux bridge over every port, learning (STP off: ports forward at once).
-class RealBridge : public Datapath {
- public:
-  RealBridge(const RealTopology& t, std::string name, bool idle) : topo_(t), name_(std::move(name)), idle_(idle) {}
-  ~RealBridge() override { (void)stop(); }
-  std::string name() const override { return name_; }
-  std::string describe() const override {
-    return "Linux bridge " + topo_.bridgeName() + " (learning, STP off), every port enslaved" + idleText(topo_, idle_);
-  }
-  Status start() override {
-    const std::string& ns = topo_.dut().name();
-    VB_TRY(runCommand({"ip", "-n", ns, "link", "add", topo_.bridgeName(), "type", "bridge", "stp_state", "0"}));
-    created_ = true;
-    for (const auto& p : attachedPorts(topo_, idle_))
-      VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", topo_.bridgeName()}));
-    return runCommand({"ip", "-n", ns, "link", "set", topo_.bridgeName(), "up"});
-  }
-  Status stop() override {
-    if (!created_) return {};
-    created_ = false;
-    return runCommand({"ip", "-n", topo_.dut().name(), "link", "del", topo_.bridgeName()});
-  }
-
- private:
-  const RealTopology& topo_;
-  std::string name_;
-  bool idle_;
-  bool created_ = false;
-};
-
-struct TcFwdDeleter {
-  void operator()(vb_tc_fwd* s) const { vb_tc_fwd__destroy(s); }
-};
-
-// tc_fwd.bpf.c on the tc ingress hook of every port, its table filled with
-// the stations: the kernel's skb redirect with nothing else around it.
-class TcRedirect : public Datapath {
- public:
-  TcRedirect(const RealTopology& t, std::string name, bool idle) : topo_(t), name_(std::move(name)), idle_(idle) {}
-  ~TcRedirect() override { (void)stop(); }
-  std::string name() const override { return name_; }
-  std::string describe() const override {
-    return "tc_fwd.bpf.c at clsact ingress of every port: bpf_redirect_peer() into a container's veth, "
-           "bpf_redirect() to the VM's tap, by destination MAC" +
-           idleText(topo_, idle_);
-  }
-  Status start() override {
-    skel_.reset(vb_tc_fwd__open_and_load());
-    if (!skel_) return errnoError("load tc_fwd BPF object");
-    for (const auto& st : topo_.stations()) {
-      auto idx = testkit::ifindexOf(st->port, &topo_.dut());
-      if (!idx) return idx.error();
-      uint64_t key = 0;
-      memcpy(&key, st->mac.data(), st->mac.size());
-      vb_tc_fwd_dest d = {static_cast<__u32>(idx.value()), st->portIsTap ? 0u : 1u};
-      if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_fwd_dest), &key, &d, BPF_ANY) < 0)
-        return errnoError("tc_fwd: add " + formatMac(st->mac));
-    }
-    for (const auto& p : attachedPorts(topo_, idle_)) {
-      auto tc = TcIngress::attach(topo_.dut(), p, skel_->progs.vb_tc_fwd);
-      if (!tc) return tc.error();
-      hooks_.push_back(std::move(tc.value()));
-    }
-    return {};
-  }
-  Status stop() override {
-    if (!skel_) return {};
-    std::vector<vb_tc_fwd_stats> v(possibleCpus());
-    __u32 zero = 0;
-    if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.tc_fwd_stats), &zero, v.data()) == 0) {
-      vb_tc_fwd_stats sum = {};
-      for (const auto& x : v) {
-        sum.redirected += x.redirected;
-        sum.unknown_dst += x.unknown_dst;
-        sum.failed += x.failed;
-      }
-      stats_ = Json{{"redirected_skbs", static_cast<uint64_t>(sum.redirected)},
-                    {"unknown_dst", static_cast<uint64_t>(sum.unknown_dst)},
-                    {"redirect_failed", static_cast<uint64_t>(sum.failed)}}
-                   .dump();
-    }
-    hooks_.clear();
-    skel_.reset();
-    return {};
-  }
-  std::string statsJson() const override { return stats_; }
-
- private:
-  const RealTopology& topo_;
-  std::string name_;
-  bool idle_;
-  std::unique_ptr<vb_tc_fwd, TcFwdDeleter> skel_;
-  std::vector<std::unique_ptr<TcIngress>> hooks_;
-  std::string stats_;
-};
-
 // vdevd of this build with its defaults (vdevd) or --no-fast-path
 // (vdevd-own), on every port, in the DUT namespace; not pinned, like
 // everything else of --real.
@@ -228,8 +129,18 @@ VdevdSpec realVdevdSpec(const std::string& name, const RealTopology& t, const Op
 std::unique_ptr<Datapath> makeRealDatapath(const std::string& name, const RealTopology& t, const Options& o,
                                            const std::string& vdevdPath, const std::string& workDir, int serial) {
   const Variant v = variantOf(name);
-  if (v.base == kBridge) return std::make_unique<RealBridge>(t, name, v.idle);
-  if (v.base == kTcRedirect) return std::make_unique<TcRedirect>(t, name, v.idle);
+  if (v.base == kBridge)
+    return std::make_unique<BridgeOver>(
+        t.dut(), t.bridgeName(), attachedPorts(t, v.idle), name,
+        "Linux bridge " + t.bridgeName() + " (learning, STP off), every port enslaved" + idleText(t, v.idle));
+  if (v.base == kTcRedirect) {
+    std::vector<TcFwdDest> dests;
+    for (const auto& st : t.stations()) dests.push_back({st->mac, st->port, !st->portIsTap});
+    return std::make_unique<TcFwd>(t.dut(), std::move(dests), attachedPorts(t, v.idle), name,
+                                   "tc_fwd.bpf.c at clsact ingress of every port: bpf_redirect_peer() into a "
+                                   "container's veth, bpf_redirect() to the VM's tap, by destination MAC" +
+                                       idleText(t, v.idle));
+  }
   const std::string n = std::to_string(serial);
   return makeVdevd(realVdevdSpec(name, t, o), vdevdPath, workDir + "/vdevd-stats-" + n + ".json",
                    workDir + "/vdevd-" + n + ".log");
@@ -276,30 +187,7 @@ std::string findVdevVm(const std::string& given) {
   return testkit::findExecutable("vdev-vm");
 }
 
-std::string loadAverage() {
-  std::ifstream f("/proc/loadavg");
-  std::string a, b, c;
-  f >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 // ---- results ------------------------------------------------------------------
-
-struct Measurement {
-  int run = 0;
-  double value = 0;         // Gbit/s (TCP) or Mpps received (UDP)
-  double cpuPerUnit = 0;    // bench CPU seconds per Gbit / per million datagrams received
-  double machinePerUnit = 0;
-  CpuWindow cpu;
-  std::optional<TcpResult> tcp;
-  std::optional<UdpResult> udp;
-};
-
-struct Cell {  // one scenario at one MTU through one datapath
-  std::vector<Measurement> runs;
-  std::vector<std::string> errors;
-  std::string skipped;  // why it is not measured, or ""
-};
 
 // A vdevd's CPU while nothing is sent (--idle-cpu).
 struct IdleCpu {
@@ -323,17 +211,10 @@ struct Setup {  // one datapath on one fresh topology
   std::string stopProblem, error;
 };
 
-struct RealReport {
-  const Options* opt = nullptr;
-  std::string prefix, vdevdPath, vdevVmPath, iperf3Path, bridgeNf = "absent";
-  std::string loadStart, loadEnd;
-  std::map<std::string, std::string> describe;  // datapath -> how it is set up
-  std::vector<std::string> datapaths;           // measured ones
-  std::vector<std::pair<std::string, std::string>> skipped;  // what, why
+struct RealReport : RealSession {
+  std::string vdevVmPath;
   std::map<std::tuple<std::string, uint32_t, std::string>, Cell> cells;  // (scenario, mtu, datapath)
   std::vector<Setup> setups;
-  std::vector<std::string> leftovers;
-  std::string fatal;
 
   Cell& cell(const ScenarioDef& s, uint32_t mtu, const std::string& dp) { return cells[{s.id, mtu, dp}]; }
   const Cell* find(const ScenarioDef& s, uint32_t mtu, const std::string& dp) const {
@@ -353,14 +234,8 @@ class RealRunner {
 
   // Every datapath on a fresh topology at every MTU, run after run.
   Status runAll() {
-    for (int run = 1; run <= o_.runs; ++run)
-      for (uint32_t mtu : o_.mtus)
-        for (const auto& dp : rep_.datapaths) {
-          if (stopRequested()) return Error{0, "interrupted by a signal"};
-          measure(run, mtu, dp);
-        }
-    if (stopRequested()) return Error{0, "interrupted by a signal"};
-    return {};
+    return interleaved(o_.runs, o_.mtus, rep_.datapaths,
+                       [this](int run, uint32_t mtu, const std::string& dp) { measure(run, mtu, dp); });
   }
 
  private:
@@ -394,9 +269,7 @@ class RealRunner {
       return;
     }
     RealTopology& t = *topo.value();
-    if (rep_.bridgeNf == "absent") {
-      if (auto v = testkit::readSysctl("net/bridge/bridge-nf-call-iptables", &t.dut())) rep_.bridgeNf = v.value();
-    }
+    noteBridgeNf(rep_, t.dut());
     auto dp = makeRealDatapath(dpName, t, o_, rep_.vdevdPath, workDir_, serial);
     rep_.describe[dpName] = dp->describe();
     su.ports = attachedPorts(t, idle).size();
@@ -457,45 +330,9 @@ class RealRunner {
 
   void measureOne(const ScenarioDef& s, int run, uint32_t mtu, const std::string& dpName, const Station& from,
                   const Station& to) {
-    Cell& c = rep_.cell(s, mtu, dpName);
     const std::string what = dpName + " " + s.id + " " + mtuText(mtu) + " run " + std::to_string(run);
-    Measurement m;
-    m.run = run;
-    Status err;
-    if (s.traffic == Traffic::kTcp) {
-      auto r = runTcp(from, to, o_.duration, what, workDir_);
-      if (!r) {
-        err = r.error();
-      } else {
-        m.value = r->gbps;
-        const double gbit = r->bytes * 8 / 1e9;
-        m.cpu = r->cpu;
-        m.cpuPerUnit = gbit > 0 ? r->cpu.bench / gbit : NAN;
-        m.machinePerUnit = gbit > 0 ? r->cpu.machine / gbit : NAN;
-        m.tcp = r.value();
-      }
-    } else {
-      auto r = runUdpFlood(from, to, o_.duration, what);
-      if (!r) {
-        err = r.error();
-      } else {
-        m.value = r->receivedMpps();
-        const double mpkt = r->received / 1e6;
-        m.cpu = r->cpu;
-        m.cpuPerUnit = mpkt > 0 ? r->cpu.bench / mpkt : NAN;
-        m.machinePerUnit = mpkt > 0 ? r->cpu.machine / mpkt : NAN;
-        m.udp = r.value();
-      }
-    }
-    if (!err.ok()) {
-      c.errors.push_back("run " + std::to_string(run) + ": " + err.error().message());
-      logWarn("%s: %s", what.c_str(), err.error().message().c_str());
-      return;
-    }
-    if (!o_.json && !verbose())
-      fprintf(stderr, "vdev-bench: %-11s %-8s %-9s run %d: %.3f %s\n", dpName.c_str(), s.id, mtuText(mtu).c_str(),
-              run, m.value, s.traffic == Traffic::kTcp ? "Gbit/s" : "Mpps received");
-    c.runs.push_back(std::move(m));
+    const std::string label = padRight(dpName, 11) + " " + padRight(s.id, 8) + " " + padRight(mtuText(mtu), 9);
+    measureInto(rep_.cell(s, mtu, dpName), s.traffic, from, to, o_, run, what, label, workDir_);
   }
 
   const Options& o_;
@@ -506,17 +343,6 @@ class RealRunner {
 
 // ---- output ---------------------------------------------------------------------
 
-std::vector<double> valuesOf(const Cell& c, double Measurement::*f) {
-  std::vector<double> v;
-  for (const auto& m : c.runs) v.push_back(m.*f);
-  return v;
-}
-double minOf(const std::vector<double>& v) { return v.empty() ? NAN : *std::min_element(v.begin(), v.end()); }
-double maxOf(const std::vector<double>& v) { return v.empty() ? NAN : *std::max_element(v.begin(), v.end()); }
-int noisyRuns(const Cell& c) {
-  return static_cast<int>(
-      std::count_if(c.runs.begin(), c.runs.end(), [](const Measurement& m) { return m.cpu.noisy; }));
-}
 double cellMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
   const Cell* c = rep.find(s, mtu, dp);
   return c ? median(valuesOf(*c, &Measurement::value)) : NAN;
@@ -530,8 +356,6 @@ double twoPortsMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu,
   const Variant v = variantOf(dp);
   return v.idle ? cellMedian(rep, s, mtu, v.base) : NAN;
 }
-double ratioTo(double v, double ref) { return std::isfinite(v) && std::isfinite(ref) && ref > 0 ? v / ref : NAN; }
-
 // The idle CPU of one datapath over its runs (setups with a measurement).
 struct IdleSummary {
   size_t ports = 0;
@@ -552,18 +376,6 @@ std::map<std::string, IdleSummary> idleSummaries(const RealReport& rep) {
   }
   return m;
 }
-// v with `decimals` decimals, or "-" when it is not a number.
-std::string num(double v, int decimals) {
-  if (!std::isfinite(v)) return "-";
-  char b[32];
-  snprintf(b, sizeof b, "%.*f", decimals, v);
-  return b;
-}
-// A UDP run's datagrams lost in the receiver's full socket buffer, in % of those sent.
-double sockDropPct(const Measurement& m) {
-  return m.udp && m.udp->sent ? 100.0 * m.udp->rcvbufErrors / m.udp->sent : 0;
-}
-
 void printReal(const RealReport& rep, FILE* out) {
   const Options& o = *rep.opt;
   std::string mtus;
@@ -572,17 +384,11 @@ void printReal(const RealReport& rep, FILE* out) {
   uname(&u);
   fprintf(out, "vdev-bench --real: %d run%s x %.1f s per measurement, MTU %s; Linux %s, %d CPUs; medians\n", o.runs,
           o.runs == 1 ? "" : "s", o.duration, mtus.c_str(), u.release, onlineCpus());
-  fprintf(out, "load average: %s at the start, %s at the end\n", rep.loadStart.c_str(), rep.loadEnd.c_str());
-  fprintf(out, "bridge: net.bridge.bridge-nf-call-iptables=%s in the DUT namespace\n", rep.bridgeNf.c_str());
+  std::vector<std::string> notes;
   if (vdevdAtXdpHook(o))
-    fprintf(out, "containers: eth0 with GRO on and TX checksum offload (and so TSO) off, as vdevd makes a veth "
-                 "for its XDP hook, for every datapath\n");
-  fprintf(out, "datapaths:\n");
-  for (const auto& d : rep.datapaths) {
-    auto it = rep.describe.find(d);
-    fprintf(out, "  %-11s %s\n", d.c_str(), it == rep.describe.end() ? "(not set up)" : it->second.c_str());
-  }
-  for (const auto& [what, why] : rep.skipped) fprintf(out, "skipped: %s: %s\n", what.c_str(), why.c_str());
+    notes.emplace_back("containers: eth0 with GRO on and TX checksum offload (and so TSO) off, as vdevd makes a "
+                       "veth for its XDP hook, for every datapath");
+  printSessionHead(rep, out, "the DUT namespace", notes);
   const bool idleMode = o.idlePorts > 0;
   if (idleMode)
     fprintf(out,
@@ -620,27 +426,17 @@ void printReal(const RealReport& rep, FILE* out) {
           fprintf(out, "%-12s %8s   failed: %s\n", d.c_str(), "-", c->errors.empty() ? "?" : c->errors[0].c_str());
           continue;
         }
-        auto v = valuesOf(*c, &Measurement::value);
-        const double med = median(v);
         const int dec = tcp ? 2 : 3;
-        const std::string range = "(" + num(minOf(v), dec) + "-" + num(maxOf(v), dec) + ")";
-        const std::string noisy = std::to_string(noisyRuns(*c)) + "/" + std::to_string(c->runs.size());
-        const std::string cpu = num(median(valuesOf(*c, &Measurement::cpuPerUnit)), 3);
-        const std::string machine = num(median(valuesOf(*c, &Measurement::machinePerUnit)), 3);
+        const CellText x = cellText(*c, ref, dec);
+        const double med = median(valuesOf(*c, &Measurement::value));
         const std::string two = idleMode ? num(ratioTo(med, twoPortsMedian(rep, s, mtu, d)), 3) : "";
-        if (tcp) {
-          fprintf(out, "%-12s %8s %15s %8s %11s %8s %6s %9s\n", d.c_str(), num(med, dec).c_str(), range.c_str(),
-                  num(ratioTo(med, ref), 2).c_str(), cpu.c_str(), machine.c_str(), noisy.c_str(), two.c_str());
-        } else {
-          std::vector<double> txv, drop;
-          for (const auto& m : c->runs) {
-            txv.push_back(m.udp->sentMpps());
-            drop.push_back(sockDropPct(m));
-          }
-          fprintf(out, "%-12s %8s %15s %8s %8s %11s %8s %11s %6s %9s\n", d.c_str(), num(med, dec).c_str(),
-                  range.c_str(), num(ratioTo(med, ref), 2).c_str(), num(median(txv), 3).c_str(), cpu.c_str(),
-                  machine.c_str(), num(median(drop), 2).c_str(), noisy.c_str(), two.c_str());
-        }
+        if (tcp)
+          fprintf(out, "%-12s %8s %15s %8s %11s %8s %6s %9s\n", d.c_str(), x.median.c_str(), x.range.c_str(),
+                  x.ratio.c_str(), x.cpu.c_str(), x.machine.c_str(), x.noisy.c_str(), two.c_str());
+        else
+          fprintf(out, "%-12s %8s %15s %8s %8s %11s %8s %11s %6s %9s\n", d.c_str(), x.median.c_str(),
+                  x.range.c_str(), x.ratio.c_str(), x.txMpps.c_str(), x.cpu.c_str(), x.machine.c_str(),
+                  x.sockDrop.c_str(), x.noisy.c_str(), two.c_str());
         for (const auto& e : c->errors) fprintf(out, "%-12s   error: %s\n", "", e.c_str());
       }
     }
@@ -680,36 +476,13 @@ void printReal(const RealReport& rep, FILE* out) {
       fprintf(out, "%s %s run %d: stop: %s\n", su.datapath.c_str(), mtuText(su.mtu).c_str(), su.run,
               su.stopProblem.c_str());
   }
-  if (!rep.leftovers.empty()) {
-    fprintf(out, "leftovers:");
-    for (const auto& l : rep.leftovers) fprintf(out, " %s", l.c_str());
-    fprintf(out, "\n");
-  }
-  if (!rep.fatal.empty()) fprintf(out, "error: %s\n", rep.fatal.c_str());
-}
-
-// A JSON object from another program (vdevd, vdev-vm), or null when it is not one.
-Json objectOrNull(const std::string& text) {
-  if (text.empty()) return nullptr;
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return doc.is_object() ? doc : Json(nullptr);
-}
-Json textOrNull(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
-
-Json cpuJson(const CpuWindow& w) {
-  return {{"window_s", fixed(w.seconds, 3)},
-          {"machine_busy_s", fixed(w.machine, 3)},
-          {"bench_tasks_s", fixed(w.bench, 3)},
-          {"steal_s", fixed(w.steal, 3)},
-          {"other_load", fixed(w.otherLoad(), 3)}};
+  printSessionTail(rep, out);
 }
 
 std::string realJson(const RealReport& rep) {
   const Options& o = *rep.opt;
   Json j;
-  jsonHead(j, o.argv);
-  j["mode"] = "real";
-  j["load_average"] = {{"start", rep.loadStart}, {"end", rep.loadEnd}};  // /proc/loadavg: 1, 5, 15 minutes
+  sessionJsonHead(j, rep, "real");
   Json mtus = Json::array();
   for (uint32_t m : o.mtus) mtus.push_back(static_cast<uint64_t>(m));
   j["config"] = {{"runs", o.runs},
@@ -729,12 +502,7 @@ std::string realJson(const RealReport& rep) {
                    {"frame_len", static_cast<uint64_t>(kUdpFloodPayload + 42)},
                    {"batch", static_cast<uint64_t>(kUdpFloodBatch)}}}};
 
-  Json datapaths = Json::array();
-  for (const auto& d : rep.datapaths) {
-    auto it = rep.describe.find(d);
-    datapaths.push_back({{"name", d}, {"describe", it == rep.describe.end() ? std::string() : it->second}});
-  }
-  j["datapaths"] = std::move(datapaths);
+  j["datapaths"] = datapathsJson(rep);
 
   Json scenarios = Json::array();
   for (uint32_t mtu : o.mtus) {
@@ -756,40 +524,11 @@ std::string realJson(const RealReport& rep) {
         r["datapath"] = d;
         r["idle_ports"] = variantOf(d).idle ? o.idlePorts : 0u;
         r["skipped"] = textOrNull(c->skipped);
-        auto v = valuesOf(*c, &Measurement::value);
-        r["median"] = fixed(median(v), 4);
-        r["min"] = fixed(minOf(v), 4);
-        r["max"] = fixed(maxOf(v), 4);
-        r["ratio_to_bridge"] = fixed(ratioTo(median(v), ref), 4);  // the bridge on the same ports
-        if (o.idlePorts) r["ratio_to_2_ports"] = fixed(ratioTo(median(v), twoPortsMedian(rep, s, mtu, d)), 4);
-        r["cpu_s_per_unit"] = fixed(median(valuesOf(*c, &Measurement::cpuPerUnit)), 4);
-        r["machine_cpu_s_per_unit"] = fixed(median(valuesOf(*c, &Measurement::machinePerUnit)), 4);
-        r["noisy_runs"] = noisyRuns(*c);
-        Json runs = Json::array();
-        for (const auto& m : c->runs) {
-          Json x;
-          x["run"] = m.run;
-          x["value"] = fixed(m.value, 4);
-          x["cpu_s_per_unit"] = fixed(m.cpuPerUnit, 4);
-          x["machine_cpu_s_per_unit"] = fixed(m.machinePerUnit, 4);
-          if (m.tcp) {
-            x["bytes"] = m.tcp->bytes;
-            x["seconds"] = fixed(m.tcp->seconds, 3);
-            x["retransmits"] = m.tcp->retransmits;
-          }
-          if (m.udp) {
-            x["sent"] = m.udp->sent;
-            x["received"] = m.udp->received;
-            x["rcvbuf_errors"] = m.udp->rcvbufErrors;
-            x["seconds"] = fixed(m.udp->seconds, 3);
-            x["sent_mpps"] = fixed(m.udp->sentMpps(), 4);
-          }
-          x["cpu"] = cpuJson(m.cpu);
-          x["noisy"] = m.cpu.noisy;
-          runs.push_back(std::move(x));
-        }
-        r["runs"] = std::move(runs);
-        r["errors"] = c->errors;
+        cellSummaryJson(r, *c, ref);  // ratio: to the bridge on the same ports
+        if (o.idlePorts)
+          r["ratio_to_2_ports"] =
+              fixed(ratioTo(median(valuesOf(*c, &Measurement::value)), twoPortsMedian(rep, s, mtu, d)), 4);
+        cellRunsJson(r, *c);
         results.push_back(std::move(r));
       }
       sc["results"] = std::move(results);
@@ -825,9 +564,7 @@ std::string realJson(const RealReport& rep) {
                     {"min_core_pct", fixed(minOf(x.corePct), 4)},
                     {"max_core_pct", fixed(maxOf(x.corePct), 4)}});
   j["idle_cpu"] = std::move(idle);
-  Json skipped = Json::array();
-  for (const auto& [what, why] : rep.skipped) skipped.push_back({{"what", what}, {"reason", why}});
-  j["skipped"] = std::move(skipped);
+  j["skipped"] = skippedJson(rep);
   jsonTail(j, rep.leftovers, rep.fatal);
   return dumpJson(j);
 }
@@ -838,17 +575,12 @@ Status plan(const Options& o, RealReport& rep) {
       std::any_of(o.datapaths.begin(), o.datapaths.end(), [](const std::string& d) { return isVdevd(d); });
   if (wantsVdevd) rep.vdevdPath = findVdevd(o.vdevdPath);
   rep.vdevVmPath = findVdevVm(o.vdevVmPath);
-  rep.iperf3Path = testkit::findExecutable("iperf3");
-  if (rep.iperf3Path.empty()) return Error{0, "iperf3 not found (Debian: apt-get install iperf3)"};
+  VB_TRY(findIperf3(rep));
   if (!o.vdevVmPath.empty() && rep.vdevVmPath.empty())
     return Error{0, "--vdev-vm " + o.vdevVmPath + " is not an executable file"};
   for (const auto& d : o.datapaths) {
     if (isVdevd(d) && rep.vdevdPath.empty()) {
-      std::string why = o.vdevdPath.empty() ? "vdevd not found (build it, or use --vdevd PATH)"
-                                            : "--vdevd " + o.vdevdPath + " is not an executable file";
-      if (o.datapathsGiven) return Error{0, why};
-      rep.skipped.push_back({d, why});
-      logWarn("skipping %s: %s", d.c_str(), why.c_str());
+      VB_TRY(skipDatapath(rep, d, vdevdMissing(rep)));
       continue;
     }
     rep.datapaths.push_back(d);
@@ -870,13 +602,8 @@ Status plan(const Options& o, RealReport& rep) {
 }
 
 bool succeeded(const RealReport& rep) {
-  if (!rep.fatal.empty() || !rep.leftovers.empty()) return false;
-  for (const auto& [key, c] : rep.cells) {
-    if (!c.skipped.empty()) continue;
-    if (!c.errors.empty() || c.runs.empty()) return false;
-    for (const auto& m : c.runs)
-      if (!(m.value > 0)) return false;
-  }
+  for (const auto& [key, c] : rep.cells)
+    if (!cellSucceeded(c)) return false;
   for (const auto& su : rep.setups)
     if (!su.stopProblem.empty() || !su.idleError.empty()) return false;
   return true;
@@ -897,26 +624,11 @@ bool isRealDatapath(const std::string& name) {
 int runReal(const Options& o) {
   RealReport rep;
   rep.opt = &o;
-  rep.prefix = "vb" + std::to_string(getpid());
-  installStopSignals();
-  rep.loadStart = loadAverage();
-  Status s = plan(o, rep);
-  char tmpl[] = "/tmp/vdev-bench.XXXXXX";
-  std::string workDir;
-  if (s.ok() && mkdtemp(tmpl)) workDir = tmpl;
-  if (s.ok()) {
-    RealRunner runner(o, rep, workDir.empty() ? "/tmp" : workDir);
-    s = runner.runAll();
-  }
-  if (!s.ok()) rep.fatal = s.error().message();
-  if (!workDir.empty()) rmdir(workDir.c_str());
-  rep.loadEnd = loadAverage();
-  rep.leftovers = leftovers(rep.prefix);
-  if (o.json) fputs(realJson(rep).c_str(), stdout);
-  else printReal(rep, stdout);
-  fflush(stdout);
-  if (!rep.fatal.empty()) fprintf(stderr, "vdev-bench: %s\n", rep.fatal.c_str());
-  return succeeded(rep) ? 0 : 1;
+  return runSession(rep, {.plan = [&] { return plan(o, rep); },
+                          .run = [&](const std::string& workDir) { return RealRunner(o, rep, workDir).runAll(); },
+                          .json = [&] { return realJson(rep); },
+                          .print = [&](FILE* out) { printReal(rep, out); },
+                          .succeeded = [&] { return succeeded(rep); }});
 }
 
 }  // namespace vdev::bench

@@ -103,6 +103,14 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
                          const std::string& workDir) {
   const std::string port = std::to_string(kIperfPort);
   const std::string serverLog = workDir + "/iperf3-server.log", clientOut = workDir + "/iperf3-client.json";
+  // The files go on every way out, an interrupted run's too (after the
+  // children, declared below, have been stopped).
+  struct RemoveFiles {
+    std::vector<std::string> paths;
+    ~RemoveFiles() {
+      for (const auto& p : paths) unlink(p.c_str());
+    }
+  } removeFiles{{serverLog, clientOut, clientOut + ".err"}};
   // --forceflush: the line is in its file as soon as it is printed.
   auto server = testkit::Child::start({.argv = {"ip", "netns", "exec", to.ns->name(), "iperf3", "-s", "-1", "-p",
                                                 port, "--forceflush"},
@@ -148,9 +156,6 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
   auto text = testkit::readFile(clientOut);
   const std::string out = text ? *text : "";
   const std::string err = childOutputTail(clientOut + ".err", clientName);
-  unlink(clientOut.c_str());
-  unlink((clientOut + ".err").c_str());
-  unlink(serverLog.c_str());
   nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error{EIO, "iperf3 -c printed no JSON: " + out.substr(0, 400) + err};
   if (j.contains("error")) return Error{EIO, "iperf3: " + j["error"].dump()};
@@ -161,7 +166,8 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
     r.bytes = rcv.at("bytes").get<uint64_t>();
     r.seconds = rcv.at("seconds").get<double>();
     r.gbps = rcv.at("bits_per_second").get<double>() / 1e9;
-    r.retransmits = j.at("end").at("sum_sent").value("retransmits", uint64_t{0});
+    const auto& sent = j.at("end").at("sum_sent");
+    if (sent.contains("retransmits")) r.retransmits = sent.at("retransmits").get<uint64_t>();
   } catch (const nlohmann::json::exception& e) {
     return Error{EIO, std::string("iperf3 -c: unexpected JSON: ") + e.what()};
   }
@@ -222,7 +228,10 @@ Result<uint64_t> udpRcvbufErrors(const Netns& ns) {
 
 }  // namespace
 
-Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double duration, const std::string& what) {
+Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double duration, const std::string& what,
+                              size_t payloadLen) {
+  if (payloadLen < 1 || payloadLen > kUdpFloodMaxPayload)
+    return makeError(EINVAL, "UDP flood payload " + std::to_string(payloadLen) + " bytes");
   auto rx = floodReceiver(to, kUdpPort);
   if (!rx) return rx.error();
   auto tx = floodSender(from, to, kUdpPort);
@@ -234,7 +243,7 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
   std::atomic<bool> done{false};
   // Only the receiver writes `received`; main reads it to see it settle.
   std::thread reader([&, fd = rx->get()] {
-    char bufs[kUdpFloodBatch][64];
+    char bufs[kUdpFloodBatch][kUdpFloodMaxPayload];
     iovec iov[kUdpFloodBatch];
     mmsghdr msgs[kUdpFloodBatch] = {};
     for (unsigned i = 0; i < kUdpFloodBatch; ++i) {
@@ -258,8 +267,8 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
   double t1 = t0;
   if (st.ok()) {
     std::thread sender([&, fd = tx->get()] {
-      char payload[kUdpFloodPayload] = "vdev-bench --real";
-      iovec iov = {payload, sizeof payload};
+      char payload[kUdpFloodMaxPayload] = "vdev-bench --real";
+      iovec iov = {payload, payloadLen};
       mmsghdr msgs[kUdpFloodBatch] = {};
       for (auto& m : msgs) {
         m.msg_hdr.msg_iov = &iov;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ struct TcpResult {
   uint64_t bytes = 0;        // received, as iperf3's receiver counted them
   double seconds = 0;        // the receiver's
   double gbps = 0;           // the receiver's rate
-  uint64_t retransmits = 0;  // the sender's
+  std::optional<uint64_t> retransmits;  // the sender's, when iperf3 reports them
   CpuWindow cpu;             // from the client's start to its exit
 };
 // iperf3 -s (one test) in to's namespace, `iperf3 -c TO -t duration -J` in
@@ -74,12 +75,14 @@ struct UdpResult {
 // The UDP payload of the flood: an 18-byte payload makes a 60-byte frame,
 // 64 bytes on a wire with its FCS.
 constexpr size_t kUdpFloodPayload = 18;
+constexpr size_t kUdpFloodMaxPayload = 64;  // the largest payload runUdpFlood() sends
 constexpr unsigned kUdpFloodBatch = 64;  // datagrams per sendmmsg()/recvmmsg()
-// For duration seconds one thread sendmmsg()s kUdpFloodPayload-byte
-// datagrams from a connected socket in from's namespace to a socket in
-// to's, which one thread reads with recvmmsg() and counts (until 200 ms
-// pass without a datagram after the sender stopped).
-Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double duration, const std::string& what);
+// For duration seconds one thread sendmmsg()s payload-byte datagrams
+// (1 .. kUdpFloodMaxPayload) from a connected socket in from's namespace to
+// a socket in to's, which one thread reads with recvmmsg() and counts (until
+// 200 ms pass without a datagram after the sender stopped).
+Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double duration, const std::string& what,
+                              size_t payload = kUdpFloodPayload);
 
 // Connectivity and learning before the measurements: from pings to (two
 // echo requests, 0.2 s apart), so both see each other's frames.
