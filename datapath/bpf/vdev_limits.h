@@ -135,10 +135,9 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 
 /* The bytes vdev_ip_allowed() and vdev_guard() read: Ethernet, IPv6 and
  * an ICMPv6 Neighbour Advertisement up to the end of its target
- * (VDEV_NA_END), after one 8-byte hop-by-hop header (vdev_skip_hbh()).
- * VDEV_LOAD_HEAD loads the longest of 86, 78, 62, 54, 42, 34 or 14 bytes
- * the frame has (load: bpf_xdp_load_bytes or bpf_skb_load_bytes) and is
- * their number. */
+ * (VDEV_NA_END), and 8 bytes more. VDEV_LOAD_HEAD loads the longest of
+ * 86, 78, 62, 54, 42, 34 or 14 bytes the frame has (load:
+ * bpf_xdp_load_bytes or bpf_skb_load_bytes) and is their number. */
 #define VDEV_NA_END (14 + 40 + 24)
 #define VDEV_IPCHK_BYTES (VDEV_NA_END + 8)
 #define VDEV_LOAD_HEAD(load, ctx, b)                              \
@@ -150,24 +149,77 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 	 !load(ctx, 0, b, 14 + 20)          ? 14 + 20 :           \
 	 !load(ctx, 0, b, 14)               ? 14 : 0)
 
-/* An IPv6 packet whose first extension header is one 8-byte hop-by-hop
- * header (MLD's router alert, which a guest needs, so it cannot simply be
- * refused; anything could hide behind it): take it out of the copy, so the
- * checks see what follows it where they look. Longer or further extension
- * headers are not walked. */
-static __always_inline void vdev_skip_hbh(__u8 *b, __u32 *len)
+/* IPv6 extension headers (RFC 8200 4.1; the IANA list): hop-by-hop (0),
+ * routing (43), fragment (44), AH (51), destination options (60),
+ * mobility (135), HIP (139), shim6 (140), experiments (253, 254). ESP (50)
+ * is not walked: what follows it is encrypted. */
+static __always_inline int vdev_ipv6_ext(__u8 nh)
 {
-	if (b[12] != 0x86 || b[13] != 0xdd || b[14 + 6] != 0 || *len < 14 + 40 + 8 || b[14 + 41] != 0)
-		return;
-	b[14 + 6] = b[14 + 40]; /* its next header */
-#pragma unroll
-	for (int i = 14 + 40; i < VDEV_NA_END; i++)
-		b[i] = b[i + 8];
-#pragma unroll
-	for (int i = VDEV_NA_END; i < VDEV_IPCHK_BYTES; i++)
-		b[i] = 0;
-	*len -= 8;
+	return nh == 0 || nh == 43 || nh == 44 || nh == 51 || nh == 60 || nh == 135 || nh == 139 || nh == 140 ||
+	       nh == 253 || nh == 254;
 }
+/* The most extension headers VDEV_WALK_EXT steps over. */
+#define VDEV_EXT_MAX 8
+/* What VDEV_WALK_EXT puts as the upper-layer protocol of a fragment other
+ * than the first (No Next Header: it carries no upper-layer header, the
+ * first fragment did) and of a chain it could not read to its end (255,
+ * reserved: longer than VDEV_EXT_MAX headers, or cut off by the frame's
+ * end), which the checks refuse -- a guard drops what it cannot read
+ * (RFC 7113 3), since the receiver's kernel walks every header. */
+#define VDEV_NH_LATER_FRAG 59
+#define VDEV_NH_UNREAD 255
+
+/* An IPv6 packet with extension headers (b, len: from VDEV_LOAD_HEAD):
+ * step over them, reading the frame itself (load, ctx), and put in b, as
+ * if it followed the fixed header, the upper-layer protocol (b[14 + 6])
+ * and the first VDEV_IPCHK_BYTES - 54 bytes of its header (b[54..], the
+ * rest zeros, len = 54 + those the frame has), so the checks see it where
+ * they look. MLD's reports come behind a hop-by-hop header, which a guest
+ * needs; anything could hide behind a header, so every one is walked. */
+#define VDEV_WALK_EXT(load, ctx, b, lenp)                                                               \
+	do {                                                                                            \
+		__u32 _off = 14 + 40;                                                                   \
+		__u8 _nh = (b)[14 + 6];                                                                 \
+		if ((b)[12] != 0x86 || (b)[13] != 0xdd || *(lenp) < 14 + 40 || !vdev_ipv6_ext(_nh))   \
+			break;                                                                          \
+		_Pragma("unroll") for (int _i = 0; _i < VDEV_EXT_MAX; _i++) {                          \
+			__u8 _h[4];                                                                     \
+			if (!vdev_ipv6_ext(_nh))                                                        \
+				break;                                                                  \
+			if (load(ctx, _off, _h, 4)) {                                                   \
+				_nh = VDEV_NH_UNREAD;                                                   \
+				break;                                                                  \
+			}                                                                               \
+			if (_nh == 44) {                                                                \
+				if ((((__u32)_h[2] << 8) | _h[3]) & 0xfff8) {                            \
+					_nh = VDEV_NH_LATER_FRAG;                                       \
+					break;                                                          \
+				}                                                                       \
+				_off += 8;                                                              \
+			} else if (_nh == 51) {                                                         \
+				_off += ((__u32)_h[1] + 2) * 4;                                         \
+			} else {                                                                        \
+				_off += ((__u32)_h[1] + 1) * 8;                                         \
+			}                                                                               \
+			_nh = _h[0];                                                                    \
+		}                                                                                       \
+		if (vdev_ipv6_ext(_nh))                                                                 \
+			_nh = VDEV_NH_UNREAD;                                                           \
+		(b)[14 + 6] = _nh;                                                                      \
+		_Pragma("unroll") for (int _i = 14 + 40; _i < VDEV_IPCHK_BYTES; _i++)(b)[_i] = 0;       \
+		if (_nh == VDEV_NH_UNREAD || _nh == VDEV_NH_LATER_FRAG)                                 \
+			*(lenp) = 14 + 40;                                                              \
+		else if (!load(ctx, _off, (b) + 14 + 40, VDEV_IPCHK_BYTES - 14 - 40))                   \
+			*(lenp) = VDEV_IPCHK_BYTES;                                                     \
+		else if (!load(ctx, _off, (b) + 14 + 40, VDEV_NA_END - 14 - 40))                        \
+			*(lenp) = VDEV_NA_END;                                                          \
+		else if (!load(ctx, _off, (b) + 14 + 40, 8))                                            \
+			*(lenp) = 14 + 40 + 8;                                                          \
+		else if (!load(ctx, _off, (b) + 14 + 40, 2))                                            \
+			*(lenp) = 14 + 40 + 2;                                                          \
+		else                                                                                    \
+			*(lenp) = 14 + 40;                                                              \
+	} while (0)
 
 static __always_inline int vdev_v4_allowed(const struct vdev_port_limits *l, const __u8 *a)
 {
@@ -207,7 +259,7 @@ static __always_inline int vdev_v6_allowed(const struct vdev_port_limits *l, con
 
 /* Anti-spoofing by address, for a port with allowed addresses: 1 if the
  * frame (its first len bytes in b, len >= 14, the rest zeros; after
- * vdev_skip_hbh()) may go on.
+ * VDEV_WALK_EXT) may go on.
  * IPv4 from an allowed source; ARP whose sender is one; IPv6 from one or
  * from a link-local address, a Neighbour Advertisement only for one (or a
  * link-local target). 0.0.0.0 and :: pass (DHCP, ARP probes, DAD). Any
@@ -221,6 +273,8 @@ static __always_inline int vdev_ip_allowed(const struct vdev_port_limits *l, con
 		return len >= 14 + 28 && vdev_v4_allowed(l, b + 14 + 14);
 	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40 || !vdev_v6_allowed(l, b + 14 + 8))
 		return 0;
+	if (b[14 + 6] == VDEV_NH_UNREAD)
+		return 0; /* a Neighbour Advertisement could hide behind it */
 	/* ICMPv6 type 136; shorter than a whole NA: not one (the kernel
 	 * drops it). */
 	if (b[14 + 6] == 58 && len >= VDEV_NA_END && b[14 + 40] == 136)
@@ -250,7 +304,11 @@ static __always_inline int vdev_guard(const struct vdev_port_limits *l, const __
 				return VDEV_LIM_DROP_DHCP;
 		return -1;
 	}
-	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40 + 2)
+	if (b[12] != 0x86 || b[13] != 0xdd || len < 14 + 40)
+		return -1;
+	if (b[14 + 6] == VDEV_NH_UNREAD) /* an RA or a DHCPv6 server could hide behind it */
+		return (l->guard & VDEV_GUARD_RA) ? VDEV_LIM_DROP_RA : VDEV_LIM_DROP_DHCP;
+	if (len < 14 + 40 + 2)
 		return -1;
 	if ((l->guard & VDEV_GUARD_RA) && b[14 + 6] == 58 && b[14 + 40] == 134)
 		return VDEV_LIM_DROP_RA;

@@ -411,7 +411,7 @@ int vdev_tc_port(struct __sk_buff *skb)
 		__u32 len = VDEV_LOAD_HEAD(bpf_skb_load_bytes, skb, b);
 		int why = -1;
 
-		vdev_skip_hbh(b, &len);
+		VDEV_WALK_EXT(bpf_skb_load_bytes, skb, b, &len);
 		if ((lim->n_ipv4 | lim->n_ipv6) && (skb->vlan_present || !vdev_ip_allowed(lim, b, len)))
 			why = VDEV_LIM_DROP_SPOOF_IP;
 		else if (lim->guard)

@@ -179,7 +179,7 @@ int vdev_xdp(struct xdp_md *ctx)
 			__u32 len = VDEV_LOAD_HEAD(bpf_xdp_load_bytes, ctx, b);
 			int why;
 
-			vdev_skip_hbh(b, &len);
+			VDEV_WALK_EXT(bpf_xdp_load_bytes, ctx, b, &len);
 			if ((lim->n_ipv4 | lim->n_ipv6) && !vdev_ip_allowed(lim, b, len))
 				return limit_drop(p, VDEV_LIM_DROP_SPOOF_IP);
 			why = lim->guard ? vdev_guard(lim, b, len) : -1;

@@ -1030,10 +1030,41 @@ std::vector<uint8_t> behindHopByHop(uint8_t next, std::vector<uint8_t> payload) 
   p.insert(p.end(), payload.begin(), payload.end());
   return p;
 }
-std::vector<uint8_t> neighbourAdvert(const Mac& src, const IpAddr& from, const IpAddr& target, bool hbh = false) {
+// `payload` (of protocol `next`) behind extension headers, outermost
+// first: each one's type and length in 8-byte units (a fragment header:
+// 44 and 1, its offset `fragOffset` 8-byte units, no more fragments);
+// returns the chain's first type in `first`. Options: PadN.
+std::vector<uint8_t> behindExtensions(std::vector<std::pair<uint8_t, uint8_t>> headers, uint8_t next,
+                                      std::vector<uint8_t> payload, uint8_t* first, uint16_t fragOffset = 0) {
+  std::vector<uint8_t> p = std::move(payload);
+  for (auto it = headers.rbegin(); it != headers.rend(); ++it) {
+    std::vector<uint8_t> h(size_t(it->second) * 8, 0);
+    h[0] = next;
+    if (it->first == 44) {
+      h[2] = uint8_t(fragOffset >> 5);
+      h[3] = uint8_t(fragOffset << 3);
+      h[7] = 1;  // identification
+    } else {
+      h[1] = uint8_t(it->second - 1);
+      h[2] = 1;  // PadN over the rest
+      h[3] = uint8_t(h.size() - 4);
+    }
+    p.insert(p.begin(), h.begin(), h.end());
+    next = it->first;
+  }
+  *first = next;
+  return p;
+}
+std::vector<uint8_t> neighbourAdvert(const Mac& src, const IpAddr& from, const IpAddr& target, bool hbh = false,
+                                     std::vector<std::pair<uint8_t, uint8_t>> ext = {}) {
   std::vector<uint8_t> na = {136, 0, 0, 0, 0x60, 0, 0, 0};  // type, code, checksum, flags S|O
   na.insert(na.end(), target.begin(), target.end());
   const IpAddr all = *parseIp("ff02::1");
+  if (!ext.empty()) {
+    uint8_t first = 0;
+    std::vector<uint8_t> p = behindExtensions(std::move(ext), 58, na, &first);
+    return ipv6Frame({0x33, 0x33, 0, 0, 0, 1}, src, from, all, first, p);
+  }
   if (hbh) return ipv6Frame({0x33, 0x33, 0, 0, 0, 1}, src, from, all, 0, behindHopByHop(58, na));
   return ipv6Frame({0x33, 0x33, 0, 0, 0, 1}, src, from, all, 58, na);
 }
@@ -1042,7 +1073,8 @@ std::vector<uint8_t> neighbourAdvert(const Mac& src, const IpAddr& from, const I
 // path on, set on a running port (port set): IPv4 from an allowed source
 // passes, once learned on the fast path; IPv4 from any other, ARP with
 // another sender, IPv6 from another, a Neighbour Advertisement for another
-// (also behind a hop-by-hop header),
+// (also behind a hop-by-hop header and options, or more headers than the
+// program walks),
 // an 802.1Q-tagged frame and another EtherType are dropped by the port's
 // program and counted exactly as drops.spoof_ip, never reaching vdevd;
 // ARP and IPv6 from allowed addresses pass. The container's own kernel:
@@ -1098,6 +1130,9 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     times(ipv6Frame(m2, m1, other6, peer6, 17, udp), 10);       // IPv6 from another
     times(neighbourAdvert(m1, ll, other6), 10);                 // NA for another
     times(neighbourAdvert(m1, ll, other6, true), 10);           // ... behind a hop-by-hop header
+    times(neighbourAdvert(m1, ll, other6, false, {{0, 1}, {60, 3}}), 5);  // ... and 24 bytes of options
+    times(neighbourAdvert(m1, ll, other6, false, std::vector<std::pair<uint8_t, uint8_t>>(9, {60, 1})),
+          5);  // ... behind more headers than the program walks: refused unread
     std::vector<uint8_t> tagged = ethHeader(m2, m1, 0x8100);    // VLAN 5, inner IPv4 from mine
     const uint8_t tag[] = {0, 5};
     tagged.insert(tagged.end(), std::begin(tag), std::end(tag));
@@ -1114,13 +1149,14 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     times(ipv6Frame(m2, m1, mine6, peer6, 17, udp), 5);
     times(ipv6Frame(m2, m1, ll, peer6, 17, udp), 5);
     times(neighbourAdvert(m1, ll, mine6), 5);
-    const Stats s = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 130; }, 5s);
+    times(neighbourAdvert(m1, ll, mine6, false, {{0, 1}, {60, 2}}), 5);  // ... behind two headers
+    const Stats s = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 140; }, 5s);
     pumpFor(all, Millis(300));
     const Stats s1 = d->stats();
-    EXPECT_EQ(spoofed(s1), 130u) << s.dump();
+    EXPECT_EQ(spoofed(s1), 140u) << s.dump();
     EXPECT_EQ(b.rx().count(10), 20u) << "no spoofed IPv4 reached the other container" << countsOf(all);
     EXPECT_EQ(b.rx().count(12), 0u) << "no other EtherType either" << countsOf(all);
-    EXPECT_EQ(b.rx().foreign(), 20u) << "the 20 allowed ARP and IPv6 frames, nothing else" << countsOf(all);
+    EXPECT_EQ(b.rx().foreign(), 25u) << "the 25 allowed ARP and IPv6 frames, nothing else" << countsOf(all);
     b.rx().clear();
     EXPECT_EQ(s1.port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
     EXPECT_EQ(s1.port(c1).drop("bad_type"), bad0) << "spoofed frames reached vdevd";
@@ -1136,7 +1172,7 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     ns1.exec("ip neigh flush dev eth0");
     const CmdResult spoof = tryRun("ip netns exec " + ns1.name() + " ping -c 1 -W 1 -I 198.18.13.7 198.18.13.2");
     EXPECT_FALSE(spoof.ok()) << "a ping from an address the port may not send from got an answer: " << spoof.out;
-    EXPECT_GT(spoofed(d->stats()), 130u);
+    EXPECT_GT(spoofed(d->stats()), 140u);
 
     ok({"port", "set", c1, "allowed-ip", "any"});
     EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_ips"));
@@ -1153,7 +1189,9 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
 }
 
 // ra-guard and dhcp-guard, at both hooks with the kernel fast path on:
-// Router Advertisements (behind a hop-by-hop header too) and DHCP/DHCPv6
+// Router Advertisements (behind IPv6 extension headers too: hop-by-hop,
+// destination options, routing, a first fragment; behind more than the
+// program walks, refused unread) and DHCP/DHCPv6
 // servers' messages from the port (an IPv4 header with options too) are dropped by its program and counted
 // exactly, as drops.ra_guard and drops.dhcp_guard; a client's DISCOVER and
 // a Router Solicitation pass. port set turns each off again, and the state
@@ -1210,6 +1248,22 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     };
     times(ipv6Frame(allNodes, m1, ll, all6, 58, ra), 10);                 // RA
     times(ipv6Frame(allNodes, m1, ll, all6, 0, behindHopByHop(58, ra)), 5);  // ... behind hop-by-hop
+    uint8_t first = 0;
+    using Ext = std::vector<std::pair<uint8_t, uint8_t>>;
+    const auto behind = [&](Ext ext, uint8_t next, const std::vector<uint8_t>& p, uint16_t frag = 0) {
+      std::vector<uint8_t> q = behindExtensions(std::move(ext), next, p, &first, frag);
+      return ipv6Frame(allNodes, m1, ll, all6, first, q);
+    };
+    times(behind({{0, 1}, {60, 2}}, 58, ra), 5);   // ... behind hop-by-hop and destination options
+    times(behind({{43, 1}}, 58, ra), 5);           // ... behind a routing header
+    times(behind({{44, 1}}, 58, ra), 5);           // ... in a first (and only) fragment
+    times(behind(Ext(9, {60, 1}), 58, ra), 5);     // ... behind more headers than are walked
+    times(behind({{60, 1}}, 17, advertise), 5);    // DHCPv6 ADVERTISE behind destination options
+    // Allowed: other UDP behind options, a later fragment (no upper-layer
+    // header in it: the first fragment had it), the same RA unguarded below.
+    const std::vector<uint8_t> other = {0x30, 0x39, 0x00, 0x09, 0, 12, 0, 0, 1, 2, 3, 4};  // 12345 -> 9
+    times(behind({{60, 1}}, 17, other), 5);
+    times(behind({{44, 1}}, 58, ra, 2), 5);
     times(udp4(67, 68, false), 10);                                        // DHCPOFFER
     times(udp4(67, 68, true), 5);                                          // ... behind IPv4 options
     times(ipv6Frame(allNodes, m1, ll, all6, 17, advertise), 5);           // DHCPv6 ADVERTISE
@@ -1219,12 +1273,13 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     const auto drops = [&](const Stats& st) {
       return std::pair{st.port(c1).drop("ra_guard"), st.port(c1).drop("dhcp_guard")};
     };
-    const Stats s = d->statsUntil([&](const Stats& st) { return drops(st).first >= 15 && drops(st).second >= 20; },
+    const Stats s = d->statsUntil([&](const Stats& st) { return drops(st).first >= 35 && drops(st).second >= 25; },
                                   5s);
     pumpFor(all, Millis(300));
     const Stats s1 = d->stats();
-    EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{15, 20})) << s.dump();
-    EXPECT_EQ(b.rx().foreign(), 15u) << "the 15 client frames, nothing else" << countsOf(all);
+    EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{35, 25})) << s.dump();
+    EXPECT_EQ(b.rx().foreign(), 25u) << "the 15 client frames and the 10 others allowed, nothing else"
+                                     << countsOf(all);
     EXPECT_EQ(s1.port(c2).drop("ra_guard") + s1.port(c2).drop("dhcp_guard"), 0u);
     b.rx().clear();
 
@@ -1232,9 +1287,9 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     EXPECT_NE(readFile(state_).find("ra_guard=0 dhcp_guard=1"), std::string::npos) << readFile(state_);
     times(ipv6Frame(allNodes, m1, ll, all6, 58, ra), 10);
     times(udp4(67, 68, false), 10);
-    const Stats s2 = d->statsUntil([&](const Stats& st) { return drops(st).second >= 30; }, 5s);
+    const Stats s2 = d->statsUntil([&](const Stats& st) { return drops(st).second >= 35; }, 5s);
     pumpFor(all, Millis(300));
-    EXPECT_EQ(drops(d->stats()), (std::pair<uint64_t, uint64_t>{15, 30})) << s2.dump();
+    EXPECT_EQ(drops(d->stats()), (std::pair<uint64_t, uint64_t>{35, 35})) << s2.dump();
     EXPECT_EQ(b.rx().foreign(), 10u) << "the RAs, now let through" << countsOf(all);
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
