@@ -244,7 +244,13 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
   struct xsk_ring_cons& rx = s.rx();
   uint32_t idx = 0;
   const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
-  if (n == 0) return 0;
+  if (n == 0) {
+    if (s.busyPoll()) {  // as rxBurst: the punt device's NAPI, run here
+      ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      (void)rc;
+    }
+    return 0;
+  }
   // Runs of frames from one port are switched together; the batches per
   // destination are handed over once, after the whole burst.
   Port* run_port = nullptr;
