@@ -509,7 +509,11 @@ int vdev_tc_copy(struct __sk_buff *skb)
 {
 	__u32 ifindex = skb->ifindex;
 	__u32 *idx = bpf_map_lookup_elem(&tc_copy_index, &ifindex);
+	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
 
+	/* Over the port's storm limit: the XDP program said so (and counted). */
+	if (meta + sizeof(__u32) <= data && *(__u32 *)meta == VDEV_META_NO_COPY)
+		return TC_ACT_OK;
 	if (idx && *idx < VDEV_FAST_MAX_PORTS && frame_class(skb) == VDEV_CLASS_BOTH)
 		copy_to_vdevd(skb, *idx);
 	return TC_ACT_OK;
