@@ -133,11 +133,6 @@ static __always_inline int vdev_storm(struct vdev_port_limits *l, int bcast, __u
 	return pass;
 }
 
-/* In front of a frame the XDP program passes to the host's stack over its
- * port's storm limit (XDP metadata): vdev_tc_copy makes no copy of it for
- * the guests. */
-#define VDEV_META_NO_COPY 0x76646e63u /* "vdnc" */
-
 /* The bytes vdev_ip_allowed() and vdev_guard() read: Ethernet, IPv6 and
  * an ICMPv6 Neighbour Advertisement up to the end of its target
  * (VDEV_NA_END), and 8 bytes more. VDEV_LOAD_HEAD loads the longest of

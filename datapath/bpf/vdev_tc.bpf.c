@@ -503,19 +503,26 @@ punt:
 
 /* At the tcx ingress of a port at the XDP hook the host is behind: every
  * frame here is one the XDP program passed to the host's stack, and goes on
- * there; those for the guests as well get copied to vdevd. */
+ * there; those for the guests as well get copied to vdevd. Storm control
+ * limits the copy, never the host's frame: the token is taken here, from
+ * the port's row of tc_limits (vdevd writes an XDP port's limits there while
+ * the copy program is attached), and a copy over the limit is counted in
+ * the row's storm drops. */
 SEC("tc")
 int vdev_tc_copy(struct __sk_buff *skb)
 {
 	__u32 ifindex = skb->ifindex;
 	__u32 *idx = bpf_map_lookup_elem(&tc_copy_index, &ifindex);
-	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	__u64 dst = 0;
+	__u32 in;
 
-	/* Over the port's storm limit: the XDP program said so (and counted). */
-	if (meta + sizeof(__u32) <= data && *(__u32 *)meta == VDEV_META_NO_COPY)
+	if (!idx || *idx >= VDEV_FAST_MAX_PORTS || frame_class(skb) != VDEV_CLASS_BOTH)
 		return TC_ACT_OK;
-	if (idx && *idx < VDEV_FAST_MAX_PORTS && frame_class(skb) == VDEV_CLASS_BOTH)
-		copy_to_vdevd(skb, *idx);
+	in = *idx;
+	if (bpf_skb_load_bytes(skb, 0, &dst, 6))
+		return TC_ACT_OK;
+	if (storm_ok(bpf_map_lookup_elem(&tc_limits, &in), in, dst))
+		copy_to_vdevd(skb, in);
 	return TC_ACT_OK;
 }
 

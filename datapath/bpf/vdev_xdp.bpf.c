@@ -129,22 +129,6 @@ static __always_inline int limit_drop(const struct vdev_xdp_port *p, __u32 what)
 	return XDP_DROP;
 }
 
-/* Tells vdev_tc_copy not to copy this frame (VDEV_META_NO_COPY in front
- * of it): 1 if the device keeps the metadata, 0 if not. */
-static __always_inline int vdev_mark_no_copy(struct xdp_md *ctx)
-{
-	void *meta, *data;
-
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(__u32)))
-		return 0;
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if (meta + sizeof(__u32) > data)
-		return 0;
-	*(__u32 *)meta = VDEV_META_NO_COPY;
-	return 1;
-}
-
 static __always_inline void count(const struct vdev_xdp_port *p, __u32 idx)
 {
 	__u32 k = p->slot * VDEV_XDP_NCOUNTERS + idx;
@@ -248,19 +232,10 @@ int vdev_xdp(struct xdp_md *ctx)
 			}
 			class = vdev_frame_class(b, len);
 			if (class == VDEV_CLASS_BOTH && (p->flags & VDEV_PORT_COPY)) {
-				/* The guests' copy (vdev_tc_copy's) is what storm
-				 * control limits; the host's stack gets the frame
-				 * all the same. Over the limit: the copy program is
-				 * told so in the frame's metadata, and the copy is
-				 * counted as dropped -- where the device keeps no
-				 * metadata, the copy is made and nothing counted.
-				 * (Returns here: adjusting the metadata moves the
-				 * frame's pointers.) */
-				int bcast = key == 0xffffffffffffULL;
-
-				if (lim && lim->on && lim->b[bcast ? VDEV_LIM_BCAST : VDEV_LIM_MCAST].rate &&
-				    !vdev_storm(lim, bcast, 1) && vdev_mark_no_copy(ctx))
-					(void)limit_drop(p, bcast ? VDEV_LIM_DROP_BCAST : VDEV_LIM_DROP_MCAST);
+				/* The host's stack gets the frame; the guests'
+				 * copy is vdev_tc_copy's, which takes the storm
+				 * token for it (the copy is what storm control
+				 * limits). */
 				count(p, VDEV_XDP_PASS);
 				return XDP_PASS;
 			}

@@ -130,19 +130,9 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
   ifindex_ = ifindex;
   setMtu(mtu);
   std::memcpy(mac_, mac, 6);
-  if (xdp_) {
-    // A program of a previous device of this name is gone with it; what it
-    // dropped for the port's limits stays the port's.
-    const LimitDrops d = xdp_->limitDrops();
-    PortCounters& c = counters();
-    c[kDropStormBcast].add(d.bcast);
-    c[kDropStormMcast].add(d.mcast);
-    c[kDropPolice].add(d.police);
-    c[kDropSpoofMac].add(d.spoof_mac);
-    c[kDropSpoofIp].add(d.spoof_ip);
-    c[kDropRaGuard].add(d.ra_guard);
-    c[kDropDhcpGuard].add(d.dhcp_guard);
-  }
+  // A program of a previous device of this name is gone with it; what it
+  // dropped for the port's limits stays the port's.
+  if (xdp_) addLimitDrops(xdp_->limitDrops());
   xdp_.reset();
   tc_attached_ = false;
   driver_ = deviceDriver(name_);
@@ -452,6 +442,17 @@ QueueAccounting Port::accounting() const {
   return a;
 }
 
+void Port::addLimitDrops(const LimitDrops& d) {
+  PortCounters& c = counters();
+  c[kDropStormBcast].add(d.bcast);
+  c[kDropStormMcast].add(d.mcast);
+  c[kDropPolice].add(d.police);
+  c[kDropSpoofMac].add(d.spoof_mac);
+  c[kDropSpoofIp].add(d.spoof_ip);
+  c[kDropRaGuard].add(d.ra_guard);
+  c[kDropDhcpGuard].add(d.dhcp_guard);
+}
+
 void Port::applyHost(TcPath* tc) {
   if (cfg_.punt || !ifindex_) return;
   if (hook_ == PortHook::kTc) {
@@ -460,7 +461,7 @@ void Port::applyHost(TcPath* tc) {
   }
   if (!xdp_) return;
   if (carries_host_ && tc && !copy_tc_) {
-    if (Status st = tc->attachCopy(index_, ifindex_, name_); st) {
+    if (Status st = tc->attachCopy(index_, ifindex_, name_, cfg_.limits); st) {
       copy_tc_ = tc;
     } else if (!std::exchange(copy_warned_, true)) {
       std::fprintf(stderr,
@@ -469,7 +470,7 @@ void Port::applyHost(TcPath* tc) {
                    name_.c_str(), st.error().message().c_str());
     }
   } else if (!carries_host_ && copy_tc_) {
-    copy_tc_->detachCopy(index_);
+    addLimitDrops(copy_tc_->detachCopy(index_));
     copy_tc_ = nullptr;
   }
   (void)xdp_->setPortFlags(carries_host_ ? VDEV_PORT_HOST | (copy_tc_ ? VDEV_PORT_COPY : 0u) : 0u);
@@ -483,6 +484,12 @@ Status Port::setLimits(const PortLimits& l) {
   if (xdp_ && !cfg_.punt) st = xdp_->setLimits(l);
   else if (tc_attached_) st = cfg_.tc->setLimits(index_, l);
   if (!st) return st;
+  // The copy program's row: storm control of the guests' copies. (Its
+  // buckets are refilled whole, as the program's are, whatever happens.)
+  if (copy_tc_)
+    if (Status cs = copy_tc_->setLimits(index_, l); !cs)
+      std::fprintf(stderr, "vdevd: port %s: the copies of the host's frames keep their old limits: %s\n",
+                   name_.c_str(), cs.error().message().c_str());
   cfg_.limits = l;
   vlan_on_ = l.vlan.configured();
   unknown_credit_ns_ = 0;  // a full bucket at the next flood
@@ -494,7 +501,7 @@ void Port::detachXdp() {
   if (xdp_) xdp_->detach();
   if (tc_attached_) cfg_.tc->detach(index_);
   tc_attached_ = false;
-  if (copy_tc_) copy_tc_->detachCopy(index_);
+  if (copy_tc_) addLimitDrops(copy_tc_->detachCopy(index_));
   copy_tc_ = nullptr;
 }
 
@@ -502,7 +509,7 @@ void Port::forgetProgram() {
   if (xdp_) xdp_->forget();
   if (tc_attached_) cfg_.tc->forget(index_);
   tc_attached_ = false;
-  if (copy_tc_) copy_tc_->forgetCopy(index_);
+  if (copy_tc_) addLimitDrops(copy_tc_->forgetCopy(index_));
   copy_tc_ = nullptr;
 }
 

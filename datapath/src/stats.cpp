@@ -43,7 +43,13 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
     // earlier devices' programs' are in the port's own counters), and on
     // the skb path frames too long for vdevd's own path.
     if (!p.xdp()) s[kDropOversize] += tc_->ownOversize(p.index());
-    const LimitDrops ld = p.xdp() ? p.xdp()->limitDrops() : tc_->limitDrops(p.index());
+    LimitDrops ld = p.xdp() ? p.xdp()->limitDrops() : tc_->limitDrops(p.index());
+    if (p.xdp() && p.copiesToVdevd()) {
+      // The copy program's storm drops of the guests' copies (its row).
+      const LimitDrops c = tc_->limitDrops(p.index());
+      ld.bcast += c.bcast;
+      ld.mcast += c.mcast;
+    }
     s[kDropStormBcast] += ld.bcast;
     s[kDropStormMcast] += ld.mcast;
     s[kDropPolice] += ld.police;

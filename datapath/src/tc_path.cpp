@@ -135,13 +135,15 @@ void TcPath::setHostPort(uint16_t port_index, bool on) {
   writeRow(port_index);
 }
 
-Status TcPath::attachCopy(uint16_t port_index, int ifindex, const std::string& ifname) {
+Status TcPath::attachCopy(uint16_t port_index, int ifindex, const std::string& ifname, const PortLimits& limits) {
   if (port_index >= VDEV_FAST_MAX_PORTS || port_index >= VDEV_PUNT_MAX_VID)
     return Error{ENOSPC, "port " + ifname + ": index " + std::to_string(port_index) +
                              " beyond the skb path's port table (" + std::to_string(VDEV_FAST_MAX_PORTS) + ")"};
   Row& r = row(port_index);
   if (r.copy_ifindex == ifindex) return {};
-  if (r.copy_ifindex) detachCopy(port_index);
+  if (r.copy_ifindex) return Error{EBUSY, "port " + ifname + ": index " + std::to_string(port_index) +
+                                              " has the copy program at another device"};
+  if (auto st = setLimits(port_index, limits); !st) return st;
   uint32_t ifi = uint32_t(ifindex), k = port_index;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi, &k, BPF_ANY))
     return errnoError("skb path: copy index map for " + ifname);
@@ -160,19 +162,25 @@ Status TcPath::attachCopy(uint16_t port_index, int ifindex, const std::string& i
   return {};
 }
 
-void TcPath::detachCopy(uint16_t port_index) {
+LimitDrops TcPath::detachCopy(uint16_t port_index) {
   Row& r = row(port_index);
-  if (!r.copy_ifindex) return;
+  if (!r.copy_ifindex) return {};
   tcxDetach(copy_fd_, r.copy_ifindex);
-  forgetCopy(port_index);
+  return forgetCopy(port_index);
 }
 
-void TcPath::forgetCopy(uint16_t port_index) {
+LimitDrops TcPath::forgetCopy(uint16_t port_index) {
   Row& r = row(port_index);
-  if (!r.copy_ifindex) return;
+  if (!r.copy_ifindex) return {};
   uint32_t ifi = uint32_t(r.copy_ifindex);
   (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi);
   r.copy_ifindex = 0;
+  // No copy program runs for the row any more: what it dropped is read
+  // once, and the row is clean for the index's next port.
+  const LimitDrops d = limitDrops(port_index);
+  resetLimitDrops(bpf_map__fd(skel_->maps.tc_limit_drops), port_index, percpu_.size());
+  (void)setLimits(port_index, PortLimits{});
+  return d;
 }
 
 void TcPath::setPunt(int ifindex, uint32_t mtu) {

@@ -328,6 +328,9 @@ class Port {
   Status attachDevice(FramePool& pool, int share_fd);
 
  private:
+  // Drops a program counted for the port's limits whose counters go away
+  // (its device's, or the copy program's row): into the port's own.
+  void addLimitDrops(const LimitDrops& d);
   uint32_t kick(Queue& q) noexcept;
   uint32_t reap(Queue& q, FramePool& pool) noexcept;
 

@@ -82,9 +82,13 @@ class TcPath {
   // program passed to the host that the guests need too (XDP cannot clone
   // a frame). ENOSPC beyond the skb path's tables. detachCopy: detached;
   // forgetCopy: the device is gone (its program with it).
-  Status attachCopy(uint16_t port_index, int ifindex, const std::string& ifname);
-  void detachCopy(uint16_t port_index);
-  void forgetCopy(uint16_t port_index);
+  // The copies are storm-limited by the port's limits in its row
+  // (setLimits(), as for a port at tc); what the row dropped is the port's
+  // (limitDrops()) while the copy program is attached, and returned by
+  // detachCopy()/forgetCopy(), which clear the row.
+  Status attachCopy(uint16_t port_index, int ifindex, const std::string& ifname, const PortLimits& limits);
+  LimitDrops detachCopy(uint16_t port_index);
+  LimitDrops forgetCopy(uint16_t port_index);
 
   // Host addresses: frames to these MACs, ARP requests and Neighbour
   // Solicitations for these addresses on a port's device go to the host's
