@@ -82,6 +82,7 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   cfg_.port.held = held_.get();
   cfg_.port.hold_copy_mode = cfg_.hold_copy_mode_frames;
+  cfg_.port.zerocopy_path_always = cfg_.zerocopy_path_everywhere;
   host_.refreshMacs(cfg_.host_macs, ports_.active());
 }
 

@@ -64,7 +64,7 @@ void Datapath::checkLinkNow(Port& p) {
   if (link.state() == LinkState::kAbsent) {
     // A configured port whose device comes back (same name) is attached again.
     if (!::if_nametoindex(p.name().c_str())) return;
-    if (auto st = p.attachDevice(*pool_, anyLiveSocket()); !st) {
+    if (auto st = p.attachDevice(*pool_, anchors()); !st) {
       if (link.report())
         std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
                      st.error().message().c_str());
@@ -113,7 +113,7 @@ void Datapath::checkLinkNow(Port& p) {
       relink_.armAt(link.reattachAt());  // the sockets are opened when the wait is over
       return;
     }
-    if (auto st = p.openSockets(*pool_, anyLiveSocket()); !st) {
+    if (auto st = p.openSockets(*pool_, anchors()); !st) {
       p.shutdown(*pool_);
       const uint64_t now = monotonicNs();
       if (st.error().err == EBUSY && link.busy(now)) {
@@ -133,7 +133,7 @@ void Datapath::checkLinkNow(Port& p) {
   }
   if (p.live() && p.unboundQueues()) {
     // A multi-queue tap grows queues as the VM opens them.
-    auto n = p.bindNewQueues(*pool_, anyLiveSocket());
+    auto n = p.bindNewQueues(*pool_, anchors());
     if (!n) {
       if (link.report())
         std::fprintf(stderr, "vdevd: port %s: new queue, but: %s\n", p.name().c_str(),

@@ -99,14 +99,14 @@ Port::~Port() = default;
 Result<std::unique_ptr<Port>> Port::open(const std::string& ifname, uint16_t index, FramePool& pool,
                                          const PortConfig& cfg,
                                          const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                         int share_fd) {
+                                         const UmemAnchors& anchors) {
   if (ifname.empty() || ifname.size() >= IF_NAMESIZE)
     return Error{EINVAL, "invalid interface name '" + ifname + "'"};
   if (!::if_nametoindex(ifname.c_str())) return errnoError("port " + ifname);
   uint32_t nq = cfg.queues ? cfg.queues : deviceQueues(ifname);
   std::unique_ptr<Port> p(new Port(ifname, index, nq, cfg, 1500));
   p->host_macs_ = host_macs;
-  if (auto st = p->attachDevice(pool, share_fd); !st) return st.error();
+  if (auto st = p->attachDevice(pool, anchors); !st) return st.error();
   return p;
 }
 
@@ -121,7 +121,7 @@ Result<std::unique_ptr<Port>> Port::absent(const std::string& ifname, uint16_t i
   return p;
 }
 
-Status Port::attachDevice(FramePool& pool, int share_fd) {
+Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
   const int ifindex = int(::if_nametoindex(name_.c_str()));
   if (!ifindex) return errnoError("port " + name_);
   uint32_t mtu = 0;
@@ -147,7 +147,7 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
   // Sockets first, then the program, loaded with its maps filled before it
   // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
   // while the port is being set up.
-  if (auto st = openSockets(pool, share_fd); !st) {
+  if (auto st = openSockets(pool, anchors); !st) {
     shutdown(pool);
     return st;
   }
@@ -195,12 +195,32 @@ Status Port::attachDevice(FramePool& pool, int share_fd) {
 // tap has one until the VM opens the others (AF_XDP can only bind a queue
 // that exists). Those that exist are bound now, the rest by bindNewQueues()
 // when they appear. Queue 0 always exists.
-Status Port::openSockets(FramePool& pool, int share_fd) {
+Status Port::openSockets(FramePool& pool, const UmemAnchors& anchors) {
   const uint32_t have = std::min<uint32_t>(deviceQueues(name_), uint32_t(queues_.size()));
+  // Which registration of the UMEM area (XskSocket, "Zero-copy"): a device
+  // that offers zero-copy shares the zero-copy one, or makes its own and
+  // tries XDP_ZEROCOPY there; every other device shares the copy one. A
+  // zero-copy socket on a copy registration would be bound in copy mode,
+  // and a copy-only device cannot join a zero-copy one at all: with one
+  // registration, a zero-copy NIC added first kept every veth and tap out.
+  // Only a port that receives on its sockets: a zero-copy queue takes its
+  // RX buffers from the socket's fill ring, which a transmit-only socket
+  // never fills.
+  bool zc = false;
+  if (cfg_.xsk.zerocopy && receives() && !cfg_.punt) {
+    if (cfg_.zerocopy_path_always) {
+      zc = true;
+    } else {
+      auto offers = rtnl::deviceOffersXskZerocopy(ifindex_);
+      zc = offers && *offers;
+    }
+  }
+  int share_fd = zc ? anchors.zerocopy : anchors.copy;
   for (uint32_t q = 0; q < have; q++) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
     XskConfig xc = cfg_.xsk;
+    xc.zerocopy = zc;
     if (!receives()) {
       // Transmit only: the frames it receives reach vdevd through the punt
       // device. The kernel still wants a fill ring; it stays empty.
@@ -219,6 +239,9 @@ Status Port::openSockets(FramePool& pool, int share_fd) {
     // below its RX ring (see Datapath::refill).
     qu.fill_min = cfg_.punt ? std::min(xc.rx_size, xc.fill_size) : 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
+    if (zc && !qu.xsk->zerocopy() && !cfg_.zerocopy_path_always && q == 0)
+      std::fprintf(stderr, "vdevd: port %s: the device offers zero-copy AF_XDP, but bound in copy mode\n",
+                   name_.c_str());
     if (xdp_)
       if (auto st = xdp_->setSocket(q, qu.xsk->fd()); !st) return st.error();
   }
@@ -234,10 +257,10 @@ uint32_t Port::unboundQueues() const {
   return n;
 }
 
-Result<uint32_t> Port::bindNewQueues(FramePool& pool, int share_fd) {
+Result<uint32_t> Port::bindNewQueues(FramePool& pool, const UmemAnchors& anchors) {
   const uint32_t before = unboundQueues();
   if (before == 0 || deviceQueues(name_) <= bound_) return 0u;
-  if (auto st = openSockets(pool, share_fd); !st) return st.error();
+  if (auto st = openSockets(pool, anchors); !st) return st.error();
   return before - unboundQueues();
 }
 

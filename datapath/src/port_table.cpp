@@ -122,7 +122,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
     std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
     return {};
   }
-  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anyLiveSocket());
+  auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anchors());
   if (!port) return port.error();
   adoptPort(std::move(port.value()));
   Port& np = *ports_[index];
@@ -208,7 +208,7 @@ Status Datapath::ensureTcPath() {
   pc.fast = nullptr;
   pc.fast_rx = false;
   pc.tc = nullptr;
-  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anyLiveSocket());
+  auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anchors());
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
   tc_ = std::move(tc.value());
   tc_->setPunt(dev.value()->nearIfindex(), mtu);
@@ -255,15 +255,18 @@ Status Datapath::checkFillRoom(const std::string& ifname, const PortConfig& pc) 
                            "; raise --frames, or attach the port at the tc hook (hook tc), which takes none"};
 }
 
-int Datapath::anyLiveSocket() const {
-  if (punt_ && punt_->live())
-    for (auto& q : punt_->queues())
-      if (q->xsk) return q->xsk->fd();
+UmemAnchors Datapath::anchors() const {
+  UmemAnchors a;
+  const auto take = [&](const Port& p) {
+    if (!p.live()) return false;
+    for (auto& q : p.queues())
+      if (q->xsk) (q->xsk->zerocopy() ? a.zerocopy : a.copy) = q->xsk->fd();
+    return a.copy >= 0 && a.zerocopy >= 0;
+  };
+  if (punt_ && take(*punt_)) return a;
   for (Port* p : ports_.active())
-    if (p->live())
-      for (auto& q : p->queues())
-        if (q->xsk) return q->xsk->fd();
-  return -1;
+    if (take(*p)) return a;
+  return a;
 }
 
 }  // namespace vdev::datapath

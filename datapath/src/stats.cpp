@@ -115,6 +115,8 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.limits = p.limits();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
+    for (const auto& q : p.queues())
+      if (q->xsk && q->xsk->registeredUmem()) ps.umem_registrations++;
     stats::PortValues& c = ps.counters;
     c[kTxOutstanding] = p.txOutstanding();
     const struct xdp_statistics x = p.xdpStats();

@@ -64,6 +64,7 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     if (::setsockopt(fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg))
       return errnoError("register UMEM (" + std::to_string(reg.len >> 20) +
                         " MiB; is RLIMIT_MEMLOCK high enough?) for " + who);
+    s->registered_ = true;
   }
   // Every socket gets its own fill and completion ring: one per (device, queue).
   if (::setsockopt(fd, SOL_XDP, XDP_UMEM_FILL_RING, &cfg.fill_size, sizeof cfg.fill_size) ||

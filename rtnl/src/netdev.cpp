@@ -24,6 +24,7 @@ constexpr int kNetdevAttrIfindex = 1;
 constexpr int kNetdevAttrXdpFeatures = 3;
 constexpr uint64_t kNetdevXdpActBasic = 1u << 0;
 constexpr uint64_t kNetdevXdpActNdoXmit = 1u << 2;
+constexpr uint64_t kNetdevXdpActXskZerocopy = 1u << 3;
 // QUEUE_GET (Linux 6.8+) and its attributes; "xsk" from Linux 6.15.
 constexpr uint8_t kNetdevCmdQueueGet = 10;
 constexpr int kNetdevAttrQueueId = 1;
@@ -149,6 +150,12 @@ Result<bool> deviceHasNativeXdp(int ifindex) {
   auto f = xdpFeatures(ifindex);
   if (!f) return f.error();
   return (*f & kNetdevXdpActBasic) != 0;
+}
+
+Result<bool> deviceOffersXskZerocopy(int ifindex) {
+  auto f = xdpFeatures(ifindex);
+  if (!f) return f.error();
+  return (*f & kNetdevXdpActXskZerocopy) != 0;
 }
 
 Result<bool> rxQueueHasXsk(int ifindex, uint32_t queue) {

@@ -176,5 +176,61 @@ TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueu
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }
 
+// A zero-copy NIC and the copy-mode ports (veths, taps, the punt device)
+// cannot share one UMEM registration: the kernel gives every socket on a
+// registration the mode of its first. So vdevd keeps a registration of its
+// one UMEM area per mode, at the same addresses, and a frame moves between
+// them by address. veth has no zero-copy, so here every port is sent down
+// the zero-copy path (a registration of its own, XDP_ZEROCOPY tried, copy
+// mode on it), and unicast through vdevd crosses registrations both ways,
+// also to and from a port at the tc hook (the punt device's registration):
+// every frame is delivered intact and counted, and every frame is back in
+// the pool at the end.
+TEST_F(DatapathLibTest, FramesCrossUmemRegistrationsByAddress) {
+  Container a("A"), b("B"), c("C");
+  dp::DatapathConfig cfg;
+  cfg.zerocopy_path_everywhere = true;
+  cfg.fast_path = false;  // every frame through vdevd's sockets
+  auto d = start(cfg);
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());
+  const Status tc = d->addPort(c.port(), {.hook = dp::PortHook::kTc});
+  ASSERT_TRUE(tc.ok()) << tc.error().message();
+  d->start();
+  {
+    // A and B each on a registration of their own; C's socket shares one.
+    const dp::DatapathStats s = d->stats();
+    EXPECT_EQ(port(s, a.port()).umem_registrations, 1u);
+    EXPECT_EQ(port(s, b.port()).umem_registrations, 1u);
+    EXPECT_EQ(port(s, c.port()).umem_registrations, 0u);
+  }
+  const Endpoints all = {&a.sock, &b.sock, &c.sock};
+  learnAll(all, 1);
+  constexpr uint32_t kN = 300;
+  sendMixed(a.sock, b.sock.mac(), 10, kN);
+  expectFlow(all, 10, {{&b.sock, kN}});
+  sendMixed(b.sock, a.sock.mac(), 11, kN);
+  expectFlow(all, 11, {{&a.sock, kN}});
+  sendMixed(a.sock, c.sock.mac(), 12, kN);  // to the tc port's socket
+  expectFlow(all, 12, {{&c.sock, kN}});
+  sendMixed(c.sock, b.sock.mac(), 13, kN);  // from the punt device's registration
+  expectFlow(all, 13, {{&b.sock, kN}});
+  const dp::DatapathStats s = d->stats();
+  EXPECT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+  for (const Container* st : {&a, &b, &c}) {
+    const dp::PortStats& p = port(s, st->port());
+    SCOPED_TRACE(st->sock.label());
+    EXPECT_STREQ(p.bind_mode, "copy");
+    EXPECT_EQ(p.counters[dp::kRxPackets], st->sock.sentFrames());
+    EXPECT_EQ(p.counters[dp::kTxPackets], st->sock.rx().frames());
+    uint64_t drops = 0;
+    for (uint32_t r = 0; r < dp::kNumDropReasons; r++) drops += p.counters[dp::DropReason(r)];
+    EXPECT_EQ(drops, 0u);
+  }
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
 }  // namespace
 }  // namespace vdev::e2e

@@ -431,6 +431,14 @@ TEST_F(RtnlTest, NativeXdpAsTheKernelReportsIt) {
   auto none = rtnl::deviceHasNativeXdp(0x7ffffff0);
   ASSERT_FALSE(none) << "no such device";
   EXPECT_EQ(none.error().err, EIO) << none.error().message();
+  // Zero-copy AF_XDP (which UMEM registration a port's sockets take): not
+  // on veth, VXLAN or ifb.
+  for (const std::string& n : {v, x, d}) {
+    auto zc = rtnl::deviceOffersXskZerocopy(int(::if_nametoindex(n.c_str())));
+    ASSERT_TRUE(zc) << n << ": " << zc.error().message();
+    EXPECT_FALSE(*zc) << n << " reports zero-copy AF_XDP";
+  }
+  EXPECT_FALSE(rtnl::deviceOffersXskZerocopy(0x7ffffff0)) << "no such device";
 }
 
 TEST_F(RtnlTest, DeleteRefusesUnmanagedDevices) {

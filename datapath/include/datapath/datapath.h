@@ -79,6 +79,12 @@ struct DatapathConfig {
   // Tests: the frames of a closed copy-mode socket wait for the kernel to
   // release its queue, as a zero-copy socket's do (HeldFrames).
   bool hold_copy_mode_frames = false;
+  // Tests: every receiving port takes the path of a device that offers
+  // zero-copy -- a registration of the UMEM area of its own, XDP_ZEROCOPY
+  // tried there -- which on veth falls back to copy mode on that
+  // registration: frames then cross registrations as they do between a
+  // zero-copy NIC and the copy-mode ports.
+  bool zerocopy_path_everywhere = false;
   // The kernel fast path for learned unicast (fast_path.h), switch mode
   // only. On by default; when it cannot be set up (a kernel without BTF or
   // raw tracepoints) vdevd warns and switches everything itself, unless
@@ -287,8 +293,9 @@ class Datapath {
   Status addPortNow(const std::string& ifname, const PortOptions& opts);
   Status removePortNow(const std::string& ifname);
   Status setPortNow(const std::string& ifname, const PortChange& change);
-  // A bound socket of a live port whose UMEM new sockets share, or -1.
-  int anyLiveSocket() const;
+  // Bound sockets of live ports whose UMEM registrations new sockets share,
+  // one of each mode (-1: none).
+  UmemAnchors anchors() const;
   // The skb path and its punt device, set up when the first port that
   // wants it is added. Errors: loading the program, creating the device.
   Status ensureTcPath();

@@ -111,6 +111,9 @@ struct PortConfig {
   // hold_copy_mode: copy-mode sockets' too (tests: veth has no zero-copy).
   HeldFrames* held = nullptr;
   bool hold_copy_mode = false;
+  // Tests: a receiving port takes the path of a device that offers
+  // zero-copy (DatapathConfig::zerocopy_path_everywhere).
+  bool zerocopy_path_always = false;
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -149,12 +152,13 @@ class Port {
   Port& operator=(const Port&) = delete;
 
   // Opens a netdev: attaches the XDP program and binds one socket per queue.
-  // share_fd: a bound socket whose UMEM to share, or -1 (see XskSocket).
+  // anchors: the bound sockets whose UMEM registration to share (see
+  // XskSocket; openSockets() says which one a device takes).
   // The sockets' owner tags come from the pool (FramePool::tags()).
   static Result<std::unique_ptr<Port>> open(const std::string& ifname, uint16_t index,
                                             FramePool& pool, const PortConfig& cfg,
                                             const std::vector<std::array<uint8_t, 6>>& host_macs,
-                                            int share_fd);
+                                            const UmemAnchors& anchors);
 
   // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
   //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
@@ -283,14 +287,17 @@ class Port {
 
   // Owner thread: opens one socket per queue the device has (up to the
   // port's queue count) and registers it with the XDP program (after a link
-  // came back up). Does not change the link state.
-  Status openSockets(FramePool& pool, int share_fd);
+  // came back up). Does not change the link state. A receiving port whose
+  // device offers zero-copy shares anchors.zerocopy (or registers the area
+  // anew and tries XDP_ZEROCOPY there); every other socket shares
+  // anchors.copy (or registers it anew in copy mode).
+  Status openSockets(FramePool& pool, const UmemAnchors& anchors);
   // Queues of the port without a socket: the device has fewer RX queues
   // than the port (a multi-queue tap before the VM opened them all).
   uint32_t unboundQueues() const;
   // Owner thread, live port: binds queues that appeared on the device since.
   // Returns how many were bound.
-  Result<uint32_t> bindNewQueues(FramePool& pool, int share_fd);
+  Result<uint32_t> bindNewQueues(FramePool& pool, const UmemAnchors& anchors);
   // Owner thread: takes the port down (link down, device gone, removal): no
   // new frames are accepted (a live port goes kDown), frames in the delivery
   // rings and frames on the TX rings that the kernel never took are dropped
@@ -325,7 +332,7 @@ class Port {
   // Owner thread: (re)binds to the device now carrying the port's name --
   // after it was deleted and created again: new ifindex, MAC, MTU, XDP
   // program, sockets. On success the port is live (Link::attached()).
-  Status attachDevice(FramePool& pool, int share_fd);
+  Status attachDevice(FramePool& pool, const UmemAnchors& anchors);
 
  private:
   // Drops a program counted for the port's limits whose counters go away

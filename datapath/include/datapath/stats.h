@@ -30,6 +30,9 @@ struct PortStats {
   uint32_t queues_bound = 0;  // with a socket now
   const char* xdp_mode = "none";
   const char* bind_mode = "none";
+  // Sockets of the port that registered the UMEM area themselves: each is a
+  // registration of its own (XskSocket, "Zero-copy"); the others share one.
+  uint32_t umem_registrations = 0;
   uint32_t mtu = 0;
   bool live = false;
   bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on

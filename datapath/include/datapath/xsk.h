@@ -9,8 +9,17 @@
 // anchor instead, and registers the UMEM afresh when none is left. The ring
 // accessors are libxdp's inline helpers from <xdp/xsk.h>.
 //
-// Zero-copy: the first socket on a UMEM tries XDP_ZEROCOPY and falls back to
-// copy mode; sockets that share the UMEM inherit its mode (a kernel rule).
+// Zero-copy is a property of a UMEM registration: every socket that shares
+// one (XDP_SHARED_UMEM) takes the mode of its first socket (a kernel rule:
+// a copy-only device cannot join a zero-copy registration, and a zero-copy
+// NIC joins a copy one in copy mode). So a datapath keeps up to two kinds of
+// registration of its one area, at the same address and with the same chunk
+// size: a copy-mode one that veths, taps and the punt device share, and a
+// zero-copy one for the devices that offer it (UmemAnchors). A frame's
+// address names the same chunk in both, so unicast still moves a frame by
+// address from a zero-copy NIC's RX ring to a veth's TX ring, no copy. The
+// first socket of a new registration tries XDP_ZEROCOPY when asked
+// (XskConfig::zerocopy) and falls back to copy mode on it.
 //
 // Owner tag: a socket takes a tag from its pool (FramePool::tags()) when it
 // is created; the frames its rings hold carry it (Frame::owner). close()
@@ -46,11 +55,19 @@ struct XskConfig {
   uint32_t fill_size = 2048;  // twice the RX ring: the kernel never waits for a refill
   uint32_t comp_size = 1024;
   uint32_t tx_budget = 0;     // copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel default
-  bool zerocopy = true;       // try zero-copy first (only the UMEM's first socket decides)
+  bool zerocopy = true;       // try zero-copy first (only a registration's first socket decides)
   // Preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, _BUDGET):
   // microseconds per busy poll, 0 = off; the budget is the batch size.
   uint32_t busy_poll_us = 0;
   uint32_t busy_poll_budget = 64;
+};
+
+// The registrations of a datapath's UMEM area a new socket may share: a
+// bound copy-mode socket and a bound zero-copy one, -1 where there is none
+// (then the socket registers the area anew).
+struct UmemAnchors {
+  int copy = -1;
+  int zerocopy = -1;
 };
 
 class XskSocket {
@@ -86,6 +103,9 @@ class XskSocket {
   static uint64_t generation() noexcept;
   uint16_t tag() const { return tag_; }  // owner tag of the frames it holds
   bool zerocopy() const { return zerocopy_; }
+  // It registered the UMEM area itself (XDP_UMEM_REG), as a registration's
+  // first socket does, instead of sharing another socket's (UmemAnchors).
+  bool registeredUmem() const { return registered_; }
   uint32_t queue() const { return queue_; }
   bool txBudgetSet() const { return tx_budget_set_; }
   bool busyPoll() const { return busy_poll_; }
@@ -125,6 +145,7 @@ class XskSocket {
   uint16_t tag_ = 0;
   uint32_t queue_ = 0;
   bool zerocopy_ = false;
+  bool registered_ = false;  // it registered the UMEM area (no anchor to share)
   bool tx_budget_set_ = false;
   bool busy_poll_ = false;
   bool receives_ = true;

@@ -26,6 +26,12 @@ Result<bool> deviceTakesXdpFrames(int ifindex);
 // there is generic, on the skb). Errors as deviceTakesXdpFrames.
 Result<bool> deviceHasNativeXdp(int ifindex);
 
+// Whether the device's driver binds AF_XDP sockets in zero-copy mode (its
+// XDP features include XSK_ZEROCOPY): NICs such as ice, i40e, mlx5, igc,
+// virtio-net do; veth and tap do not (copy mode only). Errors as
+// deviceTakesXdpFrames.
+Result<bool> deviceOffersXskZerocopy(int ifindex);
+
 // Whether the kernel holds an AF_XDP buffer pool at the device's RX queue
 // (netdev QUEUE_GET's "xsk" attribute, Linux 6.15+): from the bind of a
 // socket there until the kernel has released the pool after that socket
