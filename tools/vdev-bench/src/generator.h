@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/fd.h"
 #include "bpf_objs.h"
 #include "result.h"
 #include "sys.h"
@@ -96,9 +97,16 @@ class TrafficSource {
   virtual std::string describe() const = 0;
 };
 
+class FrameWriter;
+
 class Generator : public TrafficSource {
  public:
   // Loads vb_gen and attaches vb_pass to ifname inside ns (see gen.bpf.c).
+  // Where the kernel refuses live-frames test runs (EPERM), it writes the
+  // frame into a packet socket bound to ifname instead (FrameWriter; with
+  // vb_pass still attached, so that ifname keeps its NAPI and receives the
+  // redirected frames the latency probes' answers are), says so in
+  // describe() and on stderr; sportCount is then not applied.
   static Result<std::unique_ptr<Generator>> create(const Netns& ns, const std::string& ifname,
                                                    GeneratorConfig cfg);
   ~Generator() override;  // stops the threads
@@ -107,18 +115,18 @@ class Generator : public TrafficSource {
   // Returns once every thread is out of the kernel and joined. Threads are
   // interrupted mid-call (SIGUSR2 makes the call return EINTR).
   void stop() override;
-  bool running() const override { return !threads_.empty(); }
+  bool running() const override;
 
-  // Frames the program has emitted (XDP_TX), since load.
-  Result<Counters> counters() const override { return readCounters(countersFd_); }
+  // Frames the program has emitted (XDP_TX), since load (or written).
+  Result<Counters> counters() const override;
   // Run time of the generator threads so far (schedstat; this process's threads).
-  double cpuSeconds() const override { return book_.cpuSeconds(); }
-  Status error() const override { return book_.error(); }
+  double cpuSeconds() const override;
+  Status error() const override;
   // Paced: sets the program's period (its .bss, read per frame) and, from
   // the next start() on, the batch size and the repeat count per call.
   void setRate(uint64_t pps) override;
   uint64_t rate() const override { return cfg_.ratePps; }
-  std::vector<pid_t> threadIds() const override { return book_.ids(); }
+  std::vector<pid_t> threadIds() const override;
   std::string describe() const override;
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
@@ -140,21 +148,33 @@ class Generator : public TrafficSource {
   std::atomic<int> inside_{0};        // threads still looping
   std::atomic<uint64_t> calls_{0};
   SourceThreads book_;
+  std::unique_ptr<FrameWriter> writer_;  // live frames refused: what sends instead
 };
 
-// A VM transmitting through its tap, the way QEMU without vhost does: one
-// write() per frame on the tap's fd (owned by the TapSink), from `threads`
-// threads pinned to `cpu`. The frame enters the host through the tap's
-// receive path (tun_get_user): an XDP program on the tap (vdevd's, the
-// redirect) runs right there, and without one the stack, and so the bridge,
-// runs inside the write() too. Paced by spinning on the clock between
-// writes, same slot rules as the BPF generator (one slot clock for all
-// threads).
-class TapWriter : public TrafficSource {
+// One write() per frame on an fd, from `threads` threads pinned to `cpu`,
+// paced by spinning on the clock between writes (same slot rules as the BPF
+// generator, one slot clock for all threads). Two uses:
+//  - a VM transmitting through its tap, the way QEMU without vhost does
+//    (the TapSink's fd): the frame enters the host through the tap's
+//    receive path (tun_get_user), where an XDP program on the tap
+//    (vdevd's, the redirect) runs, and without one the stack, and so the
+//    bridge, runs inside the write() too;
+//  - the generator veth, where the kernel refuses BPF_PROG_RUN live frames
+//    (EPERM: some kernels do): a packet socket bound to it, whose write()
+//    hands veth_xmit an skb per frame; the device under test's port gets
+//    it through its NAPI (its XDP program, native, on an skb-backed frame)
+//    instead of as an XDP frame through ndo_xdp_xmit. Slower per frame.
+class FrameWriter : public TrafficSource {
  public:
-  TapWriter(int tapFd, std::string ifname, std::vector<uint8_t> frame, int threads, int cpu)
-      : fd_(tapFd), ifname_(std::move(ifname)), frame_(std::move(frame)), nthreads_(threads), cpu_(cpu) {}
-  ~TapWriter() override { stop(); }
+  // fd: not owned (the tap's); what: what it writes into, for describe().
+  FrameWriter(int fd, std::string what, std::vector<uint8_t> frame, int threads, int cpu)
+      : fd_(fd), what_(std::move(what)), frame_(std::move(frame)), nthreads_(threads), cpu_(cpu) {}
+  // The same with an fd it owns (the packet socket).
+  FrameWriter(FileDesc owned, std::string what, std::vector<uint8_t> frame, int threads, int cpu)
+      : FrameWriter(owned.get(), std::move(what), std::move(frame), threads, cpu) {
+    owned_ = std::move(owned);
+  }
+  ~FrameWriter() override { stop(); }
   Status start() override;
   void stop() override;
   bool running() const override { return !threads_.empty(); }
@@ -168,8 +188,9 @@ class TapWriter : public TrafficSource {
 
  private:
   void threadMain(int index);
-  int fd_;  // not owned: the TapSink's
-  std::string ifname_;
+  int fd_;
+  FileDesc owned_;  // fd_'s owner, when this writer owns it
+  std::string what_;
   std::vector<uint8_t> frame_;
   int nthreads_, cpu_;
   std::vector<std::thread> threads_;

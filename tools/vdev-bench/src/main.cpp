@@ -47,7 +47,8 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   // into its tap (tap-veth).
   std::unique_ptr<TrafficSource> source;
   if (t.portAIsTap()) {
-    source = std::make_unique<TapWriter>(t.vm()->fd(), t.portA(), buildFrame(spec, o.frameSize), o.tapWriters, o.genCpu);
+    source = std::make_unique<FrameWriter>(t.vm()->fd(), "tap " + t.portA(), buildFrame(spec, o.frameSize),
+                                           o.tapWriters, o.genCpu);
   } else {
     GeneratorConfig gc;
     gc.frame = buildFrame(spec, o.frameSize);

@@ -131,7 +131,7 @@ class TapSink : public Sink {
   Status prepare(const SinkRun& run) override;
   std::string describe() const override { return "read() loop on tap " + ifname_; }
   std::string receivePath() const override { return "tap, read() per frame"; }
-  // The tap's fd, for a TapWriter (the VM transmitting).
+  // The tap's fd, for a FrameWriter (the VM transmitting).
   int fd() const { return tap_.fd(); }
   const std::string& ifname() const { return ifname_; }
   Mac mac() const { return mac_; }

@@ -94,7 +94,7 @@ Status Topology::build() {
   // Endpoints are referred to by pointer (LatencyPair): no reallocation.
   endpoints_.reserve(3);
   // Port A: the generator's veth peer, or (tap-veth) the VM's tap, which
-  // transmits (TapWriter) with the generator's addresses.
+  // transmits (FrameWriter) with the generator's addresses.
   if (scenario_ == Scenario::kTapVeth) {
     auto vm = TapSink::create(*dut_, portA_, genMac_);
     if (!vm) return vm.error();

@@ -7,7 +7,7 @@
 //   via BPF_PROG_RUN                                                        (tc ingress) or vb_sink (XDP)
 //   veth-tap:  <P>b is a tap, read by TapSink (the VM).
 //   tap-veth:  <P>a is a tap: the VM (TapSink's fd) writes the frames
-//              (TapWriter); no generator namespace.
+//              (FrameWriter); no generator namespace.
 //   switch:    veth-veth plus a third port <P>c, a tap read by a TapSink
 //              (the VM): two containers and a VM on one learning switch.
 //
