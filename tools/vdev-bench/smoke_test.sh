@@ -19,7 +19,8 @@
 #   6. --real (MTU 1500, 1 run of 1 s): every datapath (bridge, tc-redirect,
 #      vdevd, vdevd-own) moved data in every scenario (TCP both ways between
 #      the containers, the UDP flood, TCP both ways between a container and
-#      the VM), no datagram arrived that was not sent, the VM sent GSO
+#      the VM, round trips to B and to the VM: most probes answered, their
+#      percentiles in order), no datagram arrived that was not sent, the VM sent GSO
 #      frames with partial checksums, and each datapath took the path it
 #      names (tc-redirect redirected; vdevd's fast path carried frames,
 #      vdevd-own's none);
@@ -302,7 +303,7 @@ def check_real(doc, rc):
     if doc["config"]["datapaths"] != want:
         fail("real: datapaths %s, expected %s" % (doc["config"]["datapaths"], want))
     got = sorted(s["scenario"] for s in doc["scenarios"])
-    if got != sorted(["tcp-a-b", "tcp-b-a", "udp-a-b", "tcp-vm-a", "tcp-a-vm"]):
+    if got != sorted(["tcp-a-b", "tcp-b-a", "udp-a-b", "tcp-vm-a", "tcp-a-vm", "rtt-a-b", "rtt-a-vm"]):
         fail("real: scenarios %s" % got)
     for s in doc["scenarios"]:
         dps = [r["datapath"] for r in s["results"]]
@@ -322,6 +323,11 @@ def check_real(doc, rc):
                     fail("%s: no bytes received" % name)
                 if s["unit"] == "mpps_received" and not 0 < m["received"] <= m["sent"]:
                     fail("%s: received %d of %d datagrams" % (name, m["received"], m["sent"]))
+                if s["unit"] == "us_round_trip_p50":
+                    if not (m["probes_sent"] >= 100 and m["lost"] < m["probes_sent"]):
+                        fail("%s: %d of %d probes lost" % (name, m["lost"], m["probes_sent"]))
+                    if not 0 < m["min_us"] <= m["p50_us"] <= m["p99_us"] <= m["max_us"]:
+                        fail("%s: round trips out of order: %s" % (name, m))
     for su in doc["setups"]:
         name = "real: %s set-up" % su["datapath"]
         if su["error"] or su["stop_problem"]:

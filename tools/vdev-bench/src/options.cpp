@@ -256,7 +256,8 @@ OPTIONS
                           netns P-g through it, so the guest sends TCP with partial
                           checksums and 64 KB GSO frames. Addresses 198.18.0.1 (A), 198.18.1.1
                           (B), 198.18.2.1 (VM), static neighbour entries, IPv6 off; nothing
-                          is pinned. Per datapath, MTU and run:
+                          is pinned but the round trips' two threads. Per datapath, MTU and
+                          run:
                             tcp-a-b, tcp-b-a  TCP A -> B and B -> A: iperf3 -s in the
                                               receiver's namespace, iperf3 -c -t S -J in the
                                               sender's, one stream; Gbit/s at the receiver
@@ -266,6 +267,14 @@ OPTIONS
                                               received. MTU 1500 only
                             tcp-vm-a, tcp-a-vm
                                               TCP VM -> A and A -> VM. MTU 1500 only
+                            rtt-a-b, rtt-a-vm round trips A -> B -> A and A -> VM -> A: a
+                                              UDP socket in A sends a 64-byte request
+                                              every 2 ms for S seconds and waits for each
+                                              answer, a socket at the other end sends it
+                                              back (the stack's checksums, offloaded);
+                                              p50 and p99 in us (lower is better); the
+                                              two threads pinned to the first and the
+                                              last CPU. MTU 1500 only
                           --datapath takes these datapaths (default: all four, in order):
                             bridge       the Linux bridge, every port enslaved (the reference)
                             tc-redirect  a tc ingress program on each port that redirects

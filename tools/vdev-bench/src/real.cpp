@@ -50,6 +50,8 @@ const ScenarioDef kScenarios[] = {
     {"udp-a-b", "UDP container A -> container B, 64-byte frames", Traffic::kUdp, 0, 1, true, true},
     {"tcp-vm-a", "TCP VM (vdev-vm guest) -> container A", Traffic::kTcp, 2, 0, true, false},
     {"tcp-a-vm", "TCP container A -> VM (vdev-vm guest)", Traffic::kTcp, 0, 2, true, false},
+    {"rtt-a-b", "Round trip container A -> container B -> A", Traffic::kRtt, 0, 1, true, false},
+    {"rtt-a-vm", "Round trip container A -> VM (vdev-vm guest) -> A", Traffic::kRtt, 0, 2, true, false},
 };
 bool needsVm(const ScenarioDef& s) { return s.from == 2 || s.to == 2; }
 bool runsAt(const ScenarioDef& s, uint32_t mtu) { return !s.baseMtuOnly || mtu == kBaseMtu; }
@@ -403,14 +405,23 @@ void printReal(const RealReport& rep, FILE* out) {
       for (const auto& d : rep.datapaths) any |= rep.find(s, mtu, d) != nullptr;
       if (!any) continue;
       const bool tcp = s.traffic == Traffic::kTcp;
+      const bool rtt = s.traffic == Traffic::kRtt;
+      char rttText[128];
+      snprintf(rttText, sizeof rttText,
+               "UDP request/response, %zu-byte frames, one every %.0f ms; us, lower is better", kRttFrameSize,
+               kRttIntervalS * 1e3);
       fprintf(out, "\n%s, %s (%s)\n", s.title, mtuText(mtu).c_str(),
-              tcp ? "iperf3, one stream; Gbit/s at the receiver"
-                  : "18-byte payloads, sendmmsg() from one thread; Mpps received");
+              tcp   ? "iperf3, one stream; Gbit/s at the receiver"
+              : rtt ? rttText
+                    : "18-byte payloads, sendmmsg() from one thread; Mpps received");
       // With --idle-ports, a last column: D+N against D.
       const char* twoHead = idleMode ? "x 2 ports" : "";
       if (tcp)
         fprintf(out, "%-12s %8s %15s %8s %11s %8s %6s %9s\n", "datapath", "Gbit/s", "(min-max)", "x bridge",
                 "CPU s/Gbit", "machine", "noisy", twoHead);
+      else if (rtt)
+        fprintf(out, "%-12s %8s %15s %8s %8s %8s %11s %6s\n", "datapath", "p50", "(min-max)", "x bridge", "p99",
+                "x bridge", "lost", "noisy");
       else
         fprintf(out, "%-12s %8s %15s %8s %8s %11s %8s %11s %6s %9s\n", "datapath", "Mpps rx", "(min-max)",
                 "x bridge", "Mpps tx", "CPU s/Mpkt", "machine", "sock drop%", "noisy", twoHead);
@@ -426,13 +437,17 @@ void printReal(const RealReport& rep, FILE* out) {
           fprintf(out, "%-12s %8s   failed: %s\n", d.c_str(), "-", c->errors.empty() ? "?" : c->errors[0].c_str());
           continue;
         }
-        const int dec = tcp ? 2 : 3;
-        const CellText x = cellText(*c, ref, dec);
+        const int dec = tcp || rtt ? (rtt ? 1 : 2) : 3;
+        const Cell* bridgeCell = rep.find(s, mtu, variantOf(d).idle ? idleVariant(kBridge, rep.opt->idlePorts) : kBridge);
+        const CellText x = cellText(*c, ref, dec, bridgeCell ? medianP99(*bridgeCell) : NAN);
         const double med = median(valuesOf(*c, &Measurement::value));
         const std::string two = idleMode ? num(ratioTo(med, twoPortsMedian(rep, s, mtu, d)), 3) : "";
         if (tcp)
           fprintf(out, "%-12s %8s %15s %8s %11s %8s %6s %9s\n", d.c_str(), x.median.c_str(), x.range.c_str(),
                   x.ratio.c_str(), x.cpu.c_str(), x.machine.c_str(), x.noisy.c_str(), two.c_str());
+        else if (rtt)
+          fprintf(out, "%-12s %8s %15s %8s %8s %8s %11s %6s\n", d.c_str(), x.median.c_str(), x.range.c_str(),
+                  x.ratio.c_str(), x.p99.c_str(), x.p99Ratio.c_str(), x.lost.c_str(), x.noisy.c_str());
         else
           fprintf(out, "%-12s %8s %15s %8s %8s %11s %8s %11s %6s %9s\n", d.c_str(), x.median.c_str(),
                   x.range.c_str(), x.ratio.c_str(), x.txMpps.c_str(), x.cpu.c_str(), x.machine.c_str(),
@@ -447,7 +462,9 @@ void printReal(const RealReport& rep, FILE* out) {
           "million datagrams) received; softirq work counts for the task it ran on top of. machine: all busy\n"
           "CPU time of the machine (/proc/stat) per Gbit, other load included. noisy: runs in which other\n"
           "load or steal exceeded 15%% of a CPU. sock drop%%: datagrams lost because the receiving socket's\n"
-          "buffer was full (UDP RcvbufErrors), in %% of those sent. Nothing is pinned. See\n"
+          "buffer was full (UDP RcvbufErrors), in %% of those sent. Round trips: medians of the runs'\n"
+          "p50 (nearest rank) and p99, the requester's thread on the first CPU, the responder's on the\n"
+          "last, the rest not pinned; lost: probes unanswered within 200 ms, all runs. See\n"
           "docs/performance.md, \"Real senders\".\n");
   const auto idle = idleSummaries(rep);
   if (!idle.empty()) {
@@ -509,12 +526,13 @@ std::string realJson(const RealReport& rep) {
     for (const auto& s : kScenarios) {
       if (!runsAt(s, mtu) || (o.idlePorts && !s.withIdle)) continue;
       const bool tcp = s.traffic == Traffic::kTcp;
+      const bool rtt = s.traffic == Traffic::kRtt;
       Json sc;
       sc["scenario"] = s.id;
       sc["title"] = s.title;
       sc["mtu"] = static_cast<uint64_t>(mtu);
-      sc["unit"] = tcp ? "gbit_s" : "mpps_received";
-      sc["cpu_unit"] = tcp ? "cpu_s_per_gbit" : "cpu_s_per_mpkt";
+      sc["unit"] = tcp ? "gbit_s" : rtt ? "us_round_trip_p50" : "mpps_received";
+      sc["cpu_unit"] = tcp ? Json("cpu_s_per_gbit") : rtt ? Json(nullptr) : Json("cpu_s_per_mpkt");
       Json results = Json::array();
       for (const auto& d : rep.datapaths) {
         const Cell* c = rep.find(s, mtu, d);
@@ -525,6 +543,11 @@ std::string realJson(const RealReport& rep) {
         r["idle_ports"] = variantOf(d).idle ? o.idlePorts : 0u;
         r["skipped"] = textOrNull(c->skipped);
         cellSummaryJson(r, *c, ref);  // ratio: to the bridge on the same ports
+        if (rtt) {
+          const Cell* b = rep.find(s, mtu, variantOf(d).idle ? idleVariant(kBridge, o.idlePorts) : kBridge);
+          r["median_p99_us"] = fixed(medianP99(*c), 2);
+          r["p99_ratio_to_bridge"] = fixed(ratioTo(medianP99(*c), b ? medianP99(*b) : NAN), 4);
+        }
         if (o.idlePorts)
           r["ratio_to_2_ports"] =
               fixed(ratioTo(median(valuesOf(*c, &Measurement::value)), twoPortsMedian(rep, s, mtu, d)), 4);

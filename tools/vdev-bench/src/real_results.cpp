@@ -28,6 +28,14 @@ Result<Measurement> measureTraffic(Traffic traffic, const Station& from, const S
     m.cpuPerUnit = gbit > 0 ? r->cpu.bench / gbit : NAN;
     m.machinePerUnit = gbit > 0 ? r->cpu.machine / gbit : NAN;
     m.tcp = r.value();
+  } else if (traffic == Traffic::kRtt) {
+    auto r = runRtt(from, to, duration, what);
+    if (!r) return r.error();
+    m.value = r->stats.p50Us;
+    m.cpu = r->cpu;
+    m.cpuPerUnit = NAN;
+    m.machinePerUnit = NAN;
+    m.rtt = r.value();
   } else {
     auto r = runUdpFlood(from, to, duration, what, udpPayload);
     if (!r) return r.error();
@@ -53,7 +61,9 @@ void measureInto(Cell& c, Traffic traffic, const Station& from, const Station& t
   }
   if (!o.json && !verbose())
     fprintf(stderr, "vdev-bench: %s run %d: %.3f %s\n", label.c_str(), run, m->value,
-            traffic == Traffic::kTcp ? "Gbit/s" : "Mpps received");
+            traffic == Traffic::kTcp   ? "Gbit/s"
+            : traffic == Traffic::kRtt ? "us round trip (p50)"
+                                       : "Mpps received");
   c.runs.push_back(std::move(m.value()));
 }
 
@@ -93,7 +103,14 @@ std::string loadAverage() {
   return a + " " + b + " " + c;
 }
 
-CellText cellText(const Cell& c, double ref, int decimals) {
+double medianP99(const Cell& c) {
+  std::vector<double> v;
+  for (const auto& m : c.runs)
+    if (m.rtt) v.push_back(m.rtt->stats.p99Us);
+  return v.empty() ? NAN : median(v);
+}
+
+CellText cellText(const Cell& c, double ref, int decimals, double refP99) {
   const auto v = valuesOf(c, &Measurement::value);
   const double med = median(v);
   CellText t;
@@ -112,6 +129,17 @@ CellText cellText(const Cell& c, double ref, int decimals) {
   if (!tx.empty()) {
     t.txMpps = num(median(tx), 3);
     t.sockDrop = num(median(drop), 2);
+  }
+  uint64_t sent = 0, lost = 0;
+  for (const auto& m : c.runs) {
+    if (!m.rtt) continue;
+    sent += m.rtt->stats.sent;
+    lost += m.rtt->stats.lost;
+  }
+  if (sent) {
+    t.p99 = num(medianP99(c), decimals);
+    t.p99Ratio = num(ratioTo(medianP99(c), refP99), 2);
+    t.lost = std::to_string(lost) + "/" + std::to_string(sent);
   }
   return t;
 }
@@ -161,6 +189,18 @@ void cellRunsJson(Json& r, const Cell& c) {
       x["rcvbuf_errors"] = m.udp->rcvbufErrors;
       x["seconds"] = fixed(m.udp->seconds, 3);
       x["sent_mpps"] = fixed(m.udp->sentMpps(), 4);
+    }
+    if (m.rtt) {
+      const LatencyStats& l = m.rtt->stats;
+      x["probes_sent"] = l.sent;
+      x["lost"] = l.lost;
+      x["interval_s"] = fixed(m.rtt->intervalS, 4);
+      x["min_us"] = fixed(l.minUs, 2);
+      x["p50_us"] = fixed(l.p50Us, 2);
+      x["p90_us"] = fixed(l.p90Us, 2);
+      x["p99_us"] = fixed(l.p99Us, 2);
+      x["max_us"] = fixed(l.maxUs, 2);
+      x["mean_us"] = fixed(l.meanUs, 2);
     }
     x["cpu"] = cpuJson(m.cpu);
     x["noisy"] = m.cpu.noisy;

@@ -19,16 +19,17 @@
 
 namespace vdev::bench {
 
-enum class Traffic { kTcp, kUdp };
+enum class Traffic { kTcp, kUdp, kRtt };
 
 struct Measurement {
   int run = 0;
-  double value = 0;         // Gbit/s (TCP) or Mpps received (UDP)
-  double cpuPerUnit = 0;    // bench CPU seconds per Gbit / per million datagrams received
+  double value = 0;         // Gbit/s (TCP), Mpps received (UDP) or the median round trip, us (RTT)
+  double cpuPerUnit = 0;    // bench CPU seconds per Gbit / per million datagrams received (NAN for RTT)
   double machinePerUnit = 0;
   CpuWindow cpu;
   std::optional<TcpResult> tcp;
   std::optional<UdpResult> udp;
+  std::optional<RttResult> rtt;
 };
 
 // One measure through one datapath over the runs.
@@ -39,8 +40,8 @@ struct Cell {
 };
 
 // Run `run` of one measure into c: from `from` to `to` for --duration
-// seconds, one iperf3 TCP stream (runTcp) or the UDP flood with
-// udpPayload-byte datagrams (runUdpFlood). A failure goes to c.errors ("run
+// seconds, one iperf3 TCP stream (runTcp), the UDP flood with
+// udpPayload-byte datagrams (runUdpFlood) or round trips (runRtt). A failure goes to c.errors ("run
 // N: ...") and is warned of as `what`; a measurement joins c.runs and,
 // unless --json or -v, "vdev-bench: LABEL run N: VALUE UNIT" goes to stderr.
 void measureInto(Cell& c, Traffic traffic, const Station& from, const Station& to, const Options& o, int run,
@@ -84,8 +85,13 @@ struct CellText {
   std::string median, range, ratio, cpu, machine, noisy;
   // UDP: the medians of the Mpps sent and of sockDropPct.
   std::string txMpps, sockDrop;
+  // RTT: the median of the runs' 99th percentiles, its ratio to refP99,
+  // and the probes lost over all runs / sent.
+  std::string p99, p99Ratio, lost;
 };
-CellText cellText(const Cell& c, double ref, int decimals);
+CellText cellText(const Cell& c, double ref, int decimals, double refP99 = NAN);
+// The median of a cell's runs' 99th percentile round trips (NAN without RTT runs).
+double medianP99(const Cell& c);
 
 Json cpuJson(const CpuWindow& w);
 // A JSON object from another program (vdevd, vdev-vm), or null when it is not one.

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -316,6 +317,36 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
   r.received = received.load(std::memory_order_relaxed);
   r.rcvbufErrors = drops1.value() - drops0.value();
   r.seconds = t1 - t0;
+  r.cpu = cpu.value();
+  return r;
+}
+
+// ---- round trips ----------------------------------------------------------------
+
+Result<RttResult> runRtt(const Station& from, const Station& to, double duration, const std::string& what) {
+  const int last = std::max(1, onlineCpus()) - 1;
+  auto responder = UdpResponder::create(*to.ns, to.ip, last, 0, /*udpChecksum=*/true);
+  if (!responder) return responder.error();
+  auto pinger = Pinger::create(*from.ns, from.ip, to.ip, kRttFrameSize, /*udpChecksum=*/true);
+  if (!pinger) return pinger.error();
+  ProbePlan plan;
+  plan.count = std::max(100, static_cast<int>(duration / kRttIntervalS));
+  plan.intervalS = kRttIntervalS;
+  plan.timeoutS = 0.2;
+  plan.cpu = 0;
+  std::vector<double> rtt;
+  rtt.reserve(static_cast<size_t>(plan.count));
+  CpuMeter meter;
+  VB_TRY(meter.begin());
+  auto sent = (*pinger)->run(plan, &rtt);
+  auto cpu = meter.end(what);
+  if (!sent) return sent.error();
+  if (!cpu) return cpu.error();
+  if (rtt.empty()) return makeError(0, "no probe was answered (" + std::to_string(*sent) + " sent)");
+  RttResult r;
+  r.stats = summarizeLatency(rtt, *sent);
+  r.probes = plan.count;
+  r.intervalS = plan.intervalS;
   r.cpu = cpu.value();
   return r;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "latency.h"
 #include "real_topology.h"
 #include "result.h"
 #include "sys.h"
@@ -83,6 +84,23 @@ constexpr unsigned kUdpFloodBatch = 64;  // datagrams per sendmmsg()/recvmmsg()
 // 200 ms pass without a datagram after the sender stopped).
 Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double duration, const std::string& what,
                               size_t payload = kUdpFloodPayload);
+
+struct RttResult {
+  LatencyStats stats;   // the answered probes' round trips
+  int probes = 0;       // planned
+  double intervalS = 0; // between probes' send times
+  CpuWindow cpu;
+};
+// Round trips from `from` to `to` and back, light load: a UDP socket in
+// from's namespace sends one 64-byte request (frame, FCS included) every
+// kRttIntervalS for duration seconds and waits for each answer (200 ms at
+// most); a UDP socket in to's namespace sends every request back
+// unchanged (latency.h: Pinger, UdpResponder). Both with the stack's UDP
+// checksum (left to the device's offload on a veth), the requester's thread
+// on the first CPU, the responder's on the last.
+constexpr double kRttIntervalS = 0.002;
+constexpr size_t kRttFrameSize = 64;
+Result<RttResult> runRtt(const Station& from, const Station& to, double duration, const std::string& what);
 
 // Connectivity and learning before the measurements: from pings to (two
 // echo requests, 0.2 s apart), so both see each other's frames.
