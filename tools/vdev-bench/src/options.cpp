@@ -272,9 +272,9 @@ OPTIONS
                                               every 2 ms for S seconds and waits for each
                                               answer, a socket at the other end sends it
                                               back (the stack's checksums, offloaded);
-                                              p50 and p99 in us (lower is better); the
-                                              two threads pinned to the first and the
-                                              last CPU. MTU 1500 only
+                                              p50 and p99 in us (lower is better); both
+                                              threads pinned to the first CPU. MTU 1500
+                                              only
                           --datapath takes these datapaths (default: all four, in order):
                             bridge       the Linux bridge, every port enslaved (the reference)
                             tc-redirect  a tc ingress program on each port that redirects

@@ -463,8 +463,8 @@ void printReal(const RealReport& rep, FILE* out) {
           "CPU time of the machine (/proc/stat) per Gbit, other load included. noisy: runs in which other\n"
           "load or steal exceeded 15%% of a CPU. sock drop%%: datagrams lost because the receiving socket's\n"
           "buffer was full (UDP RcvbufErrors), in %% of those sent. Round trips: medians of the runs'\n"
-          "p50 (nearest rank) and p99, the requester's thread on the first CPU, the responder's on the\n"
-          "last, the rest not pinned; lost: probes unanswered within 200 ms, all runs. See\n"
+          "p50 (nearest rank) and p99, the requester's and the responder's threads both on the first\n"
+          "CPU, the rest not pinned; lost: probes unanswered within 200 ms, all runs. See\n"
           "docs/performance.md, \"Real senders\".\n");
   const auto idle = idleSummaries(rep);
   if (!idle.empty()) {

@@ -324,8 +324,10 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
 // ---- round trips ----------------------------------------------------------------
 
 Result<RttResult> runRtt(const Station& from, const Station& to, double duration, const std::string& what) {
-  const int last = std::max(1, onlineCpus()) - 1;
-  auto responder = UdpResponder::create(*to.ns, to.ip, last, 0, /*udpChecksum=*/true);
+  // Both threads on one CPU: each wakes the other there. Across CPUs every
+  // probe waits for an idle CPU to wake up (IPIs, 40-90 us on a VM), twice
+  // per round trip, which buries the datapaths' differences.
+  auto responder = UdpResponder::create(*to.ns, to.ip, 0, 0, /*udpChecksum=*/true);
   if (!responder) return responder.error();
   auto pinger = Pinger::create(*from.ns, from.ip, to.ip, kRttFrameSize, /*udpChecksum=*/true);
   if (!pinger) return pinger.error();

@@ -96,8 +96,8 @@ struct RttResult {
 // kRttIntervalS for duration seconds and waits for each answer (200 ms at
 // most); a UDP socket in to's namespace sends every request back
 // unchanged (latency.h: Pinger, UdpResponder). Both with the stack's UDP
-// checksum (left to the device's offload on a veth), the requester's thread
-// on the first CPU, the responder's on the last.
+// checksum (left to the device's offload on a veth), both threads on the
+// first CPU (vdevd and everything else where the scheduler puts them).
 constexpr double kRttIntervalS = 0.002;
 constexpr size_t kRttFrameSize = 64;
 Result<RttResult> runRtt(const Station& from, const Station& to, double duration, const std::string& what);
