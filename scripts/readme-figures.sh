@@ -6,7 +6,7 @@
 #   scripts/readme-figures.sh BUILD_DIR list     # what each group measures
 #
 # Groups (each prints the figures it produces; see `list`):
-#   real         the Real senders table: TCP, socket UDP, the VM stand-in (vdev-bench --real)
+#   real         the Real senders tables: TCP, socket UDP, the VM stand-in, round trips (vdev-bench --real)
 #   ring         the bulk pointer ring table           (make bench)
 #   forwarding   the Forwarding table, row by row      (vdev-bench)
 #   latency      the round trips and first frame after idle (vdev-bench)
@@ -53,7 +53,7 @@ for group in "$@"; do
         ;;
     real)
         need_bench
-        bench_run "real senders: containers' and the VM stand-in's kernels, MTU 1500 and 9000" --real --duration 4
+        bench_run "real senders: containers' and the VM stand-in's kernels, MTU 1500 and 9000, round trips" --real --duration 4
         ;;
     ring)
         say "ring table (median of REPS runs)" "REPS=5 scripts/bench-ring.sh $build"
