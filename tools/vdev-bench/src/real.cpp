@@ -350,8 +350,16 @@ double cellMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, con
   return c ? median(valuesOf(*c, &Measurement::value)) : NAN;
 }
 // The bridge on the same ports as dp: bridge, or bridge+N for an idle variant.
+std::string bridgeFor(const RealReport& rep, const std::string& dp) {
+  return variantOf(dp).idle ? idleVariant(kBridge, rep.opt->idlePorts) : kBridge;
+}
 double bridgeMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
-  return cellMedian(rep, s, mtu, variantOf(dp).idle ? idleVariant(kBridge, rep.opt->idlePorts) : kBridge);
+  return cellMedian(rep, s, mtu, bridgeFor(rep, dp));
+}
+// The same bridge's median 99th percentile round trip; NAN for other traffic.
+double bridgeP99(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
+  const Cell* c = rep.find(s, mtu, bridgeFor(rep, dp));
+  return c ? medianP99(*c) : NAN;
 }
 // An idle variant D+N against D on A's and B's ports only; NAN for D.
 double twoPortsMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
@@ -437,9 +445,8 @@ void printReal(const RealReport& rep, FILE* out) {
           fprintf(out, "%-12s %8s   failed: %s\n", d.c_str(), "-", c->errors.empty() ? "?" : c->errors[0].c_str());
           continue;
         }
-        const int dec = tcp || rtt ? (rtt ? 1 : 2) : 3;
-        const Cell* bridgeCell = rep.find(s, mtu, variantOf(d).idle ? idleVariant(kBridge, rep.opt->idlePorts) : kBridge);
-        const CellText x = cellText(*c, ref, dec, bridgeCell ? medianP99(*bridgeCell) : NAN);
+        const int dec = rtt ? 1 : tcp ? 2 : 3;
+        const CellText x = cellText(*c, ref, dec, bridgeP99(rep, s, mtu, d));
         const double med = median(valuesOf(*c, &Measurement::value));
         const std::string two = idleMode ? num(ratioTo(med, twoPortsMedian(rep, s, mtu, d)), 3) : "";
         if (tcp)
@@ -544,9 +551,8 @@ std::string realJson(const RealReport& rep) {
         r["skipped"] = textOrNull(c->skipped);
         cellSummaryJson(r, *c, ref);  // ratio: to the bridge on the same ports
         if (rtt) {
-          const Cell* b = rep.find(s, mtu, variantOf(d).idle ? idleVariant(kBridge, o.idlePorts) : kBridge);
           r["median_p99_us"] = fixed(medianP99(*c), 2);
-          r["p99_ratio_to_bridge"] = fixed(ratioTo(medianP99(*c), b ? medianP99(*b) : NAN), 4);
+          r["p99_ratio_to_bridge"] = fixed(ratioTo(medianP99(*c), bridgeP99(rep, s, mtu, d)), 4);
         }
         if (o.idlePorts)
           r["ratio_to_2_ports"] =

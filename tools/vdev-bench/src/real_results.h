@@ -41,9 +41,10 @@ struct Cell {
 
 // Run `run` of one measure into c: from `from` to `to` for --duration
 // seconds, one iperf3 TCP stream (runTcp), the UDP flood with
-// udpPayload-byte datagrams (runUdpFlood) or round trips (runRtt). A failure goes to c.errors ("run
-// N: ...") and is warned of as `what`; a measurement joins c.runs and,
-// unless --json or -v, "vdev-bench: LABEL run N: VALUE UNIT" goes to stderr.
+// udpPayload-byte datagrams (runUdpFlood) or round trips (runRtt). A
+// failure goes to c.errors ("run N: ...") and is warned of as `what`; a
+// measurement joins c.runs and, unless --json or -v, "vdev-bench: LABEL run
+// N: VALUE UNIT" goes to stderr.
 void measureInto(Cell& c, Traffic traffic, const Station& from, const Station& to, const Options& o, int run,
                  const std::string& what, const std::string& label, const std::string& workDir,
                  size_t udpPayload = kUdpFloodPayload);
