@@ -194,7 +194,7 @@ void cellRunsJson(Json& r, const Cell& c) {
       const LatencyStats& l = m.rtt->stats;
       x["probes_sent"] = l.sent;
       x["lost"] = l.lost;
-      x["interval_s"] = fixed(m.rtt->intervalS, 4);
+      x["interval_s"] = fixed(kRttIntervalS, 4);
       x["min_us"] = fixed(l.minUs, 2);
       x["p50_us"] = fixed(l.p50Us, 2);
       x["p90_us"] = fixed(l.p90Us, 2);

@@ -86,9 +86,7 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
                               size_t payload = kUdpFloodPayload);
 
 struct RttResult {
-  LatencyStats stats;   // the answered probes' round trips
-  int probes = 0;       // planned
-  double intervalS = 0; // between probes' send times
+  LatencyStats stats;  // the answered probes' round trips
   CpuWindow cpu;
 };
 // Round trips from `from` to `to` and back, light load: a UDP socket in
