@@ -12,6 +12,9 @@
 #   3. veth-tap at 1500 bytes and tap-veth at 64 bytes: throughput and the
 #      container-VM round trip;
 #   4. --rate: the paced generator never offers more than asked;
+#   (1-4: port A receives the generator's frames as XDP frames, by
+#   ndo_xdp_xmit, whether from live frames or from the relay where the
+#   kernel refuses those;)
 #   5. --find-rate: peak, search trials (consistent bisection, counts exact,
 #      pacing never above the target), the loss-free rate = the best passing
 #      trial (or the peak's offered rate when the peak lost nothing and there
@@ -135,7 +138,7 @@ def load(name):
         fail("%s: vdev-bench exited %d" % (name, rc))
     return doc
 
-def check_throughput(name, doc, veth_sink=True, flood_check=False):
+def check_throughput(name, doc, veth_sink=True, flood_check=False, xdp_frames=True):
     for res in doc["results"]:
         dp = res["datapath"]
         if not res["runs"]:
@@ -156,6 +159,14 @@ def check_throughput(name, doc, veth_sink=True, flood_check=False):
                 elif t["sink_kernel_count"] != t["sink_all_frames"]:
                     fail("%s: %s: sink counted %d frames, kernel (%s) %d" %
                          (name, dp, t["sink_all_frames"], t["sink_kernel_counter"], t["sink_kernel_count"]))
+            # The generator stands for a NIC: port A receives XDP frames by
+            # ndo_xdp_xmit (the generator veth's tx_queue_0_xdp_xmit), from
+            # live frames or, where the kernel refuses them, the relay.
+            if xdp_frames:
+                acc, full = run.get("ingress_ring_accepted"), run.get("ingress_ring_full") or 0
+                if acc is None or acc == 0 or acc + full < run["offered"] // 2:
+                    fail("%s: %s: port A took %s XDP frames (+%d ring full) of %d offered: not XDP frames" %
+                         (name, dp, acc, full, run["offered"]))
             if flood_check and run.get("flooded_to_vm") != 0:
                 fail("%s: %s: %s benchmark frames flooded to the VM (no learning?)" % (name, dp, run.get("flooded_to_vm")))
             if run["stop_problem"]:
@@ -215,7 +226,7 @@ if doc:
 
 doc = load("tapveth")
 if doc:
-    check_throughput("tapveth", doc)
+    check_throughput("tapveth", doc, xdp_frames=False)
     check_latency("tapveth", doc, ["container-vm"])
 
 doc = load("rate")

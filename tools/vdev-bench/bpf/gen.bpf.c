@@ -144,6 +144,60 @@ int vb_gen(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/*
+ * The relay, for kernels that refuse live-frames test runs (EPERM). vdev-bench
+ * then writes the frame into a packet socket on one end of a veth pair of its
+ * own in the generator namespace; vb_relay, native XDP on the other end,
+ * redirects every frame with BPF_F_BROADCAST into relay_out, whose entries
+ * (as many as the copies wanted) all name the generator veth. The kernel
+ * clones the frame once per entry and transmits the copies through the
+ * generator veth's ndo_xdp_xmit in bulk at the end of the NAPI poll: port A
+ * receives XDP frames through veth_xdp_xmit(), as from live frames (or a
+ * NIC's redirect), a burst of them per write().
+ */
+#define VB_RELAY_MAX 64
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, VB_RELAY_MAX);
+	__type(key, __u32);
+	__type(value, struct bpf_devmap_val);
+} relay_out SEC(".maps");
+
+SEC("xdp")
+int vb_relay(struct xdp_md *ctx)
+{
+	return bpf_redirect_map(&relay_out, 0, BPF_F_BROADCAST);
+}
+
+/* Every entry's program: runs on each copy after the clone, as it leaves.
+ * It counts the copy, as vb_gen counts its frames, so the count is what was
+ * offered whatever the number of entries at the time; what the generator
+ * veth could not hand over is its xdp_xmit_errors, as for vb_gen. With
+ * sport_count > 1 the copies get different source ports, as vb_gen's frames
+ * do (the frame is vdev-bench's: Ethernet + IPv4 without options + UDP,
+ * checksum 0). */
+SEC("xdp/devmap")
+int vb_relay_copy(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct udphdr *udp = data + sizeof(struct ethhdr) + sizeof(struct iphdr);
+	__u32 key = VB_COUNTERS_KEY;
+	struct vb_counters *c;
+	__u64 n;
+
+	c = bpf_map_lookup_elem(&gen_counters, &key);
+	if (!c)
+		return XDP_DROP;
+	n = c->pkts;
+	c->pkts = n + 1;
+	c->bytes += data_end - data;
+	if (sport_count > 1 && (void *)(udp + 1) <= data_end)
+		udp->source = bpf_htons(sport_base + (__u16)(n % sport_count));
+	return XDP_PASS;
+}
+
 /* Attached to the generator veth itself. Nothing is expected to arrive there;
  * an XDP program makes the veth register its XDP RX queue info, which
  * BPF_PROG_RUN checks when ctx names an ingress_ifindex. */

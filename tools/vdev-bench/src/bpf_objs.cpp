@@ -14,6 +14,7 @@
 #include "gen.skel.h"
 #include "napi_time.skel.h"
 #include "sink.skel.h"
+#include "testkit/netns.h"
 
 namespace vdev::bench {
 
@@ -123,6 +124,28 @@ bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
 bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
 int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
 int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }
+bpf_program* genRelayProgram(vb_gen* s) { return s->progs.vb_relay; }
+Status genSetRelay(vb_gen* s, const Netns& ns, const std::string& ifname, uint32_t copies) {
+  if (copies < 1 || copies > kGenRelayMaxCopies)
+    return makeError(EINVAL, "relay copies must be 1.." + std::to_string(kGenRelayMaxCopies));
+  return testkit::inNetns(&ns, [&]() -> Status {
+    // The devmap resolves each entry's ifindex in this thread's namespace.
+    unsigned idx = if_nametoindex(ifname.c_str());
+    if (idx == 0) return errnoError("if_nametoindex " + ifname);
+    bpf_devmap_val v = {};
+    v.ifindex = idx;
+    v.bpf_prog.fd = bpf_program__fd(s->progs.vb_relay_copy);
+    int fd = bpf_map__fd(s->maps.relay_out);
+    for (uint32_t k = 0; k < kGenRelayMaxCopies; ++k) {
+      if (k < copies) {
+        if (bpf_map_update_elem(fd, &k, &v, BPF_ANY) < 0) return errnoError("point the relay's devmap at " + ifname);
+      } else if (bpf_map_delete_elem(fd, &k) < 0 && errno != ENOENT) {
+        return errnoError("shrink the relay's devmap");
+      }
+    }
+    return {};
+  });
+}
 void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t framesPerSlot) {
   // max_lag first: a frame that sees the new period with the old lag only
   // catches up by a little more or less once.

@@ -85,6 +85,14 @@ bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
 bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
 int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);
+// The relay (gen.bpf.c), where the kernel refuses live frames: vb_relay,
+// on the far end of a veth a packet socket writes into, clones every frame
+// into `copies` XDP frames out of ifname (the generator veth, in ns), sent
+// in bulk, each counted (and its source port varied, GenProgConfig) as it
+// leaves. Can change while frames pass: each copy is counted by itself.
+constexpr uint32_t kGenRelayMaxCopies = 64;  // VB_RELAY_MAX
+bpf_program* genRelayProgram(vb_gen* s);
+Status genSetRelay(vb_gen* s, const Netns& ns, const std::string& ifname, uint32_t copies);
 // Pacing of vb_gen (gen.bpf.c): a frame every periodNs on average (0:
 // unpaced), framesPerSlot of them at once (the BPF_PROG_RUN batch), at most
 // maxLagNs of catch-up. Plain stores into the mmap()ed .bss; a frame reads

@@ -87,39 +87,64 @@ Result<std::unique_ptr<Generator>> Generator::create(const Netns& ns, const std:
     return {};
   });
   if (!s.ok() && s.error().err == EPERM) {
-    auto sock = testkit::openPacketSocket(ifname, &ns, /*receive=*/false);
-    if (!sock) return sock.error();
-    logWarn("%s: the generator writes its frames into a packet socket on %s instead (an skb per frame, "
-            "which the port under test receives through veth's NAPI rather than as XDP frames; slower, "
-            "and --sport-count is not applied)",
+    logWarn("%s: the generator relays frames written into a packet socket instead (vb_relay clones each "
+            "into a burst of XDP frames out of %s)",
             s.error().message().c_str(), ifname.c_str());
-    g->writer_ = std::make_unique<FrameWriter>(std::move(sock.value()), "a packet socket on " + ifname,
-                                               g->cfg_.frame, g->cfg_.threads, g->cfg_.cpu);
-    s = Status();
+    s = g->setUpRelay(ifname);
   }
   if (!s.ok()) return s.error();
   g->setRate(g->cfg_.ratePps);
   return g;
 }
 
+Status Generator::setUpRelay(const std::string& ifname) {
+  // <genIf>w: the packet socket's end; <genIf>r: vb_relay's (native XDP,
+  // so veth hands it what <genIf>w transmits through its NAPI).
+  auto pair = testkit::VethPair::create(
+      {.host_name = ifname + "r", .peer_name = ifname + "w", .host_ns = &ns_, .peer_ns = &ns_});
+  if (!pair) return pair.error();
+  relayPair_.emplace(std::move(pair.value()));
+  auto link = XdpLink::attach(ns_, relayPair_->hostName(), genRelayProgram(skel_.get()));
+  if (!link) return link.error();
+  relayLink_ = std::make_unique<XdpLink>(std::move(link.value()));
+  relayTo_ = ifname;
+  auto sock = testkit::openPacketSocket(relayPair_->peerName(), &ns_, /*receive=*/false);
+  if (!sock) return sock.error();
+  writer_ = std::make_unique<FrameWriter>(std::move(sock.value()), "a packet socket on " + relayPair_->peerName(),
+                                          cfg_.frame, cfg_.threads, cfg_.cpu);
+  return {};
+}
+
+// Members go in reverse order: the writer and its socket, the relay's
+// program, its veths, then vb_pass and the skeleton.
 Generator::~Generator() { stop(); }
 
 bool Generator::running() const { return writer_ ? writer_->running() : !threads_.empty(); }
 
-Result<Counters> Generator::counters() const {
-  return writer_ ? writer_->counters() : readCounters(countersFd_);
-}
+// The relay counts its copies as vb_gen counts its frames.
+Result<Counters> Generator::counters() const { return readCounters(countersFd_); }
 
 double Generator::cpuSeconds() const { return writer_ ? writer_->cpuSeconds() : book_.cpuSeconds(); }
 
-Status Generator::error() const { return writer_ ? writer_->error() : book_.error(); }
+Status Generator::error() const {
+  if (!relayError_.ok()) return relayError_;
+  return writer_ ? writer_->error() : book_.error();
+}
 
 std::vector<pid_t> Generator::threadIds() const { return writer_ ? writer_->threadIds() : book_.ids(); }
 
 void Generator::setRate(uint64_t pps) {
   cfg_.ratePps = pps;
   if (writer_) {
-    writer_->setRate(pps);
+    // A write() makes a burst: relayCopies frames, or while paced one burst
+    // of pacedBatchSize per slot, as vb_gen's.
+    uint32_t copies = relayCopies();
+    if (copies != relayNow_) {
+      Status s = genSetRelay(skel_.get(), ns_, relayTo_, copies);
+      if (!s.ok() && relayError_.ok()) relayError_ = s;
+      relayNow_ = copies;
+    }
+    writer_->setRate(pps ? std::max<uint64_t>(1, pps / copies) : 0);
     return;
   }
   uint64_t period = pps ? std::max<uint64_t>(1, 1'000'000'000ull / pps) : 0;
@@ -128,7 +153,15 @@ void Generator::setRate(uint64_t pps) {
 }
 
 std::string Generator::describe() const {
-  if (writer_) return writer_->describe() + " (BPF_PROG_RUN live frames refused by the kernel)";
+  if (writer_) {
+    std::string s = "XDP frames relayed (BPF_PROG_RUN live frames refused by the kernel): " +
+                    std::to_string(cfg_.threads) + " thread" + (cfg_.threads == 1 ? "" : "s") +
+                    " write() the frame into a packet socket on " + relayPair_->peerName() + ", vb_relay on " +
+                    relayPair_->hostName() + " clones each into " + std::to_string(relayCopies()) +
+                    " XDP frames out of " + relayTo_;
+    if (cfg_.ratePps) s += ", paced at " + std::to_string(cfg_.ratePps) + " fps";
+    return s;
+  }
   std::string s = "BPF_PROG_RUN live frames, " + std::to_string(cfg_.threads) + " threads";
   if (cfg_.ratePps)
     s += ", paced at " + std::to_string(cfg_.ratePps) + " fps in bursts of " + std::to_string(cfg_.pacedBatchSize);

@@ -12,10 +12,12 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "bpf_objs.h"
 #include "result.h"
 #include "sys.h"
+#include "testkit/links.h"
 
 namespace vdev::bench {
 
@@ -47,6 +50,10 @@ struct GeneratorConfig {
   uint32_t batchSize = 64;      // frames per kernel batch (1..256; 0 = kernel default 64)
   uint32_t pacedBatchSize = 16;  // the same while paced: the burst size at the paced rate
   GenProgConfig prog;
+  // Where the kernel refuses live frames: XDP frames the relay makes of
+  // each frame written into its packet socket while unpaced
+  // (1..kGenRelayMaxCopies); paced, pacedBatchSize (the burst).
+  uint32_t relayCopies = 64;
   // Offered rate in frames/s, 0 = as fast as the kernel goes; setRate()
   // changes it between runs. Paced, the program spins until each frame's
   // slot (gen.bpf.c); both threads stay and share the slot clock, so the
@@ -95,6 +102,9 @@ class TrafficSource {
   // The source's thread ids while running (for the softirq accounting).
   virtual std::vector<pid_t> threadIds() const = 0;
   virtual std::string describe() const = 0;
+  // A device of the source's own whose NAPI polls are the source's work
+  // (the generator's relay), or "".
+  virtual std::string ownDevice() const { return {}; }
 };
 
 class FrameWriter;
@@ -102,11 +112,12 @@ class FrameWriter;
 class Generator : public TrafficSource {
  public:
   // Loads vb_gen and attaches vb_pass to ifname inside ns (see gen.bpf.c).
-  // Where the kernel refuses live-frames test runs (EPERM), it writes the
-  // frame into a packet socket bound to ifname instead (FrameWriter; with
-  // vb_pass still attached, so that ifname keeps its NAPI and receives the
-  // redirected frames the latency probes' answers are), says so in
-  // describe() and on stderr; sportCount is then not applied.
+  // Where the kernel refuses live-frames test runs (EPERM), it relays
+  // instead: a veth pair of its own in ns (<ifname>w, <ifname>r), a packet
+  // socket on <ifname>w that FrameWriter writes the frame into, and
+  // vb_relay on <ifname>r, which clones each frame into cfg.relayCopies XDP
+  // frames out of ifname (veth_xdp_xmit into the port under test, in bulk,
+  // as live frames go); says so in describe() and on stderr.
   static Result<std::unique_ptr<Generator>> create(const Netns& ns, const std::string& ifname,
                                                    GeneratorConfig cfg);
   ~Generator() override;  // stops the threads
@@ -128,11 +139,17 @@ class Generator : public TrafficSource {
   uint64_t rate() const override { return cfg_.ratePps; }
   std::vector<pid_t> threadIds() const override;
   std::string describe() const override;
+  std::string ownDevice() const override { return relayPair_ ? relayPair_->hostName() : std::string(); }
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
  private:
   Generator(const Netns& ns, GeneratorConfig cfg) : ns_(ns), cfg_(std::move(cfg)) {}
   void threadMain(int index, uint32_t repeat, uint32_t batch);
+  Status setUpRelay(const std::string& ifname);
+  uint32_t relayCopies() const {
+    uint32_t n = cfg_.ratePps ? cfg_.pacedBatchSize : cfg_.relayCopies;
+    return std::clamp<uint32_t>(n, 1, kGenRelayMaxCopies);
+  }
 
   const Netns& ns_;
   GeneratorConfig cfg_;
@@ -148,7 +165,13 @@ class Generator : public TrafficSource {
   std::atomic<int> inside_{0};        // threads still looping
   std::atomic<uint64_t> calls_{0};
   SourceThreads book_;
-  std::unique_ptr<FrameWriter> writer_;  // live frames refused: what sends instead
+  // Live frames refused: the relay (setUpRelay), and what writes into it.
+  std::optional<testkit::VethPair> relayPair_;
+  std::unique_ptr<XdpLink> relayLink_;
+  std::string relayTo_;      // the generator veth the copies leave through
+  uint32_t relayNow_ = 0;    // relay_out's entries
+  Status relayError_;        // genSetRelay failed in setRate()
+  std::unique_ptr<FrameWriter> writer_;
 };
 
 // One write() per frame on an fd, from `threads` threads pinned to `cpu`,
@@ -159,11 +182,10 @@ class Generator : public TrafficSource {
 //    receive path (tun_get_user), where an XDP program on the tap
 //    (vdevd's, the redirect) runs, and without one the stack, and so the
 //    bridge, runs inside the write() too;
-//  - the generator veth, where the kernel refuses BPF_PROG_RUN live frames
-//    (EPERM: some kernels do): a packet socket bound to it, whose write()
-//    hands veth_xmit an skb per frame; the device under test's port gets
-//    it through its NAPI (its XDP program, native, on an skb-backed frame)
-//    instead of as an XDP frame through ndo_xdp_xmit. Slower per frame.
+//  - the generator's relay, where the kernel refuses BPF_PROG_RUN live
+//    frames (EPERM: some kernels do): a packet socket on a veth whose far
+//    end's XDP program clones each frame into XDP frames for the port under
+//    test (Generator::setUpRelay).
 class FrameWriter : public TrafficSource {
  public:
   // fd: not owned (the tap's); what: what it writes into, for describe().

@@ -57,6 +57,7 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
     gc.repeatPerCall = o.repeat;
     gc.batchSize = o.batch;
     gc.pacedBatchSize = o.paceBatch;
+    gc.relayCopies = o.relayCopies;
     gc.prog.sportBase = spec.src_port;
     gc.prog.sportCount = o.sportCount;
     auto gen = Generator::create(t.genNs(), t.genIf(), gc);

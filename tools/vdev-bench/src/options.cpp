@@ -90,10 +90,14 @@ DESCRIPTION
 
     The generator runs an XDP program with BPF_PROG_RUN in live-frames mode
     (BPF_F_TEST_XDP_LIVE_FRAMES) from 2 threads pinned to the generator CPU; it returns
-    XDP_TX, which sends each frame out of Pg into Pa. The sink is a BPF program on Ps
-    that counts and drops (veth-veth; on tc ingress by default, see --sink), or a thread
-    reading the tap (veth-tap), standing in for a VM. Offered load is sampled every 10 ms
-    and gaps are reported.
+    XDP_TX, which sends each frame out of Pg into Pa. Where the kernel refuses live
+    frames (EPERM), it relays instead: the threads write() the frame into a packet socket
+    on a veth pair of its own (Pgw -> Pgr, in P-gen), and an XDP program on Pgr clones
+    each frame into --relay-copies XDP frames out of Pg (BPF_F_BROADCAST over a devmap
+    whose entries all name Pg): Pa still receives XDP frames through ndo_xdp_xmit, in
+    bulk. The sink is a BPF program on Ps that counts and drops (veth-veth; on tc ingress
+    by default, see --sink), or a thread reading the tap (veth-tap), standing in for a VM.
+    Offered load is sampled every 10 ms and gaps are reported.
 
     Frames: Ethernet/IPv4/UDP, 198.18.0.1 -> 198.18.1.1, port 1024 -> 9, locally
     administered MACs 02:76:62:00:00:01 -> 02:76:62:00:00:02, valid IPv4 checksum,
@@ -175,6 +179,9 @@ OPTIONS
         --repeat N        frames per BPF_PROG_RUN call (default 2000000).
         --batch N         frames per kernel batch inside a call, 1..256 (default 64).
         --sport-count N   vary the UDP source port over N values, per frame (default off).
+        --relay-copies N  where live frames are refused: XDP frames the relay makes of each
+                          frame written, 1..64 (default 64; while paced, --pace-batch up to
+                          64: a burst per slot).
         --gap-fraction F  a 10 ms interval below F x the median rate is a gap (default 0.1).
         --timeline        add every run's 10 ms offered/forwarded rates to the JSON.
         --napi-timing MODE
@@ -503,6 +510,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       {"batch", 0, Arg::kRequired, [&](std::string_view v) { o->batch = integer(v, 1, 256, "--batch: 1 .. 256"); }},
       {"sport-count", 0, Arg::kRequired,
        [&](std::string_view v) { o->sportCount = integer(v, 0, 65535, "--sport-count: 0 .. 65535"); }},
+      {"relay-copies", 0, Arg::kRequired,
+       [&](std::string_view v) { o->relayCopies = integer(v, 1, 64, "--relay-copies: 1 .. 64"); }},
       {"gap-fraction", 0, Arg::kRequired,
        [&](std::string_view v) { o->gapFraction = seconds(v, 0, 1, "--gap-fraction: 0 .. 1"); }},
       {"timeline", 0, Arg::kNone, [&](std::string_view) { o->timeline = true; }},

@@ -63,6 +63,7 @@ struct Options {
   // Offered load.
   uint64_t ratePps = 0;         // --rate: paced throughput runs, 0 = as fast as possible
   uint32_t paceBatch = 16;      // --pace-batch: frames per burst while paced
+  uint32_t relayCopies = 64;    // --relay-copies: XDP frames per write() where live frames are refused
   int tapWriters = 1;           // --tap-writers: the VM's writer threads (tap-veth)
   // Latency.
   LatencyMode latency = LatencyMode::kOn;

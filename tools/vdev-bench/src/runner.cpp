@@ -212,7 +212,11 @@ void Runner::computeCpu(const Snapshot& a, const Snapshot& b, bool usePolls, Run
     double vdevdOwn = c.vdevdProcess ? std::max(0.0, *c.vdevdProcess - *c.pollInDutProcess) : 0.0;
     double napiOwn = c.dutNapiThread ? std::max(0.0, napiThread - *c.pollInNapiThread) : 0.0;
     c.datapath = vdevdOwn + napiOwn + *c.pollDut;
-    c.generator = c.genThreads - *c.pollInBench;
+    // The generator's own device (its relay) is the generator's work,
+    // wherever its polls ran.
+    const std::string own = gen_.ownDevice();
+    double ownPolls = own.empty() ? 0.0 : delta([&](const std::string& d, int) { return d == own; });
+    c.generator = c.genThreads - *c.pollInBench + ownPolls;
     c.sink = std::max(0.0, c.sinkTask - *c.pollInSinkTask) + *c.pollSink;
   } else if (opt_.napiThreaded && c.dutNapiThread) {
     c.method = "tasks";
