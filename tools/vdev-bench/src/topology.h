@@ -5,6 +5,7 @@
 //   <P>g (veth) ========== <P>a (veth)   [datapath]   <P>b (veth) ======== <P>s (veth)
 //   generator: vb_gen       ingress port                egress port         sink: vb_sink_tc
 //   via BPF_PROG_RUN                                                        (tc ingress) or vb_sink (XDP)
+//   (or the relay: Generator::setUpRelay)
 //   veth-tap:  <P>b is a tap, read by TapSink (the VM).
 //   tap-veth:  <P>a is a tap: the VM (TapSink's fd) writes the frames
 //              (FrameWriter); no generator namespace.
