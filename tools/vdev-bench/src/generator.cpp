@@ -144,6 +144,7 @@ void Generator::setRate(uint64_t pps) {
       if (!s.ok() && relayError_.ok()) relayError_ = s;
       relayNow_ = copies;
     }
+    writer_->setFramesPerWrite(copies);
     writer_->setRate(pps ? std::max<uint64_t>(1, pps / copies) : 0);
     return;
   }
@@ -157,8 +158,10 @@ std::string Generator::describe() const {
     std::string s = "XDP frames relayed (BPF_PROG_RUN live frames refused by the kernel): " +
                     std::to_string(cfg_.threads) + " thread" + (cfg_.threads == 1 ? "" : "s") +
                     " write() the frame into a packet socket on " + relayPair_->peerName() + ", vb_relay on " +
-                    relayPair_->hostName() + " clones each into " + std::to_string(relayCopies()) +
-                    " XDP frames out of " + relayTo_;
+                    relayPair_->hostName() + " clones each into " +
+                    std::to_string(std::clamp<uint32_t>(cfg_.relayCopies, 1, kGenRelayMaxCopies)) +
+                    " XDP frames out of " + relayTo_ + " (while paced: a burst of " +
+                    std::to_string(std::clamp<uint32_t>(cfg_.pacedBatchSize, 1, kGenRelayMaxCopies)) + ")";
     if (cfg_.ratePps) s += ", paced at " + std::to_string(cfg_.ratePps) + " fps";
     return s;
   }
@@ -332,11 +335,16 @@ void FrameWriter::threadMain(int index) {
     if (pps) {
       // Claim the next slot; wait for it. Same catch-up rule as gen.bpf.c.
       uint64_t period = std::max<uint64_t>(1, 1'000'000'000ull / pps);
-      uint64_t maxLag = paceMaxLagNs(period);
+      uint64_t maxLag = paceMaxLagNs(period / framesPerWrite_.load(std::memory_order_relaxed));
       uint64_t now = nowNs(), slot = nextSlot_.load(std::memory_order_relaxed), mine;
+      // A slot further ahead than every thread's next one is left over
+      // from a slower rate: start over. (Up to one period per thread ahead
+      // is the other threads' claims: a thread that reset then would send
+      // early, and the threads together would offer more than asked.)
+      uint64_t ahead = period * static_cast<uint64_t>(nthreads_);
       do {
         mine = slot;
-        if (mine > now + period || now - std::min(now, mine) > maxLag) mine = now;
+        if (mine > now + ahead || now - std::min(now, mine) > maxLag) mine = now;
       } while (!nextSlot_.compare_exchange_weak(slot, mine + period, std::memory_order_relaxed));
       while (nowNs() < mine && !stop_.load(std::memory_order_relaxed)) {
       }

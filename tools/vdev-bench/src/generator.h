@@ -146,9 +146,11 @@ class Generator : public TrafficSource {
   Generator(const Netns& ns, GeneratorConfig cfg) : ns_(ns), cfg_(std::move(cfg)) {}
   void threadMain(int index, uint32_t repeat, uint32_t batch);
   Status setUpRelay(const std::string& ifname);
+  // The relay's burst: relayCopies, or while paced pacedBatchSize, never
+  // more than a second's worth of the rate.
   uint32_t relayCopies() const {
-    uint32_t n = cfg_.ratePps ? cfg_.pacedBatchSize : cfg_.relayCopies;
-    return std::clamp<uint32_t>(n, 1, kGenRelayMaxCopies);
+    uint64_t n = cfg_.ratePps ? std::min<uint64_t>(cfg_.pacedBatchSize, cfg_.ratePps) : cfg_.relayCopies;
+    return static_cast<uint32_t>(std::clamp<uint64_t>(n, 1, kGenRelayMaxCopies));
   }
 
   const Netns& ns_;
@@ -205,6 +207,9 @@ class FrameWriter : public TrafficSource {
   Status error() const override { return book_.error(); }
   void setRate(uint64_t pps) override { rate_.store(pps, std::memory_order_relaxed); }
   uint64_t rate() const override { return rate_.load(std::memory_order_relaxed); }
+  // Frames each write() becomes (the relay's burst; 1 otherwise): the
+  // catch-up after a stall is bounded in frames, as vb_gen's.
+  void setFramesPerWrite(uint32_t n) { framesPerWrite_.store(n ? n : 1, std::memory_order_relaxed); }
   std::vector<pid_t> threadIds() const override { return book_.ids(); }
   std::string describe() const override;
 
@@ -218,6 +223,7 @@ class FrameWriter : public TrafficSource {
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> rate_{0};
+  std::atomic<uint32_t> framesPerWrite_{1};
   // Slot clock shared by the writer threads (ns, CLOCK_MONOTONIC): a thread
   // claims the next slot with a CAS, so the threads pace as one.
   std::atomic<uint64_t> nextSlot_{0};
