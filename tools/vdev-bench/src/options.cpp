@@ -173,9 +173,10 @@ OPTIONS
                           threaded" keeps the sink's receive work off the datapath CPU while
                           the ports' NAPI stays in softirq. Needs --sink xdp: with the tc
                           sink, skbs reach Ps through the per-CPU backlog whatever its NAPI.
-        --gen-threads N   generator threads calling BPF_PROG_RUN (default 2; with 1 the
-                          offered load has a gap while each call sets up and tears down its
-                          page pool, see docs/performance.md).
+        --gen-threads N   generator threads calling BPF_PROG_RUN, or writing into the
+                          relay (default 2; with 1 the offered load has a gap while each
+                          BPF_PROG_RUN call sets up and tears down its page pool, see
+                          docs/performance.md; the relay needs no second thread).
         --repeat N        frames per BPF_PROG_RUN call (default 2000000).
         --batch N         frames per kernel batch inside a call, 1..256 (default 64).
         --sport-count N   vary the UDP source port over N values, per frame (default off).
