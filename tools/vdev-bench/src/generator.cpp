@@ -335,16 +335,10 @@ void FrameWriter::threadMain(int index) {
     if (pps) {
       // Claim the next slot; wait for it. Same catch-up rule as gen.bpf.c.
       uint64_t period = std::max<uint64_t>(1, 1'000'000'000ull / pps);
-      uint64_t maxLag = paceMaxLagNs(period / framesPerWrite_.load(std::memory_order_relaxed));
+      uint64_t maxLag = paceMaxLagForWritesNs(period, framesPerWrite_.load(std::memory_order_relaxed));
       uint64_t now = nowNs(), slot = nextSlot_.load(std::memory_order_relaxed), mine;
-      // A slot further ahead than every thread's next one is left over
-      // from a slower rate: start over. (Up to one period per thread ahead
-      // is the other threads' claims: a thread that reset then would send
-      // early, and the threads together would offer more than asked.)
-      uint64_t ahead = period * static_cast<uint64_t>(nthreads_);
       do {
-        mine = slot;
-        if (mine > now + ahead || now - std::min(now, mine) > maxLag) mine = now;
+        mine = claimPaceSlot(slot, now, period, maxLag, static_cast<unsigned>(nthreads_));
       } while (!nextSlot_.compare_exchange_weak(slot, mine + period, std::memory_order_relaxed));
       while (nowNs() < mine && !stop_.load(std::memory_order_relaxed)) {
       }

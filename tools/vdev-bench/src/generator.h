@@ -24,23 +24,12 @@
 
 #include "base/fd.h"
 #include "bpf_objs.h"
+#include "pacing.h"
 #include "result.h"
 #include "sys.h"
 #include "testkit/links.h"
 
 namespace vdev::bench {
-
-// How far a paced generator that fell behind catches up at once: 256 frames
-// or 20 us worth, whichever is more; slots further back are skipped (the
-// rate reported is what was really offered). A stall of the generator's CPU
-// is a stall of the wire, and a NIC would hold what arrived meanwhile in its
-// RX ring and hand it over in a burst; 256 is the veth's ring. With 32
-// frames and a slot per frame (before 2026-12-01), a paced generator asked
-// for 2.4 Mpps through the fast path offered a fifth less than it does now
-// (docs/performance.md, "Pacing").
-inline uint64_t paceMaxLagNs(uint64_t periodNs) {
-  return periodNs * 256 > 20'000 ? periodNs * 256 : 20'000;
-}
 
 struct GeneratorConfig {
   std::vector<uint8_t> frame;   // the prepared frame (no FCS)
