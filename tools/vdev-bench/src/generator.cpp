@@ -138,7 +138,7 @@ void Generator::setRate(uint64_t pps) {
   if (writer_) {
     // A write() makes a burst: relayCopies frames, or while paced one burst
     // of pacedBatchSize per slot, as vb_gen's.
-    uint32_t copies = relayCopies();
+    uint32_t copies = relayCopies(pps);
     if (copies != relayNow_) {
       Status s = genSetRelay(skel_.get(), ns_, relayTo_, copies);
       if (!s.ok() && relayError_.ok()) relayError_ = s;
@@ -158,10 +158,9 @@ std::string Generator::describe() const {
     std::string s = "XDP frames relayed (BPF_PROG_RUN live frames refused by the kernel): " +
                     std::to_string(cfg_.threads) + " thread" + (cfg_.threads == 1 ? "" : "s") +
                     " write() the frame into a packet socket on " + relayPair_->peerName() + ", vb_relay on " +
-                    relayPair_->hostName() + " clones each into " +
-                    std::to_string(std::clamp<uint32_t>(cfg_.relayCopies, 1, kGenRelayMaxCopies)) +
+                    relayPair_->hostName() + " clones each into " + std::to_string(relayCopies(0)) +
                     " XDP frames out of " + relayTo_ + " (while paced: a burst of " +
-                    std::to_string(std::clamp<uint32_t>(cfg_.pacedBatchSize, 1, kGenRelayMaxCopies)) + ")";
+                    std::to_string(relayCopies(UINT64_MAX)) + ")";
     if (cfg_.ratePps) s += ", paced at " + std::to_string(cfg_.ratePps) + " fps";
     return s;
   }

@@ -135,10 +135,10 @@ class Generator : public TrafficSource {
   Generator(const Netns& ns, GeneratorConfig cfg) : ns_(ns), cfg_(std::move(cfg)) {}
   void threadMain(int index, uint32_t repeat, uint32_t batch);
   Status setUpRelay(const std::string& ifname);
-  // The relay's burst: relayCopies, or while paced pacedBatchSize, never
-  // more than a second's worth of the rate.
-  uint32_t relayCopies() const {
-    uint64_t n = cfg_.ratePps ? std::min<uint64_t>(cfg_.pacedBatchSize, cfg_.ratePps) : cfg_.relayCopies;
+  // The relay's burst at ratePps: relayCopies unpaced, pacedBatchSize
+  // while paced, never more than a second's worth of the rate.
+  uint32_t relayCopies(uint64_t ratePps) const {
+    uint64_t n = ratePps ? std::min<uint64_t>(cfg_.pacedBatchSize, ratePps) : cfg_.relayCopies;
     return static_cast<uint32_t>(std::clamp<uint64_t>(n, 1, kGenRelayMaxCopies));
   }
 
