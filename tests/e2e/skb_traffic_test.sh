@@ -14,8 +14,9 @@
 # Then, once with the kernel fast path (vdevd's default) and once without
 # (--no-fast-path: every frame through vdevd's AF_XDP path): the containers'
 # offloads stay on; ping; kernel TCP (32 MiB, checked) between every
-# kind of pair in both directions completes with every byte; UDP from a
-# socket arrives; a container behind an ingress policer sends TCP at the
+# kind of pair in both directions completes with every byte, over IPv4 and
+# (container to container and to the guest) IPv6; UDP from a socket
+# arrives over both; a container behind an ingress policer sends TCP at the
 # policer's rate; the guest really sent and received offloaded frames; the
 # frames took the path the mode says (fast-path counters); vdevd stops
 # cleanly and leaves no punt device behind.
@@ -66,6 +67,7 @@ for n in "$nsa" "$nsb" "$nsg" "$nsp"; do ip netns add "$n" && ip -n "$n" link se
 ip link add "$pa" type veth peer name eth0 netns "$nsa" || exit 1
 ip -n "$nsa" link set eth0 address 02:5b:00:00:00:01 up
 ip -n "$nsa" addr add 198.18.91.1/24 dev eth0
+ip -n "$nsa" addr add 2001:2:0:5b::1/64 dev eth0 nodad
 ip link set "$pa" up
 
 # One run: vdevd with MODE_ARGS; PATH_NAME says which path unicast takes.
@@ -81,6 +83,7 @@ run() {
   grep -q "vdev-vm: ready" "$dir/guest.out" || { fail "vdev-vm guest did not start: $(cat "$dir/guest.err")"; return; }
   ip -n "$nsg" link set eth0 address 02:5b:00:00:00:03 up
   ip -n "$nsg" addr add 198.18.91.3/24 dev eth0
+  ip -n "$nsg" addr add 2001:2:0:5b::3/64 dev eth0 nodad
 
   "$vdevd" --port "$pa" --port "$tap" --socket "$sock" --no-state "$@" >"$dir/vdevd.log" 2>&1 &
   vp=$!
@@ -92,6 +95,7 @@ run() {
     return
   fi
   ip -n "$nsb" addr add 198.18.91.2/24 dev eth0
+  ip -n "$nsb" addr add 2001:2:0:5b::2/64 dev eth0 nodad
   ip -n "$nsb" link set eth0 up
 
   # Offloads a container has by default stay on, whoever made its veth.
@@ -104,17 +108,21 @@ run() {
     fi
   done
 
-  for pair in "$nsa 198.18.91.2" "$nsa 198.18.91.3" "$nsb 198.18.91.3" "$nsg 198.18.91.1"; do
+  for pair in "$nsa 198.18.91.2" "$nsa 198.18.91.3" "$nsb 198.18.91.3" "$nsg 198.18.91.1" \
+              "$nsa 2001:2:0:5b::2" "$nsa 2001:2:0:5b::3" "$nsb 2001:2:0:5b::3" "$nsg 2001:2:0:5b::1"; do
     set -- $pair
     if ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1; then ok "ping $1 -> $2"
     else fail "ping $1 -> $2"; fi
   done
 
-  # Kernel TCP, both ways between each kind of pair: every byte arrives,
-  # unchanged and in order (tcp_check.py compares SHA-256 of the stream).
+  # Kernel TCP, both ways between each kind of pair, over IPv4 and IPv6
+  # (TSO6 and IPv6 partial checksums): every byte arrives, unchanged and
+  # in order (tcp_check.py compares SHA-256 of the stream).
   local bytes=$((32 << 20)) port=5391
   for pair in "$nsa $nsb 198.18.91.2" "$nsb $nsa 198.18.91.1" "$nsg $nsa 198.18.91.1" \
-              "$nsa $nsg 198.18.91.3" "$nsg $nsb 198.18.91.2" "$nsb $nsg 198.18.91.3"; do
+              "$nsa $nsg 198.18.91.3" "$nsg $nsb 198.18.91.2" "$nsb $nsg 198.18.91.3" \
+              "$nsa $nsb 2001:2:0:5b::2" "$nsb $nsa 2001:2:0:5b::1" \
+              "$nsg $nsa 2001:2:0:5b::1" "$nsa $nsg 2001:2:0:5b::3"; do
     set -- $pair
     ip netns exec "$2" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
     local sp=$!
@@ -141,14 +149,16 @@ run() {
   ip link set "$pb" mtu 9000
   local over0 over1
   over0=$("$vdevctl" -S "$sock" -j stats | json "[x['drops']['oversize'] for x in d['ports'] if x['name']=='$pa'][0]")
-  ip netns exec "$nsb" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
-  local sp=$!
-  for _ in $(seq 100); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-  local sent
-  sent=$(timeout 120 ip netns exec "$nsa" python3 "$here/tcp_check.py" client 198.18.91.2 $port $bytes 2>&1)
-  wait $sp
-  [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ] && ok "tcp at MTU 9000: $bytes bytes intact" ||
-    fail "tcp at MTU 9000: sent '$sent', received '$(cat "$dir/srv.out")'"
+  for dst in 198.18.91.2 2001:2:0:5b::2; do
+    ip netns exec "$nsb" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
+    local sp=$!
+    for _ in $(seq 100); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+    local sent
+    sent=$(timeout 120 ip netns exec "$nsa" python3 "$here/tcp_check.py" client $dst $port $bytes 2>&1)
+    wait $sp
+    [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ] && ok "tcp at MTU 9000 ($dst): $bytes bytes intact" ||
+      fail "tcp at MTU 9000 ($dst): sent '$sent', received '$(cat "$dir/srv.out")'"
+  done
   if [ "$mode" != fast ]; then
     over1=$("$vdevctl" -S "$sock" -j stats | json "[x['drops']['oversize'] for x in d['ports'] if x['name']=='$pa'][0]")
     [ "$over1" -eq "$over0" ] && ok "tcp at MTU 9000: no oversize drop on $pa" ||
@@ -164,16 +174,19 @@ run() {
   ip link set "$pa" mtu 1500
   ip link set "$pb" mtu 1500
 
-  # UDP from a socket (checksummed by the sender's offload): it arrives.
-  ip netns exec "$nsb" iperf3 -s -1 -p $port >/dev/null 2>&1 &
-  local sp=$!
-  for _ in $(seq 50); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-  out=$(timeout 30 ip netns exec "$nsa" iperf3 -c 198.18.91.2 -p $port -u -b 100M -l 1200 -t 1 -J 2>&1)
-  got=$(echo "$out" | json 'd["end"]["sum"]["packets"] - d["end"]["sum"]["lost_packets"]' 2>/dev/null)
-  if [ "${got:-0}" -gt 0 ]; then ok "udp $nsa -> $nsb: $got datagrams arrived"
-  else fail "udp $nsa -> $nsb: none arrived: $(echo "$out" | grep -m1 error)"; fi
-  kill $sp 2>/dev/null
-  wait $sp 2>/dev/null
+  # UDP from a socket (checksummed by the sender's offload), over IPv4
+  # and IPv6: it arrives.
+  for dst in 198.18.91.2 2001:2:0:5b::2; do
+    ip netns exec "$nsb" iperf3 -s -1 -p $port >/dev/null 2>&1 &
+    local sp=$!
+    for _ in $(seq 50); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+    out=$(timeout 30 ip netns exec "$nsa" iperf3 -c $dst -p $port -u -b 100M -l 1200 -t 1 -J 2>&1)
+    got=$(echo "$out" | json 'd["end"]["sum"]["packets"] - d["end"]["sum"]["lost_packets"]' 2>/dev/null)
+    if [ "${got:-0}" -gt 0 ]; then ok "udp $nsa -> $nsb ($dst): $got datagrams arrived"
+    else fail "udp $nsa -> $nsb ($dst): none arrived: $(echo "$out" | grep -m1 error)"; fi
+    kill $sp 2>/dev/null
+    wait $sp 2>/dev/null
+  done
 
   # A policed container (police-rate 200M): its TCP stream of 64 KB GSO
   # skbs passes the policer at its rate, not above, every byte intact, and

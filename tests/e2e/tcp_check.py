@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """tcp_check.py: kernel TCP with a checked payload, for the e2e tests.
 
-  tcp_check.py server PORT          accept one connection, read to EOF, print
+  tcp_check.py server PORT          accept one connection (IPv4 or IPv6),
+                                    read to EOF, print
                                     '{"bytes":N,"sha256":"..."}' and exit
-  tcp_check.py client ADDR PORT N   send N bytes, shut the connection down
-                                    cleanly, print the same line for what it sent
+  tcp_check.py client ADDR PORT N   send N bytes to ADDR (IPv4 or IPv6),
+                                    shut the connection down cleanly, print
+                                    the same line for what it sent
 
 The payload is pseudo-random bytes from a fixed seed, so the two lines agree
 exactly when every byte arrived unchanged and in order.
@@ -18,9 +20,17 @@ import sys
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "server":
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPv6 and IPv4 (mapped) on one socket; IPv4 alone on a kernel
+        # without IPv6.
+        try:
+            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            addr = "::"
+        except OSError:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            addr = "0.0.0.0"
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("0.0.0.0", int(sys.argv[2])))
+        s.bind((addr, int(sys.argv[2])))
         s.listen(1)
         s.settimeout(60)
         c, _ = s.accept()
