@@ -273,7 +273,10 @@ int vdev_xdp(struct xdp_md *ctx)
 		    (s->flags & d->flags & VDEV_FAST_ISOLATED))
 			goto slow;  /* isolated to isolated: vdevd drops and counts it */
 		__u32 out = d->port_index;  /* the destination's devmap key */
-		if (!bpf_map_lookup_elem(&fast_ports, &out))
+		/* One devmap lookup: the redirect's own. Without the entry it
+		 * returns its flags' action (0) and leaves no target behind
+		 * (the kernel clears it), so the frame goes to vdevd. */
+		if (bpf_redirect_map(&fast_ports, out, 0) != XDP_REDIRECT)
 			goto slow;
 		__u64 now = bpf_ktime_get_coarse_ns();
 		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
@@ -284,7 +287,7 @@ int vdev_xdp(struct xdp_md *ctx)
 		fast_add(out, VDEV_FAST_TX_PKTS, 1);
 		fast_add(out, VDEV_FAST_TX_BYTES, len);
 		count(p, VDEV_XDP_FAST);
-		return bpf_redirect_map(&fast_ports, out, 0);
+		return XDP_REDIRECT;
 	} else if (data + 6 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 
