@@ -99,7 +99,8 @@ Addresses addressesFor(bool vnetHdr) {
   const std::string net = vnetHdr ? "198.18.40." : "198.18.41.";
   return {net + "2", net + "1"};
 }
-// QemuDefaults over IPv6 (nodad: usable at once).
+// QemuDefaults over IPv6 (without duplicate address detection: usable at
+// once).
 const Addresses kAddresses6 = {"2001:2:0:40::2", "2001:2:0:40::1"};
 
 std::vector<uint8_t> readBytes(const std::string& path) {
