@@ -19,10 +19,11 @@
 # arrives over both, and so does UDP with segmentation offload
 # (UDP_SEGMENT), every datagram; at MTU 9000 TCP crosses between the
 # containers and both ways with the guest, and on the fast path an 8 KB
-# frame too (vdevd's own path counts it as oversize); a container behind an ingress policer sends TCP at the
-# policer's rate; the guest really sent and received offloaded frames; the
-# frames took the path the mode says (fast-path counters); vdevd stops
-# cleanly and leaves no punt device behind.
+# frame too (vdevd's own path counts it as oversize); a container behind
+# an ingress policer sends TCP at the policer's rate; the guest really sent
+# and received offloaded frames; the frames took the path the mode says
+# (fast-path counters); vdevd stops cleanly and leaves no punt device
+# behind.
 #
 # Skipped (77) when not root or without iperf3/ethtool. Everything it made
 # is removed on exit, pass or fail.
