@@ -67,6 +67,25 @@ trap cleanup EXIT
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# tcp_transfer FROM_NS TO_NS ADDR BYTES: kernel TCP from FROM_NS to
+# tcp_check.py's server in TO_NS at ADDR, port 5391. Succeeds when every
+# byte arrived unchanged and in order (the two sides' SHA-256 agree). Sets
+# tcp_sent and tcp_got (the two sides' lines) and tcp_secs (the client's
+# wall time).
+tcp_transfer() {
+  local port=5391 sp start end
+  ip netns exec "$2" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
+  sp=$!
+  for _ in $(seq 100); do ip netns exec "$2" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+  start=$(date +%s.%N)
+  tcp_sent=$(timeout 120 ip netns exec "$1" python3 "$here/tcp_check.py" client "$3" $port "$4" 2>&1)
+  end=$(date +%s.%N)
+  wait $sp
+  tcp_got=$(cat "$dir/srv.out")
+  tcp_secs=$(python3 -c "print(round($end - $start, 3))")
+  [ -n "$tcp_sent" ] && [ "$tcp_sent" = "$tcp_got" ]
+}
+
 for n in "$nsa" "$nsb" "$nsg" "$nsp"; do ip netns add "$n" && ip -n "$n" link set lo up || exit 1; done
 ip link add "$pa" type veth peer name eth0 netns "$nsa" || exit 1
 ip -n "$nsa" link set eth0 address 02:5b:00:00:00:01 up
@@ -122,24 +141,16 @@ run() {
   # Kernel TCP, both ways between each kind of pair, over IPv4 and IPv6
   # (TSO6 and IPv6 partial checksums): every byte arrives, unchanged and
   # in order (tcp_check.py compares SHA-256 of the stream).
-  local bytes=$((32 << 20)) port=5391
+  local bytes=$((32 << 20)) port=5391 sent got out
   for pair in "$nsa $nsb 198.18.91.2" "$nsb $nsa 198.18.91.1" "$nsg $nsa 198.18.91.1" \
               "$nsa $nsg 198.18.91.3" "$nsg $nsb 198.18.91.2" "$nsb $nsg 198.18.91.3" \
               "$nsa $nsb 2001:2:0:5b::2" "$nsb $nsa 2001:2:0:5b::1" \
               "$nsg $nsa 2001:2:0:5b::1" "$nsa $nsg 2001:2:0:5b::3"; do
     set -- $pair
-    ip netns exec "$2" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
-    local sp=$!
-    for _ in $(seq 100); do ip netns exec "$2" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-    local sent start end
-    start=$(date +%s.%N)
-    sent=$(timeout 120 ip netns exec "$1" python3 "$here/tcp_check.py" client "$3" $port $bytes 2>&1)
-    end=$(date +%s.%N)
-    wait $sp
-    if [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ]; then
-      ok "tcp $1 -> $2: $bytes bytes intact ($(python3 -c "print(round($bytes*8/($end-$start)/1e9,2))") Gbit/s)"
+    if tcp_transfer "$1" "$2" "$3" $bytes; then
+      ok "tcp $1 -> $2 ($3): $bytes bytes intact ($(python3 -c "print(round($bytes*8/$tcp_secs/1e9,2))") Gbit/s)"
     else
-      fail "tcp $1 -> $2: sent '$sent', received '$(cat "$dir/srv.out")'"
+      fail "tcp $1 -> $2 ($3): sent '$tcp_sent', received '$tcp_got'"
     fi
   done
 
@@ -159,14 +170,8 @@ run() {
   over0=$(oversize)
   for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
     set -- $pair
-    ip netns exec "$2" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
-    local sp=$!
-    for _ in $(seq 100); do ip netns exec "$2" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-    local sent
-    sent=$(timeout 120 ip netns exec "$1" python3 "$here/tcp_check.py" client $3 $port $bytes 2>&1)
-    wait $sp
-    [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ] && ok "tcp at MTU 9000 $1 -> $2 ($3): $bytes bytes intact" ||
-      fail "tcp at MTU 9000 $1 -> $2 ($3): sent '$sent', received '$(cat "$dir/srv.out")'"
+    tcp_transfer "$1" "$2" "$3" $bytes && ok "tcp at MTU 9000 $1 -> $2 ($3): $bytes bytes intact" ||
+      fail "tcp at MTU 9000 $1 -> $2 ($3): sent '$tcp_sent', received '$tcp_got'"
   done
   if [ "$mode" = fast ]; then
     for dst in 198.18.91.2 198.18.91.3; do
@@ -227,21 +232,13 @@ run() {
       peer-mac 02:5b:00:00:00:04 >"$dir/add.out" 2>&1; then
     ip -n "$nsp" addr add 198.18.91.4/24 dev eth0
     ip -n "$nsp" link set eth0 up
-    local pbytes=$((32 << 20)) sent start end
-    ip netns exec "$nsa" python3 "$here/tcp_check.py" server $port >"$dir/srv.out" 2>&1 &
-    local sp=$!
-    for _ in $(seq 100); do ip netns exec "$nsa" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-    start=$(date +%s.%N)
-    sent=$(timeout 120 ip netns exec "$nsp" python3 "$here/tcp_check.py" client 198.18.91.1 $port $pbytes 2>&1)
-    end=$(date +%s.%N)
-    wait $sp
-    local secs least police
-    secs=$(python3 -c "print(round($end - $start, 3))")
-    if [ -n "$sent" ] && [ "$sent" = "$(cat "$dir/srv.out")" ]; then
-      ok "tcp through a 200 Mbit/s policer: $pbytes bytes intact in $secs s"
+    local pbytes=$((32 << 20)) secs least police
+    if tcp_transfer "$nsp" "$nsa" 198.18.91.1 $pbytes; then
+      ok "tcp through a 200 Mbit/s policer: $pbytes bytes intact in $tcp_secs s"
     else
-      fail "tcp through a 200 Mbit/s policer: sent '$sent', received '$(cat "$dir/srv.out")'"
+      fail "tcp through a 200 Mbit/s policer: sent '$tcp_sent', received '$tcp_got'"
     fi
+    secs=$tcp_secs
     # No faster than the policer: at most its burst (250 ms of the rate:
     # 50 Mbit) at once and the rate after it, so the payload alone takes
     # at least (268 - 50) Mbit / 200 Mbit/s; 10% slack.

@@ -17,20 +17,12 @@ import random
 import socket
 import sys
 
+from dualstack import server_socket
+
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "server":
-        # IPv6 and IPv4 (mapped) on one socket; IPv4 alone on a kernel
-        # without IPv6.
-        try:
-            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            addr = "::"
-        except OSError:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            addr = "0.0.0.0"
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((addr, int(sys.argv[2])))
+        s = server_socket(socket.SOCK_STREAM, int(sys.argv[2]))
         s.listen(1)
         s.settimeout(60)
         c, _ = s.accept()

@@ -24,6 +24,8 @@ import struct
 import sys
 import time
 
+from dualstack import server_socket
+
 UDP_SEGMENT = 103  # linux/udp.h
 PER_SEND = 10
 
@@ -40,13 +42,7 @@ def family(addr):
 def main():
     if len(sys.argv) == 5 and sys.argv[1] == "server":
         want, seg = int(sys.argv[3]), int(sys.argv[4])
-        try:
-            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            s.bind(("::", int(sys.argv[2])))
-        except OSError:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("0.0.0.0", int(sys.argv[2])))
+        s = server_socket(socket.SOCK_DGRAM, int(sys.argv[2]))
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
         print("listening", file=sys.stderr, flush=True)
         s.settimeout(5)
