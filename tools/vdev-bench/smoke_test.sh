@@ -32,6 +32,10 @@
 #      attached (every port attached: vdevd reports 8 ports at the tc hook),
 #      TCP and UDP A -> B moved data, both ratios and vdevd's idle CPU are
 #      reported;
+#   7b. --real --only rtt-a-b (bridge and vdevd, 2 runs, MTU 1500 and 9000):
+#      the round trip alone, at MTU 1500 alone (it runs at no other), and
+#      its p99 over both runs' probes pooled lies between the two runs' own;
+#      --only with a scenario that does not exist is refused;
 #   8. --two-host (1 run of 1 s, both uplinks): every datapath (bridge,
 #      vdevd, tc-redirect) gave a finite nonzero figure for each measure
 #      (TCP both ways, the UDP flood) over the VXLAN and the veth uplink, no
@@ -88,7 +92,17 @@ run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 # shellcheck disable=SC2086
 run idle --real --idle-ports 6 --idle-cpu 1 --runs 1 --duration 1 --json $vdevd_arg
 # shellcheck disable=SC2086
+run only --real --only rtt-a-b --datapath bridge,vdevd --runs 2 --duration 0.5 --mtu 1500,9000 --json $vdevd_arg
+# shellcheck disable=SC2086
 run twohost --two-host --runs 1 --duration 1 --json $vdevd_arg
+
+if "$BENCH" --real --only rtt-a-c >/dev/null 2>"$dir/only-bad.err"; then
+    echo "FAIL: --only rtt-a-c was accepted"; only_bad=1
+elif ! grep -q "unknown scenario 'rtt-a-c'" "$dir/only-bad.err"; then
+    echo "FAIL: --only rtt-a-c: $(cat "$dir/only-bad.err")"; only_bad=1
+else
+    only_bad=0
+fi
 
 python3 - "$dir" <<'PY'
 import json, math, os, sys
@@ -339,6 +353,10 @@ def check_real(doc, rc):
                         fail("%s: %d of %d probes lost" % (name, m["lost"], m["probes_sent"]))
                     if not 0 < m["min_us"] <= m["p50_us"] <= m["p99_us"] <= m["max_us"]:
                         fail("%s: round trips out of order: %s" % (name, m))
+                    # One run: its probes are the pool.
+                    if (r["pooled_p50_us"], r["pooled_p99_us"], r["pooled_max_us"]) != \
+                            (m["p50_us"], m["p99_us"], m["max_us"]):
+                        fail("%s: pooled %s, the one run's %s" % (name, r, m))
     for su in doc["setups"]:
         name = "real: %s set-up" % su["datapath"]
         if su["error"] or su["stop_problem"]:
@@ -407,6 +425,26 @@ def check_idle(doc, rc):
     if rc != 0 and ok:
         fail("idle: vdev-bench exited %d" % rc)
 
+def check_only(doc, rc):
+    check_real_cleanup(doc, "only")
+    if [(s["scenario"], s["mtu"]) for s in doc["scenarios"]] != [("rtt-a-b", 1500)]:
+        fail("only: scenarios %s" % [(s["scenario"], s["mtu"]) for s in doc["scenarios"]])
+    if sorted((su["datapath"], su["mtu"]) for su in doc["setups"]) != \
+            sorted((d, 1500) for d in ("bridge", "vdevd") for _ in range(2)):
+        fail("only: set-ups %s" % [(su["datapath"], su["mtu"]) for su in doc["setups"]])
+    for s in doc["scenarios"]:
+        for r in s["results"]:
+            name = "only: %s" % r["datapath"]
+            p99 = [m["p99_us"] for m in r["runs"]]
+            if r["errors"] or len(p99) != 2:
+                fail("%s: runs %s errors %s" % (name, p99, r["errors"]))
+            elif not min(p99) <= r["pooled_p99_us"] <= max(p99) or not r["pooled_p99_us"] <= r["pooled_max_us"]:
+                fail("%s: pooled p99 %s, the runs' %s" % (name, r["pooled_p99_us"], p99))
+            else:
+                print("only     %-11s p99 %s pooled %.1f us" % (r["datapath"], p99, r["pooled_p99_us"]))
+    if rc != 0 and ok:
+        fail("only: vdev-bench exited %d" % rc)
+
 def check_twohost(doc, rc):
     check_real_cleanup(doc, "twohost")
     for s in doc["skipped"]:
@@ -449,7 +487,7 @@ def check_twohost(doc, rc):
     if rc != 0 and ok:
         fail("twohost: vdev-bench exited %d" % rc)
 
-for mode, check in (("real", check_real), ("idle", check_idle), ("twohost", check_twohost)):
+for mode, check in (("real", check_real), ("idle", check_idle), ("only", check_only), ("twohost", check_twohost)):
     rc = int(open(os.path.join(d, mode + ".rc")).read())
     try:
         doc = json.load(open(os.path.join(d, mode + ".json")))
@@ -462,3 +500,6 @@ for mode, check in (("real", check_real), ("idle", check_idle), ("twohost", chec
 print("PASS" if ok else "FAILED")
 sys.exit(0 if ok else 1)
 PY
+rc=$?
+[ "$only_bad" -eq 0 ] || rc=1
+exit $rc

@@ -297,6 +297,8 @@ OPTIONS
                           apply; the other options do not. Needs iperf3 and ping.
         --mtu LIST        comma-separated MTUs of the containers' veths and their ports,
                           576 .. 9000 (default 1500,9000).
+        --only LIST       comma-separated scenarios of those above to run (default: all),
+                          e.g. --only rtt-a-b,rtt-a-vm for many runs of the round trips.
         --vdev-vm PATH    the vdev-vm binary (default: ../vdev-vm/vdev-vm relative to
                           vdev-bench in the build tree, then PATH); without one the VM
                           scenarios are skipped with a note.
@@ -587,6 +589,18 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          if (o->mtus.empty()) cli::fail("--mtu needs at least one MTU");
        }},
       {"vdev-vm", 0, Arg::kRequired, [&](std::string_view v) { o->vdevVmPath = v; }},
+      {"only", 0, Arg::kRequired, [&](std::string_view v) {
+         o->realScenarios.clear();
+         std::stringstream ss{std::string(v)};
+         std::string item;
+         while (std::getline(ss, item, ',')) {
+           if (!isRealScenario(item))
+             cli::fail("--only: unknown scenario '" + item +
+                       "' (tcp-a-b, tcp-b-a, udp-a-b, tcp-vm-a, tcp-a-vm, rtt-a-b, rtt-a-vm)");
+           o->realScenarios.push_back(item);
+         }
+         if (o->realScenarios.empty()) cli::fail("--only needs at least one scenario");
+       }},
       {"idle-ports", 0, Arg::kRequired,
        [&](std::string_view v) { o->idlePorts = uint32_t(integer(v, 1, 1000, "--idle-ports: 1 .. 1000")); }},
       {"idle-cpu", 0, Arg::kRequired, [&](std::string_view v) {
@@ -610,10 +624,11 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   });
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
-    const bool realOnly = o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven;
+    const bool realOnly =
+        o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven || !o->realScenarios.empty();
     if (o->twoHost) {
       if (o->real) cli::fail("--two-host and --real exclude each other");
-      if (realOnly) cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+      if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
       if (!o->datapathsGiven) o->datapaths = twoHostDatapaths();
       for (const auto& d : o->datapaths)
         if (!isTwoHostDatapath(d)) cli::fail(d + " is not a datapath of --two-host (bridge, vdevd, tc-redirect)");
@@ -629,7 +644,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
         if (!isRealDatapath(d)) cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own)");
       return;
     }
-    if (realOnly) cli::fail("--mtu, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+    if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
     for (const auto& d : o->datapaths)
       if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
     if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};

@@ -88,6 +88,7 @@ struct Options {
   std::vector<uint32_t> mtus{1500, 9000};  // --mtu
   bool mtusGiven = false;
   std::string vdevVmPath;                  // --vdev-vm; empty: look next to vdev-bench, then PATH
+  std::vector<std::string> realScenarios;  // --only: scenario ids; empty: all
   // --idle-ports N: every datapath also with N idle containers attached
   // besides A and B (datapath "<name>+N"); TCP and UDP A -> B only, no VM.
   uint32_t idlePorts = 0;

@@ -55,6 +55,12 @@ const ScenarioDef kScenarios[] = {
 };
 bool needsVm(const ScenarioDef& s) { return s.from == 2 || s.to == 2; }
 bool runsAt(const ScenarioDef& s, uint32_t mtu) { return !s.baseMtuOnly || mtu == kBaseMtu; }
+// Scenario s at mtu is in this invocation: its MTU, --only, --idle-ports.
+bool wanted(const Options& o, const ScenarioDef& s, uint32_t mtu) {
+  if (!runsAt(s, mtu) || (o.idlePorts && !s.withIdle)) return false;
+  return o.realScenarios.empty() ||
+         std::find(o.realScenarios.begin(), o.realScenarios.end(), s.id) != o.realScenarios.end();
+}
 
 // ---- the datapaths ------------------------------------------------------------
 
@@ -356,10 +362,12 @@ std::string bridgeFor(const RealReport& rep, const std::string& dp) {
 double bridgeMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
   return cellMedian(rep, s, mtu, bridgeFor(rep, dp));
 }
-// The same bridge's median 99th percentile round trip; NAN for other traffic.
-double bridgeP99(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
+// The same bridge's 99th percentile round trip: of its runs' probes pooled
+// (pooled = true), or the median of its runs' own; NAN for other traffic.
+double bridgeP99(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp, bool pooled) {
   const Cell* c = rep.find(s, mtu, bridgeFor(rep, dp));
-  return c ? medianP99(*c) : NAN;
+  if (!c) return NAN;
+  return pooled ? pooledRtt(*c).p99Us : medianP99(*c);
 }
 // An idle variant D+N against D on A's and B's ports only; NAN for D.
 double twoPortsMedian(const RealReport& rep, const ScenarioDef& s, uint32_t mtu, const std::string& dp) {
@@ -446,7 +454,7 @@ void printReal(const RealReport& rep, FILE* out) {
           continue;
         }
         const int dec = rtt ? 1 : tcp ? 2 : 3;
-        const CellText x = cellText(*c, ref, dec, bridgeP99(rep, s, mtu, d));
+        const CellText x = cellText(*c, ref, dec, bridgeP99(rep, s, mtu, d, /*pooled=*/true));
         const double med = median(valuesOf(*c, &Measurement::value));
         const std::string two = idleMode ? num(ratioTo(med, twoPortsMedian(rep, s, mtu, d)), 3) : "";
         if (tcp)
@@ -469,10 +477,11 @@ void printReal(const RealReport& rep, FILE* out) {
           "million datagrams) received; softirq work counts for the task it ran on top of. machine: all busy\n"
           "CPU time of the machine (/proc/stat) per Gbit, other load included. noisy: runs in which other\n"
           "load or steal exceeded 15%% of a CPU. sock drop%%: datagrams lost because the receiving socket's\n"
-          "buffer was full (UDP RcvbufErrors), in %% of those sent. Round trips: medians of the runs'\n"
-          "p50 (nearest rank) and p99, the requester's and the responder's threads both on the first\n"
-          "CPU, the rest not pinned; lost: probes unanswered within 200 ms, all runs. See\n"
-          "docs/performance.md, \"Real senders\".\n");
+          "buffer was full (UDP RcvbufErrors), in %% of those sent. Round trips: p50, the median of the\n"
+          "runs' own (nearest rank); p99, of every run's probes pooled (a run's own p99 is its few dozen\n"
+          "slowest probes, which one burst of other load moves); the requester's and the responder's\n"
+          "threads both on the first CPU, the rest not pinned; lost: probes unanswered within 200 ms, all\n"
+          "runs. See docs/performance.md, \"Real senders\".\n");
   const auto idle = idleSummaries(rep);
   if (!idle.empty()) {
     fprintf(out,
@@ -531,7 +540,7 @@ std::string realJson(const RealReport& rep) {
   Json scenarios = Json::array();
   for (uint32_t mtu : o.mtus) {
     for (const auto& s : kScenarios) {
-      if (!runsAt(s, mtu) || (o.idlePorts && !s.withIdle)) continue;
+      if (!wanted(o, s, mtu)) continue;
       const bool tcp = s.traffic == Traffic::kTcp;
       const bool rtt = s.traffic == Traffic::kRtt;
       Json sc;
@@ -551,8 +560,13 @@ std::string realJson(const RealReport& rep) {
         r["skipped"] = textOrNull(c->skipped);
         cellSummaryJson(r, *c, ref);  // ratio: to the bridge on the same ports
         if (rtt) {
+          const LatencyStats all = pooledRtt(*c);
           r["median_p99_us"] = fixed(medianP99(*c), 2);
-          r["p99_ratio_to_bridge"] = fixed(ratioTo(medianP99(*c), bridgeP99(rep, s, mtu, d)), 4);
+          r["p99_ratio_to_bridge"] = fixed(ratioTo(medianP99(*c), bridgeP99(rep, s, mtu, d, false)), 4);
+          r["pooled_p50_us"] = fixed(all.p50Us, 2);
+          r["pooled_p99_us"] = fixed(all.p99Us, 2);
+          r["pooled_p99_ratio_to_bridge"] = fixed(ratioTo(all.p99Us, bridgeP99(rep, s, mtu, d, true)), 4);
+          r["pooled_max_us"] = fixed(all.maxUs, 2);
         }
         if (o.idlePorts)
           r["ratio_to_2_ports"] =
@@ -623,10 +637,14 @@ Status plan(const Options& o, RealReport& rep) {
   }
   for (uint32_t mtu : o.mtus) {
     for (const auto& s : kScenarios) {
-      if (!runsAt(s, mtu) || (needsVm(s) && rep.vdevVmPath.empty()) || (o.idlePorts && !s.withIdle)) continue;
+      if (!wanted(o, s, mtu) || (needsVm(s) && rep.vdevVmPath.empty())) continue;
       for (const auto& d : rep.datapaths) (void)rep.cell(s, mtu, d);
     }
   }
+  if (rep.cells.empty() && !rep.datapaths.empty())
+    return Error{0, std::string("nothing to measure: the scenarios of --only do not run at these MTUs") +
+                        (o.idlePorts ? " or with --idle-ports (tcp-a-b and udp-a-b only)" : "") +
+                        (rep.vdevVmPath.empty() && !o.idlePorts ? ", or need the VM (vdev-vm not found)" : "")};
   return {};
 }
 
@@ -648,6 +666,10 @@ const std::vector<std::string>& realDatapaths() {
 bool isRealDatapath(const std::string& name) {
   const auto& v = realDatapaths();
   return std::find(v.begin(), v.end(), name) != v.end();
+}
+
+bool isRealScenario(const std::string& id) {
+  return std::any_of(std::begin(kScenarios), std::end(kScenarios), [&](const ScenarioDef& s) { return id == s.id; });
 }
 
 int runReal(const Options& o) {

@@ -110,6 +110,17 @@ double medianP99(const Cell& c) {
   return v.empty() ? NAN : median(v);
 }
 
+LatencyStats pooledRtt(const Cell& c) {
+  std::vector<double> all;
+  uint64_t sent = 0;
+  for (const auto& m : c.runs) {
+    if (!m.rtt) continue;
+    all.insert(all.end(), m.rtt->us.begin(), m.rtt->us.end());
+    sent += m.rtt->stats.sent;
+  }
+  return summarizeLatency(all, sent);
+}
+
 CellText cellText(const Cell& c, double ref, int decimals, double refP99) {
   const auto v = valuesOf(c, &Measurement::value);
   const double med = median(v);
@@ -137,8 +148,9 @@ CellText cellText(const Cell& c, double ref, int decimals, double refP99) {
     lost += m.rtt->stats.lost;
   }
   if (sent) {
-    t.p99 = num(medianP99(c), decimals);
-    t.p99Ratio = num(ratioTo(medianP99(c), refP99), 2);
+    const double p99 = pooledRtt(c).p99Us;
+    t.p99 = num(p99, decimals);
+    t.p99Ratio = num(ratioTo(p99, refP99), 2);
     t.lost = std::to_string(lost) + "/" + std::to_string(sent);
   }
   return t;

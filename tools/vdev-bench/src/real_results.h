@@ -86,13 +86,17 @@ struct CellText {
   std::string median, range, ratio, cpu, machine, noisy;
   // UDP: the medians of the Mpps sent and of sockDropPct.
   std::string txMpps, sockDrop;
-  // RTT: the median of the runs' 99th percentiles, its ratio to refP99,
-  // and the probes lost over all runs / sent.
+  // RTT: the 99th percentile of every run's probes pooled, its ratio to
+  // refP99, and the probes lost over all runs / sent.
   std::string p99, p99Ratio, lost;
 };
 CellText cellText(const Cell& c, double ref, int decimals, double refP99 = NAN);
 // The median of a cell's runs' 99th percentile round trips (NAN without RTT runs).
 double medianP99(const Cell& c);
+// Every run's answered probes of a cell as one sample: a run has a few
+// thousand probes, so its p99 is its few dozen slowest, and one run with a
+// burst of other load moves it; pooled, the p99 rests on every run alike.
+LatencyStats pooledRtt(const Cell& c);
 
 Json cpuJson(const CpuWindow& w);
 // A JSON object from another program (vdevd, vdev-vm), or null when it is not one.

@@ -347,6 +347,7 @@ Result<RttResult> runRtt(const Station& from, const Station& to, double duration
   if (rtt.empty()) return makeError(0, "no probe was answered (" + std::to_string(*sent) + " sent)");
   RttResult r;
   r.stats = summarizeLatency(rtt, *sent);
+  r.us = std::move(rtt);
   r.cpu = cpu.value();
   return r;
 }

@@ -86,7 +86,8 @@ Result<UdpResult> runUdpFlood(const Station& from, const Station& to, double dur
                               size_t payload = kUdpFloodPayload);
 
 struct RttResult {
-  LatencyStats stats;  // the answered probes' round trips
+  LatencyStats stats;      // the answered probes' round trips
+  std::vector<double> us;  // each answered probe's round trip, us, in send order
   CpuWindow cpu;
 };
 // Round trips from `from` to `to` and back, light load: a UDP socket in
