@@ -357,7 +357,8 @@ OPTIONS
                                               thread in B counts them (recvmmsg); Mpps
                                               received
                           Runs are interleaved: run 1 of every uplink and datapath, then run
-                          2, ... --runs, --duration, --datapath, --vdevd, --vdevd-arg (given to
+                          2, ..., the datapaths' order turned by one each run (as with
+                          --real). --runs, --duration, --datapath, --vdevd, --vdevd-arg (given to
                           both vdevd), --dp-prio, --verbose and --json apply; the other
                           options do not. With the default list a vdevd or vdevctl that
                           cannot be found skips vdevd with a note. Needs iperf3 and ping.

@@ -53,14 +53,18 @@ std::string padRight(std::string s, size_t width);
 
 // Run after run, for every value of `over` (an MTU, an uplink) and every
 // datapath, fn(run, value, datapath): interleaved, so that a slow drift of
-// the machine touches every datapath alike. Stops at a stop request.
+// the machine touches every datapath alike, and in an order that turns by
+// one each run (run 1: A B C, run 2: B C A, ...), so that no datapath always
+// follows the same one and whatever a set-up leaves behind for the next
+// falls on each alike. Stops at a stop request.
 template <class T, class F>
 Status interleaved(int runs, const std::vector<T>& over, const std::vector<std::string>& datapaths, F&& fn) {
+  const size_t n = datapaths.size();
   for (int run = 1; run <= runs; ++run)
     for (const T& v : over)
-      for (const auto& dp : datapaths) {
+      for (size_t i = 0; i < n; ++i) {
         if (stopRequested()) return Error{0, "interrupted by a signal"};
-        fn(run, v, dp);
+        fn(run, v, datapaths[(i + static_cast<size_t>(run - 1)) % n]);
       }
   if (stopRequested()) return Error{0, "interrupted by a signal"};
   return {};
