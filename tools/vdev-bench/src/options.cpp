@@ -280,10 +280,12 @@ OPTIONS
                                               every 2 ms for S seconds and waits for each
                                               answer, a socket at the other end sends it
                                               back (the stack's checksums, offloaded);
-                                              p50 and p99 in us (lower is better); both
-                                              threads pinned to the first CPU. MTU 1500
-                                              only
-                          --datapath takes these datapaths (default: all four, in order):
+                                              p50 (the runs' median) and p99 (of all
+                                              runs' probes pooled) in us, lower is
+                                              better; both threads pinned to the first
+                                              CPU. MTU 1500 only
+                          --datapath takes these datapaths (default: all four, in order;
+                          the order turns by one each run: run 2 begins with the second):
                             bridge       the Linux bridge, every port enslaved (the reference)
                             tc-redirect  a tc ingress program on each port that redirects
                                          each skb to its destination's port by MAC:
