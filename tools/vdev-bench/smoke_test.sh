@@ -34,7 +34,8 @@
 #      reported;
 #   7b. --real --only rtt-a-b (bridge and vdevd, 2 runs, MTU 1500 and 9000):
 #      the round trip alone, at MTU 1500 alone (it runs at no other), and
-#      its p99 over both runs' probes pooled lies between the two runs' own;
+#      its p99 over both runs' probes pooled lies between the two runs' own,
+#      and its split-half noise figure is the two runs' p99 ratio;
 #      --only with a scenario that does not exist is refused;
 #   8. --two-host (1 run of 1 s, both uplinks): every datapath (bridge,
 #      vdevd, tc-redirect) gave a finite nonzero figure for each measure
@@ -353,9 +354,10 @@ def check_real(doc, rc):
                         fail("%s: %d of %d probes lost" % (name, m["lost"], m["probes_sent"]))
                     if not 0 < m["min_us"] <= m["p50_us"] <= m["p99_us"] <= m["max_us"]:
                         fail("%s: round trips out of order: %s" % (name, m))
-                    # One run: its probes are the pool.
+                    # One run: its probes are the pool, and there is no
+                    # second half to set against it.
                     if (r["pooled_p50_us"], r["pooled_p99_us"], r["pooled_max_us"]) != \
-                            (m["p50_us"], m["p99_us"], m["max_us"]):
+                            (m["p50_us"], m["p99_us"], m["max_us"]) or r["split_half_p99_ratio"] is not None:
                         fail("%s: pooled %s, the one run's %s" % (name, r, m))
     for su in doc["setups"]:
         name = "real: %s set-up" % su["datapath"]
@@ -440,6 +442,10 @@ def check_only(doc, rc):
                 fail("%s: runs %s errors %s" % (name, p99, r["errors"]))
             elif not min(p99) <= r["pooled_p99_us"] <= max(p99) or not r["pooled_p99_us"] <= r["pooled_max_us"]:
                 fail("%s: pooled p99 %s, the runs' %s" % (name, r["pooled_p99_us"], p99))
+            elif not (isinstance(r["split_half_p99_ratio"], float) and
+                      abs(r["split_half_p99_ratio"] - max(p99) / min(p99)) < 1e-3 * r["split_half_p99_ratio"]):
+                # Two runs: the halves are the runs themselves.
+                fail("%s: split-half p99 ratio %s, the runs' p99 %s" % (name, r["split_half_p99_ratio"], p99))
             else:
                 print("only     %-11s p99 %s pooled %.1f us" % (r["datapath"], p99, r["pooled_p99_us"]))
     if rc != 0 and ok:

@@ -283,7 +283,9 @@ OPTIONS
                                               p50 (the runs' median) and p99 (of all
                                               runs' probes pooled) in us, lower is
                                               better; both threads pinned to the first
-                                              CPU. MTU 1500 only
+                                              CPU; under the table, how far apart the
+                                              bridge's odd and even runs are at p99
+                                              (this run's noise). MTU 1500 only
                           --datapath takes these datapaths (default: all four, in order;
                           the order turns by one each run: run 2 begins with the second):
                             bridge       the Linux bridge, every port enslaved (the reference)

@@ -469,6 +469,15 @@ void printReal(const RealReport& rep, FILE* out) {
                   x.sockDrop.c_str(), x.noisy.c_str(), two.c_str());
         for (const auto& e : c->errors) fprintf(out, "%-12s   error: %s\n", "", e.c_str());
       }
+      if (rtt) {
+        const Cell* br = rep.find(s, mtu, kBridge);
+        const double split = br ? splitHalfP99(*br) : NAN;
+        if (std::isfinite(split))
+          fprintf(out,
+                  "(the bridge's own runs, odd against even, differ by %.2fx at p99: p99 ratios within\n"
+                  "%.2f-%.2f are inside this run's own noise)\n",
+                  split, 1 / split, split);
+      }
     }
   }
   fprintf(out,
@@ -567,6 +576,7 @@ std::string realJson(const RealReport& rep) {
           r["pooled_p99_us"] = fixed(all.p99Us, 2);
           r["pooled_p99_ratio_to_bridge"] = fixed(ratioTo(all.p99Us, bridgeP99(rep, s, mtu, d, true)), 4);
           r["pooled_max_us"] = fixed(all.maxUs, 2);
+          r["split_half_p99_ratio"] = fixed(splitHalfP99(*c), 4);
         }
         if (o.idlePorts)
           r["ratio_to_2_ports"] =

@@ -121,6 +121,21 @@ LatencyStats pooledRtt(const Cell& c) {
   return summarizeLatency(all, sent);
 }
 
+double splitHalfP99(const Cell& c) {
+  std::vector<double> half[2];
+  uint64_t sent[2] = {0, 0};
+  size_t i = 0;
+  for (const auto& m : c.runs) {
+    if (!m.rtt) continue;
+    half[i % 2].insert(half[i % 2].end(), m.rtt->us.begin(), m.rtt->us.end());
+    sent[i % 2] += m.rtt->stats.sent;
+    ++i;
+  }
+  if (half[0].empty() || half[1].empty()) return NAN;
+  const double a = summarizeLatency(half[0], sent[0]).p99Us, b = summarizeLatency(half[1], sent[1]).p99Us;
+  return std::max(a, b) / std::min(a, b);
+}
+
 CellText cellText(const Cell& c, double ref, int decimals, double refP99) {
   const auto v = valuesOf(c, &Measurement::value);
   const double med = median(v);

@@ -101,6 +101,11 @@ double medianP99(const Cell& c);
 // thousand probes, so its p99 is its few dozen slowest, and one run with a
 // burst of other load moves it; pooled, the p99 rests on every run alike.
 LatencyStats pooledRtt(const Cell& c);
+// A cell's own noise at p99: the pooled p99 of its odd-numbered runs and
+// that of its even-numbered ones, the larger over the smaller (>= 1; NAN
+// with fewer than two runs). A ratio to the bridge closer to 1 than the
+// bridge's own split is not a difference this machine can show.
+double splitHalfP99(const Cell& c);
 
 Json cpuJson(const CpuWindow& w);
 // A JSON object from another program (vdevd, vdev-vm), or null when it is not one.
