@@ -441,6 +441,15 @@ std::optional<uint64_t> parseRate(std::string_view s) {
   return static_cast<uint64_t>(*v * unit);
 }
 
+// v split at its commas, empty items kept: --datapath, --mtu, --only.
+std::vector<std::string> commaList(std::string_view v) {
+  std::vector<std::string> items;
+  std::stringstream ss{std::string(v)};
+  std::string item;
+  while (std::getline(ss, item, ',')) items.push_back(item);
+  return items;
+}
+
 }  // namespace
 
 std::optional<int> parseOptions(int argc, char** argv, Options* o) {
@@ -478,9 +487,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       {"datapath", 'd', Arg::kRequired, [&](std::string_view v) {
          o->datapaths.clear();
          o->datapathsGiven = true;
-         std::stringstream ss{std::string(v)};
-         std::string item;
-         while (std::getline(ss, item, ',')) {
+         for (const std::string& item : commaList(v)) {
            if (item.empty()) continue;
            if (!isKnownDatapath(item) && !isRealDatapath(item) && !isTwoHostDatapath(item))
              cli::fail("unknown datapath '" + item +
@@ -587,21 +594,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       {"mtu", 0, Arg::kRequired, [&](std::string_view v) {
          o->mtus.clear();
          o->mtusGiven = true;
-         std::stringstream ss{std::string(v)};
-         std::string item;
-         while (std::getline(ss, item, ','))
+         for (const std::string& item : commaList(v))
            o->mtus.push_back(integer(item, 576, 9000, "--mtu: a comma-separated list of MTUs, 576 .. 9000"));
          if (o->mtus.empty()) cli::fail("--mtu needs at least one MTU");
        }},
       {"vdev-vm", 0, Arg::kRequired, [&](std::string_view v) { o->vdevVmPath = v; }},
       {"only", 0, Arg::kRequired, [&](std::string_view v) {
          o->realScenarios.clear();
-         std::stringstream ss{std::string(v)};
-         std::string item;
-         while (std::getline(ss, item, ',')) {
+         for (const std::string& item : commaList(v)) {
            if (!isRealScenario(item))
-             cli::fail("--only: unknown scenario '" + item +
-                       "' (tcp-a-b, tcp-b-a, udp-a-b, tcp-vm-a, tcp-a-vm, rtt-a-b, rtt-a-vm)");
+             cli::fail("--only: unknown scenario '" + item + "' (" + realScenarioNames() + ")");
            o->realScenarios.push_back(item);
          }
          if (o->realScenarios.empty()) cli::fail("--only needs at least one scenario");

@@ -682,6 +682,12 @@ bool isRealScenario(const std::string& id) {
   return std::any_of(std::begin(kScenarios), std::end(kScenarios), [&](const ScenarioDef& s) { return id == s.id; });
 }
 
+std::string realScenarioNames() {
+  std::string names;
+  for (const auto& s : kScenarios) names += (names.empty() ? "" : ", ") + std::string(s.id);
+  return names;
+}
+
 int runReal(const Options& o) {
   RealReport rep;
   rep.opt = &o;

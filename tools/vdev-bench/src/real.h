@@ -21,8 +21,10 @@ namespace vdev::bench {
 //                path by way of the punt device.
 const std::vector<std::string>& realDatapaths();
 bool isRealDatapath(const std::string& name);
-// The scenarios of --real (tcp-a-b, ..., rtt-a-vm), for --only.
+// The scenarios of --real (tcp-a-b, ..., rtt-a-vm), for --only: one of
+// them, and all of them as "tcp-a-b, tcp-b-a, ...".
 bool isRealScenario(const std::string& id);
+std::string realScenarioNames();
 
 // Runs --real as o says (o.datapaths are real datapaths), prints the tables
 // or (--json) the JSON document on stdout. Returns the exit status: 0 when

@@ -110,30 +110,31 @@ double medianP99(const Cell& c) {
   return v.empty() ? NAN : median(v);
 }
 
-LatencyStats pooledRtt(const Cell& c) {
+namespace {
+
+// The round trips of a cell's RTT runs number first, first + step, ...
+// (counted from 0) as one sample.
+LatencyStats poolRtt(const Cell& c, size_t step, size_t first) {
   std::vector<double> all;
   uint64_t sent = 0;
+  size_t i = 0;
   for (const auto& m : c.runs) {
     if (!m.rtt) continue;
+    if (i++ % step != first) continue;
     all.insert(all.end(), m.rtt->us.begin(), m.rtt->us.end());
     sent += m.rtt->stats.sent;
   }
   return summarizeLatency(all, sent);
 }
 
+}  // namespace
+
+LatencyStats pooledRtt(const Cell& c) { return poolRtt(c, 1, 0); }
+
 double splitHalfP99(const Cell& c) {
-  std::vector<double> half[2];
-  uint64_t sent[2] = {0, 0};
-  size_t i = 0;
-  for (const auto& m : c.runs) {
-    if (!m.rtt) continue;
-    half[i % 2].insert(half[i % 2].end(), m.rtt->us.begin(), m.rtt->us.end());
-    sent[i % 2] += m.rtt->stats.sent;
-    ++i;
-  }
-  if (half[0].empty() || half[1].empty()) return NAN;
-  const double a = summarizeLatency(half[0], sent[0]).p99Us, b = summarizeLatency(half[1], sent[1]).p99Us;
-  return std::max(a, b) / std::min(a, b);
+  const LatencyStats a = poolRtt(c, 2, 0), b = poolRtt(c, 2, 1);
+  if (!a.samples || !b.samples) return NAN;
+  return std::max(a.p99Us, b.p99Us) / std::min(a.p99Us, b.p99Us);
 }
 
 CellText cellText(const Cell& c, double ref, int decimals, double refP99) {
