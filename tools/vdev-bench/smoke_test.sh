@@ -37,6 +37,11 @@
 #      its p99 over both runs' probes pooled lies between the two runs' own,
 #      and its split-half noise figure is the two runs' p99 ratio;
 #      --only with a scenario that does not exist is refused;
+#   7c. --real --only tcp-a-b --datapath bridge,bridge-wire (1 run of 1 s):
+#      both moved data on their two ports (no VM: no tap); the bridge
+#      handed B's container whole GSO skbs (B's port sent more bytes per
+#      packet than a 1500-byte MTU's frame) and bridge-wire wire frames
+#      (at most that);
 #   8. --two-host (1 run of 1 s, both uplinks): every datapath (bridge,
 #      vdevd, tc-redirect) gave a finite nonzero figure for each measure
 #      (TCP both ways, the UDP flood) over the VXLAN and the veth uplink, no
@@ -94,6 +99,7 @@ run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 run idle --real --idle-ports 6 --idle-cpu 1 --runs 1 --duration 1 --json $vdevd_arg
 # shellcheck disable=SC2086
 run only --real --only rtt-a-b --datapath bridge,vdevd --runs 2 --duration 0.5 --mtu 1500,9000 --json $vdevd_arg
+run wire --real --only tcp-a-b --datapath bridge,bridge-wire --runs 1 --duration 1 --mtu 1500 --json
 # shellcheck disable=SC2086
 run twohost --two-host --runs 1 --duration 1 --json $vdevd_arg
 
@@ -451,6 +457,32 @@ def check_only(doc, rc):
     if rc != 0 and ok:
         fail("only: vdev-bench exited %d" % rc)
 
+def check_wire(doc, rc):
+    check_real_cleanup(doc, "wire")
+    for s in doc["scenarios"]:
+        for r in s["results"]:
+            if r["errors"] or len(r["runs"]) != 1 or not r["runs"][0]["value"] > 0:
+                fail("wire: %s: runs %s errors %s" % (r["datapath"], r["runs"], r["errors"]))
+    setups = {su["datapath"]: su for su in doc["setups"]}
+    if sorted(setups) != ["bridge", "bridge-wire"]:
+        fail("wire: set-ups %s" % sorted(setups))
+    for dp, su in setups.items():
+        st = su["datapath_stats"] or {}
+        ports = st.get("ports", [])
+        if su["error"] or su["stop_problem"] or len(ports) != 2 or st.get("wire_frames") != (dp == "bridge-wire"):
+            fail("wire: %s set-up: %s %s %s" % (dp, su["error"], su["stop_problem"], st))
+            continue
+        # B's port: the one that sent the stream (the most bytes).
+        b = max(ports, key=lambda p: p["tx_bytes"])
+        per = b["tx_bytes"] / max(b["tx_packets"], 1)
+        print("wire     %-11s %s sent %d packets, %.0f bytes each" % (dp, b["name"], b["tx_packets"], per))
+        if dp == "bridge" and not per > 1514:
+            fail("wire: the bridge sent B no GSO skb (%.0f bytes per packet)" % per)
+        if dp == "bridge-wire" and not 0 < per <= 1514:
+            fail("wire: bridge-wire sent B %.0f bytes per packet, not wire frames" % per)
+    if rc != 0 and ok:
+        fail("wire: vdev-bench exited %d" % rc)
+
 def check_twohost(doc, rc):
     check_real_cleanup(doc, "twohost")
     for s in doc["skipped"]:
@@ -493,7 +525,8 @@ def check_twohost(doc, rc):
     if rc != 0 and ok:
         fail("twohost: vdev-bench exited %d" % rc)
 
-for mode, check in (("real", check_real), ("idle", check_idle), ("only", check_only), ("twohost", check_twohost)):
+for mode, check in (("real", check_real), ("idle", check_idle), ("only", check_only), ("wire", check_wire),
+                    ("twohost", check_twohost)):
     rc = int(open(os.path.join(d, mode + ".rc")).read())
     try:
         doc = json.load(open(os.path.join(d, mode + ".json")))

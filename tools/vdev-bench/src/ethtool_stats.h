@@ -36,12 +36,16 @@ class EthtoolStats {
 // ETHTOOL_GGRO / ETHTOOL_SGRO ioctls). setGro checks that the device took it.
 Result<bool> getGro(const Netns& ns, const std::string& ifname);
 Status setGro(const Netns& ns, const std::string& ifname, bool on);
+// TSO and GSO of a netdev inside ns (ethtool -K IFNAME tso off gso off),
+// each checked after it was set.
+Status setSegmentationOffloads(const Netns& ns, const std::string& ifname, bool on);
 
 // The interface's struct rtnl_link_stats64 (RTM_GETLINK, IFLA_STATS64) and
 // its flags (IFF_UP, IFF_RUNNING, ...).
 struct LinkCounters {
   uint64_t rxPackets = 0, txPackets = 0, rxDropped = 0, txDropped = 0;
   unsigned flags = 0;
+  uint64_t rxBytes = 0, txBytes = 0;
 };
 class LinkStats {
  public:

@@ -297,6 +297,12 @@ OPTIONS
                             vdevd-own    vdevd --no-fast-path: every frame through vdevd's
                                          AF_XDP path by way of the punt device (above its
                                          MTU, 1774 by default, TCP segments are clamped)
+                          and, only when named:
+                            bridge-wire  the bridge with TSO and GSO off on every port: the
+                                         kernel segments what it forwards, and each
+                                         receiver's stack takes wire frames one at a
+                                         time, as from vdevd-own; the ceiling of any path
+                                         that hands its receivers wire frames
                           --runs, --duration, --vdevd, --vdevd-arg, --dp-prio and --json
                           apply; the other options do not. Needs iperf3 and ping.
         --mtu LIST        comma-separated MTUs of the containers' veths and their ports,
@@ -492,7 +498,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
            if (!isKnownDatapath(item) && !isRealDatapath(item) && !isTwoHostDatapath(item))
              cli::fail("unknown datapath '" + item +
                        "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect; "
-                       "--real: bridge, tc-redirect, vdevd, vdevd-own; --two-host: bridge, vdevd, tc-redirect)");
+                       "--real: bridge, tc-redirect, vdevd, vdevd-own, bridge-wire; "
+                       "--two-host: bridge, vdevd, tc-redirect)");
            o->datapaths.push_back(item);
          }
          if (o->datapaths.empty()) cli::fail("--datapath needs at least one datapath");
@@ -648,7 +655,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       if (o->idlePorts && !o->vdevVmPath.empty()) cli::fail("--idle-ports measures containers only: drop --vdev-vm");
       if (o->idleCpuGiven && !o->idlePorts) cli::fail("--idle-cpu goes with --idle-ports");
       for (const auto& d : o->datapaths)
-        if (!isRealDatapath(d)) cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own)");
+        if (!isRealDatapath(d))
+          cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own, bridge-wire)");
       return;
     }
     if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");

@@ -28,6 +28,7 @@ namespace vdev::bench {
 namespace {
 
 const char kBridge[] = "bridge";
+const char kBridgeWire[] = "bridge-wire";
 const char kTcRedirect[] = "tc-redirect";
 const char kVdevd[] = "vdevd";
 const char kVdevdOwn[] = "vdevd-own";
@@ -67,7 +68,7 @@ bool wanted(const Options& o, const ScenarioDef& s, uint32_t mtu) {
 // With --idle-ports N each datapath D runs twice: as D, on A's and B's
 // ports only, and as "D+N", on those and the N idle containers' ports.
 struct Variant {
-  std::string base;   // the datapath: bridge, tc-redirect, vdevd, vdevd-own
+  std::string base;   // the datapath: bridge, tc-redirect, vdevd, vdevd-own, bridge-wire
   bool idle = false;  // with the idle containers' ports
 };
 Variant variantOf(const std::string& name) {
@@ -141,6 +142,13 @@ std::unique_ptr<Datapath> makeRealDatapath(const std::string& name, const RealTo
     return std::make_unique<BridgeOver>(
         t.dut(), t.bridgeName(), attachedPorts(t, v.idle), name,
         "Linux bridge " + t.bridgeName() + " (learning, STP off), every port enslaved" + idleText(t, v.idle));
+  if (v.base == kBridgeWire)
+    return std::make_unique<BridgeOver>(
+        t.dut(), t.bridgeName(), attachedPorts(t, v.idle), name,
+        "Linux bridge " + t.bridgeName() + " (learning, STP off), every port enslaved with TSO and GSO off: the "
+            "kernel segments what the bridge forwards, each receiver takes wire frames one at a time (the shape "
+            "of vdevd's own path)" + idleText(t, v.idle),
+        true);
   if (v.base == kTcRedirect) {
     std::vector<TcFwdDest> dests;
     for (const auto& st : t.stations()) dests.push_back({st->mac, st->port, !st->portIsTap});
@@ -675,7 +683,7 @@ const std::vector<std::string>& realDatapaths() {
 
 bool isRealDatapath(const std::string& name) {
   const auto& v = realDatapaths();
-  return std::find(v.begin(), v.end(), name) != v.end();
+  return name == kBridgeWire || std::find(v.begin(), v.end(), name) != v.end();
 }
 
 bool isRealScenario(const std::string& id) {

@@ -19,6 +19,9 @@ namespace vdev::bench {
 //   vdevd        vdevd with its defaults: the skb path, the kernel fast path;
 //   vdevd-own    vdevd --no-fast-path: every frame through vdevd's AF_XDP
 //                path by way of the punt device.
+// isRealDatapath also takes one that runs only when asked for:
+//   bridge-wire  the bridge with TSO and GSO off on its ports: receivers
+//                get wire frames, as from vdevd-own (that path's ceiling).
 const std::vector<std::string>& realDatapaths();
 bool isRealDatapath(const std::string& name);
 // The scenarios of --real (tcp-a-b, ..., rtt-a-vm), for --only: one of

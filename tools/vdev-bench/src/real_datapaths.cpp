@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "ethtool_stats.h"
 #include "report.h"
 #include "tc_fwd.skel.h"
 
@@ -14,25 +15,39 @@ namespace vdev::bench {
 // ---- the Linux bridge -----------------------------------------------------------
 
 BridgeOver::BridgeOver(const Netns& ns, std::string bridge, std::vector<std::string> ports, std::string name,
-                       std::string describe)
+                       std::string describe, bool wireFrames)
     : ns_(ns),
       bridge_(std::move(bridge)),
       ports_(std::move(ports)),
       name_(std::move(name)),
-      describe_(std::move(describe)) {}
+      describe_(std::move(describe)),
+      wireFrames_(wireFrames) {}
 
 BridgeOver::~BridgeOver() { (void)stop(); }
 
 Status BridgeOver::start() {
   VB_TRY(runCommand({"ip", "-n", ns_.name(), "link", "add", bridge_, "type", "bridge", "stp_state", "0"}));
   created_ = true;
-  for (const auto& p : ports_) VB_TRY(runCommand({"ip", "-n", ns_.name(), "link", "set", p, "master", bridge_}));
+  for (const auto& p : ports_) {
+    VB_TRY(runCommand({"ip", "-n", ns_.name(), "link", "set", p, "master", bridge_}));
+    // The ports are the run's own (a fresh topology per datapath): nothing
+    // to turn back on.
+    if (wireFrames_) VB_TRY(setSegmentationOffloads(ns_, p, false));
+  }
   return runCommand({"ip", "-n", ns_.name(), "link", "set", bridge_, "up"});
 }
 
 Status BridgeOver::stop() {
   if (!created_) return {};
   created_ = false;
+  Json ports = Json::array();
+  for (const auto& p : ports_) {
+    auto ls = LinkStats::open(ns_, p);
+    auto c = ls ? ls.value().read() : Result<LinkCounters>(ls.error());
+    if (!c) continue;  // a port whose station is gone: nothing to say of it
+    ports.push_back(Json{{"name", p}, {"tx_packets", c.value().txPackets}, {"tx_bytes", c.value().txBytes}});
+  }
+  stats_ = Json{{"ports", ports}, {"wire_frames", wireFrames_}}.dump();
   return runCommand({"ip", "-n", ns_.name(), "link", "del", bridge_});
 }
 

@@ -19,22 +19,37 @@ namespace vdev::bench {
 
 // A Linux bridge enslaving ports (in that order), learning, STP off: ports
 // forward at once. stop() deletes it, which releases the ports.
+//
+// With wireFrames, start() also turns TSO and GSO off on every port: the
+// kernel segments each GSO skb the bridge forwards before it leaves the
+// port (validate_xmit_skb), so the receiving container's or VM's stack
+// takes it as wire frames, one at a time, with no GRO to merge them again
+// (a veth without NAPI) -- the shape of vdevd's own path, which hands
+// every receiver wire frames, with the kernel's cheapest forwarding.
+//
+// Once stopped, statsJson() says what each port transmitted toward its
+// station: {"ports": [{"name", "tx_packets", "tx_bytes"}], "wire_frames"}
+// -- a device counts a GSO skb once, so bytes per packet above the MTU
+// mean whole GSO skbs went out, and at most the MTU's frame wire frames.
 class BridgeOver : public Datapath {
  public:
   BridgeOver(const Netns& ns, std::string bridge, std::vector<std::string> ports, std::string name,
-             std::string describe);
+             std::string describe, bool wireFrames = false);
   ~BridgeOver() override;
   std::string name() const override { return name_; }
   std::string describe() const override { return describe_; }
   Status start() override;
   Status stop() override;
+  std::string statsJson() const override { return stats_; }
 
  private:
   const Netns& ns_;
   std::string bridge_;
   std::vector<std::string> ports_;
   std::string name_, describe_;
+  bool wireFrames_ = false;
   bool created_ = false;
+  std::string stats_;
 };
 
 // Where tc_fwd.bpf.c sends a destination MAC: to the device ifname,
