@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+/* xsk_mb.bpf.c - the probe's XDP program (scripts/probe-xsk-multibuffer.sh):
+ * frags-aware (xdp.frags), so veth takes it at an MTU above a page and
+ * hands it multi-buffer frames; the probe's own frames (EtherType 0x88b5,
+ * the IEEE local experimental one) go to the AF_XDP socket, anything the
+ * kernel sends on the link by itself to the stack. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+SEC("xdp.frags")
+int xsk_mb(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x88b5))
+		return XDP_PASS;
+	return bpf_redirect_map(&xsks, 0, XDP_DROP);
+}
+
+char LICENSE[] SEC("license") = "GPL";
