@@ -37,11 +37,12 @@
 #      its p99 over both runs' probes pooled lies between the two runs' own,
 #      and its split-half noise figure is the two runs' p99 ratio;
 #      --only with a scenario that does not exist is refused;
-#   7c. --real --only tcp-a-b --datapath bridge,bridge-wire (1 run of 1 s):
-#      both moved data on their two ports (no VM: no tap); the bridge
-#      handed B's container whole GSO skbs (B's port sent more bytes per
-#      packet than a 1500-byte MTU's frame) and bridge-wire wire frames
-#      (at most that);
+#   7c. --real --only tcp-a-b --datapath bridge,bridge-wire,vdevd-own (1
+#      run of 1 s): all moved data; the bridges on their two ports (no VM:
+#      no tap), the bridge handing B's container whole GSO skbs (B's port
+#      sent more bytes per packet than a 1500-byte MTU's frame) and
+#      bridge-wire wire frames (at most that); vdevd-own's ratio to
+#      bridge-wire is the two runs' quotient;
 #   8. --two-host (1 run of 1 s, both uplinks): every datapath (bridge,
 #      vdevd, tc-redirect) gave a finite nonzero figure for each measure
 #      (TCP both ways, the UDP flood) over the VXLAN and the veth uplink, no
@@ -99,7 +100,8 @@ run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 run idle --real --idle-ports 6 --idle-cpu 1 --runs 1 --duration 1 --json $vdevd_arg
 # shellcheck disable=SC2086
 run only --real --only rtt-a-b --datapath bridge,vdevd --runs 2 --duration 0.5 --mtu 1500,9000 --json $vdevd_arg
-run wire --real --only tcp-a-b --datapath bridge,bridge-wire --runs 1 --duration 1 --mtu 1500 --json
+# shellcheck disable=SC2086
+run wire --real --only tcp-a-b --datapath bridge,bridge-wire,vdevd-own --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg
 # shellcheck disable=SC2086
 run twohost --two-host --runs 1 --duration 1 --json $vdevd_arg
 
@@ -463,10 +465,24 @@ def check_wire(doc, rc):
         for r in s["results"]:
             if r["errors"] or len(r["runs"]) != 1 or not r["runs"][0]["value"] > 0:
                 fail("wire: %s: runs %s errors %s" % (r["datapath"], r["runs"], r["errors"]))
+        by = {r["datapath"]: r for r in s["results"]}
+        if sorted(by) != ["bridge", "bridge-wire", "vdevd-own"]:
+            fail("wire: results %s" % sorted(by))
+            continue
+        want = by["vdevd-own"]["runs"][0]["value"] / by["bridge-wire"]["runs"][0]["value"]
+        got = by["vdevd-own"].get("ratio_to_bridge_wire")
+        if not (isinstance(got, float) and abs(got - want) <= 1e-3 * want + 1e-4):
+            fail("wire: vdevd-own's ratio to bridge-wire %s, its runs give %.4f" % (got, want))
+        if "ratio_to_bridge_wire" in by["bridge"]:
+            fail("wire: the bridge has a ratio to bridge-wire")
     setups = {su["datapath"]: su for su in doc["setups"]}
-    if sorted(setups) != ["bridge", "bridge-wire"]:
+    if sorted(setups) != ["bridge", "bridge-wire", "vdevd-own"]:
         fail("wire: set-ups %s" % sorted(setups))
     for dp, su in setups.items():
+        if not dp.startswith("bridge"):
+            if su["error"] or su["stop_problem"]:
+                fail("wire: %s set-up: %s %s" % (dp, su["error"], su["stop_problem"]))
+            continue
         st = su["datapath_stats"] or {}
         ports = st.get("ports", [])
         if su["error"] or su["stop_problem"] or len(ports) != 2 or st.get("wire_frames") != (dp == "bridge-wire"):

@@ -402,6 +402,13 @@ std::map<std::string, IdleSummary> idleSummaries(const RealReport& rep) {
   }
   return m;
 }
+// vdevd-own's median against bridge-wire's, when both were measured here:
+// the own path against the kernel's cheapest delivery of wire frames.
+double ownToWireCeiling(const RealReport& rep, const ScenarioDef& s, uint32_t mtu) {
+  if (!rep.find(s, mtu, kVdevdOwn) || !rep.find(s, mtu, kBridgeWire)) return NAN;
+  return ratioTo(cellMedian(rep, s, mtu, kVdevdOwn), cellMedian(rep, s, mtu, kBridgeWire));
+}
+
 void printReal(const RealReport& rep, FILE* out) {
   const Options& o = *rep.opt;
   std::string mtus;
@@ -477,6 +484,10 @@ void printReal(const RealReport& rep, FILE* out) {
                   x.sockDrop.c_str(), x.noisy.c_str(), two.c_str());
         for (const auto& e : c->errors) fprintf(out, "%-12s   error: %s\n", "", e.c_str());
       }
+      const double ownToWire = ownToWireCeiling(rep, s, mtu);
+      if (std::isfinite(ownToWire))
+        fprintf(out, "(vdevd-own: %.2fx bridge-wire, the ceiling of a path that hands its receivers wire frames)\n",
+                ownToWire);
       if (rtt) {
         const Cell* br = rep.find(s, mtu, kBridge);
         const double split = br ? splitHalfP99(*br) : NAN;
@@ -586,6 +597,8 @@ std::string realJson(const RealReport& rep) {
           r["pooled_max_us"] = fixed(all.maxUs, 2);
           r["split_half_p99_ratio"] = fixed(splitHalfP99(*c), 4);
         }
+        if (d == kVdevdOwn && rep.find(s, mtu, kBridgeWire))
+          r["ratio_to_bridge_wire"] = fixed(ownToWireCeiling(rep, s, mtu), 4);
         if (o.idlePorts)
           r["ratio_to_2_ports"] =
               fixed(ratioTo(median(valuesOf(*c, &Measurement::value)), twoPortsMedian(rep, s, mtu, d)), 4);
