@@ -402,10 +402,12 @@ std::map<std::string, IdleSummary> idleSummaries(const RealReport& rep) {
   }
   return m;
 }
-// vdevd-own's median against bridge-wire's, when both were measured here:
-// the own path against the kernel's cheapest delivery of wire frames.
+// vdevd-own's median against bridge-wire's in a TCP scenario, when both
+// were measured here: the own path against the kernel's cheapest delivery
+// of wire frames. (The UDP flood sends wire frames to every datapath, and
+// a round trip is one small frame each way: no ceiling of that kind.)
 double ownToWireCeiling(const RealReport& rep, const ScenarioDef& s, uint32_t mtu) {
-  if (!rep.find(s, mtu, kVdevdOwn) || !rep.find(s, mtu, kBridgeWire)) return NAN;
+  if (s.traffic != Traffic::kTcp || !rep.find(s, mtu, kVdevdOwn) || !rep.find(s, mtu, kBridgeWire)) return NAN;
   return ratioTo(cellMedian(rep, s, mtu, kVdevdOwn), cellMedian(rep, s, mtu, kBridgeWire));
 }
 
@@ -597,7 +599,7 @@ std::string realJson(const RealReport& rep) {
           r["pooled_max_us"] = fixed(all.maxUs, 2);
           r["split_half_p99_ratio"] = fixed(splitHalfP99(*c), 4);
         }
-        if (d == kVdevdOwn && rep.find(s, mtu, kBridgeWire))
+        if (d == kVdevdOwn && std::isfinite(ownToWireCeiling(rep, s, mtu)))
           r["ratio_to_bridge_wire"] = fixed(ownToWireCeiling(rep, s, mtu), 4);
         if (o.idlePorts)
           r["ratio_to_2_ports"] =

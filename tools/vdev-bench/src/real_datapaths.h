@@ -29,8 +29,9 @@ namespace vdev::bench {
 //
 // Once stopped, statsJson() says what each port transmitted toward its
 // station: {"ports": [{"name", "tx_packets", "tx_bytes"}], "wire_frames"}
-// -- a device counts a GSO skb once, so bytes per packet above the MTU
-// mean whole GSO skbs went out, and at most the MTU's frame wire frames.
+// -- a device counts a GSO skb once, so more bytes per packet than one
+// frame at the MTU holds mean whole GSO skbs went out, and no more than
+// that, wire frames.
 class BridgeOver : public Datapath {
  public:
   BridgeOver(const Netns& ns, std::string bridge, std::vector<std::string> ports, std::string name,
