@@ -3,7 +3,8 @@
  * frags-aware (xdp.frags), so veth takes it at an MTU above a page and
  * hands it multi-buffer frames; the probe's own frames (EtherType 0x88b5,
  * the IEEE local experimental one) go to the AF_XDP socket, anything the
- * kernel sends on the link by itself to the stack. */
+ * kernel sends on the link by itself to the stack. xsk_mb_drop is the
+ * other end's during the TX flood. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_endian.h>
@@ -25,6 +26,19 @@ int xsk_mb(struct xdp_md *ctx)
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x88b5))
 		return XDP_PASS;
 	return bpf_redirect_map(&xsks, 0, XDP_DROP);
+}
+
+/* On the other end during the TX flood: the probe's frames are dropped
+ * as they arrive (what a receiver costs is not the question there). */
+SEC("xdp.frags")
+int xsk_mb_drop(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x88b5))
+		return XDP_PASS;
+	return XDP_DROP;
 }
 
 char LICENSE[] SEC("license") = "GPL";
