@@ -17,15 +17,20 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
-SEC("xdp.frags")
-int xsk_mb(struct xdp_md *ctx)
+/* One of the probe's frames (its EtherType), not one the kernel sent on
+ * the link by itself. */
+static __always_inline int probe_frame(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x88b5))
-		return XDP_PASS;
-	return bpf_redirect_map(&xsks, 0, XDP_DROP);
+	return (void *)(eth + 1) <= end && eth->h_proto == bpf_htons(0x88b5);
+}
+
+SEC("xdp.frags")
+int xsk_mb(struct xdp_md *ctx)
+{
+	return probe_frame(ctx) ? bpf_redirect_map(&xsks, 0, XDP_DROP) : XDP_PASS;
 }
 
 /* On the other end during the TX flood: the probe's frames are dropped
@@ -33,12 +38,7 @@ int xsk_mb(struct xdp_md *ctx)
 SEC("xdp.frags")
 int xsk_mb_drop(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
-
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(0x88b5))
-		return XDP_PASS;
-	return XDP_DROP;
+	return probe_frame(ctx) ? XDP_DROP : XDP_PASS;
 }
 
 char LICENSE[] SEC("license") = "GPL";
