@@ -96,8 +96,12 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
       !st)
     return st.error();
 
-  // Same field set-up as libxdp's xsk_create_umem_rings()/xsk_socket__create():
-  // a producer's cached_cons runs `size` ahead so free space is one subtraction.
+  // The field set-up of libxdp's xsk_create_umem_rings()/xsk_socket__create()
+  // (a producer's cached_cons runs `size` ahead so free space is one
+  // subtraction), with every cached index set: libxdp leaves a fill ring's
+  // cached_prod and a completion ring's indices as the caller's struct had
+  // them, which put fill entries where the kernel was not reading in
+  // scripts/probes/xsk_mb.c before it zeroed its rings.
   auto setCons = [](struct xsk_ring_cons& r, void* base, const struct xdp_ring_offset& o, uint32_t size) {
     r.mask = size - 1;
     r.size = size;
