@@ -498,8 +498,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
            if (!isKnownDatapath(item) && !isRealDatapath(item) && !isTwoHostDatapath(item))
              cli::fail("unknown datapath '" + item +
                        "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect; "
-                       "--real: bridge, tc-redirect, vdevd, vdevd-own, bridge-wire; "
-                       "--two-host: bridge, vdevd, tc-redirect)");
+                       "--real: " + realDatapathNames() + "; --two-host: bridge, vdevd, tc-redirect)");
            o->datapaths.push_back(item);
          }
          if (o->datapaths.empty()) cli::fail("--datapath needs at least one datapath");
@@ -656,7 +655,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       if (o->idleCpuGiven && !o->idlePorts) cli::fail("--idle-cpu goes with --idle-ports");
       for (const auto& d : o->datapaths)
         if (!isRealDatapath(d))
-          cli::fail(d + " is not a datapath of --real (bridge, tc-redirect, vdevd, vdevd-own, bridge-wire)");
+          cli::fail(d + " is not a datapath of --real (" + realDatapathNames() + ")");
       return;
     }
     if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");

@@ -599,8 +599,8 @@ std::string realJson(const RealReport& rep) {
           r["pooled_max_us"] = fixed(all.maxUs, 2);
           r["split_half_p99_ratio"] = fixed(splitHalfP99(*c), 4);
         }
-        if (d == kVdevdOwn && std::isfinite(ownToWireCeiling(rep, s, mtu)))
-          r["ratio_to_bridge_wire"] = fixed(ownToWireCeiling(rep, s, mtu), 4);
+        if (const double w = ownToWireCeiling(rep, s, mtu); d == kVdevdOwn && std::isfinite(w))
+          r["ratio_to_bridge_wire"] = fixed(w, 4);
         if (o.idlePorts)
           r["ratio_to_2_ports"] =
               fixed(ratioTo(median(valuesOf(*c, &Measurement::value)), twoPortsMedian(rep, s, mtu, d)), 4);
@@ -699,6 +699,12 @@ const std::vector<std::string>& realDatapaths() {
 bool isRealDatapath(const std::string& name) {
   const auto& v = realDatapaths();
   return name == kBridgeWire || std::find(v.begin(), v.end(), name) != v.end();
+}
+
+std::string realDatapathNames() {
+  std::string names;
+  for (const auto& d : realDatapaths()) names += d + ", ";
+  return names + kBridgeWire;
 }
 
 bool isRealScenario(const std::string& id) {

@@ -24,6 +24,8 @@ namespace vdev::bench {
 //                get wire frames, as from vdevd-own (that path's ceiling).
 const std::vector<std::string>& realDatapaths();
 bool isRealDatapath(const std::string& name);
+// Every name isRealDatapath takes, as "bridge, tc-redirect, ...".
+std::string realDatapathNames();
 // The scenarios of --real (tcp-a-b, ..., rtt-a-vm), for --only: one of
 // them, and all of them as "tcp-a-b, tcp-b-a, ...".
 bool isRealScenario(const std::string& id);
