@@ -138,11 +138,18 @@ static __always_inline void count(const struct vdev_xdp_port *p, __u32 idx)
 		*c += 1;
 }
 
-SEC("xdp")
+/* Frags-aware (xdp.frags): a frame longer than a page arrives as a head
+ * and fragments (a veth or NIC at a jumbo MTU, the punt device), whose
+ * headers are all in the head -- what the program reads. Such a frame
+ * goes to vdevd, never the fast path (a tap takes no fragmented frame by
+ * ndo_xdp_xmit), and vdevd's socket takes it as a chain of chunks
+ * (XDP_USE_SG). */
+SEC("xdp.frags")
 int vdev_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
+	__u64 frame_len = bpf_xdp_get_buff_len(ctx);
 	__u32 ifindex = ctx->ingress_ifindex;
 	__u32 q = ctx->rx_queue_index;
 	struct vdev_xdp_port *p = bpf_map_lookup_elem(&xdp_ports, &ifindex);
@@ -160,7 +167,7 @@ int vdev_xdp(struct xdp_md *ctx)
 	/* The policer first: everything the port sends counts against it. */
 	struct vdev_port_limits *lim = bpf_map_lookup_elem(&xdp_limits, &p->slot);
 	if (lim && lim->on && (lim->b[VDEV_LIM_PPS].rate || lim->b[VDEV_LIM_BPS].rate) &&
-	    !vdev_police(lim, 1, (__u64)(data_end - data)))
+	    !vdev_police(lim, 1, frame_len))
 		return limit_drop(p, VDEV_LIM_DROP_POLICE);
 	if (data + 14 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
@@ -255,8 +262,8 @@ int vdev_xdp(struct xdp_md *ctx)
 		 * VDEV_PORT_FAST_RX (vdevd): its rx would go uncounted. */
 		__u32 in = p->port_index;
 		if (!(p->flags & VDEV_PORT_FAST_RX) || in >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06 ||
-		    !p->vid)
-			goto slow;  /* multicast/broadcast, or 802.3 / bad type, a trunk: vdevd */
+		    !p->vid || frame_len != (__u64)(data_end - data))
+			goto slow;  /* multicast/broadcast, or 802.3 / bad type, a trunk, fragments: vdevd */
 		/* An access port's tagged frames: vdevd's VLAN filtering. */
 		if ((p->flags & VDEV_PORT_ACCESS) &&
 		    ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))

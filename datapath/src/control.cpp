@@ -91,8 +91,6 @@ void Datapath::applyFastVid(Port& p) {
 }
 
 Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots) {
-  // Each frame fits a UMEM frame: no slot longer than that.
-  snaplen = std::min(snaplen, pool_->frameSize());
   std::unique_ptr<Capture> cap;
   std::lock_guard<std::mutex> l(captures_mu_);
   if (captures_.size() >= kMaxCaptures)
@@ -108,7 +106,12 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
       st = Error{EBUSY, "port " + ifname + " has a capture running already (one per port)"};
       return;
     }
-    cap = std::make_unique<Capture>(p->index(), dirs, slots, snaplen);
+    // No slot longer than the port's frames: one UMEM frame, or its MTU
+    // with Ethernet and VLAN headers (jumbo frames are chains of UMEM
+    // frames). A frame longer than that (the MTU raised since) is cut,
+    // its length kept.
+    const uint32_t longest = std::max(pool_->frameSize(), p->mtu() + 18);
+    cap = std::make_unique<Capture>(p->index(), dirs, slots, std::min(snaplen, longest));
     p->setCapture(cap.get());
     // As for new VLAN settings, but the port's stations stay learned (the
     // journal takes their kernel entries out at the next sync, and puts

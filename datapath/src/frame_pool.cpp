@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <cstdio>
 
 namespace vdev::datapath {
@@ -48,24 +50,62 @@ uint32_t FramePool::allocBulk(std::span<Frame*> out) noexcept {
     f->owner = kOwnerApp;
     f->addr = (uint64_t(f - frames_.data()) << shift_) + kTxHeadroom;
     f->len = 0;
+    f->more = 0;
+    f->next = nullptr;
     out[i] = f;
   }
   return n;
 }
 
+Frame* FramePool::copyOf(const Frame* f) noexcept {
+  const uint32_t room = frame_size_ - kTxHeadroom;
+  const uint32_t total = wireLen(f);
+  const uint32_t n = total <= room ? 1 : (total + room - 1) / room;
+  Frame* out[kMaxChain];
+  if (n > kMaxChain || n > top_) [[unlikely]]
+    return nullptr;
+  (void)allocBulk(std::span<Frame*>(out, n));
+  // The source's bytes, in order, each new chunk filled to `room`.
+  uint32_t di = 0, doff = 0;
+  for (const Frame* s = f; s; s = s->next) {
+    const uint8_t* src = data(s);
+    for (uint32_t left = s->len; left;) {
+      if (doff == room) {
+        out[di++]->len = room;
+        doff = 0;
+      }
+      const uint32_t k = std::min(left, room - doff);
+      std::memcpy(data(out[di]) + doff, src, k);
+      src += k;
+      left -= k;
+      doff += k;
+    }
+  }
+  out[di]->len = doff;
+  for (uint32_t i = 0; i + 1 < n; i++) out[i]->next = out[i + 1];
+  out[0]->more = total - out[0]->len;
+  return out[0];
+}
+
 void FramePool::freeBulk(std::span<Frame* const> frames) noexcept {
-  for (Frame* f : frames) {
-    if (f->owner == kOwnerPool || f->pool != this) [[unlikely]] {
-      std::fprintf(stderr, "vdev: BUG: frame %lu freed twice or to the wrong pool\n",
-                   static_cast<unsigned long>(f->addr));
-      std::abort();
+  for (Frame* head : frames) {
+    for (Frame* f = head; f;) {
+      if (f->owner == kOwnerPool || f->pool != this) [[unlikely]] {
+        std::fprintf(stderr, "vdev: BUG: frame %lu freed twice or to the wrong pool\n",
+                     static_cast<unsigned long>(f->addr));
+        std::abort();
+      }
+      f->owner = kOwnerPool;
+      if (f->charged) {
+        inflight_[f->in_port_index]--;
+        f->charged = false;
+      }
+      free_[top_++] = uint32_t(f - frames_.data());
+      Frame* next = f->next;
+      f->next = nullptr;
+      f->more = 0;
+      f = next;
     }
-    f->owner = kOwnerPool;
-    if (f->charged) {
-      inflight_[f->in_port_index]--;
-      f->charged = false;
-    }
-    free_[top_++] = uint32_t(f - frames_.data());
   }
 }
 

@@ -216,11 +216,15 @@ Status Port::openSockets(FramePool& pool, const UmemAnchors& anchors) {
     }
   }
   int share_fd = zc ? anchors.zerocopy : anchors.copy;
+  // Multi-buffer is the registration's: asked for by a new one (in copy
+  // mode only), as the copy one has it when shared, never on a zero-copy one.
+  bool mb = share_fd < 0 ? cfg_.xsk.multi_buffer : !zc && anchors.copy_multi_buffer;
   for (uint32_t q = 0; q < have; q++) {
     Queue& qu = *queues_[q];
     if (qu.xsk) continue;
     XskConfig xc = cfg_.xsk;
     xc.zerocopy = zc;
+    xc.multi_buffer = mb;
     if (!receives()) {
       // Transmit only: the frames it receives reach vdevd through the punt
       // device. The kernel still wants a fill ring; it stays empty.
@@ -239,6 +243,7 @@ Status Port::openSockets(FramePool& pool, const UmemAnchors& anchors) {
     // below its RX ring (see Datapath::refill).
     qu.fill_min = cfg_.punt ? std::min(xc.rx_size, xc.fill_size) : 0;
     if (share_fd < 0) share_fd = qu.xsk->fd();
+    mb = qu.xsk->multiBuffer();
     if (zc && !qu.xsk->zerocopy() && !cfg_.zerocopy_path_always && q == 0)
       std::fprintf(stderr, "vdevd: port %s: the device offers zero-copy AF_XDP, but bound in copy mode\n",
                    name_.c_str());
@@ -301,6 +306,12 @@ int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
   // among the queues bound to a socket (live: at least queue 0).
   Queue& q = *queues_[threadIndex() % (bound_ ? bound_ : 1)];
   const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
+  uint64_t chained = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (frames[i]->next) [[unlikely]]
+      chained += chunks(frames[i]) - 1;
+  if (chained) [[unlikely]]
+    q.chained.fetch_add(chained, std::memory_order_relaxed);
   if (n < frames.size()) [[unlikely]] {
     Counter& drops = counters().drops[kDropRingFull];
     for (size_t i = n; i < frames.size(); i++) {
@@ -389,36 +400,69 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
     for (uint32_t pass = 0; pass * batch < q.ring.capacity(); pass++) {
       const uint32_t n = q.ring.consumeBatch(std::span<Frame*>(scratch_.data(), batch));
       if (n == 0) break;
-      uint32_t room = xsk_prod_nb_free(&tx, n);
+      PortCounters& c = counters();
+      // One descriptor per chunk. A chain for a socket without
+      // multi-buffer cannot go: the destination's oversize drop.
+      uint32_t m = 0, need = 0;
+      uint64_t chained = 0;
+      for (uint32_t i = 0; i < n; i++) {
+        Frame* f = scratch_[i];
+        uint32_t k = 1;
+        if (f->next) [[unlikely]] {
+          k = chunks(f);
+          chained += k - 1;
+          if (!s.multiBuffer()) {
+            c.drops[kDropOversize].add(1);
+            pool.free(f);
+            continue;
+          }
+        }
+        need += k;
+        scratch_[m++] = f;
+      }
+      if (chained) [[unlikely]]
+        q.chained.fetch_sub(chained, std::memory_order_relaxed);
+      uint32_t room = xsk_prod_nb_free(&tx, need);
       // TX ring full: reclaim completions, kick, retry; then drop what is left.
-      for (uint32_t r = 0; room < n && r < cfg_.tx_retries; r++) {
+      for (uint32_t r = 0; room < need && r < cfg_.tx_retries; r++) {
         reap(q, pool);
         kick(q);
-        room = xsk_prod_nb_free(&tx, n);
+        room = xsk_prod_nb_free(&tx, need);
       }
-      const uint32_t k = std::min(room, n);
-      PortCounters& c = counters();
+      // The frames whose chunks all fit, in order.
+      uint32_t k = m, descs = need;
+      if (room < need) [[unlikely]] {
+        k = descs = 0;
+        while (k < m && descs + chunks(scratch_[k]) <= room) descs += chunks(scratch_[k++]);
+      }
       if (k) {
         uint32_t idx = 0;
-        xsk_ring_prod__reserve(&tx, k, &idx);
+        xsk_ring_prod__reserve(&tx, descs, &idx);
         uint64_t bytes = 0;
         for (uint32_t i = 0; i < k; i++) {
           Frame* f = scratch_[i];
-          struct xdp_desc* d = xsk_ring_prod__tx_desc(&tx, idx + i);
-          d->addr = f->addr;
-          d->len = f->len;
-          d->options = 0;
-          f->owner = s.tag();
-          bytes += f->len;
+          bytes += wireLen(f);
+          // A chain is dissolved here: the kernel completes each chunk.
+          for (Frame* b = f; b;) {
+            Frame* next = b->next;
+            struct xdp_desc* d = xsk_ring_prod__tx_desc(&tx, idx++);
+            d->addr = b->addr;
+            d->len = b->len;
+            d->options = next ? kXdpPktContd : 0;
+            b->owner = s.tag();
+            b->next = nullptr;
+            b->more = 0;
+            b = next;
+          }
         }
-        xsk_ring_prod__submit(&tx, k);
+        xsk_ring_prod__submit(&tx, descs);
         // Counted when put on the TX ring, not at completion.
         c[kTxPackets].add(k);
         c[kTxBytes].add(bytes);
-        q.tx_submitted += k;
+        q.tx_submitted += descs;
         qsent += k;
       }
-      for (uint32_t i = k; i < n; i++) {
+      for (uint32_t i = k; i < m; i++) {
         c.drops[kDropTxRingFull].add(1);
         pool.free(scratch_[i]);
       }
@@ -446,7 +490,7 @@ QueueAccounting Port::accounting() const {
   QueueAccounting a;
   for (auto& qp : queues_) {
     const Queue& q = *qp;
-    a.port_ring += q.ring.size();
+    a.port_ring += q.ring.size() + q.chained.load(std::memory_order_relaxed);
     if (!q.xsk) continue;
     const XskSocket& s = *q.xsk;
     // Read downstream rings first: a frame the kernel moves between two reads
@@ -545,20 +589,28 @@ uint32_t Port::shutdown(FramePool& pool) noexcept {
     uint32_t n;
     while ((n = q.ring.consumeBatch(std::span<Frame*>(scratch_.data(), scratch_.size()))) > 0) {
       down.add(n);
+      for (uint32_t i = 0; i < n; i++) returned += chunks(scratch_[i]);
       pool.freeBulk(std::span<Frame* const>(scratch_.data(), n));
-      returned += n;
     }
+    q.chained.store(0, std::memory_order_relaxed);
     if (!q.xsk) continue;
     reap(q, pool);
     // Frames still on the TX ring were never taken by the kernel: lost here,
     // counted. (Nothing kicks this socket any more, so the count is exact.)
-    uint32_t unsent = q.xsk->txRingCount();
-    if (unsent) {
-      // Counted as transmitted when drainTx put them there: one outcome each.
+    const uint32_t descs = q.xsk->txRingCount();
+    uint32_t unsent = 0;
+    if (descs) {
+      // Counted as transmitted when drainTx put them there: one outcome
+      // each. A frame is unsent if its last chunk's descriptor is (one
+      // without kXdpPktContd); the kernel drops a chain it did not finish.
       uint64_t bytes = 0;
       struct xsk_ring_prod& tx = q.xsk->tx();
       const uint32_t cons = *tx.consumer;
-      for (uint32_t i = 0; i < unsent; i++) bytes += xsk_ring_prod__tx_desc(&tx, cons + i)->len;
+      for (uint32_t i = 0; i < descs; i++) {
+        const struct xdp_desc* d = xsk_ring_prod__tx_desc(&tx, cons + i);
+        bytes += d->len;
+        unsent += !(d->options & kXdpPktContd);
+      }
       counters()[kTxPackets].add(uint64_t(0) - unsent);
       counters()[kTxBytes].add(uint64_t(0) - bytes);
     }

@@ -135,19 +135,24 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   checkLink(np);
   host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
   syncHostPorts();
-  // An MTU above what a UMEM frame holds is not refused (the fast path
+  // An MTU above what vdevd's own path holds is not refused (the fast path
   // carries it, and the MTU may change at any time) but said once here; the
   // frames vdevd cannot hold are counted (oversize, or the kernel's
   // xdp_stats.rx_dropped at the XDP hook). On the skb path the punt device
-  // sets the limit, and TCP through it has its MSS lowered to fit.
+  // sets the limit, and TCP through it has its MSS lowered to fit. With
+  // multi-buffer an XDP port's frames are chains of up to kMaxChain chunks.
   const bool tc = np.hook() == PortHook::kTc && punt_dev_;
-  const uint32_t room = tc ? punt_dev_->mtu() : pool_->frameSize() - kTxHeadroom - 14;
+  const Port& via = tc && punt_ ? *punt_ : np;
+  const bool mb = !via.queues().empty() && via.queues()[0]->xsk && via.queues()[0]->xsk->multiBuffer();
+  const uint32_t chunk_room = pool_->frameSize() - kTxHeadroom;
+  const uint32_t room = tc ? punt_dev_->mtu() : (mb ? kMaxChain * chunk_room : chunk_room) - 14;
   if (np.mtu() > room)
     std::fprintf(stderr,
-                 "vdevd: warning: port %s: MTU %u is above the %u bytes vdevd's own path carries with %u-byte "
-                 "frames: %slonger frames cross only on the kernel fast path (learned unicast%s); the others are "
+                 "vdevd: warning: port %s: MTU %u is above the %u bytes vdevd's own path carries%s: "
+                 "%slonger frames cross only on the kernel fast path (learned unicast%s); the others are "
                  "dropped and counted\n",
-                 ifname.c_str(), np.mtu(), room, pool_->frameSize(),
+                 ifname.c_str(), np.mtu(), room,
+                 mb ? "" : " without AF_XDP multi-buffer (XDP_USE_SG, Linux 6.6)",
                  tc ? "TCP through it has its MSS lowered to fit; other " : "",
                  tc ? "" : ", XDP ports whose device takes redirected frames");
   return {};
@@ -178,15 +183,19 @@ Status Datapath::ensureTcPath() {
   if (tc_) return {};
   auto tc = TcPath::create(fast_.get());
   if (!tc) return tc.error();
-  // Frames through the pair must fit a UMEM frame with its tag:
-  // the room after the kernel's headroom, less the Ethernet and tag headers.
-  // And veth takes a native XDP program (one without frags) only up to a
-  // page less its XDP headroom, the skb_shared_info and the Ethernet
-  // header: 4096 - 256 - 320 - 14 = 3506 (veth_xdp_set), which 4096-byte
-  // frames would exceed.
+  // The pair's MTU: what the punt socket takes. With multi-buffer
+  // (XDP_USE_SG, its registration's) a frame is a chain of chunks, and the
+  // pair takes jumbo frames (kPuntJumboMtu; the far end's program is
+  // frags-aware). Without, a frame must fit one UMEM frame with its tag:
+  // the room after the kernel's headroom, less the Ethernet and tag
+  // headers, and at most what veth gives a native XDP program without
+  // frags, a page less its XDP headroom, the skb_shared_info and the
+  // Ethernet header: 4096 - 256 - 320 - 14 = 3506 (veth_xdp_set). The
+  // pair is made at the jumbo MTU and lowered once the socket is bound
+  // without multi-buffer.
   constexpr uint32_t kVethXdpMaxMtu = 3506;
-  const uint32_t mtu = std::min(pool_->frameSize() - kTxHeadroom - 14 - 4, kVethXdpMaxMtu);
-  auto dev = PuntDevice::create(cfg_.punt_name, mtu);
+  const uint32_t single_mtu = std::min(pool_->frameSize() - kTxHeadroom - 14 - 4, kVethXdpMaxMtu);
+  auto dev = PuntDevice::create(cfg_.punt_name, cfg_.port.xsk.multi_buffer ? kPuntJumboMtu : single_mtu);
   if (!dev) return dev.error();
   PortConfig pc = cfg_.port;
   pc.punt = true;
@@ -210,8 +219,16 @@ Status Datapath::ensureTcPath() {
   pc.tc = nullptr;
   auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anchors());
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
+  const auto& pq = punt.value()->queues();
+  if (dev.value()->mtu() > single_mtu && !(pq.size() && pq[0]->xsk && pq[0]->xsk->multiBuffer())) {
+    if (Status st = dev.value()->setMtu(single_mtu); !st) {
+      punt.value()->detachXdp();
+      punt.value()->shutdown(*pool_);
+      return st.error();
+    }
+  }
   tc_ = std::move(tc.value());
-  tc_->setPunt(dev.value()->nearIfindex(), mtu);
+  tc_->setPunt(dev.value()->nearIfindex(), dev.value()->mtu());
   fast_sync_.setTc(tc_.get());
   for (Port* p : ports_.active()) fast_sync_.syncPort(*p);  // ports at XDP become its destinations
   punt_dev_ = std::move(dev.value());
@@ -260,7 +277,10 @@ UmemAnchors Datapath::anchors() const {
   const auto take = [&](const Port& p) {
     if (!p.live()) return false;
     for (auto& q : p.queues())
-      if (q->xsk) (q->xsk->zerocopy() ? a.zerocopy : a.copy) = q->xsk->fd();
+      if (q->xsk) {
+        (q->xsk->zerocopy() ? a.zerocopy : a.copy) = q->xsk->fd();
+        if (!q->xsk->zerocopy()) a.copy_multi_buffer = q->xsk->multiBuffer();
+      }
     return a.copy >= 0 && a.zerocopy >= 0;
   };
   if (punt_ && take(*punt_)) return a;

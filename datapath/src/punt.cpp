@@ -1,12 +1,18 @@
 #include "datapath/punt.h"
 
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <charconv>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 
+#include "base/fd.h"
 #include "rtnl/link.h"
 
 namespace vdev::datapath {
@@ -97,6 +103,20 @@ Result<std::unique_ptr<PuntDevice>> PuntDevice::create(const std::string& base, 
 
 PuntDevice::~PuntDevice() {
   if (!near_.empty()) (void)rtnl::deleteManagedLink(near_);
+}
+
+Status PuntDevice::setMtu(uint32_t mtu) {
+  FileDesc sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!sock.valid()) return errnoError("punt device: socket");
+  for (const std::string* name : {&near_, &far_}) {
+    struct ifreq ifr = {};
+    std::strncpy(ifr.ifr_name, name->c_str(), IFNAMSIZ - 1);
+    ifr.ifr_mtu = int(mtu);
+    if (::ioctl(sock.get(), SIOCSIFMTU, &ifr) != 0)
+      return errnoError("punt device: MTU " + std::to_string(mtu) + " on " + *name);
+  }
+  mtu_ = mtu;
+  return {};
 }
 
 uint64_t PuntDevice::dropped() const {

@@ -70,7 +70,7 @@ inline uint64_t realtimeNs() noexcept {
 
 void Datapath::captureFrames(Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept {
   const uint64_t t = realtimeNs();
-  for (Frame* f : frames) cap.copy(dir, pool_->data(f), f->len, t);
+  for (Frame* f : frames) cap.copy(dir, *pool_, f, t);
 }
 
 void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t flags) noexcept {
@@ -171,11 +171,12 @@ void Datapath::refill(Port::Queue& q) noexcept {
   }
 }
 
-uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
-  XskSocket& s = *q.xsk;
+uint32_t Datapath::takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept {
   struct xsk_ring_cons& rx = s.rx();
   uint32_t idx = 0;
-  const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  descs = 0;
+  bytes = 0;
   if (n == 0) {
     // Busy polling: an empty RX ring asks the kernel to run the queue's NAPI
     // here, now (one syscall per empty poll of the queue, never per frame).
@@ -185,28 +186,64 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
     }
     return 0;
   }
-  uint64_t bytes = 0;
+  // The kernel puts a chain's descriptors on the ring together; only the
+  // burst's count cuts one. A cut chain stays for the next burst -- or,
+  // if it is the only frame, is taken whole with a longer look.
+  uint32_t whole = n;
+  while (whole && (xsk_ring_cons__rx_desc(&rx, idx + whole - 1)->options & kXdpPktContd)) whole--;
+  if (whole == 0) [[unlikely]] {
+    xsk_ring_cons__cancel(&rx, n);
+    n = xsk_ring_cons__peek(&rx, rx.size, &idx);
+    while (whole < n && (xsk_ring_cons__rx_desc(&rx, idx + whole)->options & kXdpPktContd)) whole++;
+    if (whole == n) {  // no end on the ring: never from the kernel; wait
+      xsk_ring_cons__cancel(&rx, n);
+      return 0;
+    }
+    whole++;
+  }
+  if (whole < n) xsk_ring_cons__cancel(&rx, n - whole);
   uint32_t k = 0;
-  for (uint32_t i = 0; i < n; i++) {
+  Frame* head = nullptr;
+  Frame* tail = nullptr;
+  for (uint32_t i = 0; i < whole; i++) {
     const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
     Frame* f = claimRx(*pool_, d);
+    bytes += d->len;
     if (!f) [[unlikely]]
       continue;  // the kernel validates addresses; cannot happen
-    f->in_port_index = p.index();
-    bytes += d->len;
-    burst_[k++] = f;
+    if (head) {  // a chain's next chunk
+      tail->next = f;
+      head->more += f->len;
+    } else {
+      head = f;
+      burst_[k++] = f;
+    }
+    tail = f;
+    if (!(d->options & kXdpPktContd)) head = nullptr;
   }
-  xsk_ring_cons__release(&rx, n);
-  q.rx_got += n;
+  xsk_ring_cons__release(&rx, whole);
+  descs = whole;
+  return k;
+}
+
+uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
+  uint32_t descs;
+  uint64_t bytes;
+  const uint32_t k = takeRx(*q.xsk, descs, bytes);
+  if (descs == 0) return 0;
+  for (uint32_t i = 0; i < k; i++) burst_[i]->in_port_index = p.index();
+  q.rx_got += descs;
   PortCounters& c = p.counters();
-  c[kRxPackets].add(n);
+  c[kRxPackets].add(k);
   c[kRxBytes].add(bytes);
   forward(p, burst_.data(), k, now_ns);
-  return n;
+  return k;
 }
 
 void Datapath::enqueue(Port& dst, Frame* f) noexcept {
-  if (f->len > maxFrameLen(dst, pool_->data(f))) [[unlikely]] {
+  // Longer than the destination's MTU, or a chain of more chunks than
+  // the kernel sends as one frame.
+  if (wireLen(f) > maxFrameLen(dst, pool_->data(f)) || (f->next && chunks(f) > kMaxChain)) [[unlikely]] {
     drop(dst.counters(), kDropOversize, f);
     return;
   }
@@ -240,26 +277,17 @@ void Datapath::flushPending() noexcept {
 }
 
 uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
-  XskSocket& s = *q.xsk;
-  struct xsk_ring_cons& rx = s.rx();
-  uint32_t idx = 0;
-  const uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
-  if (n == 0) {
-    if (s.busyPoll()) {  // as rxBurst: the punt device's NAPI, run here
-      ssize_t rc = ::recvfrom(s.fd(), nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
-      (void)rc;
-    }
-    return 0;
-  }
+  uint32_t descs;
+  uint64_t bytes;
+  const uint32_t n = takeRx(*q.xsk, descs, bytes);
+  if (descs == 0) return 0;
   // Runs of frames from one port are switched together; the batches per
-  // destination are handed over once, after the whole burst.
+  // destination are handed over once, after the whole burst. (A run is
+  // gathered at the front of burst_, never ahead of the frame read.)
   Port* run_port = nullptr;
   uint32_t run = 0;
   for (uint32_t i = 0; i < n; i++) {
-    const struct xdp_desc* d = xsk_ring_cons__rx_desc(&rx, idx + i);
-    Frame* f = claimRx(*pool_, d);
-    if (!f) [[unlikely]]
-      continue;  // the kernel validates addresses; cannot happen
+    Frame* f = burst_[i];
     uint8_t* data = pool_->data(f);
     // The tag the port's tc program gave it: 802.1Q, VID = index + 1.
     Port* in = nullptr;
@@ -277,7 +305,7 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
     f->in_port_index = in->index();
     PortCounters& c = in->counters();
     c[kRxPackets].add(1);
-    c[kRxBytes].add(f->len);
+    c[kRxBytes].add(wireLen(f));
     if (in != run_port) {
       if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
       run_port = in;
@@ -285,8 +313,7 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
     }
     burst_[run++] = f;
   }
-  xsk_ring_cons__release(&rx, n);
-  q.rx_got += n;
+  q.rx_got += descs;
   if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
   flushPending();
   return n;
@@ -329,7 +356,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
     }
     // Type/length: a length (802.3) no longer than the frame, or a type.
     const uint32_t type = uint32_t(d[12]) << 8 | d[13];
-    if (type < 0x0600 && (type > 1500 || type > f->len - kEthHlen)) [[unlikely]] {
+    if (type < 0x0600 && (type > 1500 || type > wireLen(f) - kEthHlen)) [[unlikely]] {
       drop(ic, kDropBadType, f);
       continue;
     }
@@ -427,13 +454,11 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
         first = false;
         continue;  // sent last, after the copies were taken from it
       }
-      Frame* copy = nullptr;
-      if (pool_->allocBulk(std::span<Frame*>(&copy, 1)) == 0) [[unlikely]] {
+      Frame* copy = pool_->copyOf(f);
+      if (!copy) [[unlikely]] {
         out.counters().drops[kDropPoolEmpty].add(1);
         continue;
       }
-      std::memcpy(pool_->data(copy), d, f->len);
-      copy->len = f->len;
       pool_->charge(copy, in_index);
       enqueueIn(out, vid, copy);
     }

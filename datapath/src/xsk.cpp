@@ -15,6 +15,10 @@
 #ifndef XDP_MAX_TX_SKB_BUDGET
 #define XDP_MAX_TX_SKB_BUDGET 9
 #endif
+// AF_XDP multi-buffer (Linux 6.6+; newer than Debian 12's headers).
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
+#endif
 // Preferred busy polling (Linux 5.11+; Debian's headers have them, but not
 // every libc's).
 #ifndef SO_PREFER_BUSY_POLL
@@ -137,6 +141,7 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
     sxdp.sxdp_flags = XDP_SHARED_UMEM;
     sxdp.sxdp_shared_umem_fd = uint32_t(share_fd);
     rc = ::bind(fd, reinterpret_cast<struct sockaddr*>(&sxdp), sizeof sxdp);
+    s->multi_buffer_ = rc == 0 && cfg.multi_buffer;  // the registration's (the kernel takes no flag here)
   } else {
     rc = -1;
     errno = EOPNOTSUPP;
@@ -145,6 +150,12 @@ Result<std::unique_ptr<XskSocket>> XskSocket::create(FramePool& pool, int ifinde
       rc = ::bind(fd, reinterpret_cast<struct sockaddr*>(&sxdp), sizeof sxdp);
       s->zerocopy_ = rc == 0;
     }
+    if (rc && (errno == EOPNOTSUPP || errno == EINVAL || errno == EPROTONOSUPPORT) && cfg.multi_buffer) {
+      sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP | XDP_COPY | XDP_USE_SG;
+      rc = ::bind(fd, reinterpret_cast<struct sockaddr*>(&sxdp), sizeof sxdp);
+      s->multi_buffer_ = rc == 0;
+    }
+    // A kernel without multi-buffer (before 6.6) refuses the flag: EINVAL.
     if (rc && (errno == EOPNOTSUPP || errno == EINVAL || errno == EPROTONOSUPPORT)) {
       sxdp.sxdp_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
       rc = ::bind(fd, reinterpret_cast<struct sockaddr*>(&sxdp), sizeof sxdp);

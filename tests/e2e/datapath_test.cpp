@@ -1034,28 +1034,41 @@ TEST_F(DatapathTest, FramesLongerThanTheDestinationMtuAreDroppedAsOversize) {
 }
 
 // A frame longer than a UMEM frame can hold (2048 bytes less the kernel's
-// 256 bytes of headroom) never reaches vdevd: the kernel drops it on the way
-// into the AF_XDP socket, and its XDP_STATISTICS counter (rx_dropped) shows
-// it in vdevd's statistics. vdevd's own check for such a length is covered
-// by the unit test RuntOversizeAndBadSourceAreDroppedAndCounted.
-TEST_F(DatapathTest, FramesLongerThanAUmemFrameAreCountedByTheKernel) {
+// 256 bytes of headroom) comes to vdevd as a chain of UMEM frames (AF_XDP
+// multi-buffer): switched, flooded (a copy is a chain of its own) and sent
+// whole, every byte intact, counted as one frame -- and where the
+// destination's MTU is smaller, its oversize drop. Every chunk returns
+// to the pool. (Before multi-buffer the kernel dropped such frames on the
+// way into the socket, as xdp_stats.rx_dropped.)
+TEST_F(DatapathTest, FramesLongerThanAUmemFrameCrossAsChains) {
   Topology t({.mtuA = 3000, .mtuB = 3000});
   Vdevd d(t.portArgs());
   const Endpoints all = t.all();
   learnAll(all, 1);
   Endpoint& a = t.a.sock;
   Endpoint& b = t.b.sock;
+  Endpoint& vm = t.vm;
   const Stats s0 = d.stats();
   a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 10, 0, 1900}, 12);
-  a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 11, 0, 1792}, 3);  // fits exactly
-  expectFlowsBeforeMarker(all, {{10, {}}, {11, {{&b, 3}}}}, a, 100);
+  a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 11, 0, 1792}, 3);   // one chunk, exactly
+  a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 12, 0, 3014}, 4);   // MTU + header: two chunks
+  // Flooded: a chain to B, copied; to the VM (MTU 1500) its oversize.
+  a.sendFlow({tf::kBroadcast, a.mac(), Kind::kExperimental, 13, 0, 2500}, 5);
+  expectFlowsBeforeMarker(all, {{10, {{&b, 12}}}, {11, {{&b, 3}}}, {12, {{&b, 4}}}, {13, {{&b, 5}}}}, a, 100);
   const Stats s1 = d.statsUntil(
-      [&](const Stats& s) { return s.port(t.a.port()).xdp("rx_dropped") - s0.port(t.a.port()).xdp("rx_dropped") >= 12; },
+      [&](const Stats& s) { return s.port(t.vm.name()).drop("oversize") - s0.port(t.vm.name()).drop("oversize") >= 5; },
       2s);
-  EXPECT_EQ(s1.port(t.a.port()).xdp("rx_dropped") - s0.port(t.a.port()).xdp("rx_dropped"), 12u) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).xdp("rx_dropped") - s0.port(t.a.port()).xdp("rx_dropped"), 0u) << s1.dump();
+  EXPECT_EQ(s1.port(t.vm.name()).drop("oversize") - s0.port(t.vm.name()).drop("oversize"), 5u) << s1.dump();
   // + the marker.
-  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 3u + 1) << s1.dump();
-  EXPECT_EQ(s1.port(t.b.port()).tx_packets - s0.port(t.b.port()).tx_packets, 3u + 1) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 24u + 1) << s1.dump();
+  EXPECT_EQ(s1.port(t.a.port()).rx_bytes - s0.port(t.a.port()).rx_bytes,
+            12u * 1900 + 3 * 1792 + 4 * 3014 + 5 * 2500 + 60) << s1.dump();
+  EXPECT_EQ(s1.port(t.b.port()).tx_packets - s0.port(t.b.port()).tx_packets, 24u + 1) << s1.dump();
+  EXPECT_EQ(s1.port(t.b.port()).tx_bytes - s0.port(t.b.port()).tx_bytes,
+            12u * 1900 + 3 * 1792 + 4 * 3014 + 5 * 2500 + 60) << s1.dump();
+  EXPECT_EQ(s1.port(t.b.port()).dropsTotal() - s0.port(t.b.port()).dropsTotal(), 0u) << s1.dump();
+  EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
   expectCleanStop(d);
 }
 

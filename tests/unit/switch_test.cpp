@@ -58,11 +58,38 @@ struct SwitchTest : ::testing::Test {
     Frame* fs[64];
     uint32_t n = dp->port(i).queues()[0]->ring.consumeBatch(fs);
     for (uint32_t k = 0; k < n; k++) {
-      const uint8_t* d = dp->pool().data(fs[k]);
-      out.emplace_back(d, d + fs[k]->len);
+      out.emplace_back();
+      for (const Frame* c = fs[k]; c; c = c->next)  // every chunk of a chain
+        out.back().insert(out.back().end(), dp->pool().data(c), dp->pool().data(c) + c->len);
       dp->pool().free(fs[k]);
     }
     return out;
+  }
+  // A frame of len bytes as AF_XDP multi-buffer hands it over: a chain of
+  // chunks, each filled after the 256 bytes of headroom. bytes: its bytes.
+  Frame* chain(const uint8_t* dst, const uint8_t* src, uint32_t len, std::vector<uint8_t>& bytes) {
+    bytes.resize(len);
+    for (uint32_t i = 0; i < len; i++) bytes[i] = uint8_t(i * 7 + len);
+    std::memcpy(bytes.data(), dst, 6);
+    std::memcpy(bytes.data() + 6, src, 6);
+    bytes[12] = 0x88, bytes[13] = 0xb5;
+    Frame* head = nullptr;
+    Frame* tail = nullptr;
+    for (uint32_t off = 0; off < len;) {
+      Frame* f = nullptr;
+      EXPECT_EQ(dp->pool().allocBulk(std::span<Frame*>(&f, 1)), 1u);
+      f->len = std::min(len - off, dp->pool().room(f));
+      std::memcpy(dp->pool().data(f), bytes.data() + off, f->len);
+      off += f->len;
+      if (tail) {
+        tail->next = f;
+        head->more += f->len;
+      } else {
+        head = f;
+      }
+      tail = f;
+    }
+    return head;
   }
   uint64_t drops(uint32_t port, DropReason r) { return dp->port(port).snapshot()[r]; }
   void expectPoolFull() { EXPECT_EQ(dp->pool().available(), dp->pool().total()); }
@@ -780,6 +807,55 @@ TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
   EXPECT_EQ(dp->pool().inflight(1), 0u);
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
+  expectPoolFull();
+}
+
+// A frame longer than a chunk (AF_XDP multi-buffer) is a chain: switched
+// as one frame, flooded as copies that are chains of their own, captured
+// whole, an oversize drop where the destination's MTU is smaller; every
+// chunk comes back to the pool.
+TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
+  build(SwitchMode::kSwitch, 3);
+  for (uint32_t i = 0; i < 3; i++) dp->port(i).setMtu(9000);
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
+  drain(0), drain(2);
+  auto id = dp->captureStart("p1", Capture::kTx, 9100, 4);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  std::vector<uint8_t> bytes;
+  Frame* c = chain(kMacB, kMacA, 9014, bytes);
+  EXPECT_EQ(chunks(c), 6u);
+  send(0, {c});
+  auto got = drain(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], bytes);
+  EXPECT_EQ(dp->port(1).snapshot()[kTxBytes], 0u) << "counted when the port's thread sends it";
+  EXPECT_EQ(dp->port(0).snapshot()[kRxBytes], 0u) << "rx is counted where the burst is taken";
+  std::vector<uint8_t> seen;
+  uint32_t wire = 0;
+  dp->captureGet(*id)->read([&](uint64_t, uint32_t len, uint8_t, std::span<const uint8_t> b) {
+    wire = len;
+    seen.assign(b.begin(), b.end());
+    return true;
+  });
+  EXPECT_EQ(wire, 9014u);
+  ASSERT_EQ(seen.size(), bytes.size());
+  EXPECT_TRUE(seen == bytes) << "every chunk copied; first difference at "
+                             << (std::mismatch(seen.begin(), seen.end(), bytes.begin()).first - seen.begin());
+  dp->captureStop(*id);
+  // Flooded to p1 and p2: two whole frames, one of them a copy.
+  send(0, {chain(kBcast, kMacA, 5000, bytes)});
+  got = drain(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], bytes);
+  got = drain(2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], bytes);
+  // p2 at MTU 1500: the chain fits p1 only; p2's oversize.
+  dp->port(2).setMtu(1500);
+  send(0, {chain(kBcast, kMacA, 3000, bytes)});
+  EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_EQ(drain(2).size(), 0u);
+  EXPECT_EQ(drops(2, kDropOversize), 1u);
   expectPoolFull();
 }
 

@@ -160,6 +160,80 @@ TEST_F(Fixture, ShutdownReturnsRingFrames) {
   EXPECT_EQ(port.xmitBulk(frames, 0), -ENXIO);
 }
 
+// A frame longer than a chunk (AF_XDP multi-buffer) is a chain of chunks,
+// handed over, dropped and returned as one frame: every chunk comes back.
+Frame* makeChain(FramePool& pool, uint32_t nchunks, uint32_t chunk_len, uint8_t seed) {
+  std::vector<Frame*> v(nchunks);
+  EXPECT_EQ(pool.allocBulk(v), nchunks);
+  for (uint32_t i = 0; i < nchunks; i++) {
+    v[i]->len = chunk_len - i;  // chunks of different lengths
+    for (uint32_t b = 0; b < v[i]->len; b++) pool.data(v[i])[b] = uint8_t(seed + i * 7 + b);
+    if (i) {
+      v[i - 1]->next = v[i];
+      v[0]->more += v[i]->len;
+    }
+  }
+  return v[0];
+}
+
+TEST_F(Fixture, AChainIsOneFrameAndEveryChunkComesBack) {
+  cfg.ring_capacity = 2;
+  Port port("p0", 0, 1, cfg);
+  port.setLive(true);
+  Frame* frames[3] = {makeChain(*pool, 5, 1700, 1), makeChain(*pool, 3, 1000, 2), makeChain(*pool, 2, 900, 3)};
+  EXPECT_EQ(chunks(frames[0]), 5u);
+  EXPECT_EQ(wireLen(frames[0]), 1700u + 1699 + 1698 + 1697 + 1696);
+  EXPECT_EQ(pool->available(), pool->total() - 10);
+  // Two frames fit the ring; the third chain is one ring_full drop, its
+  // two chunks back in the pool at once.
+  EXPECT_EQ(port.xmitBulk(std::span<Frame* const>(frames, 3), kXmitFlush), 2);
+  EXPECT_EQ(port.snapshot()[kDropRingFull], 1u);
+  EXPECT_EQ(pool->available(), pool->total() - 8);
+  // The frame accounting sees every chunk on the ring.
+  EXPECT_EQ(port.accounting().port_ring, 8u);
+  EXPECT_EQ(port.shutdown(*pool), 8u);
+  EXPECT_EQ(port.snapshot()[kDropPortDown], 2u);
+  EXPECT_EQ(port.accounting().port_ring, 0u);
+  EXPECT_EQ(pool->available(), pool->total());
+  for (uint32_t i = 0; i < 10; i++) EXPECT_EQ(pool->frameAt(uint64_t(i) * 2048)->next, nullptr);
+}
+
+TEST(FramePool, ACopyOfAChainHoldsTheSameBytesOrTakesNothing) {
+  auto p = FramePool::create(12, 2048);
+  ASSERT_TRUE(p.ok());
+  FramePool& pool = *p.value();
+  Frame* src = makeChain(pool, 5, 2048 - 256, 9);  // as the kernel hands them: 256 bytes of headroom each
+  const uint32_t len = wireLen(src);
+  auto bytes = [&](const Frame* f) {
+    std::vector<uint8_t> v;
+    for (; f; f = f->next) v.insert(v.end(), pool.data(f), pool.data(f) + f->len);
+    return v;
+  };
+  Frame* copy = pool.copyOf(src);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(wireLen(copy), len);
+  EXPECT_EQ(bytes(copy), bytes(src));
+  EXPECT_EQ(chunks(copy), (len + 2048 - kTxHeadroom - 1) / (2048 - kTxHeadroom));
+  EXPECT_EQ(pool.available(), 12u - 5 - chunks(copy));
+  // Too few frames left for another copy: none taken.
+  const uint32_t before = pool.available();
+  ASSERT_LT(before, 5u);
+  EXPECT_EQ(pool.copyOf(src), nullptr);
+  EXPECT_EQ(pool.available(), before);
+  pool.free(copy);
+  pool.free(src);
+  EXPECT_EQ(pool.available(), 12u);
+  // A single chunk's copy is a single chunk.
+  Frame* one = makeChain(pool, 1, 60, 4);
+  Frame* c1 = pool.copyOf(one);
+  ASSERT_NE(c1, nullptr);
+  EXPECT_EQ(c1->next, nullptr);
+  EXPECT_EQ(bytes(c1), bytes(one));
+  pool.free(c1);
+  pool.free(one);
+  EXPECT_EQ(pool.available(), 12u);
+}
+
 TEST(FramePool, RejectsBadSizesAndDoubleFreeAborts) {
   EXPECT_FALSE(FramePool::create(16, 1000).ok());
   EXPECT_FALSE(FramePool::create(16, 8192).ok());

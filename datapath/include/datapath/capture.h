@@ -26,6 +26,8 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "datapath/frame_pool.h"
+
 namespace vdev::datapath {
 
 class Capture {
@@ -55,6 +57,27 @@ class Capture {
     std::memcpy(bytes_.data() + size_t(slot) * snaplen_, data, kept);
     meta_[slot] = Meta{time_ns, len, kept, dir};
     full_.push(slot);  // never full: there are only as many slots as it holds
+    bump(taken_);
+  }
+  // Datapath thread. The same for a frame held in pool's chunks (a
+  // chain: its chunks one after the other).
+  void copy(uint8_t dir, const FramePool& pool, const Frame* f, uint64_t time_ns) noexcept {
+    if (!f->next) return copy(dir, pool.data(f), f->len, time_ns);
+    uint32_t slot;
+    if (!free_.pop(slot)) [[unlikely]] {
+      bump(drops_);
+      return;
+    }
+    uint8_t* out = bytes_.data() + size_t(slot) * snaplen_;
+    const uint32_t wire = wireLen(f);
+    uint32_t kept = 0;
+    for (; f && kept < snaplen_; f = f->next) {
+      const uint32_t k = f->len < snaplen_ - kept ? f->len : snaplen_ - kept;
+      std::memcpy(out + kept, pool.data(f), k);
+      kept += k;
+    }
+    meta_[slot] = Meta{time_ns, wire, kept, dir};
+    full_.push(slot);
     bump(taken_);
   }
   // Datapath thread: the port is gone; no more frames come.

@@ -233,6 +233,11 @@ class Datapath {
   // port it came from (VDEV_PUNT_VID), which is taken off before it is
   // switched as that port's.
   uint32_t rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept;
+  // The whole frames on the socket's RX ring, up to a burst's descriptors
+  // (a chain longer than that alone), as vdevd's: their heads in burst_,
+  // each chain linked (Frame::next). Returns the frames; descs: the
+  // descriptors released, bytes: the frames' bytes.
+  uint32_t takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept;
   // forward() without the final flushPending(): frames of one ingress port,
   // switched into the per-destination batches.
   void switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;

@@ -43,6 +43,10 @@ inline constexpr uint16_t kMaxSocketTags = 0xfff0;
 // the kernel's XDP_PACKET_HEADROOM on received frames.
 inline constexpr uint32_t kTxHeadroom = 256;
 
+// The most chunks one frame may take (a chain): the kernel's limit on an
+// xdp_buff's fragments (MAX_SKB_FRAGS, 17) and its head.
+inline constexpr uint32_t kMaxChain = 18;
+
 class FramePool;
 
 // The owner tags of one pool's sockets: 0 .. capacity - 1, each held by at
@@ -65,14 +69,34 @@ class SocketTags {
   uint32_t in_use_ = 0;
 };
 
+// A frame longer than one chunk (AF_XDP multi-buffer, XDP_USE_SG) is a
+// chain: its head, the Frame that is switched, counted and handed over,
+// and the chunks after it through `next`, in order. `len` is each chunk's
+// own bytes; the head's `more` the bytes of the chunks after it, so the
+// frame's length is wireLen(). Only the head is charged (in-flight counts
+// frames). A chain is always whole in vdevd's hands: freeing the head
+// frees every chunk of it, and putting it on a TX ring dissolves it (the
+// kernel completes each chunk by itself). A chunk the kernel holds (fill,
+// RX, TX ring) is never linked.
 struct Frame {
   uint64_t addr = 0;         // UMEM offset of the first data byte
-  uint32_t len = 0;          // data length in bytes
+  uint32_t len = 0;          // data length in bytes, in this chunk
+  uint32_t more = 0;         // the head of a chain: data bytes in the chunks after it
+  Frame* next = nullptr;     // the next chunk of a chain
   uint16_t in_port_index = 0;  // the ingress port's index (switching)
   uint16_t owner = kOwnerPool;  // kOwnerPool, kOwnerApp or a socket's tag
   bool charged = false;       // counted in the pool's in-flight count of in_port_index
   FramePool* pool = nullptr;  // the pool the chunk returns to
 };
+
+// The frame's length: every chunk's bytes.
+inline uint32_t wireLen(const Frame* f) noexcept { return f->len + f->more; }
+// The chunks a frame takes (1 unless it is a chain).
+inline uint32_t chunks(const Frame* f) noexcept {
+  uint32_t n = 1;
+  for (f = f->next; f; f = f->next) n++;
+  return n;
+}
 
 class FramePool {
  public:
@@ -105,7 +129,12 @@ class FramePool {
   // Takes up to out.size() frames (owner set to kOwnerApp, addr to the chunk
   // start + kTxHeadroom, len 0). Returns how many were taken.
   uint32_t allocBulk(std::span<Frame*> out) noexcept;
-  // Returns frames to the pool. Aborts on a double free: that is a bug that
+  // A copy of frame f (a chain if it does not fit one chunk after
+  // kTxHeadroom), owned by vdevd; null when the pool has too few frames
+  // (nothing taken then).
+  Frame* copyOf(const Frame* f) noexcept;
+  // Returns frames (each a single chunk or a chain's head: all its
+  // chunks) to the pool. Aborts on a double free: that is a bug that
   // would otherwise corrupt traffic silently.
   void freeBulk(std::span<Frame* const> frames) noexcept;
   void free(Frame* f) noexcept { freeBulk(std::span<Frame* const>(&f, 1)); }

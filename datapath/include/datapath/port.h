@@ -128,6 +128,9 @@ class Port {
   struct Queue {
     explicit Queue(uint32_t ring_capacity) : ring(ring_capacity) {}
     ringbuf::PtrRing<Frame> ring;        // delivery ring: MPSC, drained by the owner thread
+    // The chunks after the heads of the chains on the delivery ring (the
+    // ring holds heads): added by the producers, taken off by the owner.
+    std::atomic<uint64_t> chained{0};
     std::unique_ptr<XskSocket> xsk;      // null for a port without a device (unit tests)
     // Owner-thread bookkeeping (cumulative frame counts).
     uint64_t fill_given = 0, rx_got = 0;

@@ -33,6 +33,11 @@
 
 namespace vdev::datapath {
 
+// The punt pair's MTU when its socket has multi-buffer (XDP_USE_SG): the
+// common jumbo MTU, frames of 9,234 bytes with their tag, chains of six
+// 2048-byte chunks.
+inline constexpr uint32_t kPuntJumboMtu = 9216;
+
 class PuntDevice {
  public:
   // base: at most 13 characters; the ends are base + "k" (near) and
@@ -53,6 +58,8 @@ class PuntDevice {
   const std::string& farName() const { return far_; }
   int nearIfindex() const { return near_ifindex_; }
   uint32_t mtu() const { return mtu_; }
+  // Both ends' MTU changed (SIOCSIFMTU), or an error saying which refused.
+  Status setMtu(uint32_t mtu);
   // Frames the near end could not hand to the far end (its queue full, a
   // frame over the pair's MTU): the near end's tx_dropped, since creation.
   uint64_t dropped() const;

@@ -46,6 +46,10 @@
 
 namespace vdev::datapath {
 
+// An RX or TX descriptor whose frame goes on in the next one (XDP_PKT_CONTD:
+// AF_XDP multi-buffer; newer than Debian 12's headers).
+inline constexpr uint32_t kXdpPktContd = 1u << 0;
+
 struct XskConfig {
   // 0: a socket that only transmits (no RX ring; its fill ring is never
   // filled): a port whose frames reach vdevd another way (the skb path's
@@ -56,6 +60,14 @@ struct XskConfig {
   uint32_t comp_size = 1024;
   uint32_t tx_budget = 0;     // copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel default
   bool zerocopy = true;       // try zero-copy first (only a registration's first socket decides)
+  // AF_XDP multi-buffer (XDP_USE_SG): frames longer than a chunk come and
+  // go as chains of chunks (Frame::next). A registration's first socket
+  // asks for it in copy mode (a kernel before 6.6 refuses the flag: the
+  // socket binds without it); every socket that shares the registration
+  // has what the first got, which the caller passes here (UmemAnchors).
+  // Zero-copy registrations go without: a driver's zero-copy
+  // multi-buffer is not assumed.
+  bool multi_buffer = true;
   // Preferred busy polling (SO_PREFER_BUSY_POLL, SO_BUSY_POLL, _BUDGET):
   // microseconds per busy poll, 0 = off; the budget is the batch size.
   uint32_t busy_poll_us = 0;
@@ -68,6 +80,7 @@ struct XskConfig {
 struct UmemAnchors {
   int copy = -1;
   int zerocopy = -1;
+  bool copy_multi_buffer = false;  // the copy registration's sockets are bound with XDP_USE_SG
 };
 
 class XskSocket {
@@ -103,6 +116,9 @@ class XskSocket {
   static uint64_t generation() noexcept;
   uint16_t tag() const { return tag_; }  // owner tag of the frames it holds
   bool zerocopy() const { return zerocopy_; }
+  // Bound with XDP_USE_SG (its registration's): it receives and transmits
+  // frames longer than a chunk as chains.
+  bool multiBuffer() const { return multi_buffer_; }
   // It registered the UMEM area itself (XDP_UMEM_REG), as a registration's
   // first socket does, instead of sharing another socket's (UmemAnchors).
   bool registeredUmem() const { return registered_; }
@@ -145,6 +161,7 @@ class XskSocket {
   uint16_t tag_ = 0;
   uint32_t queue_ = 0;
   bool zerocopy_ = false;
+  bool multi_buffer_ = false;
   bool registered_ = false;  // it registered the UMEM area (no anchor to share)
   bool tx_budget_set_ = false;
   bool busy_poll_ = false;

@@ -511,7 +511,8 @@ OPTIONS
     -d, --direction D   rx, tx or both (default both)
     -c, --count N       stop after N frames (default: until interrupted)
     --snaplen BYTES     keep at most BYTES of each frame, 64..65535
-                        (default 65535; never more than vdevd's frame size)
+                        (default 65535; never more than the port's frames:
+                        its MTU + 18 at the start, or vdevd's frame size)
     --buffer FRAMES     frames vdevd holds for vdevctl, 16..16384 (default 4096)
     -w, --write FILE    pcapng to FILE ("-": stdout)
 
