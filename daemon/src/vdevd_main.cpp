@@ -67,7 +67,10 @@ Sizes and tuning:
                            hook keeps at least 64 in its fill ring, and more
                            while busy; half the pool is for those floors, so
                            N / 128 ports fit (256 by default; more are refused)
-      --frame-size N       2048 or 4096 bytes per frame (default 2048)
+      --frame-size N       2048 or 4096 bytes per frame (default 2048); longer
+                           frames are chains of them (AF_XDP multi-buffer,
+                           Linux 6.6; without it, vdevd's own path carries
+                           frames of one UMEM frame at most)
       --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
                            the fill ring is twice that)
       --port-ring N        per-port delivery ring capacity in frames (default 1024)

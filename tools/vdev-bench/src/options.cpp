@@ -295,8 +295,9 @@ OPTIONS
                                          bpf_redirect() to the tap (the upper bound)
                             vdevd        vdevd with its defaults: skb path, kernel fast path
                             vdevd-own    vdevd --no-fast-path: every frame through vdevd's
-                                         AF_XDP path by way of the punt device (above its
-                                         MTU, 1774 by default, TCP segments are clamped)
+                                         AF_XDP path by way of the punt device (MTU 9216
+                                         with AF_XDP multi-buffer, else 1774; TCP segments
+                                         above it are clamped)
                           and, only when named:
                             bridge-wire  the bridge with TSO and GSO off on every port: the
                                          kernel segments what it forwards, and each
