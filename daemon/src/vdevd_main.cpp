@@ -71,6 +71,10 @@ Sizes and tuning:
                            frames are chains of them (AF_XDP multi-buffer,
                            Linux 6.6; without it, vdevd's own path carries
                            frames of one UMEM frame at most)
+      --no-multi-buffer    do without AF_XDP multi-buffer, as on a kernel before
+                           6.6: vdevd's own path carries frames of one UMEM frame
+                           at most (TCP has its MSS lowered to fit on the skb
+                           path; other longer frames are dropped as oversize)
       --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
                            the fill ring is twice that)
       --port-ring N        per-port delivery ring capacity in frames (default 1024)
@@ -278,6 +282,7 @@ int main(int argc, char** argv) {
          if (!n || (*n != 2048 && *n != 4096)) cli::fail("--frame-size must be 2048 or 4096");
          cfg.frame_size = *n;
        }},
+      {"no-multi-buffer", 0, Arg::kNone, [&](std::string_view) { cfg.port.xsk.multi_buffer = false; }},
       {"ring-size", 0, Arg::kRequired, [&](std::string_view v) {
          const auto n = vdev::parseU32(v, 64, 16384);
          if (!n || (*n & (*n - 1))) cli::fail("--ring-size must be a power of two, 64..16384");

@@ -21,7 +21,10 @@
 # containers and both ways with the guest, and an 8 KB frame too (on
 # vdevd's own path as chains of UMEM chunks, TCP in frames longer than a
 # chunk; a frame over that path's 9216 is the sender's oversize); a container behind
-# an ingress policer sends TCP at the policer's rate; the guest really sent
+# an ingress policer sends TCP at the policer's rate; without multi-buffer
+# (--no-multi-buffer, as on a kernel before 6.6: a third, shorter run, the
+# jumbo frames only) TCP at MTU 9000 still crosses vdevd's own path, in
+# frames of one chunk, and 8 KB frames are the sender's oversize; the guest really sent
 # and received offloaded frames; the frames took the path the mode says
 # (fast-path counters); vdevd stops cleanly and leaves no punt device
 # behind.
@@ -134,6 +137,7 @@ run() {
 
   for pair in "$nsa 198.18.91.2" "$nsa 198.18.91.3" "$nsb 198.18.91.3" "$nsg 198.18.91.1" \
               "$nsa 2001:2:0:5b::2" "$nsa 2001:2:0:5b::3" "$nsb 2001:2:0:5b::3" "$nsg 2001:2:0:5b::1"; do
+    [ "$mode" = single ] && break  # the jumbo frames' checks only (below)
     set -- $pair
     if ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1; then ok "ping $1 -> $2"
     else fail "ping $1 -> $2"; fi
@@ -147,6 +151,7 @@ run() {
               "$nsa $nsg 198.18.91.3" "$nsg $nsb 198.18.91.2" "$nsb $nsg 198.18.91.3" \
               "$nsa $nsb 2001:2:0:5b::2" "$nsb $nsa 2001:2:0:5b::1" \
               "$nsg $nsa 2001:2:0:5b::1" "$nsa $nsg 2001:2:0:5b::3"; do
+    [ "$mode" = single ] && break
     set -- $pair
     if tcp_transfer "$1" "$2" "$3" $bytes; then
       ok "tcp $1 -> $2 ($3): $bytes bytes intact ($(python3 -c "print(round($bytes*8/$tcp_secs/1e9,2))") Gbit/s)"
@@ -180,112 +185,133 @@ run() {
     tcp_transfer "$1" "$2" "$3" $bytes && ok "tcp at MTU 9000 $1 -> $2 ($3): $bytes bytes intact" ||
       fail "tcp at MTU 9000 $1 -> $2 ($3): sent '$tcp_sent', received '$tcp_got'"
     rx1=$(rxof "$pa")
-    if [ "$mode" = vdevd ] && [ "$1" = "$nsa" ]; then
-      # Frames longer than one 2048-byte chunk: chains, not an MSS clamp.
+    if [ "$mode" != fast ] && [ "$1" = "$nsa" ]; then
+      # Frames longer than one 2048-byte chunk: chains, not an MSS clamp;
+      # without multi-buffer, clamped to one chunk.
       set -- $rx0 $rx1
       local avg=$(( ($4 - $2) / ($3 - $1 > 0 ? $3 - $1 : 1) ))
-      [ "$avg" -gt 4000 ] && ok "tcp at MTU 9000 through vdevd: $pa's frames $avg bytes on average" ||
-        fail "tcp at MTU 9000 through vdevd: $pa's frames $avg bytes on average (no frame longer than a chunk?)"
+      if [ "$mode" = single ]; then
+        [ "$avg" -le 1792 ] && ok "tcp at MTU 9000, no multi-buffer: $pa's frames $avg bytes on average" ||
+          fail "tcp at MTU 9000, no multi-buffer: $pa's frames $avg bytes on average (more than a chunk)"
+      else
+        [ "$avg" -gt 4000 ] && ok "tcp at MTU 9000 through vdevd: $pa's frames $avg bytes on average" ||
+          fail "tcp at MTU 9000 through vdevd: $pa's frames $avg bytes on average (no frame longer than a chunk?)"
+      fi
     fi
   done
   for dst in 198.18.91.2 198.18.91.3; do
-    ip netns exec "$nsa" ping -c 3 -i 0.2 -W 2 -M do -s 8000 $dst >/dev/null 2>&1 &&
-      ok "8 KB frames $nsa -> $dst ($mode)" || fail "8 KB frames $nsa -> $dst did not cross ($mode)"
+    if [ "$mode" = single ]; then
+      ip netns exec "$nsa" ping -c 3 -i 0.2 -W 1 -M do -s 8000 $dst >/dev/null 2>&1 &&
+        fail "8 KB frames $nsa -> $dst crossed vdevd's own path without multi-buffer" ||
+        ok "8 KB frames $nsa -> $dst: not carried without multi-buffer"
+    else
+      ip netns exec "$nsa" ping -c 3 -i 0.2 -W 2 -M do -s 8000 $dst >/dev/null 2>&1 &&
+        ok "8 KB frames $nsa -> $dst ($mode)" || fail "8 KB frames $nsa -> $dst did not cross ($mode)"
+    fi
   done
   if [ "$mode" != fast ]; then
+    # Without multi-buffer the six 8 KB frames are $pa's oversize drops.
+    local want=0
+    [ "$mode" = single ] && want=6
     over1=$(oversize)
-    [ "$over1" -eq "$over0" ] && ok "jumbo frames: no oversize drop on $pa, $tap" ||
-      fail "jumbo frames: drops.oversize on $pa, $tap went $over0 -> $over1"
+    [ $((over1 - over0)) -eq $want ] && ok "jumbo frames: drops.oversize on $pa, $tap +$want" ||
+      fail "jumbo frames: drops.oversize on $pa, $tap went $over0 -> $over1 (expected +$want)"
     ip -n "$nsa" link set eth0 mtu 16000
     ip link set "$pa" mtu 16000
     ip netns exec "$nsa" ping -c 3 -i 0.2 -W 1 -M do -s 12000 198.18.91.2 >/dev/null 2>&1 &&
       fail "12 KB frames crossed vdevd's own path"
     over0=$over1
     over1=$(oversize)
-    [ $((over1 - over0)) -eq 3 ] && ok "3 frames over the own path's 9216: $pa drops.oversize +3" ||
-      fail "3 frames over the own path's 9216: $pa drops.oversize went $over0 -> $over1"
+    [ $((over1 - over0)) -eq 3 ] && ok "3 frames over what the own path carries: $pa drops.oversize +3" ||
+      fail "3 frames over what the own path carries: $pa drops.oversize went $over0 -> $over1"
   fi
   for n in "$nsa" "$nsb" "$nsg"; do ip -n "$n" link set eth0 mtu 1500; done
   for l in "$pa" "$pb" "$tap"; do ip link set "$l" mtu 1500; done
 
-  # UDP from a socket (checksummed by the sender's offload), over IPv4
-  # and IPv6: it arrives.
-  for dst in 198.18.91.2 2001:2:0:5b::2; do
-    ip netns exec "$nsb" iperf3 -s -1 -p $port >/dev/null 2>&1 &
-    local sp=$!
-    for _ in $(seq 50); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
-    out=$(timeout 30 ip netns exec "$nsa" iperf3 -c $dst -p $port -u -b 100M -l 1200 -t 1 -J 2>&1)
-    got=$(echo "$out" | json 'd["end"]["sum"]["packets"] - d["end"]["sum"]["lost_packets"]' 2>/dev/null)
-    if [ "${got:-0}" -gt 0 ]; then ok "udp $nsa -> $nsb ($dst): $got datagrams arrived"
-    else fail "udp $nsa -> $nsb ($dst): none arrived: $(echo "$out" | grep -m1 error)"; fi
-    kill $sp 2>/dev/null
-    wait $sp 2>/dev/null
-  done
+  # Without multi-buffer only the jumbo frames' path differs: the rest is
+  # the run before's.
+  if [ "$mode" != single ]; then
+    # UDP from a socket (checksummed by the sender's offload), over IPv4
+    # and IPv6: it arrives.
+    for dst in 198.18.91.2 2001:2:0:5b::2; do
+      ip netns exec "$nsb" iperf3 -s -1 -p $port >/dev/null 2>&1 &
+      local sp=$!
+      for _ in $(seq 50); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+      out=$(timeout 30 ip netns exec "$nsa" iperf3 -c $dst -p $port -u -b 100M -l 1200 -t 1 -J 2>&1)
+      got=$(echo "$out" | json 'd["end"]["sum"]["packets"] - d["end"]["sum"]["lost_packets"]' 2>/dev/null)
+      if [ "${got:-0}" -gt 0 ]; then ok "udp $nsa -> $nsb ($dst): $got datagrams arrived"
+      else fail "udp $nsa -> $nsb ($dst): none arrived: $(echo "$out" | grep -m1 error)"; fi
+      kill $sp 2>/dev/null
+      wait $sp 2>/dev/null
+    done
 
-  # UDP segmentation offload (UDP_SEGMENT, as QUIC stacks send): one GSO
-  # skb per send() leaves the sender and arrives as 10 datagrams of 1200
-  # bytes, every one of them, intact, container to container (IPv4, IPv6)
-  # and both ways between a container and the guest.
-  for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
-    set -- $pair
-    ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
-    local sp=$!
-    for _ in $(seq 100); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
-    sent=$(timeout 60 ip netns exec "$1" python3 "$here/udp_gso_check.py" client "$3" $port 200 1200 2>&1)
-    wait $sp
-    got=$(cat "$dir/srv.out")
-    if [ "$sent" = '{"datagrams": 2000}' ] && [ "$got" = '{"datagrams": 2000, "bad": 0}' ]; then
-      ok "udp gso $1 -> $2 ($3): 2000 datagrams from 200 GSO sends, all intact"
-    else
-      fail "udp gso $1 -> $2 ($3): sent '$sent', received '$got'"
-    fi
-  done
+    # UDP segmentation offload (UDP_SEGMENT, as QUIC stacks send): one GSO
+    # skb per send() leaves the sender and arrives as 10 datagrams of 1200
+    # bytes, every one of them, intact, container to container (IPv4, IPv6)
+    # and both ways between a container and the guest.
+    for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
+      set -- $pair
+      ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
+      local sp=$!
+      for _ in $(seq 100); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
+      sent=$(timeout 60 ip netns exec "$1" python3 "$here/udp_gso_check.py" client "$3" $port 200 1200 2>&1)
+      wait $sp
+      got=$(cat "$dir/srv.out")
+      if [ "$sent" = '{"datagrams": 2000}' ] && [ "$got" = '{"datagrams": 2000, "bad": 0}' ]; then
+        ok "udp gso $1 -> $2 ($3): 2000 datagrams from 200 GSO sends, all intact"
+      else
+        fail "udp gso $1 -> $2 ($3): sent '$sent', received '$got'"
+      fi
+    done
 
-  # A policed container (police-rate 200M): its TCP stream of 64 KB GSO
-  # skbs passes the policer at its rate, not above, every byte intact, and
-  # what the policer held back is counted at its port.
-  if "$vdevctl" -S "$sock" port add "$pp" type veth police-rate 200M create netns "$nsp" peer eth0 \
-      peer-mac 02:5b:00:00:00:04 >"$dir/add.out" 2>&1; then
-    ip -n "$nsp" addr add 198.18.91.4/24 dev eth0
-    ip -n "$nsp" link set eth0 up
-    local pbytes=$((32 << 20)) secs least police
-    if tcp_transfer "$nsp" "$nsa" 198.18.91.1 $pbytes; then
-      ok "tcp through a 200 Mbit/s policer: $pbytes bytes intact in $tcp_secs s"
+    # A policed container (police-rate 200M): its TCP stream of 64 KB GSO
+    # skbs passes the policer at its rate, not above, every byte intact, and
+    # what the policer held back is counted at its port.
+    if "$vdevctl" -S "$sock" port add "$pp" type veth police-rate 200M create netns "$nsp" peer eth0 \
+        peer-mac 02:5b:00:00:00:04 >"$dir/add.out" 2>&1; then
+      ip -n "$nsp" addr add 198.18.91.4/24 dev eth0
+      ip -n "$nsp" link set eth0 up
+      local pbytes=$((32 << 20)) secs least police
+      if tcp_transfer "$nsp" "$nsa" 198.18.91.1 $pbytes; then
+        ok "tcp through a 200 Mbit/s policer: $pbytes bytes intact in $tcp_secs s"
+      else
+        fail "tcp through a 200 Mbit/s policer: sent '$tcp_sent', received '$tcp_got'"
+      fi
+      secs=$tcp_secs
+      # No faster than the policer: at most its burst (250 ms of the rate:
+      # 50 Mbit) at once and the rate after it, so the payload alone takes
+      # at least (268 - 50) Mbit / 200 Mbit/s; 10% slack.
+      least=$(python3 -c "print(round(0.9 * ($pbytes * 8 - 200e6 * 0.25) / 200e6, 3))")
+      python3 -c "import sys; sys.exit(0 if $secs >= $least else 1)" &&
+        ok "policed stream took $secs s (>= $least s)" ||
+        fail "policed stream took $secs s, less than its 200 Mbit/s policer allows ($least s)"
+      police=$("$vdevctl" -S "$sock" -j stats | json "[x['drops']['police'] for x in d['ports'] if x['name']=='$pp'][0]")
+      [ "${police:-0}" -gt 0 ] && ok "$pp: drops.police $police" || fail "$pp: drops.police ${police:-?}"
+      "$vdevctl" -S "$sock" port del "$pp" >/dev/null 2>&1 || fail "vdevctl port del $pp"
     else
-      fail "tcp through a 200 Mbit/s policer: sent '$tcp_sent', received '$tcp_got'"
+      fail "vdevctl port add $pp police-rate 200M: $(cat "$dir/add.out")"
     fi
-    secs=$tcp_secs
-    # No faster than the policer: at most its burst (250 ms of the rate:
-    # 50 Mbit) at once and the rate after it, so the payload alone takes
-    # at least (268 - 50) Mbit / 200 Mbit/s; 10% slack.
-    least=$(python3 -c "print(round(0.9 * ($pbytes * 8 - 200e6 * 0.25) / 200e6, 3))")
-    python3 -c "import sys; sys.exit(0 if $secs >= $least else 1)" &&
-      ok "policed stream took $secs s (>= $least s)" ||
-      fail "policed stream took $secs s, less than its 200 Mbit/s policer allows ($least s)"
-    police=$("$vdevctl" -S "$sock" -j stats | json "[x['drops']['police'] for x in d['ports'] if x['name']=='$pp'][0]")
-    [ "${police:-0}" -gt 0 ] && ok "$pp: drops.police $police" || fail "$pp: drops.police ${police:-?}"
-    "$vdevctl" -S "$sock" port del "$pp" >/dev/null 2>&1 || fail "vdevctl port del $pp"
-  else
-    fail "vdevctl port add $pp police-rate 200M: $(cat "$dir/add.out")"
+
+    # The path the frames took: the ports' hooks and fast-path counters.
+    local stats
+    stats=$("$vdevctl" -S "$sock" -j stats)
+    for p in "$pa" "$pb" "$tap"; do
+      local hook fast rx
+      hook=$(echo "$stats" | json "[x['hook'] for x in d['ports'] if x['name']=='$p'][0]")
+      fast=$(echo "$stats" | json "[x['xdp_prog']['fast'] for x in d['ports'] if x['name']=='$p'][0]")
+      rx=$(echo "$stats" | json "[x['rx_packets'] for x in d['ports'] if x['name']=='$p'][0]")
+      [ "$hook" = tc ] && ok "$p: hook tc" || fail "$p: hook '$hook', not tc"
+      if [ "$mode" = fast ]; then
+        [ "${fast:-0}" -gt 1000 ] && ok "$p: $fast skbs on the fast path" || fail "$p: fast path carried ${fast:-?}"
+      else
+        [ "${fast:-1}" -eq 0 ] && [ "${rx:-0}" -gt 10000 ] && ok "$p: $rx frames through vdevd, none fast" ||
+          fail "$p: fast ${fast:-?}, rx ${rx:-?} (expected every frame through vdevd)"
+      fi
+    done
   fi
 
-  # The path the frames took: the ports' hooks and fast-path counters.
-  local stats
+  local punt no_route stats
   stats=$("$vdevctl" -S "$sock" -j stats)
-  for p in "$pa" "$pb" "$tap"; do
-    local hook fast rx
-    hook=$(echo "$stats" | json "[x['hook'] for x in d['ports'] if x['name']=='$p'][0]")
-    fast=$(echo "$stats" | json "[x['xdp_prog']['fast'] for x in d['ports'] if x['name']=='$p'][0]")
-    rx=$(echo "$stats" | json "[x['rx_packets'] for x in d['ports'] if x['name']=='$p'][0]")
-    [ "$hook" = tc ] && ok "$p: hook tc" || fail "$p: hook '$hook', not tc"
-    if [ "$mode" = fast ]; then
-      [ "${fast:-0}" -gt 1000 ] && ok "$p: $fast skbs on the fast path" || fail "$p: fast path carried ${fast:-?}"
-    else
-      [ "${fast:-1}" -eq 0 ] && [ "${rx:-0}" -gt 10000 ] && ok "$p: $rx frames through vdevd, none fast" ||
-        fail "$p: fast ${fast:-?}, rx ${rx:-?} (expected every frame through vdevd)"
-    fi
-  done
-  local punt no_route
   punt=$(echo "$stats" | json "d['punt']['name']")
   no_route=$(echo "$stats" | json "d['punt']['drops']['no_route']")
   [ "$no_route" = 0 ] && ok "punt device $punt: no frame without a port" || fail "punt device: no_route $no_route"
@@ -324,6 +350,7 @@ run() {
 
 run fast
 run vdevd --no-fast-path
+run single --no-fast-path --no-multi-buffer
 
 echo "$failures failure(s)"
 [ $failures -eq 0 ]
