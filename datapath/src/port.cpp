@@ -305,19 +305,25 @@ int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
   // Queue by calling thread, as tun_xdp_xmit picks tfiles[cpu % numqueues],
   // among the queues bound to a socket (live: at least queue 0).
   Queue& q = *queues_[threadIndex() % (bound_ ? bound_ : 1)];
-  const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
+  // The chains' other chunks are counted before the frames are on the
+  // ring (the owner thread takes them off as it drains them), and those
+  // of the frames that did not fit are taken back.
   uint64_t chained = 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (frames[i]->next) [[unlikely]]
-      chained += chunks(frames[i]) - 1;
+  for (Frame* f : frames)
+    if (f->next) [[unlikely]]
+      chained += chunks(f) - 1;
   if (chained) [[unlikely]]
     q.chained.fetch_add(chained, std::memory_order_relaxed);
+  const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
   if (n < frames.size()) [[unlikely]] {
     Counter& drops = counters().drops[kDropRingFull];
+    uint64_t back = 0;
     for (size_t i = n; i < frames.size(); i++) {
       drops.add(1);
+      if (frames[i]->next) back += chunks(frames[i]) - 1;
       frames[i]->pool->free(frames[i]);
     }
+    if (back) q.chained.fetch_sub(back, std::memory_order_relaxed);
   }
   if (flags & kXmitFlush) q.ring.flush();
   return int(n);
@@ -407,17 +413,17 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
       uint64_t chained = 0;
       for (uint32_t i = 0; i < n; i++) {
         Frame* f = scratch_[i];
-        uint32_t k = 1;
+        uint32_t nc = 1;
         if (f->next) [[unlikely]] {
-          k = chunks(f);
-          chained += k - 1;
+          nc = chunks(f);
+          chained += nc - 1;
           if (!s.multiBuffer()) {
             c.drops[kDropOversize].add(1);
             pool.free(f);
             continue;
           }
         }
-        need += k;
+        need += nc;
         scratch_[m++] = f;
       }
       if (chained) [[unlikely]]
