@@ -825,6 +825,7 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   Frame* c = chain(kMacB, kMacA, 9014, bytes);
   EXPECT_EQ(chunks(c), 6u);
   send(0, {c});
+  EXPECT_EQ(dp->pool().inflight(0), 6u) << "in flight: every chunk counts against the port";
   auto got = drain(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], bytes);
@@ -847,9 +848,11 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   got = drain(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], bytes);
+  EXPECT_EQ(dp->pool().inflight(0), 3u) << "p2's frame, three chunks, still charged to p0";
   got = drain(2);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], bytes);
+  EXPECT_EQ(dp->pool().inflight(0), 0u);
   // p2 at MTU 1500: the chain fits p1 only; p2's oversize.
   dp->port(2).setMtu(1500);
   send(0, {chain(kBcast, kMacA, 3000, bytes)});

@@ -73,8 +73,9 @@ class SocketTags {
 // chain: its head, the Frame that is switched, counted and handed over,
 // and the chunks after it through `next`, in order. `len` is each chunk's
 // own bytes; the head's `more` the bytes of the chunks after it, so the
-// frame's length is wireLen(). Only the head is charged (in-flight counts
-// frames). A chain is always whole in vdevd's hands: freeing the head
+// frame's length is wireLen(). Every chunk is charged (in-flight counts
+// UMEM frames: a port's jumbo frames take as much of the pool as they
+// hold). A chain is always whole in vdevd's hands: freeing the head
 // frees every chunk of it, and putting it on a TX ring dissolves it (the
 // kernel completes each chunk by itself). A chunk the kernel holds (fill,
 // RX, TX ring) is never linked.
@@ -141,11 +142,14 @@ class FramePool {
 
   // In-flight accounting by ingress port: a frame charged to a port counts
   // against it until it returns to the pool (fair share: one port's frames
-  // cannot take the whole pool).
+  // cannot take the whole pool), each chunk of a chain until that chunk
+  // does (a TX ring completes them one by one).
   void charge(Frame* f, uint16_t port_index) noexcept {
-    f->in_port_index = port_index;
-    f->charged = true;
-    inflight_[port_index]++;
+    for (; f; f = f->next) {
+      f->in_port_index = port_index;
+      f->charged = true;
+      inflight_[port_index]++;
+    }
   }
   uint32_t inflight(uint16_t port_index) const noexcept { return inflight_[port_index]; }
 
