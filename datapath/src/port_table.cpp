@@ -226,6 +226,7 @@ Status Datapath::ensureTcPath() {
       punt.value()->shutdown(*pool_);
       return st.error();
     }
+    punt.value()->setMtu(single_mtu);  // what its stats show
   }
   tc_ = std::move(tc.value());
   tc_->setPunt(dev.value()->nearIfindex(), dev.value()->mtu());

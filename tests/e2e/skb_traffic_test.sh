@@ -315,6 +315,12 @@ run() {
   punt=$(echo "$stats" | json "d['punt']['name']")
   no_route=$(echo "$stats" | json "d['punt']['drops']['no_route']")
   [ "$no_route" = 0 ] && ok "punt device $punt: no frame without a port" || fail "punt device: no_route $no_route"
+  # Its MTU: jumbo with multi-buffer, one UMEM frame's room (2048 less
+  # headroom, Ethernet header and tag) without.
+  local pmtu want_mtu=9216
+  [ "$mode" = single ] && want_mtu=1774
+  pmtu=$(echo "$stats" | json "d['punt']['mtu']")
+  [ "$pmtu" = "$want_mtu" ] && ok "punt device $punt: MTU $pmtu" || fail "punt device $punt: MTU $pmtu, not $want_mtu"
 
   "$vdevctl" -S "$sock" port del "$pb" >/dev/null 2>&1 || fail "vdevctl port del $pb"
   kill -TERM $vp
