@@ -291,6 +291,12 @@ bool Port::hasSockets() const {
   return false;
 }
 
+bool Port::multiBuffer() const {
+  for (auto& q : queues_)
+    if (q->xsk) return q->xsk->multiBuffer();  // the registration's: every socket alike
+  return false;
+}
+
 bool Port::zerocopy() const {
   for (auto& q : queues_)
     if (q->xsk && q->xsk->zerocopy()) return true;
@@ -438,8 +444,11 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
       // The frames whose chunks all fit, in order.
       uint32_t k = m, descs = need;
       if (room < need) [[unlikely]] {
-        k = descs = 0;
-        while (k < m && descs + chunks(scratch_[k]) <= room) descs += chunks(scratch_[k++]);
+        for (k = descs = 0; k < m; k++) {
+          const uint32_t nc = chunks(scratch_[k]);
+          if (descs + nc > room) break;
+          descs += nc;
+        }
       }
       if (k) {
         uint32_t idx = 0;

@@ -142,8 +142,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // sets the limit, and TCP through it has its MSS lowered to fit. With
   // multi-buffer an XDP port's frames are chains of up to kMaxChain chunks.
   const bool tc = np.hook() == PortHook::kTc && punt_dev_;
-  const Port& via = tc && punt_ ? *punt_ : np;
-  const bool mb = !via.queues().empty() && via.queues()[0]->xsk && via.queues()[0]->xsk->multiBuffer();
+  const bool mb = (tc ? *punt_ : np).multiBuffer();
   const uint32_t chunk_room = pool_->frameSize() - kTxHeadroom;
   const uint32_t room = tc ? punt_dev_->mtu() : (mb ? kMaxChain * chunk_room : chunk_room) - 14;
   if (np.mtu() > room)
@@ -219,8 +218,7 @@ Status Datapath::ensureTcPath() {
   pc.tc = nullptr;
   auto punt = Port::open(dev.value()->farName(), kPuntIndex, *pool_, pc, {}, anchors());
   if (!punt) return Error{punt.error().err, "punt device: " + punt.error().what};
-  const auto& pq = punt.value()->queues();
-  if (dev.value()->mtu() > single_mtu && !(pq.size() && pq[0]->xsk && pq[0]->xsk->multiBuffer())) {
+  if (dev.value()->mtu() > single_mtu && !punt.value()->multiBuffer()) {
     if (Status st = dev.value()->setMtu(single_mtu); !st) {
       punt.value()->detachXdp();
       punt.value()->shutdown(*pool_);

@@ -45,24 +45,10 @@ class Capture {
   bool rx() const noexcept { return dirs_ & kRx; }
   bool tx() const noexcept { return dirs_ & kTx; }
 
-  // Datapath thread. One frame of direction dir (kRx or kTx), seen at
+  // Datapath thread. One frame of direction dir (kRx or kTx), held in
+  // pool's chunks (a chain: its chunks one after the other), seen at
   // time_ns (CLOCK_REALTIME).
-  void copy(uint8_t dir, const uint8_t* data, uint32_t len, uint64_t time_ns) noexcept {
-    uint32_t slot;
-    if (!free_.pop(slot)) [[unlikely]] {
-      bump(drops_);
-      return;
-    }
-    const uint32_t kept = len < snaplen_ ? len : snaplen_;
-    std::memcpy(bytes_.data() + size_t(slot) * snaplen_, data, kept);
-    meta_[slot] = Meta{time_ns, len, kept, dir};
-    full_.push(slot);  // never full: there are only as many slots as it holds
-    bump(taken_);
-  }
-  // Datapath thread. The same for a frame held in pool's chunks (a
-  // chain: its chunks one after the other).
   void copy(uint8_t dir, const FramePool& pool, const Frame* f, uint64_t time_ns) noexcept {
-    if (!f->next) return copy(dir, pool.data(f), f->len, time_ns);
     uint32_t slot;
     if (!free_.pop(slot)) [[unlikely]] {
       bump(drops_);
@@ -77,7 +63,7 @@ class Capture {
       kept += k;
     }
     meta_[slot] = Meta{time_ns, wire, kept, dir};
-    full_.push(slot);
+    full_.push(slot);  // never full: there are only as many slots as it holds
     bump(taken_);
   }
   // Datapath thread: the port is gone; no more frames come.

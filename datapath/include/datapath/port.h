@@ -203,6 +203,9 @@ class Port {
   XdpProgram* xdp() { return xdp_.get(); }
   const XdpProgram* xdp() const { return xdp_.get(); }
   bool zerocopy() const;
+  // Its sockets take and send frames longer than a UMEM frame as chains
+  // (XskSocket::multiBuffer()).
+  bool multiBuffer() const;
   bool fastRx() const { return cfg_.fast_rx; }
   bool isolated() const { return cfg_.isolated; }
   const PortLimits& limits() const { return cfg_.limits; }
