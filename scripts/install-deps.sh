@@ -9,11 +9,13 @@ set -eu
 # qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio, iperf3:
 # the test guest that tests/qemu boots (scripts/vm-guest-image.sh builds it
 # from them; the kernel package is only read, the host does not boot it).
-# tcpdump: that test's packet captures (VDEV_QEMU_PCAP).
+# tcpdump: e2e_vdevctl_test reads what `vdevctl capture` writes with it
+# (and the QEMU test's optional captures, VDEV_QEMU_PCAP).
 # debhelper, dpkg-dev: `make deb` (debian/control's Build-Depends are the
 # build packages above); adduser: the package's postinst; bash-completion,
 # man-db: tests/e2e/package_test.sh checks the completion and man pages;
-# lintian: that test checks the package it builds (no lintian error).
+# lintian: that test checks the package it builds (no lintian error);
+# libcap2-bin: its capsh decodes vdevd's capability bounding set.
 # podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
 # network and running containers on it (runc: crun refuses hybrid cgroups).
 # libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
@@ -34,7 +36,7 @@ libmicrohttpd-dev
 iproute2 ethtool iputils-ping
 python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
-debhelper dpkg-dev adduser bash-completion man-db lintian
+debhelper dpkg-dev adduser bash-completion man-db lintian libcap2-bin
 podman runc
 "
 
