@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -46,6 +47,9 @@ struct Item;  // never dereferenced: pointer values encode producer + sequence
 constexpr uint32_t kCapacity = 1024;
 constexpr uint32_t kMaxBatch = 64;
 uint64_t g_items = 2000000;
+// Runs whose consumer saw another checksum than the producers sent; main()
+// fails when any did (a benchmark reports an error only as a skip).
+std::atomic<uint64_t> g_mismatches{0};
 bool g_pin = true;
 
 // Thread placement, when --ring_pin=1 (default): the consumer on the last CPU,
@@ -265,6 +269,9 @@ void BM_Ring(benchmark::State& state) {
     go.store(true, std::memory_order_release);
     for (auto& t : threads) t.join();
     if (sum != expect_sum) {
+      // Counted as well as reported: Google Benchmark treats SkipWithError
+      // as a skip, and main() turns any mismatch into a failed exit.
+      g_mismatches.fetch_add(1, std::memory_order_relaxed);
       state.SkipWithError("pointer checksum mismatch: lost or duplicated items");
       break;
     }
@@ -313,5 +320,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("ring_pin", g_pin ? "consumer:last-cpu,producer:p%ncpu" : "none");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (const uint64_t bad = g_mismatches.load(std::memory_order_relaxed); bad != 0) {
+    std::fprintf(stderr, "ring_bench: %llu run(s) lost or duplicated items\n",
+                 static_cast<unsigned long long>(bad));
+    return 1;
+  }
   return 0;
 }
