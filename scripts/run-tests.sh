@@ -11,6 +11,14 @@
 # skipped test, and this script fails when ctest reports any entry skipped,
 # so a test that could not run here is a failure, not a quiet pass.
 # Exit status: ctest's, or 1 for a skip under VDEV_FAIL_ON_SKIP=1.
+#
+# It also writes BUILD_DIR/test-times.tsv (entry, result, seconds: every
+# entry ctest ran, from ctest's own timing) and ends with one line of the
+# time the entries took, naming each entry over its budget in
+# tests/time-budget.tsv (a column for the normal build, one for the ASan
+# build): a test that grows shows up there, though it is never a failure --
+# the machine's load sets how long a test takes, not the test.
+# scripts/test-times.sh turns those files into tests/e2e/README.md's table.
 set -u
 
 if [ $# -lt 1 ]; then
@@ -19,6 +27,7 @@ if [ $# -lt 1 ]; then
 fi
 build=$1
 shift
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
 cd "$build" || exit 1
 
 skiplog=$(pwd)/skipped-tests.txt
@@ -43,6 +52,27 @@ else
     for e in $entries; do echo "ctest entry skipped: $e"; done
     [ -s "$skiplog" ] && sed 's/^/  /' "$skiplog"
 fi
+
+# ctest: "  3/50 Test  #3: name ......   Passed   12.34 sec" (or ***Failed,
+# ***Skipped, ***Timeout, with "Exception: ..." before the time on a crash).
+times=$(pwd)/test-times.tsv
+sed -n 's/^.*Test *#[0-9]*: \([^ ]*\) [ .]*\**\([A-Za-z]*\).* \([0-9][0-9.]*\) sec *$/\1\t\2\t\3/p' \
+    "$ctestlog" >"$times"
+# The build's kind picks the budget column: a sanitizer build is the ASan one
+# (make check's TSan entries run in the normal column's time or less).
+kind=normal
+grep -q '^VDEV_SANITIZE:STRING=address' CMakeCache.txt 2>/dev/null && kind=asan
+awk -F'\t' -v kind="$kind" -v build="$(pwd)" '
+    FNR == NR { if ($0 !~ /^#/ && NF >= 3) budget[$1] = (kind == "asan" ? $3 : $2); next }
+    { n++; total += $3
+      if (($1 in budget) && budget[$1] != "-" && $3 + 0 > budget[$1] + 0)
+          over = over sprintf(" %s (%.0f s > %s s)", $1, $3, budget[$1])
+      else if (!($1 in budget)) unbudgeted = unbudgeted " " $1 }
+    END {
+      printf "== test time (%s, %s build): %d entries, %.0f s; over budget:%s\n",
+             build, kind, n, total, over == "" ? " none" : over
+      if (unbudgeted != "") printf "== no budget in tests/time-budget.tsv for:%s\n", unbudgeted
+    }' "$srcdir/tests/time-budget.tsv" "$times" | tee test-times.summary
 
 if [ "${VDEV_FAIL_ON_SKIP:-}" = 1 ] && { [ -n "$entries" ] || [ -s "$skiplog" ]; }; then
     echo "run-tests: VDEV_FAIL_ON_SKIP=1 and tests were skipped (above): failing" >&2
