@@ -65,7 +65,7 @@ class VdevctlFixture : public ::testing::Test {
   // `vdevctl -S SOCK ARGS`, as `as` if given.
   CmdResult ctl(const std::vector<std::string>& args, std::optional<Creds> as = {},
                 Millis timeout = 20s) {
-    std::vector<std::string> argv = {vdevctlBinary(), "-S", sock_};
+    std::vector<std::string> argv = {as ? vdevctlForOthers() : vdevctlBinary(), "-S", sock_};
     argv.insert(argv.end(), args.begin(), args.end());
     return runArgv(argv, as, timeout);
   }
@@ -93,7 +93,23 @@ class VdevctlFixture : public ::testing::Test {
     return nullptr;
   }
 
+  // The vdevctl another user runs. The build tree's may lie below a
+  // directory only root can enter (a clone in /root, mode 0700 on Debian),
+  // where exec as that user fails with nothing on stderr (exit 127): it gets
+  // a copy in the test's own directory (0755, under /tmp) instead, made once.
+  const std::string& vdevctlForOthers() {
+    if (vdevctlCopy_.empty()) {
+      const std::string copy = dir_.file("vdevctl");
+      const CmdResult r = runArgv({"cp", vdevctlBinary(), copy});
+      if (!r.ok() || ::chmod(copy.c_str(), 0755) != 0)
+        throw HarnessError("copy vdevctl for an unprivileged user to " + copy + ": " + r.err);
+      vdevctlCopy_ = copy;
+    }
+    return vdevctlCopy_;
+  }
+
   TempDir dir_;
+  std::string vdevctlCopy_;
   const std::string sock_ = dir_.file("vdevd.sock");
   const std::string state_ = dir_.file("vdevd.state");
 };
