@@ -650,6 +650,21 @@ TEST_F(CtlServer, OutOfFdsEvenForTheSpareParksTheListener) {
   EXPECT_TRUE(c.info().ok());
 }
 
+// The limits README.md ("Reliability and security") and
+// docs/control-protocol.md state are the defaults vdevd runs with (it keeps
+// ServerConfig's): the tests above exercise each mechanism with smaller
+// values (5 per uid, a reserve of 8, 300 ms), which only a test of the
+// defaults themselves ties to what the documents promise.
+TEST(CtlServerConfig, ShippedDefaultsAreTheDocumentedOnes) {
+  const ServerConfig d;
+  EXPECT_EQ(d.max_clients, 64u);
+  EXPECT_EQ(d.root_reserve, 16u);
+  EXPECT_EQ(d.max_clients_per_uid, 8u);
+  EXPECT_EQ(d.idle_timeout, std::chrono::seconds(120));
+  EXPECT_EQ(d.stall_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(d.mode, 0660u);
+}
+
 // ---------------------------------------------------------- authorisation
 
 TEST(CtlAuth, Rules) {
