@@ -356,6 +356,8 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     const uint64_t used = uint64_t(openFds()) + 64 + 16;
     m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
   }
+  m.tc_attach = toTcAttach(ctx_.dp->tcAttach());
+  m.kernel_features = kernelFeatureBits(ctx_.dp->kernelUse());
   const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
   m.ports_pool_left = room.pool;
   m.ports_map_left = room.maps;
