@@ -167,6 +167,12 @@ DropLedger ledger(const Stats& s, std::initializer_list<Container*> containers) 
   return l;
 }
 
+// Whether vdevd knows devices' XDP features by their driver (a kernel
+// before 6.3, or --xdp-features driver), as its ready line says: then a
+// veth the test made is no fast-path destination at the XDP hook, whatever
+// its container's GRO (nothing reports a veth peer's NAPI before 6.3).
+bool xdpFeaturesByDriver(Vdevd& d) { return d.child().out().find("XDP features by driver") != std::string::npos; }
+
 // Reads until the stations have seen nothing new for `quiet` and vdevd has
 // nothing in flight; returns vdevd's stats at that point.
 Stats settle(Vdevd& d, const Endpoints& eps, Millis quiet = 200ms, Millis timeout = 10s) {
@@ -252,12 +258,14 @@ TEST_P(SwitchConfigTest, UnicastBetweenEveryPairArrivesByteForByte) {
   // Unicast to a learned station on a port that takes redirected frames
   // went through the kernel (and the counters above still matched exactly):
   // each port sent kN frames to each of the two others.
+  Fast fast = GetParam().fast;
+  if (fast == Fast::kAll && std::string(GetParam().xdp_mode) != "none" && xdpFeaturesByDriver(d)) fast = Fast::kTaps;
   for (const PortStats& p : s.ports) {
     const auto it = p.xdp_prog.find("fast");
     ASSERT_NE(it, p.xdp_prog.end()) << s.dump();
     uint64_t fastDestinations = 0;
-    if (GetParam().fast == Fast::kAll) fastDestinations = 2;
-    if (GetParam().fast == Fast::kTaps && p.name != t.vm.name()) fastDestinations = 1;  // the VM
+    if (fast == Fast::kAll) fastDestinations = 2;
+    if (fast == Fast::kTaps && p.name != t.vm.name()) fastDestinations = 1;  // the VM
     EXPECT_EQ(it->second, fastDestinations * kN) << p.name << s.dump();
   }
   EXPECT_EQ(d.stop(), 0) << d.logs();
@@ -467,6 +475,9 @@ TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer)
   // than its timestamps' age (at most 100 ms) plus A's 5 ms between frames.
   const auto kHold = 500ms;
   Vdevd d(concat(t.portArgs(), {"--fdb-hold-ms", std::to_string(kHold.count())}));
+  if (xdpFeaturesByDriver(d))
+    GTEST_SKIP() << "XDP features by driver (a kernel before 6.3): a veth the test made is no fast-path "
+                    "destination at the XDP hook, and this test needs A's unicast to B on the fast path";
   const Endpoints all = t.all();
   learnAll(all, 1);
   Endpoint& a = t.a.sock;
@@ -1193,9 +1204,11 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
   expectFlow(all, 25, {{&a, 5}});
   sendMixed(a, vm.mac(), 26, 5);  // A, under its own MAC, is served as before
   expectFlow(all, 26, {{&vm, 5}});
-  // ... and that unicast went through the kernel, past the same checks.
+  // ... and that unicast went through the kernel, past the same checks
+  // (the VM's to B only where a veth the test made can be a destination).
   const Stats s2 = d.stats();
-  for (const PortStats& p : s2.ports) EXPECT_GE(p.xdp_prog.at("fast"), 5u) << p.name << s2.dump();
+  for (const PortStats& p : s2.ports)
+    if (p.name != t.vm.name() || !xdpFeaturesByDriver(d)) EXPECT_GE(p.xdp_prog.at("fast"), 5u) << p.name << s2.dump();
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
