@@ -156,6 +156,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   }
   if (recordOf(*ctx_.state, r.name)) return ErrorReply{EEXIST, "port " + r.name + " already exists"};
   bool created = false;
+  bool peer_napi = false;  // a veth made here with GRO on its peer
+  std::optional<rt::VethSpec> made_veth;  // a veth made here with its peer's checksums left on
   if (r.create) {
     const vdev::proto::CreateOptions& c = *r.create;
     if (rt::linkExists(r.name))
@@ -174,6 +176,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
       auto res = rt::createVeth(v);
       if (!res) return fail(res.error());
+      peer_napi = v.peerGro;
+      if (!v.peerTxCsumOff) made_veth = v;
     } else if (r.type == vdev::proto::PortType::kTap) {
       rt::TapSpec t;
       t.name = r.name;
@@ -199,10 +203,20 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.hook = toVdevHook(r.hook);
   o.isolated = r.isolated.value_or(false);
   o.limits = toVdevLimits(r.limits);
+  o.peer_napi = peer_napi;
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
   }
+  // Made for the tc hook, but `auto` took it to XDP (its tc attach failed):
+  // its container's frames must reach XDP with their checksums done, as
+  // for a veth made for the XDP hook (VethSpec::peerTxCsumOff).
+  if (made_veth && ctx_.dp->portHook(r.name) == datapath::PortHook::kXdp)
+    if (auto st = rt::setPeerTxCsumOff(made_veth->peerNetns, made_veth->peerName); !st) {
+      (void)ctx_.dp->removePort(r.name);
+      undoDevice();
+      return fail(st.error());
+    }
   PortRecord rec;
   rec.name = r.name;
   rec.type = r.type == vdev::proto::PortType::kTap ? "tap" : r.type == vdev::proto::PortType::kVeth ? "veth" : "netdev";
@@ -342,6 +356,8 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     const uint64_t used = uint64_t(openFds()) + 64 + 16;
     m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
   }
+  m.tc_attach = toTcAttach(ctx_.dp->tcAttach());
+  m.kernel_features = kernelFeatureBits(ctx_.dp->kernelUse());
   const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
   m.ports_pool_left = room.pool;
   m.ports_map_left = room.maps;

@@ -1,6 +1,7 @@
 #include "daemon/stats_format.h"
 
 #include <cstdio>
+#include <string_view>
 
 #include "stats/format.h"
 
@@ -29,6 +30,11 @@ std::string statsJson(const datapath::DatapathStats& s) {
     j["queues_bound"] = p.queues_bound;
     j["xdp_mode"] = p.xdp_mode;
     j["hook"] = p.hook;
+    if (!p.hook_note.empty()) j["hook_note"] = p.hook_note;
+    if (*p.tc_attach) {
+      j["tc_attach"] = p.tc_attach;
+      if (std::string_view(p.tc_attach) == "clsact") j["clsact_made"] = p.clsact_made;
+    }
     j["bind_mode"] = p.bind_mode;
     j["mtu"] = p.mtu;
     j["live"] = p.live;

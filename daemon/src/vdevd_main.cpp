@@ -116,7 +116,7 @@ Sizes and tuning:
       --hook IFNAME=xdp|tc|auto
                            where the frames the --port IFNAME receives enter
                            vdev (repeatable). tc: the skb-level program at the
-                           device's tcx ingress -- for senders that hand the
+                           device's ingress (--tc-attach) -- for senders that hand the
                            kernel skbs, a container's veth or a VM's tap, whose
                            TSO and checksum offload it keeps, or a VXLAN
                            uplink (the default for veth and tun devices and
@@ -128,7 +128,28 @@ Sizes and tuning:
       --default-hook xdp|tc|auto
                            the hook of every port that names none (a --port
                            without --hook, a port added with vdevctl without
-                           "hook", a saved port without one); default auto
+                           "hook", a saved port without one); default auto.
+                           A port at auto whose tc attach fails goes to XDP
+                           (the reason in this log and in `vdevctl port show`)
+      --tc-attach auto|tcx|clsact
+                           how the skb-level programs are attached to a
+                           device: tcx (Linux 6.6), or classic tc -- a cls_bpf
+                           filter in direct-action mode at the clsact qdisc's
+                           ingress (handle 0x7664, priority 1; the qdisc is
+                           made if the device has none, and never deleted).
+                           auto (default): tcx where the kernel has it, else
+                           clsact. clsact on a kernel with tcx takes an older
+                           kernel's path (tests)
+      --xdp-features auto|driver
+                           how vdevd knows what a device does for XDP (native
+                           XDP for the auto hook, taking redirected frames for
+                           the kernel fast path, zero-copy): the kernel's netdev
+                           family (Linux 6.3), or before it the device's driver
+                           -- veth (when vdevd made it, GRO on its peer) and tun
+                           take redirected frames, virtual devices such as VXLAN
+                           have no native XDP. auto (default): the netdev family
+                           where the kernel has it, else the driver. driver on
+                           a newer kernel takes an older kernel's path (tests)
       --no-fast-rx IFNAME  frames received on the --port IFNAME always go
                            through vdevd, never on the fast path; frames to
                            IFNAME may still arrive by it (repeatable). For a
@@ -368,6 +389,21 @@ int main(int argc, char** argv) {
                          : v == "tc" ? vdev::datapath::PortHook::kTc
                                      : vdev::datapath::PortHook::kAuto;
        }},
+      {"tc-attach", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         if (v != "auto" && v != "tcx" && v != "clsact")
+           cli::fail("--tc-attach takes auto, tcx or clsact, not '" + std::string(v) + "'");
+         cfg.tc_attach = v == "tcx"      ? vdev::datapath::TcAttach::kTcx
+                         : v == "clsact" ? vdev::datapath::TcAttach::kClsact
+                                         : vdev::datapath::TcAttach::kAuto;
+       }},
+      {"xdp-features", 0, Arg::kRequired,
+       [&](std::string_view v) {
+         if (v != "auto" && v != "driver")
+           cli::fail("--xdp-features takes auto or driver, not '" + std::string(v) + "'");
+         cfg.xdp_features =
+             v == "driver" ? vdev::datapath::XdpFeatures::Source::kDriver : vdev::datapath::XdpFeatures::Source::kAuto;
+       }},
       {"busy-poll", 0, Arg::kRequired, [&](std::string_view v) {
          cfg.port.xsk.busy_poll_us = cli::u32(v, 0, 10000, "--busy-poll must be 0..10000");
        }},
@@ -533,6 +569,9 @@ int main(int argc, char** argv) {
     if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
     o.isolated = rec.isolated;
     o.limits = vdev::daemon::toVdevLimits(rec.limits);  // its own; the rest: today's defaults
+    // A veth vdevd made has GRO on its peer when the fast path is on
+    // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
+    o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
@@ -607,7 +646,7 @@ int main(int argc, char** argv) {
   // The same for devices' XDP features (the fast path's destinations):
   // notifications where the kernel has them, else a check every second.
   std::optional<vdev::rtnl::XdpFeaturesMonitor> xdp_features;
-  if (d.fastPath()) {
+  if (d.fastPath() && d.xdpFeaturesSource() == vdev::datapath::XdpFeatures::Source::kNetdev) {
     if (auto xm = vdev::rtnl::XdpFeaturesMonitor::open(); xm) {
       xdp_features.emplace(std::move(xm.value()));
       d.setXdpFeatureEvents(true);
@@ -616,9 +655,10 @@ int main(int argc, char** argv) {
 
   d.start();
   if (metrics) std::printf("vdevd: metrics at http://%s/metrics\n", metrics->address().c_str());
-  std::printf("vdevd: ready (%zu ports, %s mode%s)\n", d.numPorts(),
+  std::printf("vdevd: ready (%zu ports, %s mode%s; skb programs at %s, XDP features by %s)\n", d.numPorts(),
               cfg.mode == vdev::datapath::SwitchMode::kSwitch ? "switch" : "xconnect",
-              d.fastPath() ? ", kernel fast path" : "");
+              d.fastPath() ? ", kernel fast path" : "", vdev::datapath::tcAttachName(d.tcAttach()),
+              vdev::datapath::XdpFeatures::sourceName(d.xdpFeaturesSource()));
   std::fflush(stdout);
   char status[128];
   std::snprintf(status, sizeof status, "%zu ports, %s mode", d.numPorts(),

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* vdev's skb-level program (tcx ingress), one program for every port whose
+/* vdev's skb-level program (tcx ingress, or a cls_bpf filter in direct-action
+ * mode at the clsact ingress where the kernel has no tcx: the same program,
+ * the same verdicts -- see the checks below), one program for every port whose
  * senders hand the kernel skbs: a container's veth (its host end), a VM's
  * tap. The skb keeps what XDP cannot hold -- GSO (a TCP stream's 64 KB
  * segments) and checksum offload (CHECKSUM_PARTIAL) -- and a native XDP
@@ -31,7 +33,7 @@
  *
  * vdev_tc_copy, the second program, is for ports at the XDP hook the host
  * is behind: the XDP program passes such frames to the stack, and this one,
- * at the device's tcx ingress, hands vdevd the copy (XDP cannot clone).
+ * at the device's ingress, hands vdevd the copy (XDP cannot clone).
  *
  * Counters: per port, the program's own (pass, punt as "redirect",
  * no_socket, fast) and the fast path's (fast_stats: rx at this port, tx at
@@ -48,6 +50,23 @@
 #include "vdev_fast_maps.h"
 #include "vdev_frame_class.h"
 #include "vdev_limits.h"
+
+/* The verdicts mean the same at both hooks: tcx's (enum tcx_action_base,
+ * uapi/linux/bpf.h of Linux 6.6, newer than Debian's headers) are the
+ * TC_ACT_* values cls_bpf's direct-action mode takes. TC_ACT_OK: to the
+ * host's stack now (the filters and tcx programs after ours are skipped);
+ * TC_ACT_SHOT: dropped; TC_ACT_REDIRECT: what bpf_redirect() and
+ * bpf_redirect_peer() return; TC_ACT_UNSPEC: "next" (the next tcx program
+ * or filter, and the stack after the last), which only vdev_tc_copy
+ * returns. */
+#define VDEV_TCX_NEXT (-1)
+#define VDEV_TCX_PASS 0
+#define VDEV_TCX_DROP 2
+#define VDEV_TCX_REDIRECT 7
+_Static_assert(TC_ACT_UNSPEC == VDEV_TCX_NEXT, "next");
+_Static_assert(TC_ACT_OK == VDEV_TCX_PASS, "pass");
+_Static_assert(TC_ACT_SHOT == VDEV_TCX_DROP, "drop");
+_Static_assert(TC_ACT_REDIRECT == VDEV_TCX_REDIRECT, "redirect");
 
 /* Set by vdevd before loading. */
 const volatile __u32 fast_enabled = 0;
@@ -501,13 +520,16 @@ punt:
 	return bpf_redirect(punt_ifindex, 0);
 }
 
-/* At the tcx ingress of a port at the XDP hook the host is behind: every
- * frame here is one the XDP program passed to the host's stack, and goes on
- * there; those for the guests as well get copied to vdevd. Storm control
- * limits the copy, never the host's frame: the token is taken here, from
- * the port's row of tc_limits (vdevd writes an XDP port's limits there while
- * the copy program is attached), and a copy over the limit is counted in
- * the row's storm drops. */
+/* At the ingress (tcx, or clsact) of a port at the XDP hook the host is
+ * behind: every frame here is one the XDP program passed to the host's
+ * stack, and goes on there; those for the guests as well get copied to
+ * vdevd. Storm control limits the copy, never the host's frame: the token is
+ * taken here, from the port's row of tc_limits (vdevd writes an XDP port's
+ * limits there while the copy program is attached), and a copy over the
+ * limit is counted in the row's storm drops. Its verdict is always "next"
+ * (TC_ACT_UNSPEC), not "pass": it only looks, so whatever else is attached
+ * after it (a tcx program, a filter at a lower priority, the clsact filters
+ * after tcx) still sees the frame; the stack gets it after the last. */
 SEC("tc")
 int vdev_tc_copy(struct __sk_buff *skb)
 {
@@ -517,13 +539,13 @@ int vdev_tc_copy(struct __sk_buff *skb)
 	__u32 in;
 
 	if (!idx || *idx >= VDEV_FAST_MAX_PORTS || frame_class(skb) != VDEV_CLASS_BOTH)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	in = *idx;
 	if (bpf_skb_load_bytes(skb, 0, &dst, 6))
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	if (storm_ok(bpf_map_lookup_elem(&tc_limits, &in), in, dst))
 		copy_to_vdevd(skb, in);
-	return TC_ACT_OK;
+	return TC_ACT_UNSPEC;
 }
 
 char _license[] SEC("license") = "GPL";

@@ -232,6 +232,31 @@ Datapath::PortRoom Datapath::portRoom() {
   return r;
 }
 
+Datapath::KernelUse Datapath::kernelUse() {
+  KernelUse k;
+  runOnDatapath([&] {
+    if (tc_) {
+      k.tcx = tc_->attachMode() == TcAttach::kTcx;
+      k.clsact = tc_->attachMode() == TcAttach::kClsact;
+      // Its fast path redirects into a veth destination's peer.
+      k.redirect_peer = fast_ != nullptr;
+    }
+    k.multi_buffer = anchors().copy_multi_buffer;
+    k.xdp_features = features_.source() == XdpFeatures::Source::kNetdev;
+    k.xdp_frags = xdp_ && xdp_->loaded() && xdp_->frags();
+    k.busy_poll = cfg_.port.xsk.busy_poll_us > 0;
+  });
+  return k;
+}
+
+std::optional<PortHook> Datapath::portHook(const std::string& ifname) {
+  std::optional<PortHook> h;
+  runOnDatapath([&] {
+    if (const Port* p = ports_.find(ifname)) h = p->hook();
+  });
+  return h;
+}
+
 std::string Datapath::portName(uint16_t index) {
   std::string n;
   runOnDatapath([&] {

@@ -60,6 +60,9 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
     }
   }
   dp->cfg_.fast_path = dp->fast_ != nullptr;
+  dp->fast_sync_.setFeatures(&dp->features_);
+  // Once per kernel: how the skb programs are attached.
+  if (dp->cfg_.tc_attach == TcAttach::kAuto) dp->cfg_.tc_attach = probeTcAttach();
   dp->xdp_ = std::make_unique<XdpObject>(dp->fast_.get());
   dp->cfg_.port.xdp = dp->xdp_.get();
   dp->wake_fd_ = FileDesc(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -74,6 +77,7 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
 
 Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
     : cfg_(cfg),
+      features_(cfg.xdp_features),
       pool_(std::move(pool)),
       held_(std::make_unique<HeldFrames>(*pool_)),
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
@@ -81,6 +85,7 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       burst_(cfg.port.batch) {
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   cfg_.port.held = held_.get();
+  cfg_.port.features = &features_;
   cfg_.port.hold_copy_mode = cfg_.hold_copy_mode_frames;
   cfg_.port.zerocopy_path_always = cfg_.zerocopy_path_everywhere;
   host_.refreshMacs(cfg_.host_macs, ports_.active());

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "rtnl/netdev.h"
 
 namespace vdev::datapath {
 
@@ -29,9 +28,12 @@ void FastSync::syncPort(const Port& p) {
   PortRecord& r = record(index);
   const bool want = p.live() && r.state != FastState::kImpossible;
   if (want && r.state == FastState::kOff) {
+    // A device that refused frames before 6.3 stays off (fast_sync.h).
+    if (r.refused_ifindex && r.refused_ifindex == p.ifindex()) return;
     // Only a device that takes redirected frames now: a tap, a veth whose
     // container end has NAPI. Checked again every second (GRO may change).
-    auto takes = rtnl::deviceTakesXdpFrames(p.ifindex());
+    auto takes = features_ ? features_->takesFrames(p.ifindex(), p.driver(), p.peerNapi())
+                           : Result<bool>(Error{EOPNOTSUPP, "no XDP features"});
     if (!takes || !*takes) {
       // A port at tc takes the skb path's frames anyway; only XDP sources
       // (an uplink) then send to it through vdevd: nothing to warn about.
@@ -102,14 +104,21 @@ void FastSync::checkPorts(const std::vector<Port*>& ports, const std::vector<int
     if (!only.empty() && std::find(only.begin(), only.end(), pp->ifindex()) == only.end()) continue;
     PortRecord& r = records_[index];
     const uint64_t refused = fast_->read(index).refused;
-    auto takes = rtnl::deviceTakesXdpFrames(pp->ifindex());
-    const bool ok = takes && *takes && refused == r.refused_seen;
+    auto takes = features_ ? features_->takesFrames(pp->ifindex(), pp->driver(), pp->peerNapi())
+                           : Result<bool>(Error{EOPNOTSUPP, "no XDP features"});
+    const bool was_refused = refused != r.refused_seen;
+    const bool ok = takes && *takes && !was_refused;
     r.refused_seen = refused;
     if (r.state == FastState::kOn && !ok) {
       fast_->disablePort(index, pp->ifindex());
       r.state = FastState::kOff;
-      std::fprintf(stderr, "vdevd: port %s: the device refuses redirected XDP frames now; off the kernel fast path\n",
-                   pp->name().c_str());
+      const bool by_driver = features_ && features_->source() == XdpFeatures::Source::kDriver;
+      if (was_refused && by_driver) r.refused_ifindex = pp->ifindex();
+      std::fprintf(stderr, "vdevd: port %s: the device refuses redirected XDP frames now; off the kernel fast path%s\n",
+                   pp->name().c_str(),
+                   was_refused && by_driver ? " (a kernel before 6.3 cannot say when it takes them again: until the "
+                                              "device is made anew)"
+                                            : "");
     } else if (r.state == FastState::kOff) {
       syncPort(*pp);
     }

@@ -17,7 +17,6 @@
 #include "base/fd.h"
 #include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
-#include "rtnl/netdev.h"
 #include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
@@ -65,11 +64,11 @@ std::string deviceDriver(const std::string& ifname) {
   return std::string(info.driver, strnlen(info.driver, sizeof info.driver));
 }
 
-bool skbSource(const std::string& ifname, const std::string& driver) {
+bool skbSource(const std::string& ifname, const std::string& driver, const XdpFeatures& features) {
   if (driver == "veth" || driver == "tun") return true;
   const int ifindex = int(::if_nametoindex(ifname.c_str()));
   if (!ifindex) return false;
-  auto native = rtnl::deviceHasNativeXdp(ifindex);
+  auto native = features.nativeXdp(ifindex, driver);
   return native && !*native;
 }
 
@@ -138,32 +137,51 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
   driver_ = deviceDriver(name_);
   // The hook: what the device's senders hand the kernel (PortHook).
   hook_ = cfg_.hook;
-  if (hook_ == PortHook::kAuto)
-    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && skbSource(name_, driver_))
+  hook_note_.clear();
+  const bool chosen = hook_ == PortHook::kAuto;
+  if (chosen)
+    hook_ = (cfg_.tc && !cfg_.punt && index_ < kFastPathPorts && cfg_.features &&
+             skbSource(name_, driver_, *cfg_.features))
                 ? PortHook::kTc
                 : PortHook::kXdp;
   if (hook_ == PortHook::kTc && !cfg_.tc)
     return Error{EOPNOTSUPP, "port " + name_ + ": the skb path (tc) is not available"};
+  if (hook_ == PortHook::kTc) {
+    // The program first: its frames go to the punt device, never to the
+    // port's sockets, and it is no fast-path destination before it is
+    // live. So a program that cannot be attached leaves no socket behind
+    // -- one closed now would keep its queue from the XDP hook's socket
+    // for a while (the kernel releases it from a work item: EBUSY).
+    Status st = cfg_.tc->setLimits(index_, cfg_.limits);  // before the program can see a frame
+    if (st) {
+      cfg_.tc->setVlan(index_, fastVid(), vlanOn());  // its row's VLAN, before the program sees a frame
+      st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu);
+    }
+    if (st) {
+      tc_attached_ = true;
+      if (auto so = openSockets(pool, anchors); !so) {
+        detachXdp();
+        shutdown(pool);
+        return so;
+      }
+      link_.attached();
+      return {};
+    }
+    // Chosen by `auto`: the XDP hook serves every device, so a port add
+    // never fails for the tc attach alone (a kernel without tcx given
+    // --tc-attach tcx, another filter at vdev's priority, ...). Asked for
+    // (hook tc): the error is the answer.
+    if (!chosen) return st;
+    hook_ = PortHook::kXdp;
+    hook_note_ = "at the XDP hook, not tc: " + st.error().message();
+    std::fprintf(stderr, "vdevd: port %s: %s\n", name_.c_str(), hook_note_.c_str());
+  }
   // Sockets first, then the program, loaded with its maps filled before it
   // is attached: it never drops (no_socket) or misdirects (host MACs) a frame
   // while the port is being set up.
   if (auto st = openSockets(pool, anchors); !st) {
     shutdown(pool);
     return st;
-  }
-  if (hook_ == PortHook::kTc) {
-    if (auto st = cfg_.tc->setLimits(index_, cfg_.limits); !st) {  // before the program can see a frame
-      shutdown(pool);
-      return st;
-    }
-    cfg_.tc->setVlan(index_, fastVid(), vlanOn());  // its row's VLAN, before the program sees a frame
-    if (auto st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu); !st) {
-      shutdown(pool);
-      return st;
-    }
-    tc_attached_ = true;
-    link_.attached();
-    return {};
   }
   if (!cfg_.xdp) {
     shutdown(pool);
@@ -210,8 +228,8 @@ Status Port::openSockets(FramePool& pool, const UmemAnchors& anchors) {
   if (cfg_.xsk.zerocopy && receives() && !cfg_.punt) {
     if (cfg_.zerocopy_path_always) {
       zc = true;
-    } else {
-      auto offers = rtnl::deviceOffersXskZerocopy(ifindex_);
+    } else if (cfg_.features) {
+      auto offers = cfg_.features->zerocopy(ifindex_, driver_);
       zc = offers && *offers;
     }
   }

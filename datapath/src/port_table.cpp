@@ -22,9 +22,9 @@ constexpr uint16_t kPuntIndex = 0xfffe;
 
 // An skb source (skbSource) -- or a name without a device yet, most likely
 // one (a container's or a VM's port restored at start).
-bool wantsSkbPath(const std::string& ifname) {
+bool wantsSkbPath(const std::string& ifname, const XdpFeatures& features) {
   if (!::if_nametoindex(ifname.c_str())) return true;
-  return skbSource(ifname, deviceDriver(ifname));
+  return skbSource(ifname, deviceDriver(ifname), features);
 }
 
 // Doorbell notifier of every delivery ring: wakes the owner thread's poll().
@@ -93,12 +93,13 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.hook) pc.hook = *opts.hook;
+  pc.peer_napi = opts.peer_napi;
   pc.isolated = opts.isolated;
   pc.limits = opts.limits.over(cfg_.limits);
   // The skb path is set up with the first port that wants it: a veth or a
   // tap (kAuto), or any port asked to use it (kTc). A port that only might
   // (kAuto) attaches at XDP when it cannot be had, with a warning.
-  if (pc.hook == PortHook::kTc || (pc.hook == PortHook::kAuto && wantsSkbPath(ifname))) {
+  if (pc.hook == PortHook::kTc || (pc.hook == PortHook::kAuto && wantsSkbPath(ifname, features_))) {
     if (Status st = ensureTcPath(); !st) {
       if (pc.hook == PortHook::kTc) return Error{st.error().err, "port " + ifname + ": " + st.error().what};
       if (!std::exchange(tc_warned_, true))
@@ -111,7 +112,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   // its fill-ring floor from the pool, or it would be attached dead.
   // (kAuto beyond the skb path's tables: at XDP, see PortHook.)
   const bool at_tc = tc_ && (pc.hook == PortHook::kTc ||
-                             (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname)));
+                             (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname, features_)));
   if (!at_tc)
     if (Status st = checkFillRoom(ifname, pc); !st) return st;
   if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
@@ -124,6 +125,15 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   }
   auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anchors());
   if (!port) return port.error();
+  if (at_tc && (*port)->hook() == PortHook::kXdp) {
+    // `auto` took it to XDP (its tc attach failed): it receives on its own
+    // sockets now, and needs the floor it was not asked for above.
+    if (Status st = checkFillRoom(ifname, pc); !st) {
+      (*port)->detachXdp();
+      (*port)->shutdown(*pool_);
+      return Error{st.error().err, st.error().what + " (" + (*port)->hookNote() + ")"};
+    }
+  }
   adoptPort(std::move(port.value()));
   Port& np = *ports_[index];
   for (auto& q : np.queues()) refill(*q);
@@ -180,7 +190,7 @@ Status Datapath::removePortNow(const std::string& ifname) {
 
 Status Datapath::ensureTcPath() {
   if (tc_) return {};
-  auto tc = TcPath::create(fast_.get());
+  auto tc = TcPath::create(fast_.get(), cfg_.tc_attach);
   if (!tc) return tc.error();
   // The pair's MTU: what the punt socket takes. With multi-buffer
   // (XDP_USE_SG, its registration's) a frame is a chain of chunks, and the

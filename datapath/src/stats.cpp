@@ -102,7 +102,7 @@ PoolStats Datapath::poolStats() const {
 void Datapath::collectOwned(DatapathStats& out) const {
   out.pool = poolStats();
   out.ports.clear();
-  auto owned = [](const Port& p, PortStats& ps) {
+  auto owned = [this](const Port& p, PortStats& ps) {
     ps.index = p.index();
     ps.name = p.name();
     ps.ifindex = p.ifindex();
@@ -114,6 +114,11 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.isolated = p.isolated();
     ps.limits = p.limits();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
+    ps.hook_note = p.hookNote();
+    if (tc_ && (p.tcAttached() || p.copiesToVdevd())) {
+      ps.tc_attach = tcAttachName(tc_->attachMode());
+      ps.clsact_made = tc_->clsactMade(p.index());
+    }
     ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
     for (const auto& q : p.queues())
       if (q->xsk && q->xsk->registeredUmem()) ps.umem_registrations++;

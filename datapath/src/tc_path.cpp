@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "datapath/fast_path.h"
@@ -36,17 +37,38 @@ constexpr enum bpf_attach_type kTcxIngress = static_cast<enum bpf_attach_type>(B
 // ifindex for tcx), so the raw calls are the honest version.
 long sysBpf(int cmd, union bpf_attr* attr) { return ::syscall(__NR_bpf, cmd, attr, sizeof *attr); }
 
-Status tcxAttach(int prog_fd, int ifindex, const std::string& ifname) {
+// Whether the program with this id is one of vdev's skb programs (by name:
+// what a vdevd that died left behind is no program of this one's).
+bool isVdevProg(uint32_t id) {
+  const int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return false;
+  const FileDesc own(fd);
+  struct bpf_prog_info info = {};
+  uint32_t len = sizeof info;
+  return bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+         (std::strcmp(info.name, kProgName) == 0 || std::strcmp(info.name, kCopyProgName) == 0);
+}
+
+uint32_t progId(int prog_fd) {
+  struct bpf_prog_info info = {};
+  uint32_t len = sizeof info;
+  return bpf_obj_get_info_by_fd(prog_fd, &info, &len) == 0 ? info.id : 0;
+}
+
+// ---- tcx (Linux 6.6+)
+
+Status tcxAttach(int prog_fd, int ifindex, const std::string& what, bool first) {
   union bpf_attr a;
   std::memset(&a, 0, sizeof a);
   a.target_fd = uint32_t(ifindex);
   a.attach_bpf_fd = uint32_t(prog_fd);
   a.attach_type = kTcxIngress;
-  a.attach_flags = BPF_F_BEFORE;  // first: ours decides before anyone else's
+  a.attach_flags = first ? BPF_F_BEFORE : 0;  // first: ours decides before anyone else's
   if (sysBpf(BPF_PROG_ATTACH, &a) != 0) {
     const int e = errno;
-    return Error{e, "attach tc program at the tcx ingress of " + ifname +
-                        (e == EINVAL ? " (a kernel with tcx, Linux 6.6 or later, is needed)" : "")};
+    return Error{e, "attach " + what + (e == EINVAL ? " (a kernel with tcx, Linux 6.6 or later, is needed; "
+                                                      "vdevd --tc-attach clsact uses classic tc)"
+                                                    : "")};
   }
   return {};
 }
@@ -61,8 +83,9 @@ void tcxDetach(int prog_fd, int ifindex) {
 }
 
 // Detaches every program named kProgName or kCopyProgName at ifindex's tcx
-// ingress: what a vdevd that died left behind.
-void detachStale(int ifindex) {
+// ingress: what a vdevd that died left behind. Nothing on a kernel without
+// tcx (the query fails).
+void tcxDetachStale(int ifindex) {
   uint32_t ids[64];
   union bpf_attr a;
   std::memset(&a, 0, sizeof a);
@@ -72,23 +95,127 @@ void detachStale(int ifindex) {
   a.query.prog_cnt = 64;
   if (sysBpf(BPF_PROG_QUERY, &a) != 0) return;
   for (uint32_t i = 0; i < a.query.prog_cnt && i < 64; i++) {
+    if (!isVdevProg(ids[i])) continue;
     const int fd = bpf_prog_get_fd_by_id(ids[i]);
     if (fd < 0) continue;
-    FileDesc own(fd);
-    struct bpf_prog_info info = {};
-    uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-        (std::strcmp(info.name, kProgName) == 0 || std::strcmp(info.name, kCopyProgName) == 0))
-      tcxDetach(fd, ifindex);
+    const FileDesc own(fd);
+    tcxDetach(fd, ifindex);
   }
+}
+
+// ---- classic tc: clsact + cls_bpf in direct-action mode (libbpf's bpf_tc_*)
+
+struct bpf_tc_hook ingressHook(int ifindex) {
+  struct bpf_tc_hook h = {};
+  h.sz = sizeof h;
+  h.ifindex = ifindex;
+  h.attach_point = BPF_TC_INGRESS;
+  return h;
+}
+
+struct bpf_tc_opts slotOpts(uint16_t prio) {
+  struct bpf_tc_opts o = {};
+  o.sz = sizeof o;
+  o.handle = kTcHandle;
+  o.priority = prio;
+  return o;
+}
+
+// The id of the program in vdev's slot (handle kTcHandle, priority prio)
+// at ifindex's clsact ingress; 0 if there is none, or nothing can be read
+// (no clsact; an empty one has no filter chain to ask: EINVAL).
+uint32_t clsQuery(int ifindex, uint16_t prio) {
+  const BpfQuiet quiet;  // no qdisc, no filter: an answer, not a warning
+  const struct bpf_tc_hook h = ingressHook(ifindex);
+  struct bpf_tc_opts o = slotOpts(prio);
+  return bpf_tc_query(&h, &o) == 0 ? o.prog_id : 0;
+}
+
+void clsDetach(int ifindex, uint16_t prio) {
+  const BpfQuiet quiet;  // gone already: nothing to say
+  const struct bpf_tc_hook h = ingressHook(ifindex);
+  const struct bpf_tc_opts o = slotOpts(prio);
+  (void)bpf_tc_detach(&h, &o);
+}
+
+// vdev's filters a vdevd that died left at the clsact ingress (both slots),
+// where the program is vdev's; anyone else's stay.
+void clsDetachStale(int ifindex) {
+  for (uint16_t prio : {kTcPortPrio, kTcCopyPrio})
+    if (const uint32_t id = clsQuery(ifindex, prio); id && isVdevProg(id)) clsDetach(ifindex, prio);
+}
+
+std::string slotName(uint16_t prio) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "cls_bpf filter (handle 0x%x, priority %u)", kTcHandle, unsigned(prio));
+  return buf;
+}
+
+// The program as vdev's filter in the slot of priority prio. The attach
+// itself says who holds the slot: NLM_F_EXCL refuses a filter already at
+// vdev's handle (EEXIST: replaced if its program is vdev's, else left
+// alone), and the kernel refuses a bpf filter at a priority that holds
+// another kind of filter, or one for another protocol (EINVAL).
+Status clsAttach(int prog_fd, int ifindex, const std::string& what, const std::string& ifname, uint16_t prio,
+                 bool& made) {
+  made = false;
+  // Every refusal below is an answer this function turns into its own
+  // error (or acts on: EEXIST); libbpf's echo of the kernel's is noise.
+  const BpfQuiet quiet;
+  struct bpf_tc_hook h = ingressHook(ifindex);
+  // The qdisc only if the device has none (a clsact, or an ingress qdisc,
+  // whose filters attach the same way).
+  if (int rc = bpf_tc_hook_create(&h); rc == 0) {
+    made = true;
+  } else if (rc != -EEXIST) {
+    return makeError(-rc, "make the clsact qdisc of " + ifname + " for " + what);
+  }
+  const std::string where = " as the " + slotName(prio) + " at the clsact ingress of " + ifname;
+  struct bpf_tc_opts o = slotOpts(prio);
+  o.prog_fd = prog_fd;
+  int rc = bpf_tc_attach(&h, &o);
+  if (rc == -EEXIST) {
+    const uint32_t held = clsQuery(ifindex, prio);
+    if (!held || !isVdevProg(held))
+      return Error{EBUSY, "attach " + what + where + ": another program" +
+                              (held ? " (id " + std::to_string(held) + ")" : std::string()) +
+                              " holds that handle; not replaced"};
+    o = slotOpts(prio);  // a vdevd that died left it: replaced in one step, no moment without
+    o.prog_fd = prog_fd;
+    o.flags = BPF_TC_F_REPLACE;
+    rc = bpf_tc_attach(&h, &o);
+  }
+  if (rc == -EINVAL)
+    return Error{EINVAL, "attach " + what + where + ": another kind of filter, or one for another protocol, "
+                                                    "holds priority " + std::to_string(prio)};
+  if (rc != 0) return makeError(-rc, "attach " + what + where);
+  return {};
 }
 
 }  // namespace
 
+const char* tcAttachName(TcAttach a) {
+  switch (a) {
+    case TcAttach::kAuto: return "auto";
+    case TcAttach::kTcx: return "tcx";
+    case TcAttach::kClsact: return "clsact";
+  }
+  return "?";
+}
+
+TcAttach probeTcAttach() {
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.query.target_fd = 1;  // LOOPBACK_IFINDEX
+  a.query.attach_type = kTcxIngress;
+  return sysBpf(BPF_PROG_QUERY, &a) == 0 ? TcAttach::kTcx : TcAttach::kClsact;
+}
+
 void TcPath::SkelDeleter::operator()(struct ::vdev_tc* s) const noexcept { vdev_tc__destroy(s); }
 
-Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast) {
+Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach attach) {
   std::unique_ptr<TcPath> t(new TcPath());
+  t->attach_ = attach == TcAttach::kAuto ? probeTcAttach() : attach;
   t->ncpu_ = libbpf_num_possible_cpus();
   if (t->ncpu_ <= 0) return makeError(-t->ncpu_, "skb path: count CPUs");
   t->percpu_.resize(size_t(t->ncpu_));
@@ -115,7 +242,45 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast) {
   if (vdev_tc__load(t->skel_.get())) return errnoError("skb path: load the tc program");
   t->prog_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_port);
   t->copy_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_copy);
+  t->prog_id_ = progId(t->prog_fd_);
+  t->copy_id_ = progId(t->copy_fd_);
   return t;
+}
+
+Status TcPath::attachProg(bool copy, int ifindex, const std::string& ifname, bool& made) {
+  made = false;
+  const int fd = copy ? copy_fd_ : prog_fd_;
+  const std::string what = copy ? "the copy program" : "the tc program";
+  if (attach_ == TcAttach::kTcx) {
+    // What a vdevd that died left, at tcx, and at clsact if it ran with
+    // --tc-attach clsact: a stale filter there would copy frames twice,
+    // and holds the old program and its maps.
+    tcxDetachStale(ifindex);
+    clsDetachStale(ifindex);
+    // The port program first, to decide before anyone; the copy program
+    // last: it only copies what the others let through to the host.
+    return tcxAttach(fd, ifindex, what + " at the tcx ingress of " + ifname, !copy);
+  }
+  tcxDetachStale(ifindex);  // a kernel with tcx, and a vdevd of --tc-attach tcx before
+  // The other program's slot: vdev's only if a vdevd that died left it
+  // (a port that was at the other hook then).
+  const uint16_t other = copy ? kTcPortPrio : kTcCopyPrio;
+  if (const uint32_t id = clsQuery(ifindex, other); id && isVdevProg(id)) clsDetach(ifindex, other);
+  if (Status st = clsAttach(fd, ifindex, what, ifname, copy ? kTcCopyPrio : kTcPortPrio, made); !st) return st;
+  if (made)
+    std::fprintf(stderr, "vdevd: %s: made its clsact qdisc for vdev's skb program (left in place when it goes)\n",
+                 ifname.c_str());
+  return {};
+}
+
+void TcPath::detachProg(bool copy, int ifindex) {
+  if (attach_ == TcAttach::kTcx) {
+    tcxDetach(copy ? copy_fd_ : prog_fd_, ifindex);
+    return;
+  }
+  // vdev's filter, and only while it holds this vdevd's program.
+  const uint16_t prio = copy ? kTcCopyPrio : kTcPortPrio;
+  if (const uint32_t id = clsQuery(ifindex, prio); id && id == (copy ? copy_id_ : prog_id_)) clsDetach(ifindex, prio);
 }
 
 TcPath::~TcPath() {
@@ -147,25 +312,20 @@ Status TcPath::attachCopy(uint16_t port_index, int ifindex, const std::string& i
   uint32_t ifi = uint32_t(ifindex), k = port_index;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi, &k, BPF_ANY))
     return errnoError("skb path: copy index map for " + ifname);
-  detachStale(ifindex);
-  union bpf_attr a;
-  std::memset(&a, 0, sizeof a);
-  a.target_fd = uint32_t(ifindex);
-  a.attach_bpf_fd = uint32_t(copy_fd_);
-  a.attach_type = kTcxIngress;
-  if (sysBpf(BPF_PROG_ATTACH, &a) != 0) {
-    const Error e = errnoError("attach the copy program at the tcx ingress of " + ifname);
+  bool made = false;
+  if (Status st = attachProg(true, ifindex, ifname, made); !st) {
     (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi);
-    return e;
+    return st;
   }
   row(port_index).copy_ifindex = ifindex;
+  row(port_index).clsact_made = made;
   return {};
 }
 
 LimitDrops TcPath::detachCopy(uint16_t port_index) {
   Row& r = row(port_index);
   if (!r.copy_ifindex) return {};
-  tcxDetach(copy_fd_, r.copy_ifindex);
+  detachProg(true, r.copy_ifindex);
   return forgetCopy(port_index);
 }
 
@@ -175,6 +335,7 @@ LimitDrops TcPath::forgetCopy(uint16_t port_index) {
   uint32_t ifi = uint32_t(r.copy_ifindex);
   (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_copy_index), &ifi);
   r.copy_ifindex = 0;
+  if (!r.attached) r.clsact_made = false;
   // No copy program runs for the row any more: what it dropped is read
   // once, and the row is clean for the index's next port.
   const LimitDrops d = limitDrops(port_index);
@@ -216,8 +377,10 @@ void TcPath::clearRow(uint16_t port_index) {
     (void)setHostIpv6(r.ifindex, {});
   }
   const int copy = r.copy_ifindex;  // the copy program is attachCopy()'s, not the row's
+  const bool made = copy && r.clsact_made;
   r = Row{};
   r.copy_ifindex = copy;
+  r.clsact_made = made;
 }
 
 Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
@@ -241,18 +404,19 @@ Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifnam
   r.indexed = true;
   // The maps are filled first: the program never sees the device without
   // its row.
-  detachStale(ifindex);
-  if (Status st = tcxAttach(prog_fd_, ifindex, ifname); !st) {
+  bool made = false;
+  if (Status st = attachProg(false, ifindex, ifname, made); !st) {
     clearRow(port_index);
     return st;
   }
   r.attached = true;
+  r.clsact_made = made;
   return {};
 }
 
 void TcPath::detach(uint16_t port_index) {
   Row& r = row(port_index);
-  if (r.attached && r.ifindex) tcxDetach(prog_fd_, r.ifindex);
+  if (r.attached && r.ifindex) detachProg(false, r.ifindex);
   clearRow(port_index);
 }
 

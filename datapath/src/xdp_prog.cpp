@@ -184,6 +184,16 @@ const char* xdpModeName(XdpMode m) {
   return "?";
 }
 
+BpfQuiet::BpfQuiet() {
+  if (g_verbose || g_capture) return;
+  g_capture = &sink_;
+  on_ = true;
+}
+
+BpfQuiet::~BpfQuiet() {
+  if (on_) g_capture = nullptr;
+}
+
 void setupBpfLogging(bool verbose) {
   g_verbose = verbose;
   libbpf_set_print(libbpfPrint);
@@ -201,27 +211,52 @@ int XdpObject::progFd() const { return bpf_program__fd(skel_->progs.vdev_xdp); }
 
 Status XdpObject::load() {
   if (skel_) return {};
-  std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel(vdev_xdp__open());
-  if (!skel) return errnoError("open vdev's XDP program");
-  if (fast_) {
-    // The fast path's maps, shared with its own object and the skb path.
-    const std::pair<struct bpf_map*, int> shared[] = {{skel->maps.fast_fdb, fast_->fdbFd()},
-                                                      {skel->maps.fast_ports, fast_->portsFd()},
-                                                      {skel->maps.fast_stats, fast_->statsFd()},
-                                                      {skel->maps.fast_ifindex, fast_->ifindexFd()}};
-    for (const auto& [map, fd] : shared)
-      if (int err = bpf_map__reuse_fd(map, fd); err)
-        return Error{-err, std::string("XDP program: share fast-path map ") + bpf_map__name(map)};
-  } else {
-    // Unused without the fast path: keep them minimal.
-    (void)bpf_map__set_max_entries(skel->maps.fast_fdb, 1);
-    (void)bpf_map__set_max_entries(skel->maps.fast_ports, 1);
-    (void)bpf_map__set_max_entries(skel->maps.fast_stats, 1);
-    (void)bpf_map__set_max_entries(skel->maps.fast_ifindex, 1);
+  // Opened (and its maps set up) once per try: libbpf loads an object once.
+  auto open = [&](bool frags) -> Result<std::unique_ptr<struct ::vdev_xdp, SkelDeleter>> {
+    std::unique_ptr<struct ::vdev_xdp, SkelDeleter> skel(vdev_xdp__open());
+    if (!skel) return errnoError("open vdev's XDP program");
+    if (!frags) {
+      struct bpf_program* p = skel->progs.vdev_xdp;
+      (void)bpf_program__set_flags(p, bpf_program__flags(p) & ~uint32_t(BPF_F_XDP_HAS_FRAGS));
+    }
+    if (fast_) {
+      // The fast path's maps, shared with its own object and the skb path.
+      const std::pair<struct bpf_map*, int> shared[] = {{skel->maps.fast_fdb, fast_->fdbFd()},
+                                                        {skel->maps.fast_ports, fast_->portsFd()},
+                                                        {skel->maps.fast_stats, fast_->statsFd()},
+                                                        {skel->maps.fast_ifindex, fast_->ifindexFd()}};
+      for (const auto& [map, fd] : shared)
+        if (int err = bpf_map__reuse_fd(map, fd); err)
+          return Error{-err, std::string("XDP program: share fast-path map ") + bpf_map__name(map)};
+    } else {
+      // Unused without the fast path: keep them minimal.
+      (void)bpf_map__set_max_entries(skel->maps.fast_fdb, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_ports, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_stats, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_ifindex, 1);
+    }
+    return skel;
+  };
+  auto skel = open(true);
+  if (!skel) return skel.error();
+  frags_ = true;
+  if (vdev_xdp__load(skel->get())) {
+    // Frags-aware (xdp.frags: BPF_F_XDP_HAS_FRAGS, Linux 5.18) where the
+    // kernel takes it. One that refuses the flag (EINVAL) gets the program
+    // without it: frames of one buffer only, and a veth then takes it only
+    // up to MTU 3506 (the kernels before 5.18 lack bpf_xdp_load_bytes too,
+    // which the address checks use: 5.18 is this program's floor).
+    const Error first = errnoError("load vdev's XDP program");
+    if (first.err != EINVAL) return first;
+    skel = open(false);
+    if (!skel) return skel.error();
+    if (vdev_xdp__load(skel->get())) return first;
+    frags_ = false;
+    std::fprintf(stderr, "vdevd: the kernel refused a frags-aware XDP program (xdp.frags, Linux 5.18); loaded "
+                         "without: frames of one buffer only\n");
   }
-  if (vdev_xdp__load(skel.get())) return errnoError("load vdev's XDP program");
   ncpu_ = std::max(libbpf_num_possible_cpus(), 1);
-  skel_ = std::move(skel);
+  skel_ = std::move(skel.value());
   return {};
 }
 

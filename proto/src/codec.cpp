@@ -111,6 +111,9 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrCaptureTaken: return {"CAPTURE_TAKEN", Kind::kU64};
     case kAttrCaptureDrops: return {"CAPTURE_DROPS", Kind::kU64};
     case kAttrCaptureEnded: return {"CAPTURE_ENDED", Kind::kFlag};
+    case kAttrTcAttach: return {"TC_ATTACH", Kind::kU8};
+    case kAttrHookNote: return {"HOOK_NOTE", Kind::kString, kHookNoteMax};
+    case kAttrKernelFeatures: return {"KERNEL_FEATURES", Kind::kU64};
     default: return {};
   }
 }
@@ -510,6 +513,13 @@ class Packer {
   std::vector<uint8_t> cur_;
 };
 
+// Free text a peer shows (HOOK_NOTE): printable ASCII, anything else '?'.
+std::string printable(std::string t) {
+  for (char& c : t)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return t;
+}
+
 void putCreate(Writer& w, const CreateOptions& c) {
   nlattr* n = w.nestStart(kAttrCreate);
   if (c.peer_netns_name) w.str(kCreatePeerNetnsName, *c.peer_netns_name);
@@ -608,6 +618,8 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (p.owner_uid) w.u32(kAttrOwnerUid, *p.owner_uid);
   if (!p.tag.empty()) w.str(kAttrPortTag, p.tag);
   if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
+  if (p.tc_attach) w.u8(kAttrTcAttach, static_cast<uint8_t>(*p.tc_attach));
+  if (!p.hook_note.empty()) w.str(kAttrHookNote, printable(p.hook_note.substr(0, kHookNoteMax)));
   if (p.uplink) w.u8(kAttrUplink, 1);
   if (p.isolated) w.u8(kAttrIsolated, 1);
   if (p.limits) {
@@ -663,6 +675,8 @@ void putInfo(Writer& w, const InfoMsg& i) {
   if (i.ports_pool_left) w.u32(kAttrPortsPoolLeft, *i.ports_pool_left);
   if (i.ports_map_left) w.u32(kAttrPortsMapLeft, *i.ports_map_left);
   if (!i.start_issues.empty()) w.str(kAttrStartIssues, i.start_issues.substr(0, kStartIssuesMax));
+  if (i.tc_attach) w.u8(kAttrTcAttach, static_cast<uint8_t>(*i.tc_attach));
+  if (i.kernel_features) w.u64(kAttrKernelFeatures, *i.kernel_features);
 }
 
 // Checks on reply objects, made by the encoder (a handler bug becomes EIO
@@ -944,6 +958,8 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrOwnerUid]) p.owner_uid = getU32(tb[kAttrOwnerUid]);
   if (tb[kAttrPortTag]) p.tag = getStr(tb[kAttrPortTag]);
   if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
+  if (tb[kAttrTcAttach]) p.tc_attach = static_cast<TcAttach>(getU8(tb[kAttrTcAttach]));
+  if (tb[kAttrHookNote]) p.hook_note = printable(getStr(tb[kAttrHookNote]));
   if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
   if (tb[kAttrIsolated]) p.isolated = getU8(tb[kAttrIsolated]) != 0;
   // A daemon that has limits sends all six; one that sends any is taken to
@@ -1022,6 +1038,8 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
     for (char& c : i.start_issues)
       if (c != '\n' && (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e)) c = '?';
   }
+  if (tb[kAttrTcAttach]) i.tc_attach = static_cast<TcAttach>(getU8(tb[kAttrTcAttach]));
+  if (tb[kAttrKernelFeatures]) i.kernel_features = getU64(tb[kAttrKernelFeatures]);
   return i;
 }
 

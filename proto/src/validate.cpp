@@ -376,6 +376,9 @@ const char* attrName(uint16_t attr) {
     case kAttrCaptureTaken: return "CAPTURE_TAKEN";
     case kAttrCaptureDrops: return "CAPTURE_DROPS";
     case kAttrCaptureEnded: return "CAPTURE_ENDED";
+    case kAttrTcAttach: return "TC_ATTACH";
+    case kAttrHookNote: return "HOOK_NOTE";
+    case kAttrKernelFeatures: return "KERNEL_FEATURES";
     default: return "UNKNOWN";
   }
 }
@@ -395,6 +398,25 @@ const char* portHookName(PortHook h) {
     case PortHook::kTc: return "tc";
   }
   return "unknown";
+}
+const char* tcAttachName(TcAttach a) {
+  switch (a) {
+    case TcAttach::kTcx: return "tcx";
+    case TcAttach::kClsact: return "clsact";
+  }
+  return "unknown";
+}
+const char* kernelFeatureName(uint8_t bit) {
+  switch (bit) {
+    case kKfTcx: return "tcx";
+    case kKfClsact: return "clsact";
+    case kKfMultiBuffer: return "multi_buffer";
+    case kKfXdpFeatures: return "xdp_features";
+    case kKfXdpFrags: return "xdp_frags";
+    case kKfRedirectPeer: return "redirect_peer";
+    case kKfBusyPoll: return "busy_poll";
+    default: return nullptr;
+  }
 }
 const char* captureDirName(CaptureDir d) {
   switch (d) {

@@ -420,6 +420,17 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
   return info;
 }
 
+Status setPeerTxCsumOff(const NetnsRef& peerNetns, const std::string& peerName) {
+  if (Status st = validateIfname(peerName); !st) return st;
+  FileDesc nsfd;
+  if (!peerNetns.isCurrent()) {
+    auto fd = peerNetns.open();
+    if (!fd) return fd.error();
+    nsfd = FileDesc(*fd);
+  }
+  return setFeatures(nsfd.valid() ? nsfd.get() : -1, peerName, peerNetns.describe(), {{ETHTOOL_STXCSUM, 0}});
+}
+
 // ---------------------------------------------------------------------------
 // tap
 

@@ -109,6 +109,16 @@ Result<detail::NlSockPtr> sendNetdev(uint8_t cmd, const char* what,
   return sk;
 }
 
+}  // namespace
+
+bool hasNetdevFamily() {
+  detail::NlSockPtr sk(nl_socket_alloc());
+  if (!sk || genl_connect(sk.get()) < 0) return false;
+  return genl_ctrl_resolve(sk.get(), "netdev") >= 0;
+}
+
+namespace {
+
 // NETDEV_A_DEV_XDP_FEATURES of the device (DEV_GET).
 Result<uint64_t> xdpFeatures(int ifindex) {
   auto sent = sendNetdev(kNetdevCmdDevGet, "DEV_GET", {{kNetdevAttrIfindex, uint32_t(ifindex)}});

@@ -449,6 +449,52 @@ TEST_P(CniVersionTest, AddMergesPrevResultOfAnEarlierPlugin) {
   EXPECT_TRUE(allocations().empty()) << "host-local still holds " << allocations().size();
 }
 
+// A Debian 12 host (Linux 6.1) has neither tcx nor the netdev family:
+// vdevd attaches the containers' skb programs as cls_bpf filters at clsact
+// and knows devices' XDP features by their driver (here asked for, on a
+// newer kernel, with the options that take those ways). Containers get
+// their addresses, reach each other -- learned unicast on the kernel fast
+// path (bpf_redirect_peer from the filter), counted -- and DEL leaves no
+// vdev filter and no port.
+TEST_F(CniTest, ContainersOnClassicTcWithoutTheNetdevFamily) {
+  expectCleanStop(*vdevd_);
+  vdevd_ = std::make_unique<Vdevd>(std::vector<std::string>{"--socket", sock_, "--state", state_, "--default-hook",
+                                                            "auto", "--tc-attach", "clsact", "--xdp-features",
+                                                            "driver", "--fast-path"});
+  Netns a, b;
+  const OJson c = conf("1.0.0");
+  const OJson ra = add(inv("ADD", "ctr-a-" + a.name(), &a), c);
+  const OJson rb = add(inv("ADD", "ctr-b-" + b.name(), &b), c);
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"];
+  ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live; }, 5s, 20ms));
+  for (const std::string& p : {pa, pb}) {
+    auto info = client().portGet(p);
+    ASSERT_TRUE(info) << info.error().message();
+    EXPECT_EQ(info->hook, std::optional<vdev::proto::PortHook>(vdev::proto::PortHook::kTc));
+    EXPECT_EQ(info->tc_attach, std::optional<vdev::proto::TcAttach>(vdev::proto::TcAttach::kClsact));
+    EXPECT_TRUE(info->hook_note.empty()) << info->hook_note;
+    const auto f = vdevFilters(p);
+    ASSERT_EQ(f.size(), 1u) << p;
+    EXPECT_EQ(f[0].prog_name, "vdev_tc_port");
+  }
+  const PingResult p1 = ping(a, addressOf(rb), 3);
+  EXPECT_EQ(p1.received, 3) << p1.describe();
+  // Both stations learned: what follows takes the fast path.
+  const auto fast = [&] {
+    return portStats(pa).counters[vdev::stats::kProgFast] + portStats(pb).counters[vdev::stats::kProgFast];
+  };
+  const uint64_t before = fast();
+  const PingResult p2 = ping(b, addressOf(ra), 5);
+  EXPECT_EQ(p2.received, 5) << p2.describe();
+  EXPECT_GE(fast() - before, 8u) << "learned unicast did not take the skb path's fast path";
+  expectOk(runPlugin(inv("DEL", "ctr-a-" + a.name(), &a), withPrev(c, ra).dump()), "DEL a");
+  expectOk(runPlugin(inv("DEL", "ctr-b-" + b.name(), &b), withPrev(c, rb).dump()), "DEL b");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_FALSE(linkExists(pa));
+  EXPECT_FALSE(linkExists(pb));
+  expectCleanStop(*vdevd_);
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, CniVersionTest, ::testing::Values("0.4.0", "1.0.0", "1.1.0"),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            std::string s = "v" + p.param;

@@ -268,6 +268,43 @@ LinkInfo linkInfo(const std::string& ifname, const Netns* ns) {
 
 bool linkExists(const std::string& ifname, const Netns* ns) { return testkit::linkExists(ifname, kitOf(ns)); }
 
+std::vector<TcFilter> ingressFilters(const std::string& ifname) {
+  const Json j = Json::parse(run("tc -j filter show dev " + ifname + " ingress"));
+  std::vector<TcFilter> out;
+  for (const Json& f : j.asArray()) {
+    // tc lists each priority's classifier once without options (its head),
+    // then each filter with them.
+    if (!f.has("options")) continue;
+    const Json& o = f["options"];
+    TcFilter t;
+    t.pref = uint32_t(f["pref"].asU64());
+    t.kind = f["kind"].asString();
+    if (o.has("handle")) t.handle = o["handle"].asString();
+    if (o.has("fh")) t.handle = o["fh"].asString();
+    if (o.has("prog")) {
+      const Json& prog = o["prog"];
+      if (prog.has("name")) t.prog_name = prog["name"].asString();
+      if (prog.has("id")) t.prog_id = prog["id"].asU64();
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<TcFilter> vdevFilters(const std::string& ifname) {
+  std::vector<TcFilter> out;
+  for (TcFilter& f : ingressFilters(ifname))
+    if (f.prog_name == "vdev_tc_port" || f.prog_name == "vdev_tc_copy") out.push_back(std::move(f));
+  return out;
+}
+
+bool hasClsact(const std::string& ifname) {
+  const Json j = Json::parse(run("tc -j qdisc show dev " + ifname));
+  for (const Json& q : j.asArray())
+    if (q["kind"].asString() == "clsact") return true;
+  return false;
+}
+
 VethPair::VethPair(const Netns& peerNs, const VethOptions& opts)
     : peerNs_(&peerNs),
       hostNs_(opts.hostNs),

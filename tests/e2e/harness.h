@@ -230,6 +230,23 @@ using testkit::LinkInfo;  // `ip -s -j link show`: counters and state
 LinkInfo linkInfo(const std::string& ifname, const Netns* ns = nullptr);
 bool linkExists(const std::string& ifname, const Netns* ns = nullptr);
 
+// The classifiers at a device's ingress in the root namespace (`tc -j
+// filter show dev IFNAME ingress`), one per filter: its priority, kind,
+// handle ("0x7664") and, for a bpf filter with a program, the program's
+// name and id. Empty without a clsact (or ingress) qdisc.
+struct TcFilter {
+  uint32_t pref = 0;
+  std::string kind;
+  std::string handle;
+  std::string prog_name;
+  uint64_t prog_id = 0;
+};
+std::vector<TcFilter> ingressFilters(const std::string& ifname);
+// vdev's filters among them (a program named vdev_tc_port or vdev_tc_copy).
+std::vector<TcFilter> vdevFilters(const std::string& ifname);
+// Whether the device has a clsact qdisc (`tc -j qdisc show dev IFNAME`).
+bool hasClsact(const std::string& ifname);
+
 struct VethOptions {
   std::optional<Mac> peerMac;   // default: uniqueMac()
   std::optional<Mac> hostMac;   // default: uniqueMac()

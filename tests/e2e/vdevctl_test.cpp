@@ -22,10 +22,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <regex>
@@ -2024,6 +2026,185 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
     EXPECT_NE(capture->err().find("stopped: port " + b + " was removed"), std::string::npos) << capture->logs();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
+}
+
+// Whether the running kernel is at least major.minor (uname): what the
+// tests below expect vdevd to find by itself.
+bool kernelAtLeast(int major, int minor) {
+  struct utsname u {};
+  if (::uname(&u) != 0) return false;
+  int ma = 0, mi = 0;
+  if (std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
+
+// Classic tc (--tc-attach clsact, the way of a kernel without tcx): `port
+// show` and `info` say how the skb program is attached; vdevd puts its
+// filter beside a qdisc and a filter the test made on a device, and `port
+// del` removes vdev's filter only -- the test's filter and qdisc stay.
+TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
+  Netns ns;
+  VethPair v(ns);
+  const std::string dev = v.hostName();
+  run("tc qdisc add dev " + dev + " clsact");
+  run("tc filter add dev " + dev + " ingress pref 2 handle 7 protocol all bpf bytecode '1,6 0 0 0,' classid 1:1");
+  const auto foreign = [&] {
+    for (const TcFilter& f : ingressFilters(dev))
+      if (f.pref == 2 && f.handle == "0x7") return true;
+    return false;
+  };
+  auto d = startVdevd({"--default-hook", "auto", "--tc-attach", "clsact"});
+  Json info = json({"info"});
+  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
+  EXPECT_FALSE(info["kernel_features"]["clsact"].asBool()) << "no skb path yet\n" << info.dump();
+  ok({"port", "add", dev});
+  const std::string c = uniqueName('c');
+  DeviceGuard guard({c});
+  Netns ns2;
+  ok({"port", "add", c, "type", "veth", "create", "netns", ns2.name(), "peer", "eth0"});
+  waitLive({dev, c});
+  const Json ports = json({"port", "show"});
+  for (const std::string& n : {dev, c}) {
+    const Json& p = *findPort(ports, n);
+    EXPECT_EQ(p["hook"].asString(), "tc") << p.dump();
+    EXPECT_EQ(p["tc_attach"].asString(), "clsact") << p.dump();
+    EXPECT_FALSE(p.has("hook_note")) << p.dump();
+    const auto f = vdevFilters(n);
+    ASSERT_EQ(f.size(), 1u) << n;
+    EXPECT_EQ(f[0].pref, 1u);
+    EXPECT_EQ(f[0].handle, "0x7664");
+  }
+  EXPECT_NE(ok({"port", "show", dev}).find("tc/clsact"), std::string::npos) << ok({"port", "show", dev});
+  info = json({"info"});
+  EXPECT_TRUE(info["kernel_features"]["clsact"].asBool()) << info.dump();
+  EXPECT_FALSE(info["kernel_features"]["tcx"].asBool()) << info.dump();
+  EXPECT_NE(ok({"info"}).find("tc attach: clsact"), std::string::npos) << ok({"info"});
+  EXPECT_TRUE(foreign());
+  // The logs say which qdisc vdevd made: the created veth's, not the test's.
+  EXPECT_NE(d->logs().find(c + ": made its clsact qdisc"), std::string::npos) << d->logs();
+  EXPECT_EQ(d->logs().find(dev + ": made its clsact qdisc"), std::string::npos) << d->logs();
+
+  ok({"port", "del", dev});
+  EXPECT_TRUE(vdevFilters(dev).empty()) << "vdev's filter outlived port del";
+  EXPECT_TRUE(foreign()) << "port del took the test's filter";
+  EXPECT_TRUE(hasClsact(dev)) << "port del took the test's qdisc";
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+  EXPECT_TRUE(foreign());
+}
+
+// `auto` falls back per port: a device whose tc attach fails (here another
+// kind of filter holds vdev's priority at its clsact ingress, as a tool of
+// someone else's might) is attached at the XDP hook -- with the reason in
+// vdevd's log and in `port show` -- and switches; "hook tc" asked for on
+// such a device fails with the attach's error. The other filter is not
+// touched.
+TEST_F(VdevctlTest, AutoFallsBackToXdpWhenTheTcAttachFails) {
+  Netns ns1, ns2, ns3;
+  const Mac m1 = uniqueMac(), m2 = uniqueMac();
+  VethPair blocked(ns1, {.peerMac = m1}), open(ns2, {.peerMac = m2}), asked(ns3);
+  for (const VethPair* v : {&blocked, &asked}) {
+    run("tc qdisc add dev " + v->hostName() + " clsact");
+    // u32 at priority 1: a bpf filter cannot join it there.
+    run("tc filter add dev " + v->hostName() + " ingress pref 1 protocol all u32 match u32 0 0 classid 1:1");
+  }
+  auto d = startVdevd({"--default-hook", "auto", "--tc-attach", "clsact"});
+  ok({"port", "add", blocked.hostName()});
+  ok({"port", "add", open.hostName()});
+  const CmdResult refused = ctl({"port", "add", asked.hostName(), "hook", "tc"});
+  EXPECT_EQ(refused.status, 1) << describe({"port", "add", asked.hostName(), "hook", "tc"}, refused);
+  EXPECT_NE(refused.err.find("another kind of filter"), std::string::npos) << refused.err;
+  waitLive({blocked.hostName(), open.hostName()});
+  const Json ports = json({"port", "show"});
+  ASSERT_EQ(ports.size(), 2u) << ports.dump();
+  const Json& b = *findPort(ports, blocked.hostName());
+  EXPECT_EQ(b["hook"].asString(), "xdp") << b.dump();
+  EXPECT_EQ(b["xdp_mode"].asString(), "native") << b.dump();
+  ASSERT_TRUE(b.has("hook_note")) << b.dump();
+  EXPECT_NE(b["hook_note"].asString().find("priority 1"), std::string::npos) << b.dump();
+  EXPECT_FALSE(b.has("tc_attach")) << b.dump();
+  const Json& o = *findPort(ports, open.hostName());
+  EXPECT_EQ(o["hook"].asString(), "tc") << o.dump();
+  EXPECT_EQ(o["tc_attach"].asString(), "clsact") << o.dump();
+  EXPECT_FALSE(o.has("hook_note")) << o.dump();
+  const std::string table = ok({"port", "show"});
+  EXPECT_NE(table.find("xdp*"), std::string::npos) << table;
+  EXPECT_NE(table.find("* " + blocked.hostName() + ": at the XDP hook, not tc"), std::string::npos) << table;
+  EXPECT_NE(d->logs().find("port " + blocked.hostName() + ": at the XDP hook, not tc"), std::string::npos)
+      << d->logs();
+  // The two switch: one at XDP, one at tc.
+  PacketSocket a(blocked.peerName(), &ns1, m1), c(open.peerName(), &ns2, m2);
+  a.setLabel("at XDP");
+  c.setLabel("at tc");
+  const Endpoints all = {&a, &c};
+  learnAll(all, 1);
+  sendMixed(a, m2, 10, 30);
+  sendMixed(c, m1, 11, 30);
+  expectFlow(all, 10, {{&c, 30}});
+  expectFlow(all, 11, {{&a, 30}});
+  const Stats st = d->statsUntil([&](const Stats& s) {
+    return s.port(blocked.hostName()).tx_packets == a.rx().frames() &&
+           s.port(open.hostName()).tx_packets == c.rx().frames();
+  }, 5s);
+  EXPECT_EQ(st.port(blocked.hostName()).rx_packets, a.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(open.hostName()).rx_packets, c.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(blocked.hostName()).dropsTotal() + st.port(open.hostName()).dropsTotal(), 0u) << st.dump();
+  for (const VethPair* v : {&blocked, &asked}) {
+    EXPECT_TRUE(vdevFilters(v->hostName()).empty()) << v->hostName();
+    const auto f = ingressFilters(v->hostName());
+    EXPECT_TRUE(!f.empty() && f[0].kind == "u32") << v->hostName() << ": the other filter was touched";
+  }
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// `vdevctl info` says how vdevd uses this kernel. By default it finds the
+// way itself: tcx and the netdev family's xdp-features where the kernel has
+// them (6.6, 6.3). With the older kernels' ways asked for (classic tc, XDP
+// features by driver), veths vdevd made itself (GRO on their peers) at the
+// XDP hook still take the kernel fast path.
+TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
+  {
+    auto d = startVdevd({"--fast-path"});
+    const Json info = json({"info"});
+    EXPECT_EQ(info["tc_attach"].asString(), kernelAtLeast(6, 6) ? "tcx" : "clsact") << info.dump();
+    EXPECT_EQ(info["kernel_features"]["xdp_features"].asBool(), kernelAtLeast(6, 3)) << info.dump();
+    EXPECT_FALSE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+    const std::string text = ok({"info"});
+    EXPECT_NE(text.find("tc attach: "), std::string::npos) << text;
+    EXPECT_NE(text.find("kernel:   "), std::string::npos) << text;
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+  Netns ns1, ns2;
+  const std::string c1 = uniqueName('c'), c2 = uniqueName('c');
+  DeviceGuard guard({c1, c2});
+  auto d = startVdevd({"--fast-path", "--tc-attach", "clsact", "--xdp-features", "driver", "--busy-poll", "20"});
+  const Mac m1 = uniqueMac(), m2 = uniqueMac();
+  ok({"port", "add", c1, "type", "veth", "hook", "xdp", "create", "netns", ns1.name(), "peer", "eth0", "peer-mac",
+      macString(m1)});
+  ok({"port", "add", c2, "type", "veth", "hook", "xdp", "create", "netns", ns2.name(), "peer", "eth0", "peer-mac",
+      macString(m2)});
+  waitLive({c1, c2});
+  Json info = json({"info"});
+  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
+  EXPECT_FALSE(info["kernel_features"]["xdp_features"].asBool()) << info.dump();
+  EXPECT_TRUE(info["kernel_features"]["xdp_frags"].asBool()) << info.dump();
+  EXPECT_TRUE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+  EXPECT_NE(d->logs().find("XDP features by driver"), std::string::npos) << d->logs();
+  PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
+  const Endpoints all = {&a, &b};
+  learnAll(all, 1);
+  const auto fast = [&](const Stats& s, const std::string& p) { return s.port(p).xdp_prog.at("fast"); };
+  // The fast path's devmap gets the veths within a second (FastSync): send
+  // until their unicast takes it.
+  uint32_t seq = 0;
+  ASSERT_TRUE(waitUntil([&] {
+    a.send({m2, m1, Kind::kExperimental, 5, seq++, 60});
+    b.send({m1, m2, Kind::kExperimental, 6, seq++, 60});
+    pumpFor(all, 10ms);
+    const Stats s = d->stats();
+    return fast(s, c1) > 0 && fast(s, c2) > 0;
+  }, 10s, 50ms)) << "veths vdevd made are no fast-path destinations with XDP features by driver\n"
+                 << d->stats().dump() << d->logs();
+  EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
 }  // namespace

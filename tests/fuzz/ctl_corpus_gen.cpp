@@ -126,12 +126,23 @@ int main(int argc, char** argv) {
   PortInfo lim = p;
   lim.limits = Limits{10000, 10000, 10000, 0, 100000000, 10};
   rep("port_get_limits", PortGetRequest{"vd0"}, PortList{{lim}});
+  PortInfo tc = p;
+  tc.hook = PortHook::kTc;
+  tc.tc_attach = TcAttach::kClsact;
+  PortInfo moved = p;
+  moved.hook = PortHook::kXdp;
+  moved.hook_note = "at the XDP hook, not tc: attach failed";
+  rep("port_dump_hooks", PortGetRequest{}, PortList{{tc, moved}});
   rep("stats_get", StatsGetRequest{"vd0"}, StatsReply{{stat("vd0")}, pool, 3u});
   rep("stats_dump", StatsGetRequest{}, StatsReply{{stat("vd0"), stat("vd1")}, pool, 3u});
   rep("fdb_dump", FdbGetRequest{},
       FdbList{
           {{Mac{2, 0, 0, 0, 0, 1}, "vd0", true, 0}, {Mac{2, 0, 0, 0, 0, 2}, "vd1", false, 99}}});
   rep("info", InfoGetRequest{}, InfoMsg{"0.1.0", 1, SwitchMode::kSwitch, 10, 2});
+  InfoMsg kernel{"0.1.0", 1, SwitchMode::kSwitch, 10, 2};
+  kernel.tc_attach = TcAttach::kClsact;
+  kernel.kernel_features = (1u << kKfClsact) | (1u << kKfXdpFrags) | (1u << kKfRedirectPeer);
+  rep("info_kernel", InfoGetRequest{}, kernel);
   rep("dump_error", StatsGetRequest{}, ErrorReply{ENOMEM, "out of memory"});
   CaptureMsg cap{.id = 1, .taken = 2, .drops = 1};
   appendCaptureRecord(cap.frames, 1'700'000'000'000'000'000ull, 60, CaptureDir::kRx, std::vector<uint8_t>(60, 0x42));

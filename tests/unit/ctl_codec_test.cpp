@@ -921,6 +921,41 @@ TEST(CtlCodec, UplinkInPortReplies) {
   EXPECT_STREQ(attrName(kAttrUplink), "UPLINK");
 }
 
+// TC_ATTACH and HOOK_NOTE: in port replies only, each only when there is
+// one (a port without an skb program; a port where auto put it); HOOK_NOTE
+// cut to kHookNoteMax, non-printable bytes '?'. Neither is a request's.
+TEST(CtlCodec, TcAttachAndHookNoteInPortReplies) {
+  PortInfo tc = port("c1", 1);
+  tc.hook = PortHook::kTc;
+  tc.tc_attach = TcAttach::kClsact;
+  PortInfo moved = port("c2", 2);
+  moved.hook = PortHook::kXdp;
+  moved.hook_note = "at the XDP hook, not tc: attach failed";
+  const PortInfo plain = port("c3", 3);
+  auto pl = replyRoundTrip(requestFor(PortGetRequest{}), PortList{{tc, moved, plain}});
+  ASSERT_TRUE(pl.ok()) << pl.error().message();
+  EXPECT_EQ(std::get<PortList>(*pl).ports.at(0), tc);
+  EXPECT_EQ(std::get<PortList>(*pl).ports.at(1), moved);
+  EXPECT_EQ(std::get<PortList>(*pl).ports.at(2), plain);
+  EXPECT_FALSE(std::get<PortList>(*pl).ports.at(2).tc_attach);
+  EXPECT_TRUE(std::get<PortList>(*pl).ports.at(2).hook_note.empty());
+  PortInfo longNote = port("c4", 4);
+  longNote.hook_note = std::string(600, 'x') + "\n";
+  longNote.hook_note[3] = '\x01';
+  auto cut = replyRoundTrip(requestFor(PortGetRequest{"c4"}), PortList{{longNote}});
+  ASSERT_TRUE(cut.ok()) << cut.error().message();
+  const std::string& got = std::get<PortList>(*cut).ports.at(0).hook_note;
+  EXPECT_EQ(got.size(), kHookNoteMax);
+  EXPECT_EQ(got.substr(0, 5), "xxx?x");
+  expectReject(portAdd().u8(kAttrTcAttach, 1).done(), EINVAL, "attribute TC_ATTACH is not valid for PORT_ADD");
+  expectReject(portAdd().str(kAttrHookNote, "x").done(), EINVAL, "attribute HOOK_NOTE is not valid for PORT_ADD");
+  EXPECT_STREQ(attrName(kAttrTcAttach), "TC_ATTACH");
+  EXPECT_STREQ(attrName(kAttrHookNote), "HOOK_NOTE");
+  EXPECT_STREQ(tcAttachName(TcAttach::kTcx), "tcx");
+  EXPECT_STREQ(tcAttachName(TcAttach::kClsact), "clsact");
+  EXPECT_STREQ(tcAttachName(static_cast<TcAttach>(9)), "unknown");
+}
+
 // ISOLATED: optional in PORT_ADD (absent = not isolated, and then not on the
 // wire, so an older daemon still takes the request), in port replies when set.
 TEST(CtlCodec, IsolatedInPortAddAndPortReplies) {
@@ -1577,6 +1612,32 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   EXPECT_FALSE(std::get<InfoMsg>(*old).ports_pool_left);
   EXPECT_FALSE(std::get<InfoMsg>(*old).ports_map_left);
   EXPECT_TRUE(std::get<InfoMsg>(*old).start_issues.empty());
+  EXPECT_FALSE(std::get<InfoMsg>(*old).tc_attach);
+  EXPECT_FALSE(std::get<InfoMsg>(*old).kernel_features);
+}
+
+// INFO's TC_ATTACH and KERNEL_FEATURES: round trip, bits a client does not
+// know kept (a newer daemon's); every KernelFeature has a name of its own.
+TEST(CtlCodec, InfoTellsHowTheKernelIsUsed) {
+  InfoMsg i{"0.1.0", 1, SwitchMode::kSwitch, 5, 2};
+  i.tc_attach = TcAttach::kClsact;
+  i.kernel_features = (uint64_t(1) << kKfClsact) | (uint64_t(1) << kKfXdpFrags) | (uint64_t(1) << 40);
+  auto info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(std::get<InfoMsg>(*info), i);
+  i.kernel_features = 0;  // present, and none in use
+  info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
+  ASSERT_TRUE(info.ok()) << info.error().message();
+  EXPECT_EQ(std::get<InfoMsg>(*info).kernel_features, std::optional<uint64_t>(0));
+  std::set<std::string> names;
+  for (uint8_t b = 0; b < kKfCount; b++) {
+    ASSERT_NE(kernelFeatureName(b), nullptr) << int(b);
+    EXPECT_TRUE(names.insert(kernelFeatureName(b)).second) << kernelFeatureName(b);
+  }
+  EXPECT_EQ(kernelFeatureName(kKfCount), nullptr);
+  EXPECT_STREQ(attrName(kAttrKernelFeatures), "KERNEL_FEATURES");
+  expectReject(Raw().hdr().genl(kCmdInfoGet).u64(kAttrKernelFeatures, 1).done(), EINVAL,
+               "attribute KERNEL_FEATURES is not valid for INFO_GET");
 }
 
 // Capture: requests, replies with frame records, and records a peer

@@ -37,6 +37,65 @@ TEST(CtlConvert, PortStatsEveryCounter) {
     EXPECT_EQ(m.counters[c], counterValue(c)) << c.path;
 }
 
+// How a port's skb program is attached, and why it is not where auto put
+// it, reach its PortInfo; a port without either has neither.
+TEST(CtlConvert, TcAttachAndHookNote) {
+  auto s = portStats();
+  EXPECT_FALSE(toPortInfo(s).tc_attach);
+  EXPECT_TRUE(toPortInfo(s).hook_note.empty());
+  s.hook = "tc";
+  s.tc_attach = "clsact";
+  EXPECT_EQ(toPortInfo(s).tc_attach, std::optional<TcAttach>(TcAttach::kClsact));
+  s.tc_attach = "tcx";
+  EXPECT_EQ(toPortInfo(s).tc_attach, std::optional<TcAttach>(TcAttach::kTcx));
+  s.hook = "xdp";
+  s.tc_attach = "";
+  s.hook_note = "at the XDP hook, not tc: x";
+  EXPECT_EQ(toPortInfo(s).hook_note, "at the XDP hook, not tc: x");
+  EXPECT_EQ(toTcAttach(vdev::datapath::TcAttach::kTcx), TcAttach::kTcx);
+  EXPECT_EQ(toTcAttach(vdev::datapath::TcAttach::kClsact), TcAttach::kClsact);
+}
+
+// The datapath's kernel use, one KERNEL_FEATURES bit each.
+TEST(CtlConvert, KernelFeatureBits) {
+  vdev::datapath::Datapath::KernelUse k;
+  EXPECT_EQ(kernelFeatureBits(k), 0u);
+  k.clsact = true;
+  k.xdp_frags = true;
+  EXPECT_EQ(kernelFeatureBits(k), (uint64_t(1) << kKfClsact) | (uint64_t(1) << kKfXdpFrags));
+  k = {true, false, true, true, false, true, true};
+  EXPECT_EQ(kernelFeatureBits(k), (uint64_t(1) << kKfTcx) | (uint64_t(1) << kKfMultiBuffer) |
+                                      (uint64_t(1) << kKfXdpFeatures) | (uint64_t(1) << kKfRedirectPeer) |
+                                      (uint64_t(1) << kKfBusyPoll));
+}
+
+// Before Linux 6.3 (no netdev family) a device's XDP features go by its
+// driver: veth and tun are skb sources with native XDP; a veth takes
+// redirected frames only when vdevd knows its peer has NAPI, a tun always;
+// virtual devices without native XDP go to tc.
+TEST(CtlConvert, XdpFeaturesByDriver) {
+  using vdev::datapath::XdpFeatures;
+  for (const char* d : {"veth", "tun", "i40e", "mlx5_core", "virtio_net", "some_nic"})
+    EXPECT_TRUE(XdpFeatures::driverHasNativeXdp(d)) << d;
+  for (const char* d : {"", "vxlan", "geneve", "bridge", "bonding", "dummy", "macvlan"})
+    EXPECT_FALSE(XdpFeatures::driverHasNativeXdp(d)) << d;
+  EXPECT_TRUE(XdpFeatures::driverTakesFrames("tun", false));
+  EXPECT_TRUE(XdpFeatures::driverTakesFrames("veth", true));
+  EXPECT_FALSE(XdpFeatures::driverTakesFrames("veth", false));
+  EXPECT_TRUE(XdpFeatures::driverTakesFrames("i40e", false));
+  EXPECT_FALSE(XdpFeatures::driverTakesFrames("vxlan", false));
+  EXPECT_FALSE(XdpFeatures::driverTakesFrames("some_nic", false));
+  EXPECT_TRUE(XdpFeatures::driverOffersZerocopy("ice"));
+  EXPECT_FALSE(XdpFeatures::driverOffersZerocopy("veth"));
+  EXPECT_FALSE(XdpFeatures::driverOffersZerocopy("tun"));
+  const XdpFeatures byDriver(XdpFeatures::Source::kDriver);
+  EXPECT_EQ(byDriver.source(), XdpFeatures::Source::kDriver);
+  EXPECT_EQ(byDriver.takesFrames(0, "veth", true).value(), true);
+  EXPECT_EQ(byDriver.nativeXdp(0, "vxlan").value(), false);
+  EXPECT_STREQ(XdpFeatures::sourceName(XdpFeatures::Source::kDriver), "driver");
+  EXPECT_STREQ(XdpFeatures::sourceName(XdpFeatures::Source::kNetdev), "netdev");
+}
+
 TEST(CtlConvert, StatsReplyThroughTheWire) {
   vdev::datapath::DatapathStats d;
   d.ports.push_back(portStats());

@@ -168,6 +168,14 @@ TEST_F(DaemonControlTest, InfoSaysTheFdRoomAndWhatWasNotRestored) {
   ASSERT_TRUE(i.ports_map_left);
   EXPECT_EQ(*i.ports_pool_left, (512u - 3 * 64) / 64);
   EXPECT_EQ(*i.ports_map_left, 1024u - 3u);
+  // How this kernel is used: the skb path's attach is decided at start
+  // (no tc port here: none of its features in use), and the devices'
+  // XDP features are known one way or the other.
+  ASSERT_TRUE(i.tc_attach);
+  EXPECT_TRUE(*i.tc_attach == TcAttach::kTcx || *i.tc_attach == TcAttach::kClsact);
+  ASSERT_TRUE(i.kernel_features);
+  EXPECT_EQ(*i.kernel_features & ((uint64_t(1) << kKfTcx) | (uint64_t(1) << kKfClsact)), 0u)
+      << "no skb path was set up";
 }
 
 // A capture: root's or the port owner's, its connection's alone, and

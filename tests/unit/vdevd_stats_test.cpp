@@ -108,6 +108,29 @@ TEST(VdevdStats, JsonFieldsNestingAndOrder) {
   EXPECT_EQ(j["fdb_entries"], 4u);
 }
 
+// A port with an skb program says how it is attached (and, at clsact,
+// whether vdevd made the qdisc); one that auto took to XDP says why. Both
+// after "hook"; absent otherwise (above).
+TEST(VdevdStats, JsonTcAttachAndHookNote) {
+  datapath::DatapathStats d = sample();
+  d.ports[0].hook = "tc";
+  d.ports[0].tc_attach = "clsact";
+  d.ports[0].clsact_made = true;
+  d.ports[1].tc_attach = "tcx";
+  d.ports[1].hook_note = "at the XDP hook, not tc: no";
+  const Json j = Json::parse(statsJson(d));
+  const Json& tc = j["ports"][0];
+  expectInOrder(keys(tc), {"name", "xdp_mode", "hook", "tc_attach", "clsact_made", "bind_mode"});
+  EXPECT_EQ(tc["tc_attach"], "clsact");
+  EXPECT_EQ(tc["clsact_made"], true);
+  EXPECT_FALSE(tc.contains("hook_note"));
+  const Json& moved = j["ports"][1];
+  expectInOrder(keys(moved), {"hook", "hook_note", "tc_attach", "bind_mode"});
+  EXPECT_EQ(moved["hook_note"], "at the XDP hook, not tc: no");
+  EXPECT_EQ(moved["tc_attach"], "tcx");
+  EXPECT_FALSE(moved.contains("clsact_made")) << "only at clsact";
+}
+
 TEST(VdevdStats, TableShowsEveryCounterOfEveryPort) {
   const datapath::DatapathStats d = sample();
   const std::string t = statsTable(d);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstring>
+#include <iterator>
+#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +99,9 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   p.live = s.live;
   p.fast_rx = s.fast_rx;
   p.hook = std::string_view(s.hook) == "tc" ? proto::PortHook::kTc : proto::PortHook::kXdp;
+  if (std::string_view(s.tc_attach) == "tcx") p.tc_attach = proto::TcAttach::kTcx;
+  if (std::string_view(s.tc_attach) == "clsact") p.tc_attach = proto::TcAttach::kClsact;
+  p.hook_note = s.hook_note;
   p.uplink = s.uplink;
   p.isolated = s.isolated;
   // The punt device carries frames of other ports, limited where they came
@@ -106,6 +111,25 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   else
     p.limits = toLimits(s.limits);
   return p;
+}
+
+// How vdevd attaches skb programs on this kernel (decided at start).
+inline proto::TcAttach toTcAttach(datapath::TcAttach a) {
+  return a == datapath::TcAttach::kTcx ? proto::TcAttach::kTcx : proto::TcAttach::kClsact;
+}
+
+// The kernel features the datapath uses now, as KERNEL_FEATURES bits.
+inline uint64_t kernelFeatureBits(const datapath::Datapath::KernelUse& k) {
+  const std::pair<bool, proto::KernelFeature> bits[] = {
+      {k.tcx, proto::kKfTcx},           {k.clsact, proto::kKfClsact},
+      {k.multi_buffer, proto::kKfMultiBuffer}, {k.xdp_features, proto::kKfXdpFeatures},
+      {k.xdp_frags, proto::kKfXdpFrags}, {k.redirect_peer, proto::kKfRedirectPeer},
+      {k.busy_poll, proto::kKfBusyPoll}};
+  static_assert(std::size(bits) == proto::kKfCount, "every KernelFeature, once");
+  uint64_t m = 0;
+  for (const auto& [on, bit] : bits)
+    if (on) m |= uint64_t(1) << bit;
+  return m;
 }
 
 // The counters travel as they are: both sides index them by the table's ids.

@@ -97,6 +97,12 @@ struct DatapathConfig {
   // first such port: its punt device is named punt_name + "k"/"u" (at
   // most 13 characters; one per vdevd in a network namespace).
   std::string punt_name = "vdevpunt";
+  // How the skb programs are attached (tc_path.h): kAuto probes the
+  // kernel once (tcx where it has it, else classic tc: clsact).
+  TcAttach tc_attach = TcAttach::kAuto;
+  // How a device's XDP features are known (xdp_features.h): kAuto asks the
+  // netdev family where the kernel has it (6.3), else goes by the driver.
+  XdpFeatures::Source xdp_features = XdpFeatures::Source::kAuto;
   // Every port's storm control and policer unless it has its own
   // (PortOptions::limits): by default a guest may send 10000 broadcast,
   // 10000 multicast and 10000 unknown-unicast frames a second, enough for
@@ -125,6 +131,7 @@ class Datapath {
     std::optional<PortHook> hook;
     bool isolated = false;  // PortConfig::isolated
     PortLimitOptions limits;  // over DatapathConfig::limits
+    bool peer_napi = false;   // PortConfig::peer_napi: a veth vdevd made with GRO on its peer
     bool allow_absent = false;
     // The port's index, which must be free (tests: a port beyond the fast
     // path's maps without a thousand before it); absent: the lowest free one.
@@ -145,6 +152,23 @@ class Datapath {
   size_t numPorts() const { return ports_.size(); }
   // Whether learned unicast may take the kernel fast path (set up at create).
   bool fastPath() const { return fast_ != nullptr; }
+  // How the skb programs are attached (kTcx or kClsact: decided at create),
+  // and how devices' XDP features are known (kNetdev or kDriver).
+  TcAttach tcAttach() const { return cfg_.tc_attach; }
+  XdpFeatures::Source xdpFeaturesSource() const { return features_.source(); }
+  // The kernel features the datapath uses now (control path): those the
+  // kernel may lack, which vdevd does without (docs/architecture.md,
+  // "Kernel features").
+  struct KernelUse {
+    bool tcx = false;            // the skb programs at tcx (else clsact), once the skb path is set up
+    bool clsact = false;         // ... at clsact
+    bool multi_buffer = false;   // AF_XDP multi-buffer (XDP_USE_SG) on vdevd's copy-mode sockets
+    bool xdp_features = false;   // the netdev family's xdp-features (else the driver's name)
+    bool xdp_frags = false;      // the XDP program loaded frags-aware (xdp.frags)
+    bool redirect_peer = false;  // the skb path's fast path delivers into veth peers (bpf_redirect_peer)
+    bool busy_poll = false;      // preferred busy polling on the AF_XDP sockets
+  };
+  KernelUse kernelUse();
   bool hasPort(const std::string& name);
   // Checks every port's device, link and MTU now (as housekeeping does every
   // 100 ms without link events): the control thread calls it on rtnetlink
@@ -197,6 +221,9 @@ class Datapath {
 
   // The name of the port at index ("" if none), as FDB entries name it.
   std::string portName(uint16_t index);
+  // The hook the port is at now (kXdp or kTc; kAuto while its device has
+  // never been attached); nullopt: no such port. Control path.
+  std::optional<PortHook> portHook(const std::string& ifname);
   void start();
   // Stops the thread (returns once it has exited).
   void stop();
@@ -333,6 +360,7 @@ class Datapath {
   uint64_t fastDropsCountedByDevice(const Port& p);
 
   DatapathConfig cfg_;
+  XdpFeatures features_;            // every port's PortConfig::features
   std::unique_ptr<FastPath> fast_;  // before the pool and ports: programs share its maps
   FastSync fast_sync_;              // fast_ kept in step with the ports and the FDB
   // The XDP program of every port at the XDP hook: after fast_ (it shares

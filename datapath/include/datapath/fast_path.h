@@ -21,8 +21,8 @@
 // container's end) has NAPI: GRO on, or an XDP program. vdevd turns GRO on
 // for the veths it creates; a veth whose peer refuses (-ENXIO) is detected
 // from the first refused frames (counted as fast_xmit drops) and taken off
-// the fast path (FastSync, fast_sync.h, decides; rtnl/netdev.h asks the
-// device).
+// the fast path (FastSync, fast_sync.h, decides; XdpFeatures,
+// xdp_features.h, asks the device, or before Linux 6.3 goes by its driver).
 //
 // Ports are named by their index (Port::index()), which is also their key in
 // the devmap and their row in the counters map.

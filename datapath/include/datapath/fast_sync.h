@@ -3,8 +3,11 @@
 //
 //  - Each port's devmap entry follows its link and its device: a port is a
 //    fast-path destination while it is live and its device takes redirected
-//    XDP frames (rtnl::deviceTakesXdpFrames), checked again every second; a
+//    XDP frames (XdpFeatures::takesFrames), checked again every second; a
 //    device that starts refusing them (a container turned GRO off) leaves.
+//    Before Linux 6.3 (XdpFeatures::Source::kDriver) the kernel says so
+//    only by refusing: such a device stays off until it is made anew (a
+//    new ifindex), since nothing would say when it takes frames again.
 //  - The kernel's MAC map follows the FDB's journal after every burst that
 //    changed it, and the FDB learns the last-seen times of stations that
 //    talk only through the kernel.
@@ -21,6 +24,7 @@
 #include "datapath/fdb.h"
 #include "datapath/port.h"
 #include "datapath/tc_path.h"
+#include "datapath/xdp_features.h"
 
 namespace vdev::datapath {
 
@@ -47,6 +51,7 @@ class FastSync {
     bool isolated = false;      // the port's PortConfig::isolated, for its MACs' entries
     uint16_t vid = kVidDefault;  // Port::fastVid(): the VLAN of its MACs in the kernel's map (0: none)
     uint64_t refused_seen = 0;  // the kernel's refused-frames counter at the last check
+    int refused_ifindex = 0;    // kDriver: the device that refused frames, kept off
     FastDevBase dev;
   };
 
@@ -56,6 +61,9 @@ class FastSync {
   // The skb path, once there: ports are its destinations too (for any
   // live port: skbs need no NDO_XMIT).
   void setTc(TcPath* tc) { tc_ = tc; }
+  // How a device's XDP features are known (owned by the Datapath; null:
+  // none is a destination).
+  void setFeatures(const XdpFeatures* f) { features_ = f; }
 
   // The index got a new port: its record and its kernel counters start at 0;
   // isolated: the port's PortConfig::isolated, marked on its MACs' entries.
@@ -97,6 +105,7 @@ class FastSync {
 
   FastPath* fast_;
   TcPath* tc_ = nullptr;
+  const XdpFeatures* features_ = nullptr;
   std::vector<PortRecord> records_;  // by port index
 };
 

@@ -26,6 +26,7 @@
 #include "datapath/frame_pool.h"
 #include "datapath/limits.h"
 #include "datapath/link_state.h"
+#include "datapath/xdp_features.h"
 #include "datapath/xdp_prog.h"
 #include "datapath/xsk.h"
 
@@ -49,13 +50,14 @@ enum class CompletionMode { kEager, kLazy };
 //        (fast path) the kernel's bulk ndo_xdp_xmit through a devmap: for
 //        XDP-native sources, a NIC uplink above all (zero-copy where the
 //        driver has it).
-//  kTc:  the skb-level program at the device's tcx ingress (tc_path.h):
+//  kTc:  the skb-level program at the device's ingress, tcx or clsact (tc_path.h):
 //        for senders that hand the kernel skbs -- a container's veth, a
 //        VM's tap -- whose GSO and checksum-offload state XDP cannot hold.
 //        The port's sockets only transmit.
 //  kAuto: kTc for skb sources (skbSource()), kXdp for everything else --
 //        and for a port whose index is beyond the skb path's tables
-//        (kFastPathPorts).
+//        (kFastPathPorts), and for one whose tc attach fails (the reason
+//        is the port's hookNote()): the XDP hook serves any device.
 enum class PortHook { kAuto, kXdp, kTc };
 const char* portHookName(PortHook h);
 
@@ -67,10 +69,10 @@ std::string deviceDriver(const std::string& ifname);
 // (PortHook::kAuto): its senders hand the kernel skbs (a veth, a tap: driver
 // "veth" or "tun"), or its driver runs no XDP itself (a VXLAN or Geneve
 // tunnel, a bond, a NIC without XDP), where an XDP program would run
-// generic, on the skb, and lose its GSO and checksum state. A kernel that
-// cannot say (no netdev family: before 6.3) leaves the driver alone to
-// decide. `driver` as deviceDriver() reports it.
-bool skbSource(const std::string& ifname, const std::string& driver);
+// generic, on the skb, and lose its GSO and checksum state. Asked the way
+// the kernel allows (XdpFeatures: its xdp-features, or before 6.3 the
+// driver). `driver` as deviceDriver() reports it.
+bool skbSource(const std::string& ifname, const std::string& driver, const XdpFeatures& features);
 // The RX queues the device has (1 if it cannot be read, or has none yet).
 uint32_t deviceQueues(const std::string& ifname);
 
@@ -102,6 +104,13 @@ struct PortConfig {
   PortLimits limits;  // storm control and policer (DatapathConfig::limits, or the port's own)
   PortHook hook = PortHook::kAuto;
   TcPath* tc = nullptr;  // the skb path, if set up (owned by the Datapath)
+  // What devices can do for XDP, asked the kernel's way (owned by the
+  // Datapath; null: no device is asked -- tests' ports without one).
+  const XdpFeatures* features = nullptr;
+  // A veth whose peer vdevd made with GRO on: it has NAPI and takes
+  // redirected frames, which before Linux 6.3 the kernel does not report
+  // (XdpFeatures::takesFrames).
+  bool peer_napi = false;
   // The punt device's far end (punt.h): a port of the datapath's own whose
   // XDP program hands every frame to its sockets -- no host MACs, no fast
   // path -- and whose frames belong to the ports they are tagged with.
@@ -256,6 +265,13 @@ class Port {
   bool fastRxPossible() const { return cfg_.fast_rx && index_ < kFastPathPorts; }
   // The hook in use (kXdp or kTc once attached; the configured one before).
   PortHook hook() const { return hook_; }
+  // Why the port is not at the hook `auto` chose for it ("" if it is): its
+  // tc attach failed, and it went to XDP (attachDevice()).
+  const std::string& hookNote() const { return hook_note_; }
+  // PortConfig::peer_napi.
+  bool peerNapi() const { return cfg_.peer_napi; }
+  // Whether its skb program is attached to its device (the tc hook).
+  bool tcAttached() const { return tc_attached_; }
   // Whether its sockets receive (kXdp): the datapath polls them for RX and
   // keeps their fill rings full. A kTc port's frames come through the punt
   // device.
@@ -323,7 +339,7 @@ class Port {
   bool carriesHost() const { return carries_host_; }
   void setCarriesHost(bool on) { carries_host_ = on; }
   // Puts carriesHost() into the port's program: at tc, the skb path's row;
-  // at XDP, its flags, and the copy program at its tcx ingress (tc: the skb
+  // at XDP, its flags, and the copy program at its ingress (tc: the skb
   // path, or null: none can be had; then the frames both need are switched
   // only). Idempotent.
   void applyHost(TcPath* tc);
@@ -357,10 +373,11 @@ class Port {
   Link link_;
   std::unique_ptr<XdpProgram> xdp_;
   PortHook hook_ = PortHook::kAuto;
+  std::string hook_note_;  // hookNote()
   std::string driver_;  // ETHTOOL_GDRVINFO: "veth", "tun", a NIC's driver
   bool tc_attached_ = false;
   bool carries_host_ = false;
-  TcPath* copy_tc_ = nullptr;  // vdev_tc_copy is attached at the device's tcx ingress (applyHost)
+  TcPath* copy_tc_ = nullptr;  // vdev_tc_copy is attached at the device's ingress (applyHost)
   bool copy_warned_ = false;   // "no copies" was logged
   std::vector<std::array<uint8_t, 6>> host_macs_;
   std::vector<std::unique_ptr<Queue>> queues_;

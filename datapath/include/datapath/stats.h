@@ -37,6 +37,13 @@ struct PortStats {
   bool live = false;
   bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on
   const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
+  // Why the port is not at the hook `auto` chose ("" if it is: Port::hookNote).
+  std::string hook_note;
+  // How its skb program (at tc, or the copy program at XDP) is attached:
+  // "tcx" or "clsact" (TcAttach); "" for none. clsact_made: vdevd made the
+  // device's clsact qdisc for it (TcPath::clsactMade).
+  const char* tc_attach = "";
+  bool clsact_made = false;
   bool uplink = false;       // Port::isUplink
   bool isolated = false;     // PortConfig::isolated
   PortLimits limits;         // PortConfig::limits

@@ -11,10 +11,34 @@
 // and what needs vdevd's decision goes out of the punt device (punt.h),
 // where the kernel segments it and finishes its checksums.
 //
-// The program is attached with BPF_PROG_ATTACH (not a link): like the XDP
-// programs, it stays when vdevd dies, so a port's traffic never leaks into
-// the host's stack and learned unicast keeps flowing; a restarted vdevd
-// replaces it (a program named vdev_tc_port is always vdev's).
+// The program is attached at a device's ingress in one of two ways
+// (TcAttach), chosen once per kernel: at tcx (Linux 6.6+) with
+// BPF_PROG_ATTACH, or, where the kernel has no tcx (Debian 12's 6.1), as a
+// cls_bpf filter in direct-action mode at the clsact qdisc's ingress. Not a
+// link either way: like the XDP programs, it stays when vdevd dies, so a
+// port's traffic never leaks into the host's stack and learned unicast
+// keeps flowing; a restarted vdevd replaces it (a program named
+// vdev_tc_port or vdev_tc_copy is always vdev's).
+//
+// Classic tc, the rules: the clsact qdisc is made only if the device has
+// none (and that vdevd made it is remembered: clsactMade()), and never
+// deleted -- deleting it takes every filter with it, "holds no other
+// filter" can only be checked by a dump that races with whoever adds one,
+// a vdevd killed with SIGKILL could not delete it anyway, and an empty
+// clsact costs one look at an empty filter list per frame (the device goes
+// with its container or VM, the qdisc with it). vdev's filter is named by
+// a fixed handle (kTcHandle) and priority: the port program at priority 1,
+// the highest there is, so it runs before every filter of ordinary
+// priority (tc gives those without one 49152 and down), as BPF_F_BEFORE
+// puts it first at tcx; the copy program at 65535, after them all, as it
+// is appended last at tcx. A filter at vdev's handle and priority whose
+// program is vdev's is replaced (NLM_F_REPLACE: no moment without one);
+// one of another program, or another kind of filter at vdev's priority,
+// is never touched: the attach fails (and `auto` takes the port to XDP).
+// Detaching removes vdev's filter only, checked by program id. Returns:
+// cls_bpf's direct-action codes are tcx's (TC_ACT_OK = TCX_PASS, SHOT =
+// DROP, REDIRECT = REDIRECT, UNSPEC = TCX_NEXT: "the next filter, and the
+// host's stack after the last"), checked in bpf/vdev_tc.bpf.c.
 //
 // Thread safety: owned by the datapath thread (control requests run there).
 #pragma once
@@ -35,11 +59,29 @@ namespace vdev::datapath {
 
 class FastPath;
 
+// How the skb programs are attached (see above). kAuto: kTcx where the
+// kernel has tcx, else kClsact (probeTcAttach()).
+enum class TcAttach : uint8_t { kAuto, kTcx, kClsact };
+const char* tcAttachName(TcAttach a);  // "auto", "tcx", "clsact"
+// The kernel's way: kTcx if it has tcx -- a BPF_PROG_QUERY at the tcx
+// ingress of the loopback device (ifindex 1 in every network namespace)
+// answers; a kernel before 6.6 refuses the attach type (EINVAL) -- else
+// kClsact. A query, not a trial attach: nothing is attached anywhere, and
+// no device needs to be made for it.
+TcAttach probeTcAttach();
+// vdev's cls_bpf filter: its handle, and the priorities of the port and
+// copy programs (see above).
+inline constexpr uint32_t kTcHandle = 0x7664;  // "vd"
+inline constexpr uint16_t kTcPortPrio = 1;
+inline constexpr uint16_t kTcCopyPrio = 0xffff;
+
 class TcPath {
  public:
   // Loads the program. fast: the fast path whose maps (MAC table,
   // counters) the program shares, or null: every frame goes to vdevd.
-  static Result<std::unique_ptr<TcPath>> create(const FastPath* fast);
+  // attach: kTcx or kClsact (kAuto is probed here).
+  static Result<std::unique_ptr<TcPath>> create(const FastPath* fast, TcAttach attach = TcAttach::kAuto);
+  TcAttach attachMode() const { return attach_; }
   ~TcPath();
   TcPath(const TcPath&) = delete;
   TcPath& operator=(const TcPath&) = delete;
@@ -51,8 +93,11 @@ class TcPath {
   void setPunt(int ifindex, uint32_t mtu);
 
   // A port's row in the program's maps, and the program at its device's
-  // tcx ingress (a vdev_tc_port left there by a vdevd that died is
-  // replaced; other programs stay, after ours). peer: a veth, delivered to
+  // ingress (a vdev_tc_port or vdev_tc_copy left there by a vdevd that died
+  // is replaced, at tcx and at clsact alike; other programs stay, after
+  // ours). Errors: the attach's (EINVAL at tcx: a kernel without tcx;
+  // EBUSY, EINVAL at clsact: another program or filter kind holds vdev's
+  // handle and priority), ENOSPC beyond the tables. peer: a veth, delivered to
   // with bpf_redirect_peer. fast_rx: what it receives may take the fast
   // path. Not a destination until setDest().
   Status attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
@@ -110,6 +155,12 @@ class TcPath {
   // full; and what the program dropped for them since resetCounters().
   Status setLimits(uint16_t port_index, const PortLimits& l);
   LimitDrops limitDrops(uint16_t port_index) const;
+  // Whether vdevd made the clsact qdisc of the port's device (kClsact: the
+  // device had none when the port's program, or its copy program, was
+  // attached). It stays when the program goes (see above).
+  bool clsactMade(uint16_t port_index) const {
+    return port_index < rows_.size() && rows_[port_index].clsact_made;
+  }
 
  private:
   TcPath() = default;
@@ -122,9 +173,15 @@ class TcPath {
     uint32_t mtu = 0;
     uint32_t vid = 1;  // kVidDefault: a port without VLAN settings (setVlan)
     bool indexed = false;   // its device is in tc_index: a port at tc (attach())
-    bool attached = false;  // the program is at its device's tcx ingress
-    int copy_ifindex = 0;   // vdev_tc_copy is at this device's tcx ingress (attachCopy())
+    bool attached = false;  // the program is at its device's ingress
+    int copy_ifindex = 0;   // vdev_tc_copy is at this device's ingress (attachCopy())
+    bool clsact_made = false;  // vdevd made the device's clsact qdisc (clsactMade())
   };
+  // The program (copy: vdev_tc_copy, else vdev_tc_port) at the device's
+  // ingress, the way attach_ says, after what a vdevd that died left there
+  // went; made: whether vdevd made the clsact qdisc for it.
+  Status attachProg(bool copy, int ifindex, const std::string& ifname, bool& made);
+  void detachProg(bool copy, int ifindex);
   void writeRow(uint16_t port_index);
   void clearRow(uint16_t port_index);
   Row& row(uint16_t port_index);
@@ -132,6 +189,8 @@ class TcPath {
   std::unique_ptr<struct ::vdev_tc, SkelDeleter> skel_;
   int prog_fd_ = -1;  // owned by the skeleton
   int copy_fd_ = -1;  // vdev_tc_copy, owned by the skeleton
+  uint32_t prog_id_ = 0, copy_id_ = 0;  // their ids: a filter is detached only if it holds ours
+  TcAttach attach_ = TcAttach::kTcx;
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
   bool shares_fast_ = false;

@@ -69,6 +69,10 @@ class XdpObject {
   XdpObject& operator=(const XdpObject&) = delete;
 
   bool loaded() const { return skel_ != nullptr; }
+  // Loaded frags-aware (xdp.frags; true until a load said otherwise): a
+  // frame of several buffers -- a jumbo frame on veth, the punt device's --
+  // reaches it whole.
+  bool frags() const { return frags_; }
   // Ports at the XDP hook it has room for beyond those attached
   // (VDEV_XDP_MAX_PORTS in all).
   uint32_t freePorts() const;
@@ -92,6 +96,7 @@ class XdpObject {
   std::vector<bool> xsks_;   // by xsks_map key: taken
   uint32_t slots_used_ = 0;
   int ncpu_ = 1;
+  bool frags_ = true;
 };
 
 class XdpProgram {
@@ -171,5 +176,21 @@ class XdpProgram {
 
 // Quiets libbpf/libxdp to warnings (called once at start).
 void setupBpfLogging(bool verbose);
+
+// While one lives, libbpf's and libxdp's messages on this thread are
+// dropped (unless verbose): for calls whose failure is an answer, such as a
+// tc query on a device without a clsact qdisc ("Parent Qdisc doesn't
+// exists"). Not nested inside another capture.
+class BpfQuiet {
+ public:
+  BpfQuiet();
+  ~BpfQuiet();
+  BpfQuiet(const BpfQuiet&) = delete;
+  BpfQuiet& operator=(const BpfQuiet&) = delete;
+
+ private:
+  std::string sink_;
+  bool on_ = false;
+};
 
 }  // namespace vdev::datapath

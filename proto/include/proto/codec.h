@@ -213,6 +213,8 @@ struct PortInfo {
   std::optional<uint32_t> owner_uid;  // who added it at run time; nullopt: vdevd's command line
   std::string tag;                    // PORT_TAG given at add ("" if none)
   std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
+  std::optional<TcAttach> tc_attach;  // TC_ATTACH: how its skb program is attached; absent: none
+  std::string hook_note;         // HOOK_NOTE: why it is not at the hook auto chose ("" if it is)
   bool uplink = false;           // UPLINK: neither a veth nor a tap
   bool isolated = false;         // ISOLATED
   std::optional<Limits> limits;  // STORM_*, POLICE_*; absent: a daemon that does not send them
@@ -266,6 +268,8 @@ struct InfoMsg {
   std::optional<uint32_t> ports_pool_left;  // further one-queue XDP-hook ports the frame pool allows
   std::optional<uint32_t> ports_map_left;   // further ports the fast path's maps have entries for
   std::string start_issues;               // what was not restored at start, one per line
+  std::optional<TcAttach> tc_attach;      // how vdevd attaches skb programs on this kernel
+  std::optional<uint64_t> kernel_features;  // KernelFeature bits in use; absent: an older daemon
   bool operator==(const InfoMsg&) const = default;
 };
 
@@ -402,6 +406,10 @@ const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto
 const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
 const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
 const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
+const char* tcAttachName(TcAttach a);      // "tcx", "clsact", "unknown"
+// "tcx", "clsact", "multi_buffer", "xdp_features", "xdp_frags",
+// "redirect_peer", "busy_poll"; nullptr for a bit this code does not know.
+const char* kernelFeatureName(uint8_t bit);
 const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
 std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
 std::optional<PortType> parsePortType(std::string_view s);

@@ -40,6 +40,7 @@ inline constexpr size_t kVersionMax = 63;         // INFO version string
 inline constexpr size_t kErrorMsgMax = 1023;      // error message attribute (longer is cut)
 inline constexpr size_t kPortTagMax = 127;        // PORT_TAG: 1..127 printable characters
 inline constexpr size_t kStartIssuesMax = 4000;   // START_ISSUES text (longer is cut)
+inline constexpr size_t kHookNoteMax = 511;       // HOOK_NOTE text (longer is cut)
 inline constexpr uint32_t kMinQueues = 1, kMaxQueues = 64;
 inline constexpr uint32_t kMinMtu = 68, kMaxMtu = 65535;
 inline constexpr size_t kMaxAllowedIps = 4;       // ALLOWED_IPS: IPv4 and IPv6 addresses each
@@ -63,7 +64,8 @@ enum Cmd : uint8_t {
   //   reply: one message per port: PORT_NAME, PORT_TYPE, IFINDEX, QUEUES,
   //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX,
   //          HOOK, OWNER_UID and PORT_TAG (ports added at run time), UPLINK
-  //          and ISOLATED (when 1), STORM_* and POLICE_* (always)
+  //          and ISOLATED (when 1), STORM_* and POLICE_* (always), TC_ATTACH
+  //          (a port with an skb program), HOOK_NOTE (when there is one)
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -84,7 +86,8 @@ enum Cmd : uint8_t {
   kCmdFdbDel = 7,
   // Daemon information. req: nothing.
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
-  //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any)
+  //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any),
+  //          TC_ATTACH, KERNEL_FEATURES
   kCmdInfoGet = 8,
   // Change a running port's isolation, storm control and policer, at once
   // (frames in flight are not touched; every bucket starts full). Each
@@ -222,7 +225,18 @@ enum Attr : uint16_t {
   kAttrCaptureTaken = 52,   // u64: frames copied into the capture so far
   kAttrCaptureDrops = 53,   // u64: frames the capture missed so far (its buffer was full)
   kAttrCaptureEnded = 54,   // u8 1: the port is gone; the capture takes no more frames
-  kAttrMax = kAttrCaptureEnded
+  // The kernel's ways, as vdevd uses them (docs/architecture.md, "Kernel
+  // features"). TC_ATTACH: how the skb programs are attached to a device
+  // (INFO: vdevd's choice for this kernel; port replies: the port's skb
+  // program, at tc or the copy program at XDP, absent without one).
+  kAttrTcAttach = 55,       // u8 TcAttach
+  // Why the port is not at the hook `auto` chose: its tc attach failed and
+  // it went to XDP (port replies; absent: it is where auto put it).
+  kAttrHookNote = 56,       // string, 1..511 chars
+  // INFO: the kernel features vdevd uses now, one bit each (KernelFeature);
+  // a bit a client does not know is a newer daemon's.
+  kAttrKernelFeatures = 57, // u64
+  kAttrMax = kAttrKernelFeatures
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -261,6 +275,22 @@ enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
 // skb-level program at tcx ingress (senders that hand the kernel skbs:
 // containers' veths, VMs' taps).
 enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
+// kTcx: tcx (Linux 6.6); kClsact: a cls_bpf filter at the clsact qdisc
+// (classic tc, where the kernel has no tcx).
+enum class TcAttach : uint8_t { kTcx = 1, kClsact = 2 };
+// KERNEL_FEATURES bits: what each one means, and the Linux version that
+// brought it, in docs/architecture.md ("Kernel features"); their names in
+// kernelFeatureName() (codec.h).
+enum KernelFeature : uint8_t {
+  kKfTcx = 0,           // the skb programs at tcx (6.6)
+  kKfClsact = 1,        // ... at clsact, classic tc (any kernel)
+  kKfMultiBuffer = 2,   // AF_XDP multi-buffer on vdevd's sockets (XDP_USE_SG, 6.6)
+  kKfXdpFeatures = 3,   // devices' XDP features from the netdev family (6.3); else by driver
+  kKfXdpFrags = 4,      // the XDP program frags-aware (xdp.frags, 5.18)
+  kKfRedirectPeer = 5,  // the skb path's fast path into veth peers (bpf_redirect_peer, 5.10)
+  kKfBusyPoll = 6,      // preferred busy polling on the AF_XDP sockets (5.11)
+  kKfCount = 7
+};
 enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
 enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
 enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };

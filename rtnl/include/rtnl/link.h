@@ -159,6 +159,12 @@ struct VethInfo {
 // EPERM.
 Result<VethInfo> createVeth(const VethSpec& spec);
 
+// TX checksum offload (and with it TSO) off on the peer end `peerName`
+// inside `peerNetns`, as VethSpec::peerTxCsumOff does at creation: for a
+// veth made for vdevd's tc hook whose port went to its XDP hook after all.
+// Errors: NetnsRef::open()'s, ENODEV, EPERM.
+Status setPeerTxCsumOff(const NetnsRef& peerNetns, const std::string& peerName);
+
 // ---------------------------------------------------------------------------
 // tap
 

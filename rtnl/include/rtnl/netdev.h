@@ -14,6 +14,10 @@
 
 namespace vdev::rtnl {
 
+// Whether the kernel has the netdev family at all (Linux 6.3+): false on an
+// older kernel, and when genetlink cannot be asked.
+bool hasNetdevFamily();
+
 // Whether the device accepts redirected XDP frames now (its XDP features
 // include NDO_XMIT): a tap does; a veth does when its peer has NAPI (GRO on
 // or an XDP program). Errors: EOPNOTSUPP (no netdev family: a kernel before

@@ -35,6 +35,12 @@ int cmdInfo(Context& ctx, Args& a) {
     if (m.ports_pool_left) o["ports_pool_left"] = *m.ports_pool_left;
     if (m.ports_map_left) o["ports_map_left"] = *m.ports_map_left;
     o["start_issues"] = issueLines(m.start_issues);
+    if (m.tc_attach) o["tc_attach"] = vdev::proto::tcAttachName(*m.tc_attach);
+    if (m.kernel_features) {
+      Json& k = o["kernel_features"] = Json::object();
+      for (uint8_t b = 0; b < vdev::proto::kKfCount; b++)
+        k[vdev::proto::kernelFeatureName(b)] = ((*m.kernel_features >> b) & 1) != 0;
+    }
     return Context::print(jsonText(o, ctx.opt().pretty));
   }
   std::string o;
@@ -50,6 +56,17 @@ int cmdInfo(Context& ctx, Args& a) {
     o += "pool:     room for " + std::to_string(*m.ports_pool_left) + " more ports at the XDP hook\n";
   if (m.ports_map_left)
     o += "maps:     room for " + std::to_string(*m.ports_map_left) + " more ports on the fast path\n";
+  if (m.tc_attach) o += std::string("tc attach: ") + vdev::proto::tcAttachName(*m.tc_attach) + "\n";
+  if (m.kernel_features) {
+    // The features in use, by name (a newer daemon's unknown bits by number).
+    std::string used;
+    for (uint8_t b = 0; b < 64; b++) {
+      if (!((*m.kernel_features >> b) & 1)) continue;
+      const char* n = vdev::proto::kernelFeatureName(b);
+      used += (used.empty() ? "" : " ") + (n ? std::string(n) : "bit" + std::to_string(b));
+    }
+    o += "kernel:   " + (used.empty() ? std::string("-") : used) + "\n";
+  }
   o += "socket:   " + ctx.opt().socket + "\n";
   // What vdevd could not restore when it started (the state file, --port).
   for (const auto& line : issueLines(m.start_issues)) o += "not restored: " + line + "\n";

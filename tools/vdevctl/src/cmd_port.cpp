@@ -134,6 +134,15 @@ std::string vlanText(const vdev::proto::PortInfo& p) {
   return vdev::formatVlanConfig(p.limits->vlan);
 }
 
+// The HOOK column: "tc/clsact", "tc/tcx", "xdp" ("xdp/clsact": the copy
+// program at tc); "*" when the port is not where auto put it (hook_note).
+std::string hookText(const vdev::proto::PortInfo& p) {
+  std::string h = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
+  if (p.tc_attach) h += std::string("/") + vdev::proto::tcAttachName(*p.tc_attach);
+  if (!p.hook_note.empty()) h += "*";
+  return h;
+}
+
 // The uplink among `ports` with the smallest MTU (nullptr: none).
 const vdev::proto::PortInfo* narrowestUplink(const std::vector<vdev::proto::PortInfo>& ports) {
   const vdev::proto::PortInfo* up = nullptr;
@@ -191,7 +200,7 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
                                     std::to_string(p.mtu),
                                     stateName(p),
                                     p.fast_rx ? "on" : "off",
-                                    p.hook ? vdev::proto::portHookName(*p.hook) : "xdp",
+                                    hookText(p),
                                     vlanText(p)};
     if (stats) {
       const auto& s = (*stats)[i];
@@ -200,7 +209,11 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
     }
     t.row(std::move(row));
   }
-  const int rc = Context::print(t.render());
+  std::string out = t.render();
+  // Why a port is not at the hook auto chose (HOOK marked "*").
+  for (const auto& p : ports)
+    if (!p.hook_note.empty()) out += "* " + p.name + ": " + p.hook_note + "\n";
+  const int rc = Context::print(out);
   for (const auto& p : ports)
     if (over(p))
       std::fprintf(stderr,

@@ -33,6 +33,8 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["live"] = p.live;
   o["fast_rx"] = p.fast_rx;
   o["hook"] = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
+  if (p.tc_attach) o["tc_attach"] = vdev::proto::tcAttachName(*p.tc_attach);
+  if (!p.hook_note.empty()) o["hook_note"] = p.hook_note;
   o["uplink"] = p.uplink;
   o["isolated"] = p.isolated;
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);

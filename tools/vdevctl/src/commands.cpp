@@ -322,7 +322,13 @@ DESCRIPTION
     STATE    up (sockets open and link up) or down
     FAST_RX  on, or off: frames the port receives always go through vdevd
              ("port add ... fast-rx off")
-    HOOK     where its frames enter vdev: tc or xdp
+    HOOK     where its frames enter vdev: tc or xdp; a port with an
+             skb-level program says how it is attached: tc/tcx (Linux
+             6.6) or tc/clsact (classic tc), and xdp/clsact for a port at
+             XDP whose host frames are copied by a program at tc. A port
+             that vdevd took to xdp although auto chose tc (its tc attach
+             failed) is marked with "*", and the reason is printed under
+             the table
     VLAN     its VLAN settings ("vlan 10", "trunk 10,20 native 1"), "-" for
              none (VLAN 1, untagged)
 
@@ -338,7 +344,9 @@ DESCRIPTION
 
     With -j: a JSON array of objects with the fields name, type, ifindex,
     queues, queues_bound, xdp_mode, bind_mode, mtu, live (true/false),
-    fast_rx (true/false), hook, uplink (true/false), isolated (true/false),
+    fast_rx (true/false), hook, tc_attach ("tcx" or "clsact", for a port
+    with an skb-level program), hook_note (why it is not at the hook auto
+    chose, when that is so), uplink (true/false), isolated (true/false),
     limits (what the port has in effect, its own or vdevd's defaults, 0 for
     no limit: {"storm_bcast_pps", "storm_mcast_pps", "storm_unknown_pps",
     "police_pps", "police_bps", "police_burst_ms", "allowed_mac" while
@@ -598,9 +606,21 @@ SYNOPSIS
 DESCRIPTION
     Prints vdevd's version, its switching mode (switch: L2 learning switch;
     xconnect: two ports wired to each other), the number of datapath
-    threads, its uptime and its number of ports.
+    threads, its uptime and its number of ports; how many more ports the
+    open-file limit, the frame pool and the fast path's maps allow; how it
+    attaches its skb-level programs on this kernel ("tc attach": tcx, Linux
+    6.6, or clsact, classic tc, where the kernel has no tcx); and which of
+    the kernel features it can do without it uses now ("kernel"): tcx,
+    clsact, multi_buffer (AF_XDP multi-buffer, 6.6), xdp_features (devices'
+    XDP features from the netdev family, 6.3; else by their driver),
+    xdp_frags (a frags-aware XDP program, 5.18), redirect_peer (the skb
+    path's fast path into veth peers, 5.10), busy_poll (--busy-poll).
 
-    With -j: {"version", "mode", "threads", "uptime_s", "ports"}.
+    With -j: {"version", "mode", "threads", "uptime_s", "ports", "fd_limit",
+    "ports_fd_left", "ports_pool_left", "ports_map_left", "start_issues"
+    (an array), "tc_attach" ("tcx" or "clsact"), "kernel_features" (an
+    object: each feature above, true or false)}; those vdevd does not send
+    (an older one) are absent.
 
 EXAMPLES
     vdevctl info
