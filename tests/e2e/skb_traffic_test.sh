@@ -247,20 +247,33 @@ run() {
 
     # UDP segmentation offload (UDP_SEGMENT, as QUIC stacks send): one GSO
     # skb per send() leaves the sender and arrives as 10 datagrams of 1200
-    # bytes, every one of them, intact, container to container (IPv4, IPv6)
-    # and both ways between a container and the guest.
+    # bytes, intact, container to container (IPv4, IPv6) and both ways
+    # between a container and the guest. Every one arrives -- but towards
+    # the guest, whose relay (vdev-vm, a process reading the tap) may fall
+    # behind on a loaded machine: there each datagram arrives or is one of
+    # the frames the tap counted as dropped at its full queue (tx_dropped),
+    # as the kernel drops for a VM that does not read. Nothing else may be
+    # missing.
     for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
       set -- $pair
       ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
       local sp=$!
       for _ in $(seq 100); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
+      local tapdrop0 tapdrop
+      tapdrop0=$(cat "/sys/class/net/$tap/statistics/tx_dropped")
       sent=$(timeout 60 ip netns exec "$1" python3 "$here/udp_gso_check.py" client "$3" $port 200 1200 2>&1)
       wait $sp
       got=$(cat "$dir/srv.out")
+      tapdrop=$(($(cat "/sys/class/net/$tap/statistics/tx_dropped") - tapdrop0))
+      [ "$2" = "$nsg" ] || tapdrop=0
+      n=$(echo "$got" | json 'd["datagrams"] if d["bad"] == 0 else -1' 2>/dev/null)
       if [ "$sent" = '{"datagrams": 2000}' ] && [ "$got" = '{"datagrams": 2000, "bad": 0}' ]; then
         ok "udp gso $1 -> $2 ($3): 2000 datagrams from 200 GSO sends, all intact"
+      elif [ "$sent" = '{"datagrams": 2000}' ] && [ "${n:--1}" -ge 0 ] && [ "$tapdrop" -gt 0 ] &&
+           [ $((n + tapdrop)) -ge 2000 ]; then
+        ok "udp gso $1 -> $2 ($3): $n of 2000 datagrams intact, the tap counted $tapdrop frame(s) dropped at its full queue"
       else
-        fail "udp gso $1 -> $2 ($3): sent '$sent', received '$got'"
+        fail "udp gso $1 -> $2 ($3): sent '$sent', received '$got' (the tap's tx_dropped +$tapdrop)"
       fi
     done
 
