@@ -2050,9 +2050,12 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
             << "(tx_ring_full " << dropOf(sS1, "tx_ring_full") - dropOf(sS0, "tx_ring_full") << ")\n";
 
   // It persists, and vdevd does not wait for it: a second later nothing has
-  // changed for S, and B -> A is exact.
+  // changed for S, and B -> A is exact. B's marker goes to A alone: a
+  // broadcast would land on S's stalled TX ring and change S's counts; B ->
+  // A takes vdevd's path like the frames before it (no fast path to a
+  // container without NAPI).
   sendMixed(*b.sock, a.mac(), 20, 100);
-  expectFlow(all, 20, {{a.sock.get(), 100}});
+  expectFlow(all, 20, {{a.sock.get(), 100}}, {Marker{.to = Endpoints{a.sock.get()}, .dst = a.mac()}});
   const Stats s2 = d.stats();
   EXPECT_EQ(poolField(s2, "kernel_tx"), kernelTx) << s2.dump();
   EXPECT_EQ(s2.port(s.port()).tx_outstanding, s1.port(s.port()).tx_outstanding) << s2.dump();

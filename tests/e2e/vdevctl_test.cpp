@@ -669,13 +669,18 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
     b.setLabel("isolated 2");
     c.setLabel("open");
     const Endpoints all = {&a, &b, &c};
+    // What does not reach an isolated port is checked behind markers in
+    // turn: the isolated ports' reach the open one only; the open one's,
+    // sent after theirs arrived, reaches both (and so vouches at each for
+    // the other's frames, and at each for its own); an isolated one's after
+    // that vouches at the open one for its own frames.
+    const Marker fromA{.from = &a, .to = Endpoints{&c}}, fromB{.from = &b, .to = Endpoints{&c}}, fromC{.from = &c};
     // Floods (and learning): from an isolated port only to the open one.
     a.send({testframe::kBroadcast, m1, Kind::kExperimental, 1, 0, 60});
-    expectFlow(all, 1, {{&c, 1}});
     c.send({testframe::kBroadcast, m3, Kind::kExperimental, 2, 0, 60});
-    expectFlow(all, 2, {{&a, 1}, {&b, 1}});
     b.send({testframe::kBroadcast, m2, Kind::kExperimental, 3, 0, 60});
-    expectFlow(all, 3, {{&c, 1}});
+    expectFlowsBeforeMarkers(all, {{1, {{&c, 1}}}, {2, {{&a, 1}, {&b, 1}}}, {3, {{&c, 1}}}},
+                             {fromA, fromB, fromC, fromA});
     // Unicast, twice: the second round after the kernel fast path has the
     // stations' MACs.
     for (uint32_t round = 0; round < 2; ++round) {
@@ -685,16 +690,15 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
       sendMixed(c, m2, f + 1, 40);
       sendMixed(a, m2, f + 2, 40);
       sendMixed(b, m1, f + 3, 40);
-      expectFlow(all, f, {{&c, 40}});
-      expectFlow(all, f + 1, {{&b, 40}});
+      expectFlowsBeforeMarkers(all, {{f, {{&c, 40}}}, {f + 1, {{&b, 40}}}, {f + 2, {}}, {f + 3, {}}},
+                               {fromA, fromB, fromC, fromA});
+      // The markers passed the same checks after the frames: the counts are final.
       const auto iso = [&](const Stats& s, const std::string& p) {
         return s.port(p).drop("isolated") - before.port(p).drop("isolated");
       };
       const Stats s = d->statsUntil([&](const Stats& st) { return iso(st, c1) >= 40 && iso(st, c2) >= 40; }, 5s);
       EXPECT_EQ(iso(s, c1), 40u) << s.dump();
       EXPECT_EQ(iso(s, c2), 40u) << s.dump();
-      expectFlow(all, f + 2, {});
-      expectFlow(all, f + 3, {});
     }
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
@@ -790,6 +794,7 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     const Mac group = {0x01, 0x00, 0x5e, 0x7f, 0x12, 0x34};
     const Mac nobody = uniqueMac();
     // Broadcast and multicast: the program's buckets (100/s, 10 frames).
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));  // full again after learnAll's broadcasts
     burst(a, c1, testframe::kBroadcast, 10, 2000, "storm_bcast", 100, 10, {&b, &c});
     burst(a, c1, group, 11, 2000, "storm_mcast", 100, 10, {&b, &c});
     // Unknown unicast: vdevd's bucket.
@@ -889,17 +894,19 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     ok({"port", "set", c1, "isolated", "on"});
     ok({"port", "set", c2, "isolated", "on"});
     EXPECT_TRUE((*findPort(json({"port", "show"}), c1))["isolated"].asBool());
+    // Checked behind markers in turn: c1's reaches c3 only; c3's, sent after
+    // it arrived, reaches c1 and c2 (vouching at c2 for c1's frames, at c1
+    // for its own); c1's again vouches at c3 for c3's own.
+    const Marker fromA{.from = &a, .to = Endpoints{&c}}, fromC{.from = &c};
     for (uint32_t round = 0; round < 2; ++round) {
       const uint32_t f = 30 + 10 * round;
       const uint64_t iso0 = d->stats().port(c1).drop("isolated");
       sendMixed(a, m2, f, 40);
       sendMixed(a, m3, f + 1, 40);
       sendMixed(c, m2, f + 2, 40);
-      expectFlow(all, f + 1, {{&c, 40}});
-      expectFlow(all, f + 2, {{&b, 40}});
+      expectFlowsBeforeMarkers(all, {{f, {}}, {f + 1, {{&c, 40}}}, {f + 2, {{&b, 40}}}}, {fromA, fromC, fromA});
       const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1).drop("isolated") - iso0 >= 40; }, 5s);
       EXPECT_EQ(s.port(c1).drop("isolated") - iso0, 40u) << s.dump();
-      expectFlow(all, f, {});
     }
     ok({"port", "set", c2, "isolated", "off"});
     sendMixed(a, m2, 50, 40);
@@ -1098,8 +1105,11 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     b.setLabel("open");
     const Endpoints all = {&a, &b};
     learnAll(all, 1);  // experimental frames: before the lock, which drops them
-    // Test frames of flow F come from 198.18.F.(1 + seq % 250).
+    // Test frames of flow F come from 198.18.F.(1 + seq % 250); the locked
+    // port's markers are IPv4 from 198.18.10.1 (see kMarkerFlow), the other
+    // EtherType of the default ones would be dropped.
     ok({"port", "set", c1, "allowed-ip", "198.18.10.1,198.18.11.1,198.18.13.1,2001:db8:a::1"});
+    const Marker fromLocked{.from = &a, .kind = Kind::kIpv4Udp, .flow = kMarkerFlow + 10};
     const Json ports = json({"port", "show"});
     const Json& ips = (*findPort(ports, c1))["limits"]["allowed_ips"];
     ASSERT_EQ(ips.size(), 4u) << ports.dump();
@@ -1110,7 +1120,7 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
         << readFile(state_);
     for (uint32_t round = 0; round < 2; ++round) {  // the second on the fast path
       for (uint32_t k = 0; k < 20; ++k) a.send({m2, m1, Kind::kIpv4Udp, 10 + round, 250 * k, 60});
-      expectFlow(all, 10 + round, {{&b, 20}});
+      expectFlow(all, 10 + round, {{&b, 20}}, {fromLocked});
     }
     const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_ip"); };
     const Stats s0 = d->stats();
