@@ -549,8 +549,14 @@ TEST_F(CtlServer, ClientThatStopsReadingIsDroppedAfterTheStallTimeout) {
   ::close(lazy);
 }
 
+// The limit on all connections together. Root is held to it alone; any
+// other user also to its own cap and to what root_reserve leaves it
+// (PerUidCapAndRootReserve): lifted here, so that the test means the same
+// with root and without.
 TEST_F(CtlServer, TooManyClients) {
   cfg.max_clients = 2;
+  cfg.root_reserve = 0;
+  cfg.max_clients_per_uid = 2;
   start();
   auto a = client();
   auto b = client();
@@ -566,8 +572,11 @@ TEST_F(CtlServer, TooManyClients) {
 
 // The default limit (README: "hold 64 connections"): 64 clients are all
 // served at once, the 65th is refused, and the 64 are still served after.
+// As in TooManyClients, the other users' own limits are lifted.
 TEST_F(CtlServer, DefaultLimitServes64ClientsAndRefusesThe65th) {
   ASSERT_EQ(cfg.max_clients, 64u) << "the README's figure follows ServerConfig's default";
+  cfg.root_reserve = 0;
+  cfg.max_clients_per_uid = cfg.max_clients;
   start();
   std::vector<ControlClient> held;
   for (int i = 0; i < 64; ++i) {
