@@ -343,7 +343,8 @@ TEST_F(DatapathTest, NoFastRxKeepsAPortsReceivedFramesOnVdevd) {
     const Stats s = d.stats();
     const PortStats &v0 = before.port(t.vm.name()), &v = s.port(t.vm.name());
     EXPECT_EQ(v.xdp_prog.at("fast"), 0u) << s.dump() << d.logs();
-    EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN) << s.dump();
+    // kN and the marker behind them (a broadcast: vdevd's as well).
+    EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN + 1) << s.dump();
     for (const Container* c : {&t.a, &t.b})
       EXPECT_EQ(s.port(c->port()).xdp_prog.at("fast") - before.port(c->port()).xdp_prog.at("fast"), kM)
           << c->port() << ": unicast to the --no-fast-rx port did not take the kernel path\n" << s.dump();
@@ -447,17 +448,19 @@ TEST_F(DatapathTest, AStationThatMovesIsRelearnedAfterTheHoldTime) {
   expectFlow(all, 8, {{&a, 5}});
   // A silent for longer than the hold time: its MAC shows up behind the VM's
   // port (a VM migrated, a container moved). Sleeping longer than the hold
-  // time is never wrong.
+  // time is never wrong. vdevd hands the kernel's fast path a move after it
+  // has sent out the frames it learned it from: the second marker, read in
+  // a later round, arrives once the fast path has it too.
   std::this_thread::sleep_for(kHold + 100ms);
   vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 10, 0, 60});
-  expectFlow(all, 10, {{&a, 1}, {&b, 1}});
+  expectFlow(all, 10, {{&a, 1}, {&b, 1}}, {Marker{}, Marker{}});
   // Frames for that MAC now go to the VM's port, not to A's.
   sendMixed(b, a.mac(), 11, 10);
   expectFlow(all, 11, {{&vm, 10}});
   // And back, after the hold time.
   std::this_thread::sleep_for(kHold + 100ms);
   a.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 12, 0, 60});
-  expectFlow(all, 12, {{&b, 1}, {&vm, 1}});
+  expectFlow(all, 12, {{&b, 1}, {&vm, 1}}, {Marker{}, Marker{}});
   sendMixed(b, a.mac(), 13, 10);
   expectFlow(all, 13, {{&a, 10}});
   expectCleanStop(d);
@@ -471,9 +474,11 @@ TEST_F(DatapathTest, AStationThatMovesIsRelearnedAfterTheHoldTime) {
 TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer) {
   Topology t;
   everyPortFastPathed(t);
-  // Shorter than the second between two refreshes from the kernel, longer
-  // than its timestamps' age (at most 100 ms) plus A's 5 ms between frames.
+  // Shorter than the second between two refreshes from the kernel, so that
+  // vdevd's copy of A's time is older than the hold for part of every second.
   const auto kHold = 500ms;
+  // How old the kernel's own time for a MAC may be when it is read.
+  const auto kKernelAge = 100ms;
   Vdevd d(concat(t.portArgs(), {"--fdb-hold-ms", std::to_string(kHold.count())}));
   if (xdpFeaturesByDriver(d))
     GTEST_SKIP() << "XDP features by driver (a kernel before 6.3): a veth the test made is no fast-path "
@@ -483,47 +488,57 @@ TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer)
   Endpoint& a = t.a.sock;
   Endpoint& b = t.b.sock;
   Endpoint& vm = t.vm;
-  // A talks to B, unicast, every 5 ms: on the fast path, never through vdevd.
-  std::atomic<bool> stop{false};
-  std::atomic<uint32_t> sent{0};
-  std::string talkerError;
-  std::thread talker([&] {
-    try {
-      while (!stop) {
-        a.send({b.mac(), a.mac(), Kind::kExperimental, 20, sent, 60});
-        ++sent;
-        std::this_thread::sleep_for(5ms);
-      }
-    } catch (const std::exception& e) {
-      talkerError = e.what();
-    }
-  });
   const auto fastFrames = [&](const Stats& s) {
     const auto& prog = s.port(t.a.port()).xdp_prog;
     const auto it = prog.find("fast");
     return it == prog.end() ? uint64_t(0) : it->second;
   };
-  const Stats onFast = d.statsUntil([&](const Stats& s) { return fastFrames(s) >= 20; }, 3s);
-  // The VM claims A's MAC every 50 ms for 2.5 s: through two of the table's
-  // refreshes from the kernel, and the moments between when the table's copy
-  // of A's time is older than the hold.
-  constexpr uint32_t kClaims = 50;
-  for (uint32_t i = 0; i < kClaims; i++) {
-    vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 21, i, 60});
-    std::this_thread::sleep_for(50ms);
+  // A talks to B, unicast, until 20 of its frames have taken the fast path
+  // (the first may still go through vdevd, until the kernel has B's MAC).
+  uint32_t sent = 0;
+  Stats onFast = d.stats();
+  for (const auto until = std::chrono::steady_clock::now() + 3s;
+       fastFrames(onFast) < 20 && std::chrono::steady_clock::now() < until;) {
+    a.send({b.mac(), a.mac(), Kind::kExperimental, 20, sent++, 60});
+    std::this_thread::sleep_for(5ms);  // pacing
+    if (sent % 10 == 0) onFast = d.stats();
   }
-  stop = true;
-  talker.join();
-  ASSERT_TRUE(talkerError.empty()) << talkerError;
   ASSERT_GE(fastFrames(onFast), 20u) << "A's frames do not take the fast path: the test means nothing\n"
                                      << onFast.dump();
+  // The VM claims A's MAC every 50 ms for 2.5 s: through two of the table's
+  // refreshes from the kernel, and the moments between when the table's
+  // copy of A's time is older than the hold. Right before each claim A
+  // speaks (a frame to B on the fast path, read by B: the kernel has seen
+  // A), and behind it the VM sends a marker (once A and B have it, vdevd
+  // has decided the claim). So A was talking at every claim by
+  // construction, as long as each round, from A's frame to the marker, is
+  // shorter than the hold less the age of the kernel's time: checked below,
+  // not assumed (a machine that stalls this thread longer makes the test
+  // fail, not pass).
+  constexpr uint32_t kClaims = 50;
+  Millis slowest{0};
+  for (uint32_t i = 0; i < kClaims; i++) {
+    const auto round = std::chrono::steady_clock::now();
+    a.send({b.mac(), a.mac(), Kind::kExperimental, 20, sent++, 60});
+    ASSERT_TRUE(pumpUntil(all, [&] { return b.rx().count(20) == sent; }, 10s)) << countsOf(all);
+    vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 21, i, 60});
+    vm.send({tf::kBroadcast, vm.mac(), Kind::kExperimental, 25, i, 60});
+    ASSERT_TRUE(pumpUntil(all, [&] { return a.rx().count(25) == i + 1 && b.rx().count(25) == i + 1; }, 10s))
+        << countsOf(all);
+    slowest = std::max(slowest, std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - round));
+    std::this_thread::sleep_until(round + 50ms);  // pacing
+  }
+  ASSERT_LT(slowest, kHold - kKernelAge)
+      << "a claim was decided more than the hold time, less the kernel's age, after A's last frame: "
+         "nothing below would mean anything";
   const Stats locked =
       d.statsUntil([&](const Stats& s) { return s.port(t.vm.name()).drop("mac_locked") >= kClaims; }, 3s);
   EXPECT_EQ(locked.port(t.vm.name()).drop("mac_locked"), kClaims) << locked.dump() << d.logs();
   EXPECT_EQ(locked.port(t.a.port()).drop("mac_locked"), 0u) << "A lost its own MAC\n" << locked.dump();
-  // All of A's frames reached B, and only B; none of the claims anywhere.
+  // All of A's frames reached B, and only B; none of the claims anywhere;
+  // the VM's markers everywhere else.
   expectFlow(all, 20, {{&b, sent}});
-  expectFlowsBeforeMarker(all, {{21, {}}}, vm, 100);
+  expectFlowsBeforeMarker(all, {{21, {}}, {25, {{&a, kClaims}, {&b, kClaims}}}}, vm, 100);
   sendMixed(b, a.mac(), 22, 5);
   expectFlow(all, 22, {{&a, 5}});
   // A silent (in the kernel too) for longer than the hold time: the VM may
@@ -531,7 +546,7 @@ TEST_F(DatapathTest, AStationTalkingOnlyOnTheFastPathKeepsItsMacAgainstASpoofer)
   // never wrong.
   std::this_thread::sleep_for(kHold + 200ms);
   vm.send({tf::kBroadcast, a.mac(), Kind::kExperimental, 23, 0, 60});
-  expectFlow(all, 23, {{&a, 1}, {&b, 1}});
+  expectFlow(all, 23, {{&a, 1}, {&b, 1}}, {Marker{}, Marker{}});  // the second: the move is in the fast path
   sendMixed(b, a.mac(), 24, 5);
   expectFlow(all, 24, {{&vm, 5}});
   expectCleanStop(d);
@@ -546,12 +561,13 @@ TEST_F(DatapathTest, LearnedMacsAgeOut) {
   Endpoint& b = t.b.sock;
   sendMixed(a, b.mac(), 10, 5);
   expectFlow(all, 10, {{&b, 5}});
-  // B speaks once more at t0, then is silent: within a few seconds its entry
-  // is gone and frames for it flood again (to the VM too), but not before
-  // the ageing time. Probe every 100 ms.
+  // B speaks once more, then is silent from t0 on (the marker behind its
+  // frame is B speaking too, and vdevd has read it once it arrived): within
+  // a few seconds its entry is gone and frames for it flood again (to the
+  // VM too), but not before the ageing time. Probe every 100 ms.
   b.send({a.mac(), b.mac(), Kind::kExperimental, 11, 0, 60});
+  expectFlow(all, 11, {{&a, 1}});
   const auto t0 = std::chrono::steady_clock::now();
-  expectFlow(all, 11, {{&a, 1}}, 1s, 0ms);
   uint32_t seq = 0;
   bool flooded = false;
   while (!flooded && std::chrono::steady_clock::now() - t0 < 5s) {
@@ -622,6 +638,7 @@ TEST_F(DatapathTest, FramesForAPortsOwnOrAHostMacGoToTheHostStack) {
   Vdevd d(concat(t.portArgs(), {"--host-mac", macString(hostMac)}));
   const Endpoints all = t.all();
   learnAll(all, 1);
+  const Stats s0 = d.stats();
   const LinkInfo before = t.a.veth.hostInfo();
   // To A's host end (the port's own MAC) and to the configured host MAC.
   sendMixed(t.a.sock, t.a.veth.hostMac(), 10, 10);
@@ -633,8 +650,8 @@ TEST_F(DatapathTest, FramesForAPortsOwnOrAHostMacGoToTheHostStack) {
   const LinkInfo after = t.a.veth.hostInfo();
   EXPECT_GE(after.rx_packets - before.rx_packets, 20u);
   const Stats s = d.stats();
-  EXPECT_EQ(s.port(t.a.port()).rx_packets, 2u) << s.dump();  // the learning broadcast and the marker
-  EXPECT_EQ(s.port(t.vm.name()).rx_packets, 2u) << s.dump();
+  EXPECT_EQ(s.port(t.a.port()).rx_packets - s0.port(t.a.port()).rx_packets, 1u) << s.dump();  // the marker
+  EXPECT_EQ(s.port(t.vm.name()).rx_packets - s0.port(t.vm.name()).rx_packets, 1u) << s.dump();
   expectCleanStop(d);
 }
 
@@ -798,7 +815,9 @@ TEST_P(LinkDownTest, FramesForADownPortAreDroppedNotParked) {
 
   sendMixed(a, b.mac(), 10, 100);
   sendMixed(t.vm, a.mac(), 11, 20);
-  expectFlow(all, 11, {{&a, 20}});
+  // The VM's marker reaches A only: vdevd floods nothing to B, which is
+  // not live (and B's check below is that nothing reaches it at all).
+  expectFlow(all, 11, {{&a, 20}}, {Marker{.to = Endpoints{&a}}});
   // One look once vdevd has handled A's frames, not settle(): every stats
   // request wakes the datapath thread, and a wake-up that kicks B's TX ring
   // would drop (one by one) the frames this test wants to catch parked
@@ -886,32 +905,55 @@ TEST_F(DatapathTest, ALinkFlappingInALoopIsReattachedWithABackoff) {
       if (p["name"].asString() == t.b.port()) return p["link"]["flap_waits"].asU64();
     return uint64_t(0);
   };
-  // B's container end goes down and up as fast as a guest's loop would,
-  // for about 3 s: 40 flaps a second. The loop is a shell in B's namespace,
-  // not this process: a fork of a sanitized test binary takes tens of ms,
-  // and from here the loop made only 15 flaps a second under ASan (below
-  // the 20 that start a wait, so the test saw none).
-  const std::string dev = t.b.veth.peerName();
-  const std::string out = run("ip netns exec " + t.b.ns.name() + " sh -c 'n=0; end=$(($(date +%s%N) + 3000000000)); "
-                              "while [ $(date +%s%N) -lt $end ]; do ip link set dev " + dev +
-                              " down; sleep 0.005; ip link set dev " + dev + " up; sleep 0.015; n=$((n+1)); done; echo $n'");
-  const int flaps = std::stoi(out);
-  ASSERT_GE(flaps, 60) << "the loop flapped too slowly to test the limit: " << flaps << " flaps in 3 s";
-  const Stats waited = d.stats();
-  EXPECT_GE(flapWaits(waited), 1u) << flaps << " flaps\n" << waited.dump() << d.logs();
+  const std::string line = "port " + t.b.port() + ": link up; attached again";
+  const auto reattaches = [&] {
+    const std::string err = d.child().err();
+    size_t n = 0;
+    for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) n++;
+    return n;
+  };
+  // B's container end goes down and up as fast as a guest's loop would (up
+  // to 50 times a second: down for 5 ms, up for 15), until told to stop.
+  // Not from this process (a fork of a sanitized test binary takes tens of
+  // ms: 15 flaps a second under ASan, below the 20 that start a wait), nor
+  // a shell that forks `ip` and `sleep` for each step (fewer than 20 a
+  // second on a loaded machine): one `ip -batch` fed by a bash loop that
+  // forks nothing (`read -t` on a pipe nobody writes is its sleep). How
+  // fast it flaps is still the machine's business; the test waits for what
+  // the limiter does.
+  TempDir tmp;
+  const std::string stop = tmp.file("stop"), dev = t.b.veth.peerName();
+  Child loop("flap loop",
+             {"bash", "-c",
+              "exec 3>&1 9<> <(:); { n=0; while [ ! -e " + shellQuote(stop) + " ] && [ $n -lt 5000 ]; do "
+              "echo 'link set dev " + dev + " down'; read -t 0.005 -u 9; echo 'link set dev " + dev +
+                  " up'; read -t 0.015 -u 9; n=$((n+1)); done; echo $n >&3; } | ip -n " + t.b.ns.name() +
+                  " -batch -"});
+  // The limiter engages: a link-up waited. Then ten more link-ups wait
+  // while it keeps flapping (each pushes the wait further).
+  const Stats engaged = d.statsUntil([&](const Stats& s) { return flapWaits(s) >= 1; }, 30s);
+  const size_t before = reattaches();
+  ASSERT_GE(flapWaits(engaged), 1u) << "30 s of flapping never started a wait\n" << engaged.dump() << d.logs();
+  const Stats spell =
+      d.statsUntil([&](const Stats& s) { return flapWaits(s) >= flapWaits(engaged) + 10; }, 30s);
+  run("touch " + shellQuote(stop));
+  const auto ended = loop.wait(10s);
+  ASSERT_TRUE(ended && *ended == 0) << loop.logs();
+  const int flaps = std::stoi(loop.out());
+  ASSERT_GE(flapWaits(spell), flapWaits(engaged) + 10) << flaps << " flaps\n" << spell.dump() << d.logs();
   // The port comes back once the link stays up: within the longest wait.
   const Stats back = d.statsUntil([&](const Stats& s) { return portLive(s, t.b.port()); }, 8s);
   ASSERT_TRUE(portLive(back, t.b.port())) << back.dump() << d.logs();
   const std::string err = d.child().err();
-  size_t reattaches = 0;
-  const std::string line = "port " + t.b.port() + ": link up; attached again";
-  for (size_t at = err.find(line); at != std::string::npos; at = err.find(line, at + 1)) reattaches++;
-  std::cout << "  " << flaps << " flaps in 3 s: " << reattaches << " re-attaches, " << flapWaits(back)
-            << " link-ups waited\n";
-  // At most 20 in the first second, then none while it keeps flapping
-  // (each link-up pushes the wait further), and the last once it stopped.
-  EXPECT_LE(reattaches, 22u) << flaps << " flaps\n" << err;
-  EXPECT_LT(reattaches, size_t(flaps)) << err;
+  const size_t after = reattaches();
+  std::cout << "  " << flaps << " flaps: " << before << " re-attaches before the limiter engaged, "
+            << after - before << " after; " << flapWaits(back) << " link-ups waited\n";
+  // Once it engaged, none while it kept flapping (at most one: a stall of
+  // the loop longer than the first, 100 ms wait), and the last once it
+  // stopped.
+  EXPECT_GE(after - before, 1u) << err;
+  EXPECT_LE(after - before, 2u) << flaps << " flaps\n" << err;
+  EXPECT_LT(after, size_t(flaps)) << err;
   const std::string said = "the link flapped more than 20 times in a second";
   EXPECT_NE(err.find(said), std::string::npos) << err;
   EXPECT_EQ(err.find(said), err.rfind(said)) << "logged once per flapping spell\n" << err;
@@ -980,8 +1022,8 @@ TEST_F(DatapathTest, VmExitWhileContainersTalkKeepsForwarding) {
     ASSERT_EQ(traffic.error(), "");
     const uint32_t n = traffic.sent();
     EXPECT_GT(n, 100u);
-    expectFlow(readers, 1, {{&b, n}}, 3s, 50ms);
-    expectFlow(readers, 2, {{&a, n}}, 3s, 50ms);
+    expectFlow(readers, 1, {{&b, n}});
+    expectFlow(readers, 2, {{&a, n}});
   }
   ASSERT_TRUE(d.running()) << d.logs();
   // Still forwarding afterwards, both ways.
@@ -1020,8 +1062,8 @@ TEST_F(DatapathTest, ContainerDeletedWhileOthersTalkKeepsForwarding) {
     ASSERT_EQ(traffic.error(), "");
     const uint32_t n = traffic.sent();
     EXPECT_GT(n, 100u);
-    expectFlow(readers, 1, {{&vm, n}}, 3s, 50ms);
-    expectFlow(readers, 2, {{&a, n}}, 3s, 50ms);
+    expectFlow(readers, 1, {{&vm, n}});
+    expectFlow(readers, 2, {{&a, n}});
   }
   ASSERT_TRUE(d.running()) << d.logs();
   sendMixed(a, vm.mac(), 4, 50);

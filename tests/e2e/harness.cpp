@@ -445,6 +445,7 @@ void Endpoint::send(const Spec& spec) {
   const std::vector<uint8_t> f = buildFrame(spec);
   if (const int rc = sendRaw(f); rc < 0)
     throwErrno(label_ + ": send " + std::to_string(f.size()) + "-byte frame", -rc);
+  sentFlows_.insert(spec.flow);
 }
 
 void Endpoint::sendFlow(Spec spec, uint32_t count) {

@@ -364,6 +364,9 @@ class Endpoint {
   // Frames and bytes sent successfully (sendRaw, send, sendFlow).
   uint64_t sentFrames() const { return sentFrames_; }
   uint64_t sentBytes() const { return sentBytes_; }
+  // Whether send() or sendFlow() sent a frame of `flow` (sendRaw() parses
+  // nothing and records nothing): how expectFlow() finds a flow's sender.
+  bool sentFlow(uint32_t flow) const { return sentFlows_.count(flow) != 0; }
 
   FlowCounter& rx() { return rx_; }
   const FlowCounter& rx() const { return rx_; }
@@ -382,6 +385,7 @@ class Endpoint {
   std::string label_;
   Mac mac_;
   uint64_t sentFrames_ = 0, sentBytes_ = 0;
+  std::set<uint32_t> sentFlows_;
   FlowCounter rx_;
   bool paused_ = false;
 };

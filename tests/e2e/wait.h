@@ -40,50 +40,15 @@ inline bool expectCleanStop(Vdevd& d, Millis timeout = Millis(10000)) {
   return status == 0;
 }
 
-// What each flow must deliver where: flow -> endpoint -> frames (an
-// endpoint or a flow not listed: none).
-using FlowExpectations = std::map<uint32_t, std::map<const Endpoint*, uint64_t>>;
-
 // Frames of `flows` that must arrive only where the expectations say
-// (nowhere, for an empty map), checked without a fixed wait for the ones that
-// must not come: `from`, the endpoint that sent them, sends one broadcast
-// marker (flow `marker`, unused elsewhere) after them, and this waits until
-// every other endpoint has the marker and every expectation is met. vdevd
-// takes a port's frames in order and hands each destination its frames in
-// order; a frame that would wrongly take the kernel fast path is delivered
-// while it is sent, before the marker is even read. So a frame on its way to
-// an endpoint is there when that endpoint's marker is; waiting longer adds
-// nothing. The marker is a frame like any other: it is counted where it
-// arrives and in vdevd's counters (one more rx at `from`'s port, one more tx
-// at every other live port).
+// (nowhere, for an empty map), checked behind one marker (flows.h): a
+// broadcast `from` sends after them, of flow `marker` (unused elsewhere;
+// sequence number a multiple of 250), that must reach every other endpoint
+// of `all`. Counted like any frame: one more rx at `from`'s port, one more
+// tx at every other live port.
 inline void expectFlowsBeforeMarker(const Endpoints& all, const FlowExpectations& flows, Endpoint& from,
                                     uint32_t marker, Millis timeout = Millis(10000)) {
-  from.send({testframe::kBroadcast, from.mac(), Kind::kExperimental, marker, 0, 60});
-  const auto want = [&](uint32_t flow, const Endpoint* e) -> uint64_t {
-    const auto& expect = flows.at(flow);
-    const auto it = expect.find(e);
-    return it == expect.end() ? 0 : it->second;
-  };
-  const auto wantMarker = [&](const Endpoint* e) -> uint64_t { return e == &from ? 0 : 1; };
-  const bool arrived = pumpUntil(all, [&] {
-    for (const Endpoint* e : all) {
-      if (e->rx().count(marker) < wantMarker(e)) return false;
-      for (const auto& [flow, expect] : flows)
-        if (e->rx().count(flow) < want(flow, e)) return false;
-    }
-    return true;
-  }, timeout);
-  EXPECT_TRUE(arrived) << "the frames expected or the marker (flow " << marker << ") did not arrive"
-                       << countsOf(all);
-  for (const Endpoint* e : all) {
-    for (const auto& [flow, expect] : flows) {
-      EXPECT_EQ(e->rx().count(flow), want(flow, e)) << "flow " << flow << " at " << e->label() << countsOf(all);
-      EXPECT_EQ(e->rx().duplicates(flow), 0u) << "flow " << flow << " at " << e->label();
-    }
-    EXPECT_EQ(e->rx().count(marker), wantMarker(e)) << "marker at " << e->label() << countsOf(all);
-    EXPECT_EQ(e->rx().corrupt(), 0u) << e->label() << ": " << e->rx().describe();
-    EXPECT_EQ(e->rx().foreign(), 0u) << e->label() << ": " << e->rx().describe();
-  }
+  expectFlowsBeforeMarkers(all, flows, {Marker{.from = &from, .flow = marker}}, timeout);
 }
 
 // A device that was just created and set up drops everything sent through

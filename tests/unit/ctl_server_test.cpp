@@ -549,8 +549,14 @@ TEST_F(CtlServer, ClientThatStopsReadingIsDroppedAfterTheStallTimeout) {
   ::close(lazy);
 }
 
+// The limit on all connections together. Root is held to it alone; any
+// other user also to its own cap and to what root_reserve leaves it
+// (PerUidCapAndRootReserve): lifted here, so that the test means the same
+// with root and without.
 TEST_F(CtlServer, TooManyClients) {
   cfg.max_clients = 2;
+  cfg.root_reserve = 0;
+  cfg.max_clients_per_uid = 2;
   start();
   auto a = client();
   auto b = client();
@@ -566,8 +572,11 @@ TEST_F(CtlServer, TooManyClients) {
 
 // The default limit (README: "hold 64 connections"): 64 clients are all
 // served at once, the 65th is refused, and the 64 are still served after.
+// As in TooManyClients, the other users' own limits are lifted.
 TEST_F(CtlServer, DefaultLimitServes64ClientsAndRefusesThe65th) {
   ASSERT_EQ(cfg.max_clients, 64u) << "the README's figure follows ServerConfig's default";
+  cfg.root_reserve = 0;
+  cfg.max_clients_per_uid = cfg.max_clients;
   start();
   std::vector<ControlClient> held;
   for (int i = 0; i < 64; ++i) {
@@ -835,10 +844,21 @@ std::unique_ptr<Holder> holdConnections(const std::string& path, uid_t uid, gid_
   return ok ? std::move(h) : nullptr;
 }
 
+// The tests that need root (to setuid() a child to other users, to chown):
+// a ctest entry of their own, ctl_server_test (tests/unit/CMakeLists.txt),
+// which without root shows as skipped; ctl_server_test_unprivileged runs
+// the others.
+class CtlServerAsRoot : public CtlServer {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root: a child setuid()s to other users, a directory is chowned";
+    CtlServer::SetUp();
+  }
+};
+
 // Credentials are checked at accept: connections from a uid that may not
 // use the socket hold no slot, so they cannot lock root out.
-TEST_F(CtlServer, NonMembersAreRefusedAtAcceptAndHoldNoSlot) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() to nobody";
+TEST_F(CtlServerAsRoot, NonMembersAreRefusedAtAcceptAndHoldNoSlot) {
   cfg.mode = 0666;
   cfg.group = 0;  // nobody is not a member
   start();
@@ -855,8 +875,7 @@ TEST_F(CtlServer, NonMembersAreRefusedAtAcceptAndHoldNoSlot) {
 
 // A member of the group holds at most max_clients_per_uid connections, and
 // all non-root users together leave root_reserve for root.
-TEST_F(CtlServer, PerUidCapAndRootReserve) {
-  if (geteuid() != 0) GTEST_SKIP() << "needs root to setuid() to nobody";
+TEST_F(CtlServerAsRoot, PerUidCapAndRootReserve) {
   cfg.mode = 0666;
   cfg.group = 65534;
   cfg.max_clients = 24;
@@ -926,14 +945,6 @@ TEST_F(CtlServer, UnsafeSocketDirectoryIsRefused) {
   s = ControlServer::create(cfg, handler);
   ASSERT_FALSE(s.ok());
 
-  if (geteuid() == 0) {
-    ASSERT_EQ(::chmod(real.c_str(), 0755), 0);
-    ASSERT_EQ(::chown(real.c_str(), 65534, 65534), 0);
-    s = ControlServer::create(cfg, handler);
-    ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.error().what.find("owned by uid 65534"), std::string::npos) << s.error().what;
-    ASSERT_EQ(::chown(real.c_str(), 0, 0), 0);
-  }
   ASSERT_EQ(::chmod(real.c_str(), 0755), 0);
   s = ControlServer::create(cfg, handler);
   ASSERT_TRUE(s.ok()) << s.error().message();
@@ -944,6 +955,21 @@ TEST_F(CtlServer, UnsafeSocketDirectoryIsRefused) {
     entries++;
   }
   EXPECT_EQ(entries, 1);
+}
+
+// ... and one owned by another uid (only root can make one).
+TEST_F(CtlServerAsRoot, SocketDirectoryOfAnotherUidIsRefused) {
+  const std::string real = dir.path() + "/real";
+  ASSERT_EQ(::mkdir(real.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(real.c_str(), 65534, 65534), 0);
+  cfg.path = real + "/vdevd.sock";
+  auto s = ControlServer::create(cfg, handler);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().err, EPERM);
+  EXPECT_NE(s.error().what.find("owned by uid 65534"), std::string::npos) << s.error().what;
+  ASSERT_EQ(::chown(real.c_str(), 0, 0), 0);
+  s = ControlServer::create(cfg, handler);
+  ASSERT_TRUE(s.ok()) << s.error().message();
 }
 
 // Each connection has its own PeerCred::conn, and the handler hears when
