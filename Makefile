@@ -44,17 +44,16 @@ tsan-test:
 # the unit and e2e suites, vdevd itself included: the e2e tests run the
 # vdevd of this build, and LeakSanitizer makes a leak at exit a failed stop.
 # Any report fails the run (halt_on_error, no recovery). Entries labelled
-# release (the package, benchmark smoke runs, the TCG guests: their subject
-# is the normal build) run in the normal build only. The fault suite's soak
-# is 20 s here (42 s by default): the same rounds and assertions, fewer of
-# them; LeakSanitizer looks for leaks itself.
+# release (the package, benchmark smoke runs, the TCG guests, and the scale
+# test and fault soak, which measure vdevd's resident memory: their subject
+# is the normal build) run in the normal build only.
 asan: asan-build asan-test
 asan-build:
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVDEV_SANITIZE=address -DVDEV_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD)-asan -j $(JOBS)
 asan-test:
 	ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0" \
-	  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" VDEV_E2E_SOAK_S=$${VDEV_E2E_SOAK_S:-20} \
+	  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
 	  ./scripts/run-tests.sh $(BUILD)-asan --output-on-failure -j 1 -L 'unit|e2e' -LE release
 
 # The normal build's part of make check: only what the entries labelled
