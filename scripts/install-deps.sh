@@ -6,6 +6,8 @@
 # but the machine's configured Debian archive.
 set -eu
 
+# ccache: the three trees make check compiles from scratch in a fresh clone
+# come from its cache the next time (CMakeLists.txt, VDEV_CCACHE).
 # qemu-system-x86, linux-image-cloud-amd64, busybox-static, cpio, iperf3:
 # the test guest that tests/qemu boots (scripts/vm-guest-image.sh builds it
 # from them; the kernel package is only read, the host does not boot it).
@@ -23,7 +25,7 @@ set -eu
 # Prometheus' own text parser.
 
 PACKAGES="
-build-essential cmake pkg-config make
+build-essential cmake pkg-config make ccache
 clang llvm lld libclang-rt-14-dev
 libbpf-dev libxdp-dev xdp-tools bpftool
 libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
