@@ -58,10 +58,10 @@ fi
 times=$(pwd)/test-times.tsv
 sed -n 's/^.*Test *#[0-9]*: \([^ ]*\) [ .]*\**\([A-Za-z]*\).* \([0-9][0-9.]*\) sec *$/\1\t\2\t\3/p' \
     "$ctestlog" >"$times"
-# The build's kind picks the budget column: a sanitizer build is the ASan one
-# (make check's TSan entries run in the normal column's time or less).
-kind=normal
-grep -q '^VDEV_SANITIZE:STRING=address' CMakeCache.txt 2>/dev/null && kind=asan
+# The build's kind picks the budget column: the ASan build's, or the normal
+# one's (make check's TSan entries run in that time or less).
+kind=$(sed -n 's/^VDEV_SANITIZE:STRING=\(address\|thread\)$/\1/p' CMakeCache.txt 2>/dev/null)
+case $kind in address) kind=asan ;; thread) kind=tsan ;; *) kind=normal ;; esac
 awk -F'\t' -v kind="$kind" -v build="$(pwd)" '
     FNR == NR { if ($0 !~ /^#/ && NF >= 3) budget[$1] = (kind == "asan" ? $3 : $2); next }
     { n++; total += $3
