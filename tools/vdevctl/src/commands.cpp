@@ -614,7 +614,8 @@ DESCRIPTION
     clsact, multi_buffer (AF_XDP multi-buffer, 6.6), xdp_features (devices'
     XDP features from the netdev family, 6.3; else by their driver),
     xdp_frags (a frags-aware XDP program, 5.18), redirect_peer (the skb
-    path's fast path into veth peers, 5.10), busy_poll (--busy-poll).
+    path's fast path into veth peers, 5.10), busy_poll (vdevd's busy-poll
+    option).
 
     With -j: {"version", "mode", "threads", "uptime_s", "ports", "fd_limit",
     "ports_fd_left", "ports_pool_left", "ports_map_left", "start_issues"
