@@ -429,7 +429,7 @@ size_t Endpoint::poll() {
 
 std::optional<std::vector<uint8_t>> Endpoint::recvRaw(Millis timeout) {
   std::vector<uint8_t> buf(65536);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + testkit::scaled(timeout);
   for (;;) {
     const ssize_t len = readRaw(buf);
     if (len < 0) throwErrno(label_ + ": read", int(-len));
@@ -444,8 +444,9 @@ std::optional<std::vector<uint8_t>> Endpoint::recvRaw(Millis timeout) {
   }
 }
 
-bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
+namespace {
+// pumpUntil's loop; `deadline` as given (pumpFor's period is not scaled).
+bool pumpUntilTime(const Endpoints& eps, const std::function<bool()>& pred, Clock::time_point deadline) {
   std::vector<pollfd> pfds;
   for (;;) {
     for (Endpoint* e : eps) e->poll();
@@ -458,9 +459,14 @@ bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis t
     ::poll(pfds.data(), pfds.size(), int(std::min<int64_t>(left.count(), 10)));
   }
 }
+}  // namespace
+
+bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis timeout) {
+  return pumpUntilTime(eps, pred, Clock::now() + testkit::scaled(timeout));
+}
 
 void pumpFor(const Endpoints& eps, Millis duration) {
-  pumpUntil(eps, [] { return false; }, duration);
+  pumpUntilTime(eps, [] { return false; }, Clock::now() + duration);
 }
 
 PacketSocket::PacketSocket(const std::string& ifname, const Netns* ns, std::optional<Mac> mac)
@@ -469,7 +475,7 @@ PacketSocket::PacketSocket(const std::string& ifname, const Netns* ns, std::opti
       fd_(orThrow(testkit::openPacketSocket(ifname, kitOf(ns), /*receive=*/true))) {}
 
 int PacketSocket::writeRaw(std::span<const uint8_t> frame) {
-  const auto deadline = Clock::now() + 2s;
+  const auto deadline = Clock::now() + testkit::scaled(2s);
   for (;;) {
     const ssize_t n = ::send(fd_.get(), frame.data(), frame.size(), 0);
     if (n == ssize_t(frame.size())) return 0;
@@ -672,7 +678,7 @@ Stats Vdevd::stats(Millis timeout) {
 }
 
 Stats Vdevd::statsUntil(const std::function<bool(const Stats&)>& pred, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + testkit::scaled(timeout);
   for (;;) {
     Stats s = stats();
     if (pred(s) || Clock::now() >= deadline) return s;
