@@ -655,9 +655,12 @@ std::vector<std::string> Vdevd::argv(std::vector<std::string> args, const std::s
   // ports take vdevd's XDP hook unless a test asks for another. The skb path
   // that veths and taps get by default is tested where a test passes
   // --default-hook (or --hook), and with real TCP in skb_traffic_test.sh.
+  // $VDEV_E2E_DEFAULT_HOOK names another for a run (the kernel guests run
+  // the CNI suite with "auto", vdevd's own default, as users get it).
   if (!has("--default-hook")) {
+    const char* hook = std::getenv("VDEV_E2E_DEFAULT_HOOK");
     args.push_back("--default-hook");
-    args.push_back("xdp");
+    args.push_back(hook && *hook ? hook : "xdp");
   }
   return args;
 }
