@@ -42,6 +42,16 @@ debhelper dpkg-dev adduser bash-completion man-db lintian libcap2-bin
 podman runc
 "
 
+# The Debian kernels that e2e_kernel_6_1 and e2e_kernel_6_12 boot under QEMU
+# (scripts/kernel-guest.sh): linux-image-6.1.0-NN-amd64, the one the
+# metapackage linux-image-amd64 names, and the newest
+# linux-image-6.12.NN+deb12-amd64-unsigned. Downloaded and unpacked into
+# /var/cache/vdev-test-kernels by scripts/test-kernels.sh, never installed
+# (nothing in /boot, nothing dpkg knows); no work when they are there. A
+# kernel it cannot fetch makes those tests skip; this script goes on.
+"$(dirname "$0")/test-kernels.sh" ||
+    echo "install-deps: test kernels incomplete (scripts/test-kernels.sh); e2e_kernel_* will skip" >&2
+
 missing=""
 for p in $PACKAGES; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -210,7 +210,7 @@ Result<ProcessResult> runCaptured(const ProcessSpec& spec) {
   inW.reset();
 
   ProcessResult r;
-  const auto deadline = Clock::now() + spec.timeout;
+  const auto deadline = Clock::now() + scaled(spec.timeout);
   pollfd fds[2] = {{outR.get(), POLLIN, 0}, {errR.get(), POLLIN, 0}};
   std::string* sinks[2] = {&r.out, &r.err};
   int open = 2;
@@ -314,6 +314,7 @@ Status Child::waitForLine(std::string_view line, std::chrono::nanoseconds timeou
     auto text = readFile(output_.stdout_path);
     return text.ok() && hasLine(*text, line);
   };
+  timeout = scaled(timeout);
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (seen()) return {};

@@ -467,7 +467,7 @@ size_t Endpoint::poll() {
 
 std::optional<std::vector<uint8_t>> Endpoint::recvRaw(Millis timeout) {
   std::vector<uint8_t> buf(65536);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + testkit::scaled(timeout);
   for (;;) {
     const ssize_t len = readRaw(buf);
     if (len < 0) throwErrno(label_ + ": read", int(-len));
@@ -482,8 +482,9 @@ std::optional<std::vector<uint8_t>> Endpoint::recvRaw(Millis timeout) {
   }
 }
 
-bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
+namespace {
+// pumpUntil's loop; `deadline` as given (pumpFor's period is not scaled).
+bool pumpUntilTime(const Endpoints& eps, const std::function<bool()>& pred, Clock::time_point deadline) {
   std::vector<pollfd> pfds;
   for (;;) {
     for (Endpoint* e : eps) e->poll();
@@ -496,9 +497,14 @@ bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis t
     ::poll(pfds.data(), pfds.size(), int(std::min<int64_t>(left.count(), 10)));
   }
 }
+}  // namespace
+
+bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis timeout) {
+  return pumpUntilTime(eps, pred, Clock::now() + testkit::scaled(timeout));
+}
 
 void pumpFor(const Endpoints& eps, Millis duration) {
-  pumpUntil(eps, [] { return false; }, duration);
+  pumpUntilTime(eps, [] { return false; }, Clock::now() + duration);
 }
 
 PacketSocket::PacketSocket(const std::string& ifname, const Netns* ns, std::optional<Mac> mac)
@@ -507,7 +513,7 @@ PacketSocket::PacketSocket(const std::string& ifname, const Netns* ns, std::opti
       fd_(orThrow(testkit::openPacketSocket(ifname, kitOf(ns), /*receive=*/true))) {}
 
 int PacketSocket::writeRaw(std::span<const uint8_t> frame) {
-  const auto deadline = Clock::now() + 2s;
+  const auto deadline = Clock::now() + testkit::scaled(2s);
   for (;;) {
     const ssize_t n = ::send(fd_.get(), frame.data(), frame.size(), 0);
     if (n == ssize_t(frame.size())) return 0;
@@ -687,9 +693,12 @@ std::vector<std::string> Vdevd::argv(std::vector<std::string> args, const std::s
   // ports take vdevd's XDP hook unless a test asks for another. The skb path
   // that veths and taps get by default is tested where a test passes
   // --default-hook (or --hook), and with real TCP in skb_traffic_test.sh.
+  // $VDEV_E2E_DEFAULT_HOOK names another for a run (the kernel guests run
+  // the CNI suite with "auto", vdevd's own default, as users get it).
   if (!has("--default-hook")) {
+    const char* hook = std::getenv("VDEV_E2E_DEFAULT_HOOK");
     args.push_back("--default-hook");
-    args.push_back("xdp");
+    args.push_back(hook && *hook ? hook : "xdp");
   }
   return args;
 }
@@ -710,7 +719,7 @@ Stats Vdevd::stats(Millis timeout) {
 }
 
 Stats Vdevd::statsUntil(const std::function<bool(const Stats&)>& pred, Millis timeout) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + testkit::scaled(timeout);
   for (;;) {
     Stats s = stats();
     if (pred(s) || Clock::now() >= deadline) return s;

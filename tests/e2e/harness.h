@@ -194,6 +194,10 @@ std::string uniqueName(char role);
 Mac uniqueMac();
 
 // Waits until pred() holds, checking every `step`. Returns pred()'s last value.
+// Every deadline of the harness (this one's `timeout`, pumpUntil's,
+// statsUntil's, Vdevd's ready and stop, a command's) is multiplied by
+// $VDEV_E2E_TIME_SCALE (testkit::deadlineScale(): 1 unless set; 5 in
+// scripts/kernel-guest.sh's TCG guests); pumpFor's period and sleeps are not.
 bool waitUntil(const std::function<bool()>& pred, Millis timeout, Millis step = 5ms);
 
 // ---------------------------------------------------------------------------
@@ -395,7 +399,8 @@ using Endpoints = std::vector<Endpoint*>;
 // Polls every endpoint (paused ones excepted) until pred() holds or `timeout`
 // passes; returns pred()'s last value.
 bool pumpUntil(const Endpoints& eps, const std::function<bool()>& pred, Millis timeout);
-// Polls every endpoint for `duration` (to catch frames that should not come).
+// Polls every endpoint for `duration` (to catch frames that should not come;
+// not scaled by $VDEV_E2E_TIME_SCALE: a period, not a deadline).
 void pumpFor(const Endpoints& eps, Millis duration);
 
 // An AF_PACKET SOCK_RAW socket bound to `ifname` inside `ns` (root ns if

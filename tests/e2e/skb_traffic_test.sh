@@ -31,7 +31,22 @@
 #
 # Skipped (77) when not root or without iperf3/ethtool. Everything it made
 # is removed on exit, pass or fail.
+#
+# VDEV_SKB_QUICK=1: the fast-path run alone, IPv4 only, 1 MiB TCP streams
+# (container to container and container to guest, both ways), no UDP and no
+# policer -- for a machine too slow to keep a UDP receiver or a 200 Mbit/s
+# policer busy: the kernel guests under QEMU's TCG (tests/qemu/kernel_core.sh).
+# Offloads, TCP, jumbo frames, the hooks and the fast path's counters are
+# still checked.
 set -u
+quick=${VDEV_SKB_QUICK:-0}
+# The pairs a quick run leaves out: IPv6, and the guest with the second
+# container (the first stands for both containers there).
+quick_skips() {
+  [ "$quick" = 1 ] || return 1
+  case "$*" in *:*|"$nsg $nsb "*|"$nsb $nsg "*) return 0 ;; esac
+  return 1
+}
 
 build=${1:?usage: skb_traffic_test.sh BUILD}
 vdevd=$build/daemon/vdevd
@@ -138,6 +153,7 @@ run() {
   for pair in "$nsa 198.18.91.2" "$nsa 198.18.91.3" "$nsb 198.18.91.3" "$nsg 198.18.91.1" \
               "$nsa 2001:2:0:5b::2" "$nsa 2001:2:0:5b::3" "$nsb 2001:2:0:5b::3" "$nsg 2001:2:0:5b::1"; do
     [ "$mode" = single ] && break  # the jumbo frames' checks only (below)
+    quick_skips $pair && continue
     set -- $pair
     if ip netns exec "$1" ping -c 2 -i 0.2 -W 2 "$2" >/dev/null 2>&1; then ok "ping $1 -> $2"
     else fail "ping $1 -> $2"; fi
@@ -146,12 +162,13 @@ run() {
   # Kernel TCP, both ways between each kind of pair, over IPv4 and IPv6
   # (TSO6 and IPv6 partial checksums): every byte arrives, unchanged and
   # in order (tcp_check.py compares SHA-256 of the stream).
-  local bytes=$((32 << 20)) port=5391 sent got out
+  local bytes=$(((quick ? 1 : 32) << 20)) port=5391 sent got out
   for pair in "$nsa $nsb 198.18.91.2" "$nsb $nsa 198.18.91.1" "$nsg $nsa 198.18.91.1" \
               "$nsa $nsg 198.18.91.3" "$nsg $nsb 198.18.91.2" "$nsb $nsg 198.18.91.3" \
               "$nsa $nsb 2001:2:0:5b::2" "$nsb $nsa 2001:2:0:5b::1" \
               "$nsg $nsa 2001:2:0:5b::1" "$nsa $nsg 2001:2:0:5b::3"; do
     [ "$mode" = single ] && break
+    quick_skips $pair && continue
     set -- $pair
     if tcp_transfer "$1" "$2" "$3" $bytes; then
       ok "tcp $1 -> $2 ($3): $bytes bytes intact ($(python3 -c "print(round($bytes*8/$tcp_secs/1e9,2))") Gbit/s)"
@@ -180,6 +197,7 @@ run() {
   }
   over0=$(oversize)
   for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
+    quick_skips $pair && continue
     set -- $pair
     rx0=$(rxof "$pa")
     tcp_transfer "$1" "$2" "$3" $bytes && ok "tcp at MTU 9000 $1 -> $2 ($3): $bytes bytes intact" ||
@@ -234,6 +252,7 @@ run() {
     # UDP from a socket (checksummed by the sender's offload), over IPv4
     # and IPv6: it arrives.
     for dst in 198.18.91.2 2001:2:0:5b::2; do
+      [ "$quick" = 1 ] && break
       ip netns exec "$nsb" iperf3 -s -1 -p $port >/dev/null 2>&1 &
       local sp=$!
       for _ in $(seq 50); do ip netns exec "$nsb" ss -ltn | grep -q ":$port " && break; sleep 0.05; done
@@ -255,6 +274,7 @@ run() {
     # as the kernel drops for a VM that does not read. Nothing else may be
     # missing.
     for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
+      [ "$quick" = 1 ] && break
       set -- $pair
       ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
       local sp=$!
@@ -280,7 +300,9 @@ run() {
     # A policed container (police-rate 200M): its TCP stream of 64 KB GSO
     # skbs passes the policer at its rate, not above, every byte intact, and
     # what the policer held back is counted at its port.
-    if "$vdevctl" -S "$sock" port add "$pp" type veth police-rate 200M create netns "$nsp" peer eth0 \
+    if [ "$quick" = 1 ]; then
+      :
+    elif "$vdevctl" -S "$sock" port add "$pp" type veth police-rate 200M create netns "$nsp" peer eth0 \
         peer-mac 02:5b:00:00:00:04 >"$dir/add.out" 2>&1; then
       ip -n "$nsp" addr add 198.18.91.4/24 dev eth0
       ip -n "$nsp" link set eth0 up
@@ -315,7 +337,7 @@ run() {
       rx=$(echo "$stats" | json "[x['rx_packets'] for x in d['ports'] if x['name']=='$p'][0]")
       [ "$hook" = tc ] && ok "$p: hook tc" || fail "$p: hook '$hook', not tc"
       if [ "$mode" = fast ]; then
-        [ "${fast:-0}" -gt 1000 ] && ok "$p: $fast skbs on the fast path" || fail "$p: fast path carried ${fast:-?}"
+        [ "${fast:-0}" -gt $((quick ? 10 : 1000)) ] && ok "$p: $fast skbs on the fast path" || fail "$p: fast path carried ${fast:-?}"
       else
         [ "${fast:-1}" -eq 0 ] && [ "${rx:-0}" -gt 10000 ] && ok "$p: $rx frames through vdevd, none fast" ||
           fail "$p: fast ${fast:-?}, rx ${rx:-?} (expected every frame through vdevd)"
@@ -368,8 +390,8 @@ run() {
 }
 
 run fast
-run vdevd --no-fast-path
-run single --no-fast-path --no-multi-buffer
+[ "$quick" = 1 ] || run vdevd --no-fast-path
+[ "$quick" = 1 ] || run single --no-fast-path --no-multi-buffer
 
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

@@ -35,7 +35,7 @@ struct ProcessSpec {
   gid_t gid = 0;
   std::optional<std::vector<std::string>> env;  // "K=V" entries replacing the environment
   std::string stdin_text;                      // runCaptured: written to stdin, which is then closed
-  std::chrono::milliseconds timeout = 20s;     // runCaptured: then SIGKILL (status 137)
+  std::chrono::milliseconds timeout = 20s;     // runCaptured: then SIGKILL (status 137); scaled() (wait.h)
   int cpu = -1;                                // >= 0: pinned to this CPU before exec
   int fifo_prio = 0;                           // > 0: SCHED_FIFO at this priority (kept across exec)
   // SIGTERM to the child when the thread that started it exits (prctl
