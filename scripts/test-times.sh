@@ -30,7 +30,7 @@ table() {
     echo
     echo "| ctest entry | normal build | budget | ASan+UBSan build | budget | TSan build |"
     echo "|---|---:|---:|---:|---:|---:|"
-    # One row per entry: its seconds in each build (empty where it did not
+    # One row per entry: its seconds in each build ("-" where it did not
     # run there), the budgets beside them, the longest first.
     awk -F'\t' '
         FILENAME == ARGV[1] { if ($0 !~ /^#/ && NF >= 3) { bn[$1] = $2; ba[$1] = $3 }; next }
@@ -39,11 +39,13 @@ table() {
         { t[$1] = $3; seen[$1] = 1 }
         END {
           for (e in seen) {
-            m = n[e] + a[e] + t[e]
+            # "in" before any n[e]: awk creates an element it reads.
+            sn = (e in n ? sprintf("%.0f", n[e]) : "-")
+            sa = (e in a ? sprintf("%.0f", a[e]) : "-")
+            st = (e in t ? sprintf("%.0f", t[e]) : "-")
+            m = (e in n ? n[e] : 0) + (e in a ? a[e] : 0) + (e in t ? t[e] : 0)
             printf "%012.1f\t| `%s` | %s | %s | %s | %s | %s |\n", m, e,
-                   (e in n ? sprintf("%.0f", n[e]) : ""), (e in bn ? bn[e] : ""),
-                   (e in a ? sprintf("%.0f", a[e]) : ""), (e in ba ? ba[e] : ""),
-                   (e in t ? sprintf("%.0f", t[e]) : "")
+                   sn, (e in bn ? bn[e] : ""), sa, (e in ba ? ba[e] : ""), st
           }
         }' "$src/tests/time-budget.tsv" "$build/test-times.tsv" "$build-asan/test-times.tsv" "$tsan" |
         sort -r | cut -f2-
