@@ -10,6 +10,7 @@
 #include "datapath/fdb.h"
 #include "base/version.h"
 #include "daemon/datapath_convert.h"
+#include "port_policy.h"
 #include "proto/metrics.h"
 #include "rtnl/link.h"
 
@@ -133,9 +134,10 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   vdev::proto::PortAddRequest r = req;
   FileDesc callerNs;  // a non-root caller's checked namespace, held until the veth exists
   if (!root) {
-    if (!r.create)
-      return denied(peer, "only root may attach an existing device; create a tap or veth instead");
-    vdev::proto::CreateOptions& c = *r.create;
+    // Which fields a member may give (port_policy.h); below, which values
+    // of its own fields are its own.
+    if (auto st = checkPortFields(r, Caller::kOwner); !st) return denied(peer, st.error().what);
+    vdev::proto::CreateOptions& c = *r.create;  // "attach" is root's: a member's request creates
     if (r.type == vdev::proto::PortType::kTap) {
       if (!c.owner_uid) c.owner_uid = peer.uid;  // the caller's tap, not root's
       if (*c.owner_uid != peer.uid)
@@ -276,7 +278,6 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r,
 // out of the state file, so what is saved is what runs.
 vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
                                           const vdev::proto::PeerCred& peer) {
-  if (peer.uid != 0) return denied(peer, "only root may change a port's isolation, storm control or policer");
   auto it = ctx_.state->ports.begin();
   while (it != ctx_.state->ports.end() && it->name != r.name) ++it;
   if (it == ctx_.state->ports.end()) {
@@ -285,6 +286,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
                                "--storm-* and --police-* options (add it with vdevctl port add to give it its own)"};
     return ErrorReply{ENOENT, "no port " + r.name};
   }
+  if (auto st = checkPortFields(r, callerOf(peer.uid, it->owner_uid)); !st) return denied(peer, st.error().what);
   const PortRecord before = *it;
   if (r.isolated) it->isolated = *r.isolated;
   vdev::proto::LimitOptions& l = it->limits;

@@ -6,7 +6,11 @@
 // --group) may read everything (ports, counters, MAC table, info) and
 // change only what is its own:
 //   - PORT_ADD only with CREATE: no existing device (an uplink, another
-//     user's tap) can be attached;
+//     user's tap) can be attached; and only with the fields a port's owner
+//     may set (port_policy.h: its device's MAC, MTU, peer, owner, group,
+//     fast rx, tag), never what bounds its traffic or takes of the host
+//     (VLANs, isolation, anti-spoofing, guards, storm control, policer,
+//     queues, hook, XDP mode): those are vdevd's defaults on its port;
 //   - a tap only owned by the caller (OWNER_UID absent means the caller),
 //     with a GROUP_GID only of a group the caller is in;
 //   - a veth only with its peer in a network namespace the caller
@@ -16,8 +20,10 @@
 //   - PORT_DEL only of a port the caller added (the adder's uid is kept
 //     with the port, in the state file too);
 //   - no FDB_ADD or FDB_DEL (a static entry can take any MAC from any port);
-//   - no PORT_SET: a port's isolation and limits bound what its guest may
-//     send and reach, the operator's to set, not the guest owner's.
+//   - PORT_SET only of fields the table gives the port's owner, on its
+//     own port; none of PORT_SET's is (a port's isolation and limits bound
+//     what its guest may send and reach, the operator's to set, not the
+//     guest owner's).
 // A refusal is EPERM with the rule that refused it.
 //
 // Every change is all or nothing: a port whose device vdevd created is

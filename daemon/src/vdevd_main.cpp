@@ -19,6 +19,7 @@
 #include "base/cli.h"
 #include "base/parse.h"
 #include "daemon_control.h"
+#include "port_policy.h"
 #include "datapath/datapath.h"
 #include "datapath/punt.h"
 #include "daemon/datapath_convert.h"
@@ -554,6 +555,14 @@ int main(int argc, char** argv) {
     if (std::find(ports.begin(), ports.end(), rec.name) != ports.end()) {
       issue("port " + rec.name + " is saved in " + state_path +
             " and given with --port: the command line's is kept, the saved one dropped");
+      it = state.ports.erase(it);
+      resave = true;
+      continue;
+    }
+    // A member's record is trusted in what root may have set on its port
+    // since (port_policy.h, "Restore"), not in what only its add set.
+    if (auto st = vdev::daemon::checkRestoredPort(rec); !st) {
+      issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().what);
       it = state.ports.erase(it);
       resave = true;
       continue;

@@ -145,7 +145,7 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   auto d = startVdevd({"--group", "nogroup"});
   ok({"port", "add", rootTap, "type", "tap", "create"});
 
-  expectRefused({"port", "add", uplink.hostName(), "type", "netdev"}, "only root may attach an existing device");
+  expectRefused({"port", "add", uplink.hostName(), "type", "netdev"}, "only root may set attach on a port");
   expectRefused({"port", "add", stolen, "type", "tap", "create", "owner", "root"}, "owned by the caller");
   expectRefused({"port", "add", stolen, "type", "tap", "create", "group", "root"}, "one of the caller's");
   expectRefused({"port", "add", vc, "type", "veth", "create"}, "vdevd's namespace is root's");
@@ -184,6 +184,70 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   ok({"port", "del", mine}, kNobodyCreds);
   EXPECT_FALSE(linkExists(mine));
   ok({"port", "del", rootTap});
+  expectCleanStop(*d);
+}
+
+// A member's port add used to set what only root may change: a trunk of
+// every VLAN, the policer and storm control off. Refused now, naming the
+// fields, with nothing left behind; its plain tap gets vdevd's defaults,
+// which it may not change with port set either. A saved record of a
+// member's port that sets a field only root may set at add (written by a
+// vdevd before this check, or by hand) is not restored.
+TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
+  const std::string vt = uniqueName('t'), forged = uniqueName('t');
+  Devices guard({vt, forged});
+  const std::vector<std::string> opts = {"--group", "nogroup", "--storm-bcast", "500", "--police-pps", "20000"};
+  auto d = startVdevd(opts);
+  const std::string stateBefore = readFile(state_);
+
+  expectRefused({"port", "add", vt, "type", "tap", "trunk", "1-4094", "police-pps", "0", "storm-bcast", "0", "create"},
+                "only root may set trunk, storm-bcast, police-pps on a port");
+  expectRefused({"port", "add", vt, "type", "tap", "hook", "xdp", "create"}, "only root may set hook");
+  expectRefused({"port", "add", vt, "type", "tap", "vlan", "10", "isolated", "off", "create"},
+                "only root may set isolated, vlan/native");
+  EXPECT_FALSE(linkExists(vt));
+  EXPECT_EQ(json({"port", "show"}).size(), 0u);
+  EXPECT_EQ(readFile(state_), stateBefore);
+
+  // Its plain tap (and the fields of its own device): vdevd's defaults.
+  ok({"port", "add", vt, "type", "tap", "create", "mtu", "1400"}, kNobodyCreds);
+  const auto expectDefaults = [&](const std::string& why) {
+    const Json* p = port(vt);
+    ASSERT_TRUE(p) << why;
+    EXPECT_EQ((*p)["owner_uid"].asU64(), kNobody) << why;
+    EXPECT_EQ((*p)["mtu"].asU64(), 1400u) << why;
+    EXPECT_FALSE((*p)["isolated"].asBool()) << why;
+    const Json& l = (*p)["limits"];
+    EXPECT_EQ(l["police_pps"].asU64(), 20000u) << why << ": " << l.dump();
+    EXPECT_EQ(l["storm_bcast_pps"].asU64(), 500u) << why << ": " << l.dump();
+    EXPECT_FALSE(l.has("vlan")) << why << ": " << l.dump();
+  };
+  expectDefaults("added");
+  expectRefused({"port", "set", vt, "police-pps", "0"}, "only root may set police-pps on a port");
+  expectRefused({"port", "set", vt, "trunk", "1-4094"}, "only root may set trunk on a port");
+  expectDefaults("after the refused port set");
+
+  // A forged record of nobody's with a hook, beside its real one: the
+  // forged one is left out at start and said so; the real one comes back.
+  ASSERT_TRUE(expectCleanStop(*d));
+  {
+    std::ofstream f(state_, std::ios::app);
+    f << "port name=" << forged << " type=tap queues=0 xdp-mode=auto managed=1 uid=65534 hook=xdp\n";
+  }
+  d = startVdevd(opts);
+  const Json info = json({"info"});
+  std::string issues;
+  for (const Json& i : info["start_issues"].asArray()) issues += i.asString() + "\n";
+  EXPECT_NE(issues.find("port " + forged), std::string::npos) << issues;
+  EXPECT_NE(issues.find("only root may set"), std::string::npos) << issues;
+  EXPECT_FALSE(port(forged));
+  EXPECT_EQ(readFile(state_).find("name=" + forged), std::string::npos) << readFile(state_);
+  expectDefaults("restored");
+  // Root may.
+  ok({"port", "set", vt, "police-pps", "0"});
+  EXPECT_EQ((*port(vt))["limits"]["police_pps"].asU64(), 0u);
+  ok({"port", "del", vt}, kNobodyCreds);
+  EXPECT_FALSE(linkExists(vt));
   expectCleanStop(*d);
 }
 

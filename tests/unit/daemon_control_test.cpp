@@ -61,7 +61,7 @@ class DaemonControlTest : public ::testing::Test {
 
 TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
   const uid_t user = 1000;
-  expectDenied(ask(PortAddRequest{"eth9", PortType::kNetdev}, user), "only root may attach an existing device");
+  expectDenied(ask(PortAddRequest{"eth9", PortType::kNetdev}, user), "only root may set attach on a port");
   PortAddRequest tap{"vt9", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
   tap.create->owner_uid = 0;
   expectDenied(ask(tap, user), "owned by the caller");
@@ -70,6 +70,20 @@ TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
   expectDenied(ask(tap, user), "one of the caller's");
   PortAddRequest veth{"vc9", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
   expectDenied(ask(veth, user), "vdevd's namespace is root's");
+  // Nothing of what bounds its traffic or takes of the host, checked before
+  // any device is made: a trunk of every VLAN, the policer and storm
+  // control off (port_policy.h has every field).
+  PortAddRequest trunk{"vt9", PortType::kTap, std::nullopt, XdpMode::kAuto, CreateOptions{}};
+  trunk.limits.vlan.emplace();
+  for (uint16_t v = 1; v <= kVidMax; v++) trunk.limits.vlan->tagged.set(v);
+  trunk.limits.police_pps = 0;
+  trunk.limits.storm_bcast = 0;
+  expectDenied(ask(trunk, user), "only root may set trunk, storm-bcast, police-pps on a port");
+  PortAddRequest hooked{"vt9", PortType::kTap, 2u, XdpMode::kAuto, CreateOptions{}};
+  hooked.hook = PortHook::kXdp;
+  hooked.create->multi_queue = true;
+  expectDenied(ask(hooked, user), "only root may set queues, hook on a port");
+  EXPECT_EQ(state.ports.size(), 2u);
   veth.create->peer_netns_path = "/proc/self/ns/net";  // the host's: owned by root's user namespace
   expectDenied(ask(veth, user), "administered by uid 0");
   expectDenied(ask(PortDelRequest{"p1"}, user), "added by uid 0");
@@ -90,7 +104,7 @@ TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
   EXPECT_EQ(l.ports[2].tag, "cni:net1");
 }
 
-// PORT_SET: root only, not a command-line port; what is given replaces the
+// PORT_SET: root only (none of its fields is the owner's), not a command-line port; what is given replaces the
 // port's value in the datapath and in its record, the rest stays; a change
 // that cannot be saved is not made.
 TEST_F(DaemonControlTest, PortSetChangesTheRunningPortAndItsRecord) {
@@ -98,8 +112,9 @@ TEST_F(DaemonControlTest, PortSetChangesTheRunningPortAndItsRecord) {
   ASSERT_TRUE(before.limits);
   PortSetRequest set{"p1", true};
   set.limits.police_bps = 1000000;
-  expectDenied(ask(set, 1000), "only root may change");
-  expectDenied(ask(PortSetRequest{"p2", true}, 1000), "only root may change");  // even the adder
+  expectDenied(ask(set, 1000), "only root may set isolated, police-rate on a port");
+  expectDenied(ask(PortSetRequest{"p2", true}, 1000), "only root may set isolated");  // even the adder
+  expectDenied(ask(PortSetRequest{"p2", true}, 1001), "only root may set isolated");
   expectDenied(ask(PortSetRequest{"p0", true}, 0), "vdevd's command line");
   const auto none = std::get<ErrorReply>(ask(PortSetRequest{"p9", true}, 0));
   EXPECT_EQ(none.err, ENOENT) << none.msg;

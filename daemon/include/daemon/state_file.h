@@ -28,6 +28,13 @@
 // allowed_ips (the addresses it may send from, comma-separated; any),
 // ra_guard and dhcp_guard (0 or 1) likewise.
 //
+// Records are written only after vdevd accepted the request that made or
+// changed the port, so vdevd trusts them at restore, with one check: a
+// member's record (uid not 0) that sets a field only PORT_ADD sets and only
+// root may set (hook, queues, xdp-mode, an existing device) is not
+// restored -- only that member's add can have written it, so it comes from
+// a vdevd before that check or from a hand edit (daemon/src/port_policy.h).
+//
 // Reading: parseState() is strict (an unknown keyword, a bad value or a
 // duplicate port refuses the whole text, with the line number);
 // loadStateLenient(), what vdevd uses at start, keeps every good record and
