@@ -301,6 +301,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (n.allowed_ips) l.allowed_ips = n.allowed_ips;
   if (n.ra_guard) l.ra_guard = n.ra_guard;
   if (n.dhcp_guard) l.dhcp_guard = n.dhcp_guard;
+  if (n.vlan) l.vlan = n.vlan;
   if (auto st = persist(); !st) {
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};

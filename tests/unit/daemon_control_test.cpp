@@ -124,6 +124,13 @@ TEST_F(DaemonControlTest, PortSetChangesTheRunningPortAndItsRecord) {
   PortSetRequest bcast{"p1"};
   bcast.limits.storm_bcast = 5;
   ASSERT_TRUE(std::holds_alternative<Ack>(ask(bcast, 0)));
+  // VLANs too: what the state file keeps is what a restart brings back.
+  PortSetRequest vlan{"p1"};
+  vlan.limits.vlan.emplace();
+  vlan.limits.vlan->pvid = 30;
+  vlan.limits.vlan->untagged.set(30);
+  ASSERT_TRUE(std::holds_alternative<Ack>(ask(vlan, 0)));
+  EXPECT_EQ(state.ports[0].limits.vlan, vlan.limits.vlan);
   EXPECT_TRUE(state.ports[0].isolated);
   EXPECT_EQ(state.ports[0].limits.police_bps, 1000000u);
   EXPECT_EQ(state.ports[0].limits.storm_bcast, 5u);
