@@ -423,18 +423,15 @@ int vdev_tc_port(struct __sk_buff *skb)
 			return TC_ACT_SHOT;
 		}
 	}
-	/* By address: a tag the device took off (skb->vlan_present) is
-	 * another EtherType, as on the wire. */
+	/* By address, and the RA and DHCP guard. The kernel takes a frame's
+	 * outer tag off before tc (skb_vlan_untag() in
+	 * __netif_receive_skb_core(): skb->vlan_present) and leaves the inner
+	 * ones in the frame: the outer one counts as a tag here, on the wire
+	 * it was one. */
 	if (lim && (lim->n_ipv4 | lim->n_ipv6 | lim->guard)) {
-		__u8 b[VDEV_IPCHK_BYTES] = {};
-		__u32 len = VDEV_LOAD_HEAD(bpf_skb_load_bytes, skb, b);
-		int why = -1;
+		int why;
 
-		VDEV_WALK_EXT(bpf_skb_load_bytes, skb, b, &len);
-		if ((lim->n_ipv4 | lim->n_ipv6) && (skb->vlan_present || !vdev_ip_allowed(lim, b, len)))
-			why = VDEV_LIM_DROP_SPOOF_IP;
-		else if (lim->guard)
-			why = vdev_guard(lim, b, len);
+		VDEV_CHECK_FRAME(bpf_skb_load_bytes, skb, lim, skb->vlan_present ? 1 : 0, &why);
 		if (why >= 0) {
 			limit_drop(in, (__u32)why, frames_of(skb));
 			return TC_ACT_SHOT;

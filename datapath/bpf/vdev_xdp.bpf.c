@@ -181,15 +181,12 @@ int vdev_xdp(struct xdp_md *ctx)
 			if (src != lim->src_mac)
 				return limit_drop(p, VDEV_LIM_DROP_SPOOF);
 		}
+		/* By address, and the RA and DHCP guard (through VLAN tags:
+		 * all of them are in the frame at this hook). */
 		if (lim && (lim->n_ipv4 | lim->n_ipv6 | lim->guard)) {
-			__u8 b[VDEV_IPCHK_BYTES] = {};
-			__u32 len = VDEV_LOAD_HEAD(bpf_xdp_load_bytes, ctx, b);
 			int why;
 
-			VDEV_WALK_EXT(bpf_xdp_load_bytes, ctx, b, &len);
-			if ((lim->n_ipv4 | lim->n_ipv6) && !vdev_ip_allowed(lim, b, len))
-				return limit_drop(p, VDEV_LIM_DROP_SPOOF_IP);
-			why = lim->guard ? vdev_guard(lim, b, len) : -1;
+			VDEV_CHECK_FRAME(bpf_xdp_load_bytes, ctx, lim, 0, &why);
 			if (why >= 0)
 				return limit_drop(p, (__u32)why);
 		}

@@ -1086,6 +1086,13 @@ std::vector<uint8_t> behindExtensions(std::vector<std::pair<uint8_t, uint8_t>> h
   *first = next;
   return p;
 }
+// The link-local address a kernel makes from mac (modified EUI-64).
+IpAddr linkLocalOf(const Mac& mac) {
+  IpAddr a = *parseIp("fe80::");
+  const uint8_t id[] = {uint8_t(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+  std::copy(std::begin(id), std::end(id), a.begin() + 8);
+  return a;
+}
 std::vector<uint8_t> neighbourAdvert(const Mac& src, const IpAddr& from, const IpAddr& target, bool hbh = false,
                                      std::vector<std::pair<uint8_t, uint8_t>> ext = {}) {
   std::vector<uint8_t> na = {136, 0, 0, 0, 0x60, 0, 0, 0};  // type, code, checksum, flags S|O
@@ -1153,7 +1160,7 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
 
     const IpAddr mine = *parseIp("198.18.10.1"), other = *parseIp("198.18.10.9"), peer = *parseIp("198.18.10.2");
     const IpAddr mine6 = *parseIp("2001:db8:a::1"), other6 = *parseIp("2001:db8:a::9"),
-                 ll = *parseIp("fe80::1"), peer6 = *parseIp("2001:db8:a::2");
+                 ll = linkLocalOf(m1), router = *parseIp("fe80::1"), peer6 = *parseIp("2001:db8:a::2");
     const std::vector<uint8_t> udp = {0xb7, 0x99, 0xb7, 0x99, 0, 8, 0, 0};
     const auto times = [&](const std::vector<uint8_t>& f, int n) {
       for (int i = 0; i < n; ++i) ASSERT_EQ(a.sendRaw(f), 0) << "frame " << i;
@@ -1167,6 +1174,8 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     times(neighbourAdvert(m1, ll, other6, false, {{0, 1}, {60, 3}}), 5);  // ... and 24 bytes of options
     times(neighbourAdvert(m1, ll, other6, false, std::vector<std::pair<uint8_t, uint8_t>>(9, {60, 1})),
           5);  // ... behind more headers than the program walks: refused unread
+    times(neighbourAdvert(m1, ll, router), 5);                  // NA for the router's fe80::1
+    times(ipv6Frame(m2, m1, router, peer6, 17, udp), 5);        // IPv6 from a link-local not its own
     std::vector<uint8_t> tagged = ethHeader(m2, m1, 0x8100);    // VLAN 5, inner IPv4 from mine
     const uint8_t tag[] = {0, 5};
     tagged.insert(tagged.end(), std::begin(tag), std::end(tag));
@@ -1177,8 +1186,8 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
       tagged.insert(tagged.end(), inner.begin() + 12, inner.end());
     }
     times(tagged, 10);
-    // Allowed: ARP from its address, IPv6 from its own and from a
-    // link-local one, a Neighbour Advertisement for its own.
+    // Allowed: ARP from its address, IPv6 from its own and from its own
+    // link-local one (its MAC's), a Neighbour Advertisement for its own.
     times(arpFrame(m1, mine, peer), 5);
     times(ipv6Frame(m2, m1, mine6, peer6, 17, udp), 5);
     times(ipv6Frame(m2, m1, ll, peer6, 17, udp), 5);
@@ -1187,8 +1196,8 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     // Once B has a marker from behind them, the program has decided every
     // one and B has every one that passed: the counts are final.
     expectMarkersArrive(all, {fromLocked});
-    const Stats s1 = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 140; }, 5s);
-    EXPECT_EQ(spoofed(s1), 140u) << s1.dump();
+    const Stats s1 = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 150; }, 5s);
+    EXPECT_EQ(spoofed(s1), 150u) << s1.dump();
     EXPECT_EQ(b.rx().count(10), 20u) << "no spoofed IPv4 reached the other container" << countsOf(all);
     EXPECT_EQ(b.rx().count(12), 0u) << "no other EtherType either" << countsOf(all);
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 25 allowed ARP and IPv6 frames, nothing else" << countsOf(all);
@@ -1226,7 +1235,8 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
 // ra-guard and dhcp-guard, at both hooks with the kernel fast path on:
 // Router Advertisements (behind IPv6 extension headers too: hop-by-hop,
 // destination options, routing, a first fragment; behind more than the
-// program walks, refused unread) and DHCP/DHCPv6
+// program walks, refused unread; behind a priority tag, 802.1ad + 802.1Q,
+// and three tags, refused unread) and DHCP/DHCPv6
 // servers' messages from the port (an IPv4 header with options too) are dropped by its program and counted
 // exactly, as drops.ra_guard and drops.dhcp_guard; a client's DISCOVER and
 // a Router Solicitation pass. port set turns each off again, and the state
@@ -1294,6 +1304,21 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     times(behind({{44, 1}}, 58, ra), 5);           // ... in a first (and only) fragment
     times(behind(Ext(9, {60, 1}), 58, ra), 5);     // ... behind more headers than are walked
     times(behind({{60, 1}}, 17, advertise), 5);    // DHCPv6 ADVERTISE behind destination options
+    // ... behind VLAN tags: one priority tag (at tc the kernel has taken
+    // it off into the skb), 802.1ad + 802.1Q, and three (more than the
+    // program reads: dropped whatever they carry).
+    const auto withTags = [](std::vector<uint8_t> f, std::vector<uint16_t> tpids) {
+      for (auto it = tpids.rbegin(); it != tpids.rend(); ++it) {
+        const uint8_t t[] = {uint8_t(*it >> 8), uint8_t(*it), 0, 0};
+        f.insert(f.begin() + 12, std::begin(t), std::end(t));
+      }
+      return f;
+    };
+    const std::vector<uint8_t> plainRa = ipv6Frame(allNodes, m1, ll, all6, 58, ra);
+    times(withTags(plainRa, {0x8100}), 5);
+    times(withTags(plainRa, {0x88a8, 0x8100}), 5);
+    times(withTags(plainRa, {0x8100, 0x8100, 0x8100}), 5);
+    times(withTags(udp4(4000, 68, false), {0x8100}), 5);  // to a client's port 68, tagged
     // Allowed: other UDP behind options, a later fragment (no upper-layer
     // header in it: the first fragment had it), the same RA unguarded below.
     const std::vector<uint8_t> other = {0x30, 0x39, 0x00, 0x09, 0, 12, 0, 0, 1, 2, 3, 4};  // 12345 -> 9
@@ -1311,9 +1336,9 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     // Once B has a marker from behind them, the program has decided every
     // one and B has every one that passed: the counts are final.
     expectMarkersArrive(all, {Marker{.from = &a}});
-    const Stats s1 = d->statsUntil([&](const Stats& st) { return drops(st).first >= 35 && drops(st).second >= 25; },
+    const Stats s1 = d->statsUntil([&](const Stats& st) { return drops(st).first >= 50 && drops(st).second >= 30; },
                                    5s);
-    EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{35, 25})) << s1.dump();
+    EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{50, 30})) << s1.dump();
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 15 client frames and the 10 others allowed, nothing else"
                                      << countsOf(all);
     EXPECT_EQ(s1.port(c2).drop("ra_guard") + s1.port(c2).drop("dhcp_guard"), 0u);
@@ -1324,8 +1349,8 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     times(ipv6Frame(allNodes, m1, ll, all6, 58, ra), 10);
     times(udp4(67, 68, false), 10);
     expectMarkersArrive(all, {Marker{.from = &a}});
-    const Stats s2 = d->statsUntil([&](const Stats& st) { return drops(st).second >= 35; }, 5s);
-    EXPECT_EQ(drops(s2), (std::pair<uint64_t, uint64_t>{35, 35})) << s2.dump();
+    const Stats s2 = d->statsUntil([&](const Stats& st) { return drops(st).second >= 40; }, 5s);
+    EXPECT_EQ(drops(s2), (std::pair<uint64_t, uint64_t>{50, 40})) << s2.dump();
     EXPECT_EQ(b.rx().foreign(), 10u) << "the RAs, now let through" << countsOf(all);
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }

@@ -94,19 +94,24 @@ ARGUMENTS
                         anti-spoofing by address: the IPv4 and IPv6
                         addresses (up to 4 of each, no prefix length) the
                         port may send from. IPv4 from another source, ARP
-                        whose sender is another, IPv6 from another (but
-                        link-local), Neighbour Advertisements for another,
+                        whose sender is another, IPv6 from another (a
+                        link-local one too, but the port's own: its MAC's
+                        EUI-64 one or one listed), Neighbour Advertisements
+                        for another,
                         and every other EtherType (VLAN tags too) are
                         dropped by the port's program and counted
                         (drops.spoof_ip); 0.0.0.0 and :: pass (DHCP, ARP
                         probes, duplicate address detection). any
                         (default): every address, every EtherType
-    ra-guard on|off     on: Router Advertisements (ICMPv6 134) from the port
-                        are dropped by its program and counted
+    ra-guard on|off     on: Router Advertisements and Redirects (ICMPv6 134,
+                        137; behind up to two VLAN tags too, more dropped
+                        unread) from the port are dropped by its program
+                        and counted
                         (drops.ra_guard): a guest is not the network's
                         router. Router Solicitations pass (default off)
-    dhcp-guard on|off   on: DHCP servers' messages (UDP from port 67) and
-                        DHCPv6 servers' (from 547) from the port are dropped
+    dhcp-guard on|off   on: DHCP servers' messages (UDP from port 67 or to
+                        68, or a BOOTREPLY) and DHCPv6 servers' (from 547 or
+                        to 546), behind VLAN tags too, from the port are dropped
                         by its program and counted (drops.dhcp_guard): a
                         guest hands out no addresses. Its own DHCP client
                         requests pass (default off)
