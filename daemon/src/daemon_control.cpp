@@ -158,6 +158,10 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   }
   if (recordOf(*ctx_.state, r.name)) return ErrorReply{EEXIST, "port " + r.name + " already exists"};
   bool created = false;
+  // The id in the mark of the device made here (rtnl/link.h "Identity"):
+  // the port attaches to, and port del deletes, only the device carrying it.
+  const std::string dev_id = r.create ? rt::newDeviceId() : std::string();
+  std::optional<uint32_t> tun_owner;  // the tap's TUNSETOWNER, if one is made
   bool peer_napi = false;  // a veth made here with GRO on its peer
   std::optional<rt::VethSpec> made_veth;  // a veth made here with its peer's checksums left on
   if (r.create) {
@@ -176,6 +180,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
       const auto hook = toVdevHook(r.hook).value_or(ctx_.default_hook);
       v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
+      v.id = dev_id;
       auto res = rt::createVeth(v);
       if (!res) return fail(res.error());
       peer_napi = v.peerGro;
@@ -188,6 +193,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       t.multiQueue = c.multi_queue.value_or(false);
       if (c.mac) t.mac = *c.mac;
       if (c.mtu) t.mtu = int(*c.mtu);
+      t.id = dev_id;
+      if (t.owner) tun_owner = uint32_t(*t.owner);
       auto res = rt::createTap(t);
       if (!res) return fail(res.error());
     } else {
@@ -196,7 +203,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     created = true;
   }
   auto undoDevice = [&] {
-    if (created) (void)rt::deleteManagedLink(r.name);
+    if (created) (void)rt::deleteManagedLink(r.name, dev_id);
   };
   datapath::Datapath::PortOptions o;
   o.queues = r.queues;
@@ -206,6 +213,13 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.isolated = r.isolated.value_or(false);
   o.limits = toVdevLimits(r.limits);
   o.peer_napi = peer_napi;
+  if (created) {
+    datapath::DeviceIdentity id;
+    id.alias = rt::managedAlias(dev_id);
+    id.tap = r.type == vdev::proto::PortType::kTap;
+    id.tun_owner = tun_owner;
+    o.identity = id;
+  }
   if (auto st = ctx_.dp->addPort(r.name, o); !st) {
     undoDevice();
     return fail(st.error());
@@ -227,6 +241,10 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
                  : r.xdp_mode == vdev::proto::XdpMode::kGeneric ? "generic"
                                                            : "auto";
   rec.managed = created;
+  if (created) {
+    rec.id = dev_id;
+    rec.tun_owner = tun_owner;
+  }
   rec.fast_rx = r.fast_rx.value_or(true);
   rec.owner_uid = peer.uid;
   rec.tag = r.tag.value_or("");
@@ -268,8 +286,14 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r,
   }
   if (auto st = ctx_.dp->removePort(r.name); !st && st.error().err != ENOENT) return fail(st.error());
   // Remove what vdev created, and nothing else.
+  // Remove what vdev created, and nothing else: with an id, only the device
+  // made for this port (its device gone, another device that took the name
+  // since -- anyone's -- stays).
   if (rec.managed && vdev::rtnl::linkExists(r.name)) {
-    if (auto st = vdev::rtnl::deleteManagedLink(r.name); !st) return fail(st.error());
+    if (auto st = vdev::rtnl::deleteManagedLink(r.name, rec.id); !st) {
+      if (!rec.id.empty() && st.error().err == EPERM) return vdev::proto::Ack{};  // not its device: left alone
+      return fail(st.error());
+    }
   }
   return vdev::proto::Ack{};
 }

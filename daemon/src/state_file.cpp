@@ -54,6 +54,14 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
     } else if (k == "managed") {
       if (v != "0" && v != "1") return "invalid managed '" + v + "' (0 or 1)";
       r.managed = v == "1";
+    } else if (k == "id") {
+      if (v.size() != 16 || v.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return "invalid id '" + v + "' (16 hex digits)";
+      r.id = v;
+    } else if (k == "tun-owner") {
+      const auto u = vdev::parseU32(v, 0, UINT32_MAX - 1);
+      if (!u) return "invalid tun-owner '" + v + "'";
+      r.tun_owner = *u;
     } else if (k == "fast-rx") {
       if (v != "0" && v != "1") return "invalid fast-rx '" + v + "' (0 or 1)";
       r.fast_rx = v == "1";
@@ -187,7 +195,8 @@ std::string serializeState(const DaemonState& st) {
          " xdp-mode=" + p.xdp_mode + " managed=" + (p.managed ? "1" : "0") +
          (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
          (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) +
-         (p.isolated ? " isolated=1" : "") + limitsText(p.limits) + "\n";
+         (p.isolated ? " isolated=1" : "") + (p.id.empty() ? "" : " id=" + p.id) +
+         (p.tun_owner ? " tun-owner=" + std::to_string(*p.tun_owner) : "") + limitsText(p.limits) + "\n";
   }
   return o;
 }

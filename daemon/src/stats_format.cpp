@@ -31,6 +31,7 @@ std::string statsJson(const datapath::DatapathStats& s) {
     j["xdp_mode"] = p.xdp_mode;
     j["hook"] = p.hook;
     if (!p.hook_note.empty()) j["hook_note"] = p.hook_note;
+    if (!p.link_note.empty()) j["link_note"] = p.link_note;
     if (*p.tc_attach) {
       j["tc_attach"] = p.tc_attach;
       if (std::string_view(p.tc_attach) == "clsact") j["clsact_made"] = p.clsact_made;

@@ -582,6 +582,9 @@ int main(int argc, char** argv) {
     // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
     o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
     o.allow_absent = true;  // a saved port whose device is not back yet waits for it
+    // A device vdev made: only the one carrying the port's identity (a
+    // device that took its name meanwhile is waited past, not attached).
+    o.identity = vdev::daemon::identityOf(rec);
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
       it = state.ports.erase(it);

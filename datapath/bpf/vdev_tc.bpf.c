@@ -14,7 +14,10 @@
  *  - learned unicast (the kernel fast path, when vdevd enables it): source
  *    learned on this very port, destination learned on another port that is
  *    a destination now -> straight to it: bpf_redirect_peer into a
- *    container's ingress (no queue in between), bpf_redirect to a tap (the
+ *    container's ingress (no queue in between) -- only for a veth whose
+ *    peer is in another namespace (VDEV_TC_PEER), since the kernel drops a
+ *    peer redirect into the caller's own namespace; bpf_redirect to the
+ *    egress of a veth with its peer here (it arrives at the peer), to a tap (the
  *    VM reads the skb with its GSO and checksum state in its virtio-net
  *    header) or to any other device;
  *  - everything else (unknown, broadcast, multicast, a new, moved or
@@ -496,6 +499,13 @@ int vdev_tc_port(struct __sk_buff *skb)
 	fast_add(to, VDEV_FAST_TX_PKTS, n);
 	fast_add(to, VDEV_FAST_TX_BYTES, skb->len);
 	count(in, VDEV_XDP_FAST);
+	/* Counted as sent before the kernel delivers it: neither helper can
+	 * fail here (flags 0), and what skb_do_redirect() later refuses is
+	 * what cannot be known in the program -- a peer redirect into the
+	 * caller's own namespace (vdevd sets VDEV_TC_PEER only for a veth
+	 * whose peer is elsewhere, Port::redirectPeer), or into a peer that is
+	 * down (then the veth has no carrier and is no destination: VDEV_TC_DEST
+	 * off). */
 	if (out->flags & VDEV_TC_PEER)
 		return bpf_redirect_peer(out->ifindex, 0);
 	return bpf_redirect(out->ifindex, 0);

@@ -23,7 +23,7 @@ void FastSync::syncPort(const Port& p) {
     if (p.hook() == PortHook::kTc)
       tc_->setDest(index, p.live());
     else
-      tc_->setOtherDest(index, p.ifindex(), p.mtu(), p.isVeth(), p.live());
+      tc_->setOtherDest(index, p.ifindex(), p.mtu(), p.redirectPeer(), p.live());
   }
   PortRecord& r = record(index);
   const bool want = p.live() && r.state != FastState::kImpossible;

@@ -2,7 +2,9 @@
 // (IFF_UP and IFF_RUNNING). A port whose link goes down is taken down like a
 // deleted one -- frames for it are counted as port_down instead of being
 // parked on its TX ring and delivered stale later -- and opened again when
-// the link comes back. A deleted device waits for one of the same name.
+// the link comes back. A deleted device waits for one of the same name --
+// for a device vdev made, only for one that carries the port's identity
+// (DeviceIdentity: deviceIsOwn()).
 //
 // The states and their transitions are Link's (link_state.h); this file
 // looks at the device and the link and says which transition happened.
@@ -15,8 +17,32 @@
 #include <string>
 
 #include "datapath/datapath.h"
+#include "rtnl/link.h"
 
 namespace vdev::datapath {
+
+Status deviceIsOwn(const std::string& name, int ifindex, const DeviceIdentity& id) {
+  auto l = rtnl::getLink(name);
+  if (!l) return l.error();
+  if (l->ifindex != ifindex) return Error{ENODEV, "it was replaced while being looked at"};
+  const char* kind = id.tap ? "tun" : "veth";
+  if (l->kind != kind)
+    return Error{EPERM, "it is " + (l->kind.empty() ? std::string("a device without a kind") : "a " + l->kind) +
+                            " device, not " + (id.tap ? "a tap" : "a veth")};
+  if (l->alias != id.alias)
+    return Error{EPERM, "its alias is " + (l->alias.empty() ? std::string("empty") : "'" + l->alias + "'") +
+                            ": not the device vdev made for the port"};
+  if (id.tap && id.check_owner) {
+    auto owner = rtnl::tunOwner(name, ifindex);
+    if (!owner) return owner.error();
+    if (*owner != id.tun_owner) {
+      auto uid = [](const std::optional<uid_t>& u) { return u ? "uid " + std::to_string(*u) : std::string("no one"); };
+      return Error{EPERM, "its tun owner is " + uid(*owner) + ", not " +
+                              uid(id.tun_owner ? std::optional<uid_t>(uid_t(*id.tun_owner)) : std::nullopt)};
+    }
+  }
+  return {};
+}
 
 void Datapath::checkLink(Port& p) {
   // A port without a device (unit tests): nothing to look at.
@@ -62,12 +88,33 @@ void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
 void Datapath::checkLinkNow(Port& p) {
   Link& link = p.link();
   if (link.state() == LinkState::kAbsent) {
-    // A configured port whose device comes back (same name) is attached again.
-    if (!::if_nametoindex(p.name().c_str())) return;
+    // A configured port whose device comes back (same name) is attached
+    // again; a port of a device vdev made, only if the device is its own.
+    const int idx = int(::if_nametoindex(p.name().c_str()));
+    if (!idx) {
+      if (p.refusedIfindex()) p.refuseDevice(0, {});  // the device it refused is gone too
+      return;
+    }
+    if (p.identity()) {
+      if (idx == p.refusedIfindex()) return;  // looked at already: still not its own
+      if (Status own = deviceIsOwn(p.name(), idx, *p.identity()); !own) {
+        p.refuseDevice(idx, own.error().what);
+        std::fprintf(stderr, "vdevd: port %s: not attached to the device now named %s (ifindex %d): %s; "
+                     "it waits for its own\n", p.name().c_str(), p.name().c_str(), idx, own.error().what.c_str());
+        return;
+      }
+    }
     if (auto st = p.attachDevice(*pool_, anchors()); !st) {
       if (link.report())
         std::fprintf(stderr, "vdevd: port %s: device is back, but: %s\n", p.name().c_str(),
                      st.error().message().c_str());
+      return;
+    }
+    if (p.identity() && p.ifindex() != idx) {
+      // The name moved to another device between the check and the attach.
+      link.gone();
+      p.detachXdp();
+      killPort(p, "device replaced while being attached", true);
       return;
     }
     for (auto& q : p.queues()) refill(*q);
@@ -113,6 +160,9 @@ void Datapath::checkLinkNow(Port& p) {
       relink_.armAt(link.reattachAt());  // the sockets are opened when the wait is over
       return;
     }
+    // A veth's peer moved between namespaces takes the link down and up:
+    // the skb fast path's way into it follows (Port::redirectPeer).
+    if (p.refreshPeerNetns() && p.tcAttached() && tc_) tc_->setPeer(p.index(), p.redirectPeer());
     if (auto st = p.openSockets(*pool_, anchors()); !st) {
       p.shutdown(*pool_);
       const uint64_t now = monotonicNs();

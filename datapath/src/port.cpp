@@ -17,6 +17,7 @@
 #include "base/fd.h"
 #include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
+#include "rtnl/link.h"
 #include "vdev_xdp_shared.h"
 
 namespace vdev::datapath {
@@ -135,6 +136,10 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
   xdp_.reset();
   tc_attached_ = false;
   driver_ = deviceDriver(name_);
+  redirect_peer_ = false;
+  (void)refreshPeerNetns();
+  refused_ifindex_ = 0;
+  refused_why_.clear();
   // The hook: what the device's senders hand the kernel (PortHook).
   hook_ = cfg_.hook;
   hook_note_.clear();
@@ -155,7 +160,7 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
     Status st = cfg_.tc->setLimits(index_, cfg_.limits);  // before the program can see a frame
     if (st) {
       cfg_.tc->setVlan(index_, fastVid(), vlanOn());  // its row's VLAN, before the program sees a frame
-      st = cfg_.tc->attach(index_, ifindex, name_, isVeth(), fastRxPossible(), mtu);
+      st = cfg_.tc->attach(index_, ifindex, name_, redirectPeer(), fastRxPossible(), mtu);
     }
     if (st) {
       tc_attached_ = true;
@@ -603,6 +608,30 @@ void Port::detachXdp() {
   tc_attached_ = false;
   if (copy_tc_) addLimitDrops(copy_tc_->detachCopy(index_));
   copy_tc_ = nullptr;
+}
+
+bool Port::refreshPeerNetns() {
+  bool elsewhere = false;
+  if (isVeth()) {
+    // IFLA_LINK_NETNSID: sent only while the peer is in another namespace.
+    // A failed query keeps the plain redirect, which works wherever the
+    // peer is (through the peer's backlog).
+    auto l = rtnl::getLink(name_);
+    elsewhere = l.ok() && l->linkElsewhere;
+  }
+  return std::exchange(redirect_peer_, elsewhere) != elsewhere;
+}
+
+std::string Port::linkNote() const {
+  if (link_.state() != LinkState::kAbsent) return {};
+  std::string n;
+  if (cfg_.identity)
+    n = "waits for its own device: " + std::string(cfg_.identity->tap ? "a tap" : "a veth") + " named " + name_ +
+        " with alias '" + cfg_.identity->alias + "'";
+  else
+    n = "waits for a device named " + name_;
+  if (refused_ifindex_) n += "; not " + name_ + " (ifindex " + std::to_string(refused_ifindex_) + "): " + refused_why_;
+  return n;
 }
 
 void Port::forgetProgram() {

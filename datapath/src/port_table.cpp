@@ -94,6 +94,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.hook) pc.hook = *opts.hook;
   pc.peer_napi = opts.peer_napi;
+  pc.identity = opts.identity;
   pc.isolated = opts.isolated;
   pc.limits = opts.limits.over(cfg_.limits);
   // The skb path is set up with the first port that wants it: a veth or a
@@ -115,12 +116,28 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
                              (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname, features_)));
   if (!at_tc)
     if (Status st = checkFillRoom(ifname, pc); !st) return st;
-  if (opts.allow_absent && !::if_nametoindex(ifname.c_str())) {
-    // Configured, device not there: a port that waits for it (checkLink).
+  // A device vdev made for the port: the one of its name must be it.
+  int foreign = 0;
+  std::string foreign_why;
+  if (const int idx = int(::if_nametoindex(ifname.c_str())); idx && pc.identity)
+    if (Status own = deviceIsOwn(ifname, idx, *pc.identity); !own) {
+      if (!opts.allow_absent)
+        return Error{own.error().err, "port " + ifname + ": the device of that name (ifindex " + std::to_string(idx) +
+                                          ") is not the one vdev made for it: " + own.error().what};
+      foreign = idx;
+      foreign_why = own.error().what;
+    }
+  if (opts.allow_absent && (foreign || !::if_nametoindex(ifname.c_str()))) {
+    // Configured, device not there (or not its own): a port that waits for it (checkLink).
     auto shell = Port::absent(ifname, uint16_t(index), pc, cfg_.host_macs);
     if (!shell) return shell.error();
+    if (foreign) (*shell)->refuseDevice(foreign, foreign_why);
     adoptPort(std::move(shell.value()));
-    std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
+    if (foreign)
+      std::fprintf(stderr, "vdevd: port %s: the device of that name (ifindex %d) is not its own (%s); it waits for its own\n",
+                   ifname.c_str(), foreign, foreign_why.c_str());
+    else
+      std::fprintf(stderr, "vdevd: port %s: no such device yet; attached when it appears\n", ifname.c_str());
     return {};
   }
   auto port = Port::open(ifname, uint16_t(index), *pool_, pc, cfg_.host_macs, anchors());

@@ -115,6 +115,7 @@ void Datapath::collectOwned(DatapathStats& out) const {
     ps.limits = p.limits();
     ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
     ps.hook_note = p.hookNote();
+    ps.link_note = p.linkNote();
     if (tc_ && (p.tcAttached() || p.copiesToVdevd())) {
       ps.tc_attach = tcAttachName(tc_->attachMode());
       ps.clsact_made = tc_->clsactMade(p.index());

@@ -447,6 +447,14 @@ void TcPath::setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool p
   writeRow(port_index);
 }
 
+void TcPath::setPeer(uint16_t port_index, bool peer) {
+  Row& r = row(port_index);
+  const uint32_t f = peer ? (r.flags | VDEV_TC_PEER) : (r.flags & ~uint32_t(VDEV_TC_PEER));
+  if (f == r.flags) return;
+  r.flags = f;
+  if (r.ifindex) writeRow(port_index);
+}
+
 void TcPath::setVlan(uint16_t port_index, uint16_t vid, bool access) {
   Row& r = row(port_index);
   const uint32_t f = access ? (r.flags | VDEV_TC_ACCESS) : (r.flags & ~uint32_t(VDEV_TC_ACCESS));

@@ -114,6 +114,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrTcAttach: return {"TC_ATTACH", Kind::kU8};
     case kAttrHookNote: return {"HOOK_NOTE", Kind::kString, kHookNoteMax};
     case kAttrKernelFeatures: return {"KERNEL_FEATURES", Kind::kU64};
+    case kAttrLinkNote: return {"LINK_NOTE", Kind::kString, kHookNoteMax};
     default: return {};
   }
 }
@@ -620,6 +621,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (p.hook) w.u8(kAttrHook, static_cast<uint8_t>(*p.hook));
   if (p.tc_attach) w.u8(kAttrTcAttach, static_cast<uint8_t>(*p.tc_attach));
   if (!p.hook_note.empty()) w.str(kAttrHookNote, printable(p.hook_note.substr(0, kHookNoteMax)));
+  if (!p.link_note.empty()) w.str(kAttrLinkNote, printable(p.link_note.substr(0, kHookNoteMax)));
   if (p.uplink) w.u8(kAttrUplink, 1);
   if (p.isolated) w.u8(kAttrIsolated, 1);
   if (p.limits) {
@@ -960,6 +962,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrHook]) p.hook = static_cast<PortHook>(getU8(tb[kAttrHook]));
   if (tb[kAttrTcAttach]) p.tc_attach = static_cast<TcAttach>(getU8(tb[kAttrTcAttach]));
   if (tb[kAttrHookNote]) p.hook_note = printable(getStr(tb[kAttrHookNote]));
+  if (tb[kAttrLinkNote]) p.link_note = printable(getStr(tb[kAttrLinkNote]));
   if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
   if (tb[kAttrIsolated]) p.isolated = getU8(tb[kAttrIsolated]) != 0;
   // A daemon that has limits sends all six; one that sends any is taken to

@@ -379,6 +379,7 @@ const char* attrName(uint16_t attr) {
     case kAttrTcAttach: return "TC_ATTACH";
     case kAttrHookNote: return "HOOK_NOTE";
     case kAttrKernelFeatures: return "KERNEL_FEATURES";
+    case kAttrLinkNote: return "LINK_NOTE";
     default: return "UNKNOWN";
   }
 }

@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -181,8 +182,10 @@ LinkState stateOf(rtnl_link* link) {
   s.up = (s.flags & IFF_UP) != 0;
   s.carrier = (s.flags & IFF_LOWER_UP) != 0;
   if (const char* a = rtnl_link_get_ifalias(link)) s.alias = a;
-  s.managed = s.alias == kManagedAlias;
+  s.managed = isManagedAlias(s.alias);
   s.linkIfindex = rtnl_link_get_link(link);
+  int32_t nsid = 0;
+  s.linkElsewhere = rtnl_link_get_link_netnsid(link, &nsid) == 0;
   return s;
 }
 
@@ -230,11 +233,12 @@ Status disableIpv6(const std::string& name) {
 // so that the device never runs with IPv6 on; the mark is first so that a
 // crash in between leaves a device vdev can still clean up.
 Status markConfigureUp(RtnlSocket& sk, int ifindex, const std::string& name,
-                       const std::optional<Mac>& mac, int mtu) {
+                       const std::optional<Mac>& mac, int mtu, const std::string& id) {
   LinkPtr changes(rtnl_link_alloc());
   if (!changes) return Error{ENOMEM, "configure " + name};
-  rtnl_link_set_ifalias(changes.get(), kManagedAlias);
-  std::string what = "set alias " + std::string(kManagedAlias);
+  const std::string alias = managedAlias(id);
+  rtnl_link_set_ifalias(changes.get(), alias.c_str());
+  std::string what = "set alias " + alias;
   if (mac) {
     AddrPtr a = macAddr(*mac);
     if (!a) return Error{ENOMEM, "configure " + name};
@@ -382,7 +386,7 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
 
   // The host end first: marked (so that from now on vdev may delete it),
   // IPv6 off, up. Its carrier stays off until the peer is up too.
-  if (Status st = markConfigureUp(*sk, hs.ifindex, spec.name, std::nullopt, 0); !st) return undo(st.error());
+  if (Status st = markConfigureUp(*sk, hs.ifindex, spec.name, std::nullopt, 0, spec.id); !st) return undo(st.error());
 
   // Then the peer, from a socket inside its namespace (ifindexes are per
   // namespace; IFLA_LINK of the host end is the peer's index there).
@@ -471,7 +475,7 @@ Result<TapInfo> createTap(const TapSpec& spec) {
   if (!link) return link.error();
   const int ifindex = rtnl_link_get_ifindex(link->get());
 
-  if (Status st = markConfigureUp(*sk, ifindex, name, spec.mac, spec.mtu); !st)
+  if (Status st = markConfigureUp(*sk, ifindex, name, spec.mac, spec.mtu, spec.id); !st)
     return withContext(st.error(), what);
 
   auto tunIoctl = [&](unsigned long req, unsigned long arg, const std::string& step) -> Status {
@@ -505,7 +509,7 @@ Result<TapInfo> createTap(const TapSpec& spec) {
 // ---------------------------------------------------------------------------
 // delete, queries
 
-Status deleteManagedLink(const std::string& name) {
+Status deleteManagedLink(const std::string& name, std::string_view id) {
   const std::string what = "delete link " + name;
   if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
   auto sk = RtnlSocket::open();
@@ -517,6 +521,9 @@ Status deleteManagedLink(const std::string& name) {
     return Error{EPERM, what + ": not created by vdev (its alias is " +
                             (s.alias.empty() ? std::string("empty") : "'" + s.alias + "'") +
                             ", not '" + kManagedAlias + "')"};
+  if (!id.empty() && s.alias != managedAlias(id))
+    return Error{EPERM, what + ": not the device vdev made for this port (its alias is '" + s.alias + "', not '" +
+                            managedAlias(id) + "')"};
   // By ifindex alone: if the name has moved to another device since the
   // check, this deletes the one that was checked (or fails with ENODEV).
   LinkPtr del(rtnl_link_alloc());
@@ -575,6 +582,59 @@ Status setAlias(const std::string& name, const std::string& alias) {
   if (!changes) return Error{ENOMEM, what};
   rtnl_link_set_ifalias(changes.get(), alias.c_str());
   return changeLink(*sk, rtnl_link_get_ifindex(link->get()), changes.get(), what);
+}
+
+std::string newDeviceId() {
+  uint8_t b[8];
+  size_t got = 0;
+  while (got < sizeof b) {
+    const ssize_t n = getrandom(b + got, sizeof b - got, 0);
+    if (n > 0) got += size_t(n);
+    else if (errno != EINTR) std::abort();  // cannot happen once the pool is initialised (randomMac)
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (uint8_t x : b) {
+    id += hex[x >> 4];
+    id += hex[x & 15];
+  }
+  return id;
+}
+
+std::string managedAlias(std::string_view id) {
+  if (id.empty()) return kManagedAlias;
+  return std::string(kManagedAlias) + " id=" + std::string(id);
+}
+
+bool isManagedAlias(std::string_view alias) {
+  const std::string_view mark = kManagedAlias;
+  return alias == mark || (alias.size() > mark.size() + 4 && alias.substr(0, mark.size() + 4) == std::string(mark) + " id=");
+}
+
+Result<std::optional<uid_t>> tunOwner(const std::string& name, int ifindex) {
+  const std::string what = "tun owner of " + name;
+  if (Status st = validateIfname(name); !st) return withContext(st.error(), what);
+  const std::string dir = "/sys/class/net/" + name + "/";
+  auto readAll = [](const std::string& path, std::string& out) {
+    FileDesc fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return errno;
+    char buf[64];
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+    if (n < 0) return errno;
+    out.assign(buf, size_t(n));
+    return 0;
+  };
+  std::string idx, owner;
+  if (int e = readAll(dir + "ifindex", idx)) return Error{e == ENOENT ? ENODEV : e, what + ": read " + dir + "ifindex"};
+  if (std::strtol(idx.c_str(), nullptr, 10) != ifindex)
+    return Error{ENODEV, what + ": sysfs shows another device of that name (ifindex " + idx.substr(0, idx.find('\n')) +
+                             ", not " + std::to_string(ifindex) + ")"};
+  if (int e = readAll(dir + "owner", owner)) return Error{e, what + ": read " + dir + "owner"};
+  char* end = nullptr;
+  const long v = std::strtol(owner.c_str(), &end, 10);
+  if (end == owner.c_str()) return Error{EIO, what + ": '" + owner + "' in " + dir + "owner"};
+  if (v < 0) return std::optional<uid_t>{};
+  return std::optional<uid_t>{uid_t(v)};
 }
 
 bool linkExists(const std::string& name) { return getLink(name).ok(); }

@@ -1,7 +1,8 @@
 // vdevd's control plane under hostile or careless input, end to end
 // (README "Reliability and security"): a FIFO given as a namespace, names
 // the kernel takes as patterns, what a member of --group may and may not
-// do, a damaged state file, a state directory that does not exist yet, the
+// do, a port whose device is gone meeting a device that took its name, a
+// damaged state file, a state directory that does not exist yet, the
 // open-file limit, vdev-cni's VERSION with libcni's placeholders, bytes
 // that are not UTF-8, and GC between networks whose port names collide.
 //
@@ -248,6 +249,59 @@ TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
   EXPECT_EQ((*port(vt))["limits"]["police_pps"].asU64(), 0u);
   ok({"port", "del", vt}, kNobodyCreds);
   EXPECT_FALSE(linkExists(vt));
+  expectCleanStop(*d);
+}
+
+// A member's tap whose device is deleted (its owner may: ip tuntap del),
+// and a tap of the same name that root makes next (libvirt's next VM's):
+// the member's port used to attach to root's tap, keeping the member as
+// its owner -- theirs to capture and to delete. Now a port of a device vdev
+// made attaches only to the device carrying its identity (the id in its
+// alias, its kind, a tap's owner): root's tap is waited past, also after a
+// restart; `port show` says what the port waits for; and the member's
+// port del leaves root's tap alone.
+TEST_F(HardeningTest, AMembersPortWaitsForItsOwnDeviceNotOneThatTookItsName) {
+  const std::string t = uniqueName('t');
+  Devices guard({t});
+  auto d = startVdevd({"--group", "nogroup"});
+  ok({"port", "add", t, "type", "tap", "create"}, kNobodyCreds);
+  ASSERT_TRUE(linkExists(t));
+  EXPECT_NE(readFile(state_).find(" id="), std::string::npos) << readFile(state_);
+  run("ip tuntap del dev " + shellQuote(t) + " mode tap");
+  ASSERT_TRUE(waitUntil([&] { const Json* p = port(t); return p && p->has("link_note"); }, 3s, 20ms))
+      << json({"port", "show"}).dump();
+  run("ip tuntap add dev " + shellQuote(t) + " mode tap");  // root's, no owner, no mark
+  run("ip link set dev " + shellQuote(t) + " up");
+  const uint64_t rootIdx = std::stoull(readFile("/sys/class/net/" + t + "/ifindex"));
+  const auto expectWaiting = [&](const char* when) {
+    const Json* p = port(t);
+    ASSERT_TRUE(p) << when;
+    EXPECT_NE((*p)["ifindex"].asU64(), rootIdx) << when << ": attached to root's tap: " << p->dump();
+    EXPECT_FALSE((*p)["live"].asBool()) << when << ": " << p->dump();
+    EXPECT_EQ((*p)["owner_uid"].asU64(), kNobody) << when;
+    ASSERT_TRUE(p->has("link_note")) << when << ": " << p->dump();
+    const std::string note = (*p)["link_note"].asString();
+    EXPECT_NE(note.find("waits for its own device"), std::string::npos) << when << ": " << note;
+    EXPECT_NE(note.find("ifindex " + std::to_string(rootIdx)), std::string::npos) << when << ": " << note;
+  };
+  // The port has looked at root's tap once its note names that ifindex
+  // (vdevd notes a refusal when it makes it): then it must not be on it.
+  const auto refused = [&] {
+    return waitUntil([&] {
+      const Json* p = port(t);
+      return p && p->has("link_note") &&
+             (*p)["link_note"].asString().find("ifindex " + std::to_string(rootIdx)) != std::string::npos;
+    }, 5s, 20ms);
+  };
+  ASSERT_TRUE(refused()) << json({"port", "show"}).dump();
+  expectWaiting("running");
+  ASSERT_TRUE(expectCleanStop(*d));
+  d = startVdevd({"--group", "nogroup"});
+  ASSERT_TRUE(refused()) << json({"port", "show"}).dump();
+  expectWaiting("restored");
+  ok({"port", "del", t}, kNobodyCreds);
+  EXPECT_TRUE(linkExists(t)) << "the member's port del deleted root's tap";
+  EXPECT_FALSE(port(t));
   expectCleanStop(*d);
 }
 

@@ -11,9 +11,25 @@
 #include <string_view>
 
 #include "datapath/datapath.h"
+#include "daemon/state_file.h"
 #include "proto/codec.h"
+#include "rtnl/link.h"
 
 namespace vdev::daemon {
+
+// What the device vdev made for a saved port carries (DeviceIdentity):
+// nullopt for a device vdev did not make (root's existing device: attached
+// by name, as before). A record saved before ids has the bare mark and no
+// tun owner: its device is known by the mark and kind alone.
+inline std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
+  if (!r.managed || (r.type != "tap" && r.type != "veth")) return std::nullopt;
+  datapath::DeviceIdentity id;
+  id.alias = rtnl::managedAlias(r.id);
+  id.tap = r.type == "tap";
+  id.tun_owner = r.tun_owner;
+  id.check_owner = !r.id.empty();
+  return id;
+}
 
 // PortStats carries the modes as names.
 inline proto::XdpMode xdpModeFromName(std::string_view s) {
@@ -102,6 +118,7 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   if (std::string_view(s.tc_attach) == "tcx") p.tc_attach = proto::TcAttach::kTcx;
   if (std::string_view(s.tc_attach) == "clsact") p.tc_attach = proto::TcAttach::kClsact;
   p.hook_note = s.hook_note;
+  p.link_note = s.link_note;
   p.uplink = s.uplink;
   p.isolated = s.isolated;
   // The punt device carries frames of other ports, limited where they came

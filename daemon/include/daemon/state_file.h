@@ -9,7 +9,7 @@
 //
 //   # vdevd state v1
 //   port name=vdc1 type=veth queues=0 xdp-mode=auto managed=1
-//   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0 uid=1000
+//   port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 fast-rx=0 uid=1000 id=5f0c2a9e41d7b3c8 tun-owner=1000
 //   port name=vdn2xk3... type=veth queues=0 xdp-mode=auto managed=1 tag=cni:net1
 //   port name=vdc2 type=veth queues=0 xdp-mode=auto managed=1 storm_bcast=100 police_bps=100000000
 //
@@ -45,6 +45,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,12 @@ struct PortRecord {
   uint32_t queues = 0;            // 0: every queue the device has
   std::string xdp_mode = "auto";  // native | generic | auto
   bool managed = false;           // vdev created the device (port del removes it)
+  // The device id in the mark of the device vdev created (rtnl::managedAlias):
+  // the port attaches to, and port del deletes, only the device that carries
+  // it. "" for a port vdev did not create, and for one saved before ids.
+  std::string id;
+  // A created tap's TUNSETOWNER uid (nullopt: none), checked with the id.
+  std::optional<uint32_t> tun_owner;
   bool fast_rx = true;            // false: the port's received frames never take the kernel fast path
   uint32_t owner_uid = 0;         // the uid that added it (only that uid, or root, may delete it)
   std::string tag;                // PORT_TAG given at add (vdev-cni: "cni:NETWORK"); "" none

@@ -133,6 +133,11 @@ class Datapath {
     PortLimitOptions limits;  // over DatapathConfig::limits
     bool peer_napi = false;   // PortConfig::peer_napi: a veth vdevd made with GRO on its peer
     bool allow_absent = false;
+    // A device vdev made for the port (PortConfig::identity): the port
+    // attaches only to the device that carries it. With allow_absent, a
+    // device of the name that does not is waited past; without, it is an
+    // error (EPERM).
+    std::optional<DeviceIdentity> identity;
     // The port's index, which must be free (tests: a port beyond the fast
     // path's maps without a thousand before it); absent: the lowest free one.
     std::optional<uint16_t> index;

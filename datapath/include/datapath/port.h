@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,6 +80,28 @@ uint32_t deviceQueues(const std::string& ifname);
 class TcPath;
 class HeldFrames;
 
+// What a device vdev made for a port carries (rtnl/link.h, "Identity"),
+// checked before the port attaches to a device of its name: when it is
+// added, restored, and whenever a device of that name appears after its
+// own was deleted (Datapath::checkLink). A device that does not carry it
+// -- anyone's device that took the name since -- is never attached: the
+// port keeps waiting for its own (linkNote() says so). A port without one
+// (an existing device root attached: an uplink) attaches to whatever
+// device has its name, as an operator expects.
+struct DeviceIdentity {
+  std::string alias;    // IFLA_IFALIAS, exactly: rtnl::managedAlias(id)
+  bool tap = false;     // IFLA_INFO_KIND "tun" (a tap) or "veth"
+  // A tap's TUNSETOWNER uid (nullopt: none); who may open its queues.
+  // check_owner false: not known (a port saved before ids), not checked.
+  std::optional<uint32_t> tun_owner;
+  bool check_owner = true;
+};
+// Whether the device `name`, with `ifindex`, carries identity `id` (kind,
+// alias, a tap's owner). Errors: EPERM (it does not: the message says
+// what differs), ENODEV (it is gone or was replaced meanwhile), and the
+// query's own. Control plane: a netlink request and a sysfs read.
+Status deviceIsOwn(const std::string& name, int ifindex, const DeviceIdentity& id);
+
 struct PortConfig {
   uint32_t queues = 0;             // 0: every RX queue the device has
   uint32_t ring_capacity = 1024;   // delivery ring per TX queue (frames)
@@ -123,6 +146,9 @@ struct PortConfig {
   // Tests: a receiving port takes the path of a device that offers
   // zero-copy (DatapathConfig::zerocopy_path_everywhere).
   bool zerocopy_path_always = false;
+  // A device vdev made for the port: attach only to the one that carries
+  // this (DeviceIdentity). nullopt: any device of the port's name.
+  std::optional<DeviceIdentity> identity;
 };
 
 // Where the frames of one queue are (for the frame accounting).
@@ -278,8 +304,34 @@ class Port {
   bool receives() const { return hook_ != PortHook::kTc; }
   // Its receiving queues' fill ring size (XskConfig::fill_size).
   uint32_t fillSize() const { return cfg_.xsk.fill_size; }
-  // The device is a veth (the skb path delivers into its peer directly).
+  // The device is a veth.
   bool isVeth() const { return driver_ == "veth"; }
+  // A veth whose peer is in another network namespace than vdevd's: the
+  // skb fast path delivers into the peer with bpf_redirect_peer. The kernel
+  // drops a peer redirect to a peer in the caller's own namespace
+  // (skb_do_redirect), so a veth with its peer here (a host-side port) is
+  // sent to with bpf_redirect to its egress, which arrives at the peer
+  // too. As the kernel reported it when the port was attached or its link
+  // last came up (refreshPeerNetns()).
+  bool redirectPeer() const { return redirect_peer_; }
+  // Owner thread: asks the kernel again where the veth's peer is (it may
+  // have moved: its link went down and up with the move). Returns whether
+  // redirectPeer() changed.
+  bool refreshPeerNetns();
+  // The device identity it attaches to only (PortConfig::identity).
+  const std::optional<DeviceIdentity>& identity() const { return cfg_.identity; }
+  // Why the port is not attached while it waits for a device ("" while it
+  // has one): the device of its name that it refused, and why, or which
+  // device it waits for. Owner thread (and statistics on it).
+  std::string linkNote() const;
+  // Owner thread: a device of the port's name (ifindex) does not carry its
+  // identity; `why` says how. Remembered so that the same device is looked
+  // at once, not on every check.
+  void refuseDevice(int ifindex, std::string why) {
+    refused_ifindex_ = ifindex;
+    refused_why_ = std::move(why);
+  }
+  int refusedIfindex() const { return refused_ifindex_; }
   const std::string& driver() const { return driver_; }
   // An uplink: a device that is neither a veth nor a tap (a NIC, a VXLAN or
   // Geneve tunnel, a bond) -- the way to stations behind other hosts.
@@ -375,6 +427,9 @@ class Port {
   PortHook hook_ = PortHook::kAuto;
   std::string hook_note_;  // hookNote()
   std::string driver_;  // ETHTOOL_GDRVINFO: "veth", "tun", a NIC's driver
+  bool redirect_peer_ = false;  // redirectPeer()
+  int refused_ifindex_ = 0;     // refuseDevice(): the last device refused, and why
+  std::string refused_why_;
   bool tc_attached_ = false;
   bool carries_host_ = false;
   TcPath* copy_tc_ = nullptr;  // vdev_tc_copy is attached at the device's ingress (applyHost)

@@ -39,6 +39,9 @@ struct PortStats {
   const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
   // Why the port is not at the hook `auto` chose ("" if it is: Port::hookNote).
   std::string hook_note;
+  // What it waits for while it has no device ("" while it has one:
+  // Port::linkNote).
+  std::string link_note;
   // How its skb program (at tc, or the copy program at XDP) is attached:
   // "tcx" or "clsact" (TcAttach); "" for none. clsact_made: vdevd made the
   // device's clsact qdisc for it (TcPath::clsactMade).

@@ -112,6 +112,10 @@ class TcPath {
   // here, with its device, MTU and whether it is a veth.
   void setDest(uint16_t port_index, bool on);
   void setOtherDest(uint16_t port_index, int ifindex, uint32_t mtu, bool peer, bool on);
+  // A port at tc: whether it is delivered to with bpf_redirect_peer (a
+  // veth whose peer is in another namespace: Port::redirectPeer) or with
+  // bpf_redirect to its egress.
+  void setPeer(uint16_t port_index, bool peer);
   void setMtu(uint16_t port_index, uint32_t mtu);
   // The VLAN of the port's untagged frames on the fast path (1 for a port
   // without VLAN settings; 0: none, every frame to vdevd), and whether it

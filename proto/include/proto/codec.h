@@ -215,6 +215,7 @@ struct PortInfo {
   std::optional<PortHook> hook;  // absent: a daemon that does not send HOOK (always XDP)
   std::optional<TcAttach> tc_attach;  // TC_ATTACH: how its skb program is attached; absent: none
   std::string hook_note;         // HOOK_NOTE: why it is not at the hook auto chose ("" if it is)
+  std::string link_note;         // LINK_NOTE: what device it waits for ("" while it has one)
   bool uplink = false;           // UPLINK: neither a veth nor a tap
   bool isolated = false;         // ISOLATED
   std::optional<Limits> limits;  // STORM_*, POLICE_*; absent: a daemon that does not send them

@@ -65,7 +65,8 @@ enum Cmd : uint8_t {
   //          QUEUES_BOUND, XDP_MODE, BIND_MODE, MTU, LIVE, MAC, FAST_RX,
   //          HOOK, OWNER_UID and PORT_TAG (ports added at run time), UPLINK
   //          and ISOLATED (when 1), STORM_* and POLICE_* (always), TC_ATTACH
-  //          (a port with an skb program), HOOK_NOTE (when there is one)
+  //          (a port with an skb program), HOOK_NOTE and LINK_NOTE (when
+  //          there is one)
   kCmdPortGet = 3,
   // Counters of one port (PORT_NAME) or, with NLM_F_DUMP, of every port.
   //   reply: per port the PORT_GET attributes plus STATS (nested); POOL
@@ -236,7 +237,11 @@ enum Attr : uint16_t {
   // INFO: the kernel features vdevd uses now, one bit each (KernelFeature);
   // a bit a client does not know is a newer daemon's.
   kAttrKernelFeatures = 57, // u64
-  kAttrMax = kAttrKernelFeatures
+  // Why the port has no device while it waits for one: which device it
+  // waits for, and one of its name it refused (port replies; absent: it
+  // has its device).
+  kAttrLinkNote = 58,       // string, 1..511 chars
+  kAttrMax = kAttrLinkNote
 };
 
 // Inside kAttrCreate (PORT_ADD).

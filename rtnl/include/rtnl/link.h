@@ -10,6 +10,17 @@
 // device type has one. An operator who changes the alias takes the device
 // over: vdev then refuses to delete it, which is the safe direction.
 //
+// Identity. The mark alone says "vdev made this", not "vdev made this one":
+// a device vdevd made for a port, deleted, and a device of the same name
+// made later by someone else are told apart only by what the device
+// carries. So a port's device gets a per-device id in the mark,
+// "vdev:managed id=<16 hex digits>" (managedAlias(newDeviceId()), given as
+// VethSpec::id / TapSpec::id), which vdevd keeps in its state file and
+// checks before it attaches to a device of the port's name again and
+// before it deletes one (deleteManagedLink with the id). A device marked
+// with the bare kManagedAlias (made before ids, or by a caller that gave
+// none: the punt device) still counts as vdev's.
+//
 // Errors. Each function returns a Result whose Error carries a positive errno
 // and the operation with its subjects, e.g.
 //   "create veth vdc1 <-> eth0 in netns web1: File exists".
@@ -50,6 +61,15 @@ using vdev::Result;
 using vdev::Status;
 
 inline constexpr const char* kManagedAlias = "vdev:managed";
+
+// A new device id: 16 lowercase hex digits from getrandom() (64 bits: two
+// devices never share one by chance).
+std::string newDeviceId();
+// The mark of a device with id `id`: "vdev:managed id=ID"; kManagedAlias
+// for an empty id.
+std::string managedAlias(std::string_view id);
+// Whether `alias` is vdev's mark, with or without an id.
+bool isManagedAlias(std::string_view alias);
 
 // The same type as vdev::proto::Mac (codec.h); spelled out so that this header
 // does not need the protocol's.
@@ -133,6 +153,9 @@ struct VethSpec {
   // and AF_XDP carries no offload state to finish it later. (Off, it also
   // turns TSO off.) The skb path needs none of this.
   bool peerTxCsumOff = false;
+  // The device id in the host end's mark (managedAlias(id)); "" marks it
+  // with the bare kManagedAlias.
+  std::string id;
 };
 
 struct VethInfo {
@@ -175,6 +198,7 @@ struct TapSpec {
   bool multiQueue = false;        // IFF_MULTI_QUEUE: attachers must ask for it too
   std::optional<Mac> mac;     // the host end's MAC (not the guest's)
   int mtu = 0;                    // 0 keeps 1500
+  std::string id;                 // the device id in its mark, as VethSpec::id
 };
 
 struct TapInfo {
@@ -209,9 +233,12 @@ Result<TapInfo> createTap(const TapSpec& spec);
 // Deletes `name` (RTM_DELLINK by ifindex) if and only if it carries the
 // mark. Deleting a veth end deletes its peer too; deleting a tap that a VM
 // still holds detaches the VM's queues (its reads and writes then fail).
+// With an `id`, the mark must be exactly managedAlias(id): vdev's device,
+// and the one made with that id (a device of the same name made since by
+// anyone else is not deleted).
 // Errors: ENODEV (no such device), EPERM ("not created by vdev": the alias is
-// not kManagedAlias; nothing is deleted).
-Status deleteManagedLink(const std::string& name);
+// not vdev's mark, or not the one with `id`; nothing is deleted).
+Status deleteManagedLink(const std::string& name, std::string_view id = {});
 
 struct LinkState {
   int ifindex = 0;
@@ -223,8 +250,12 @@ struct LinkState {
   bool up = false;      // IFF_UP: administratively up
   bool carrier = false; // IFF_LOWER_UP
   std::string alias;
-  bool managed = false; // alias == kManagedAlias
+  bool managed = false; // isManagedAlias(alias)
   int linkIfindex = 0;  // IFLA_LINK (a veth's peer, in the peer's namespace), 0 if none
+  // IFLA_LINK_NETNSID is there: the device's link (a veth's peer) is in
+  // another network namespace than the device. The kernel sends it only
+  // then (rtnl_fill_link_netnsid).
+  bool linkElsewhere = false;
 };
 
 // The device's current state. Errors: ENODEV, EINVAL (bad name), and the
@@ -255,6 +286,14 @@ Result<std::vector<LinkState>> listLinks();
 // other ends only. Errors: ENODEV, EINVAL (bad name, alias over 255 bytes),
 // EPERM.
 Status setAlias(const std::string& name, const std::string& alias);
+
+// The tun/tap owner uid of `name` (TUNSETOWNER), from its sysfs attribute
+// `owner`, checked to be the device with `ifindex` (sysfs shows the
+// namespace it was mounted in: another device of the same name there is
+// not this one). nullopt: the device has no owner (-1).
+// Errors: ENODEV (no such device, or sysfs shows another one with this
+// name), ENOENT (not a tun/tap: no `owner`), EIO (unreadable).
+Result<std::optional<uid_t>> tunOwner(const std::string& name, int ifindex);
 
 // True if `name` exists here. False also when that cannot be determined (a
 // netlink error): use getLink() to tell the two apart.

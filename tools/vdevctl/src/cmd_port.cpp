@@ -213,6 +213,9 @@ int showPorts(Context& ctx, const std::vector<vdev::proto::PortInfo>& ports,
   // Why a port is not at the hook auto chose (HOOK marked "*").
   for (const auto& p : ports)
     if (!p.hook_note.empty()) out += "* " + p.name + ": " + p.hook_note + "\n";
+  // What a port without its device waits for.
+  for (const auto& p : ports)
+    if (!p.link_note.empty()) out += p.name + ": " + p.link_note + "\n";
   const int rc = Context::print(out);
   for (const auto& p : ports)
     if (over(p))

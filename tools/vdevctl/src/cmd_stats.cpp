@@ -35,6 +35,7 @@ void writePortInfo(Json& o, const PortInfo& p) {
   o["hook"] = p.hook ? vdev::proto::portHookName(*p.hook) : "xdp";
   if (p.tc_attach) o["tc_attach"] = vdev::proto::tcAttachName(*p.tc_attach);
   if (!p.hook_note.empty()) o["hook_note"] = p.hook_note;
+  if (!p.link_note.empty()) o["link_note"] = p.link_note;
   o["uplink"] = p.uplink;
   o["isolated"] = p.isolated;
   if (p.mac) o["mac"] = vdev::formatMac(*p.mac);
