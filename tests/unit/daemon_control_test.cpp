@@ -29,8 +29,8 @@ class DaemonControlTest : public ::testing::Test {
     dp = std::move(d.value());
     for (uint16_t i = 0; i < 3; i++)
       dp->adoptPort(std::make_unique<datapath::Port>("p" + std::to_string(i), i, 1, cfg.port, 1500));
-    state.ports.push_back({"p1", "veth", 0, "auto", true, true, 0, ""});
-    state.ports.push_back({"p2", "tap", 0, "auto", true, true, 1000, "cni:net1"});
+    state.ports.push_back({.name = "p1", .type = "veth", .managed = true});
+    state.ports.push_back({.name = "p2", .type = "tap", .managed = true, .owner_uid = 1000, .tag = "cni:net1"});
     ControlContext ctx;
     ctx.dp = dp.get();
     ctx.state = &state;

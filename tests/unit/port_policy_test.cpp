@@ -205,7 +205,7 @@ TEST(PortPolicyTest, CallerIsSeenFromThePort) {
 // since (PORT_SET's fields), and is refused for what only its own add can
 // have set; root's records are root's.
 TEST(PortPolicyTest, RestoreChecksWhatOnlyTheAddSet) {
-  PortRecord rec{"vm1", "tap", 0, "auto", true, true, 1000, "cni:net1"};
+  PortRecord rec{.name = "vm1", .type = "tap", .managed = true, .owner_uid = 1000, .tag = "cni:net1"};
   rec.limits.police_pps = 0;
   rec.limits.vlan = vlanOf(0, {1, 2, 3}, {});
   rec.isolated = true;
