@@ -180,6 +180,9 @@ Status Datapath::fdbDel(const uint8_t mac[6], uint16_t vid) {
 void Datapath::checkLinks() {
   runOnDatapath([&] {
     for (Port* p : ports_.active()) {
+      // A device refused as not the port's own is looked at again on a link
+      // event (its alias may just have been set), else once.
+      if (p->refusedIfindex()) p->refuseDevice(0, {});
       checkLink(*p);
       if (p->live()) refreshMtu(*p);  // an MTU change is a link event too
     }
