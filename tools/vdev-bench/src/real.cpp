@@ -126,8 +126,8 @@ VdevdSpec realVdevdSpec(const std::string& name, const RealTopology& t, const Op
   for (const auto& a : o.vdevdArgs) s.args.push_back(a);
   s.describe = kind == kVdevdOwn ? "vdevd --no-fast-path: every frame through vdevd's AF_XDP path (the tc program "
                                    "punts it through the punt device, which segments GSO skbs)"
-                                 : "vdevd with its defaults: skb path (tcx ingress) on veths and taps, learned "
-                                   "unicast on the kernel fast path";
+                                 : "vdevd with its defaults: skb path (tcx ingress, or classic tc before Linux "
+                                   "6.6) on veths and taps, learned unicast on the kernel fast path";
   if (o.dpPrio) s.describe += " (SCHED_FIFO " + std::to_string(o.dpPrio) + ")";
   for (const auto& a : o.vdevdArgs) s.describe += " " + a;
   s.describe += idleText(t, v.idle);
