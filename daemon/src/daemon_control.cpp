@@ -262,6 +262,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   // vdevd's default, also after a restart with another one.
   rec.limits = r.limits;
   ctx_.state->ports.push_back(rec);
+  // An error here means the state file was not replaced (saveState fails
+  // only before its rename; a failed directory fsync after it is a
+  // warning), so undoing the add leaves memory and disk alike.
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();
     (void)ctx_.dp->removePort(r.name);
