@@ -60,12 +60,19 @@ bool inGroup(const vdev::proto::PeerCred& peer, gid_t g) {
 Result<FileDesc> callersNetns(const vdev::proto::CreateOptions& c, const vdev::proto::PeerCred& peer,
                               vdev::rtnl::NetnsRef& ref, std::optional<ErrorReply>& refusal) {
   namespace rt = vdev::rtnl;
+  // A name (validated: no '/', not "." or "..") opens /run/netns/NAME and
+  // a pid /proc/PID/ns/net: nothing a member names is walked outside those
+  // two. A path is root's (port_policy.h, "netns PATH"); refused here too,
+  // with the same words, should this be reached without that check.
+  if (c.peer_netns_path) {
+    refusal = denied(peer, "members may give a namespace by name under /run/netns or by a pid of their own");
+    return Error{EPERM, ""};
+  }
   if (c.peer_netns_name) ref = rt::NetnsRef::byName(*c.peer_netns_name);
-  else if (c.peer_netns_path) ref = rt::NetnsRef::byPath(*c.peer_netns_path);
   else if (c.peer_netns_pid) ref = rt::NetnsRef::byPid(pid_t(*c.peer_netns_pid));
   else {
     refusal = denied(peer, "a veth's peer must go into a network namespace of the caller's own "
-                           "(netns-pid, netns-path or netns); vdevd's namespace is root's");
+                           "(netns NAME or netns pid PID); vdevd's namespace is root's");
     return Error{EPERM, ""};
   }
   auto fd = ref.open();
@@ -255,6 +262,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   // vdevd's default, also after a restart with another one.
   rec.limits = r.limits;
   ctx_.state->ports.push_back(rec);
+  // An error here means the state file was not replaced (saveState fails
+  // only before its rename; a failed directory fsync after it is a
+  // warning), so undoing the add leaves memory and disk alike.
   if (auto st = persist(); !st) {
     ctx_.state->ports.pop_back();
     (void)ctx_.dp->removePort(r.name);

@@ -15,7 +15,7 @@ namespace {
   // device's kind, the owner's); the rest: a row each.
   [[maybe_unused]] const auto& [name, type, queues, xdp_mode, create, fast_rx, tag, hook, isolated, limits] = a;
   [[maybe_unused]] const auto& [set_name, set_isolated, set_limits] = s;
-  // The three netns forms: "netns".
+  // netns name and pid: "netns"; netns path: "netns PATH" (root's).
   [[maybe_unused]] const auto& [netns_name, netns_path, netns_pid, peer_ifname, peer_mac, mtu, owner_uid, group_gid, multi_queue,
                mac] = c;
   // vlan: "vlan/native", "trunk", "untagged".

@@ -115,7 +115,7 @@ constexpr PortField vlanRow(std::string_view name) {
 // key: any name not in use) has a row; port_policy.cpp holds a structured
 // binding of each request that breaks when a member is added, so a new
 // field cannot be left out. A row per keyword where one attribute carries
-// several (VLANs, the three netns forms are one: "netns").
+// several (VLANs, a netns name and pid are one: "netns").
 inline constexpr std::array kPortFields = {
     // PORT_ADD only.
     PortField{"attach", FieldClass::kRoot, [](const proto::PortAddRequest& r) { return !r.create.has_value(); },
@@ -131,9 +131,17 @@ inline constexpr std::array kPortFields = {
     PortField{"tag", FieldClass::kOwner, [](const proto::PortAddRequest& r) { return r.tag.has_value(); }, nullptr},
     PortField{"netns", FieldClass::kOwner,
               [](const proto::PortAddRequest& r) {
-                return r.create && (r.create->peer_netns_name || r.create->peer_netns_path || r.create->peer_netns_pid);
+                return r.create && (r.create->peer_netns_name || r.create->peer_netns_pid);
               },
               nullptr},
+    // A path is root's: vdevd opens it as root, so a member's path would be
+    // an oracle for any file (a missing one ENOENT, another "not a namespace
+    // file"), and its walk, on the control thread, could hang in a FUSE or
+    // autofs mount. A name is under /run/netns (tmpfs, no '/' in it) and a
+    // pid under /proc; the note is the same for every path.
+    PortField{"netns PATH", FieldClass::kRoot,
+              [](const proto::PortAddRequest& r) { return r.create && r.create->peer_netns_path.has_value(); },
+              nullptr, "members may give a namespace by name under /run/netns or by a pid of their own"},
     detail::createRow<&proto::CreateOptions::peer_ifname>("peer"),
     detail::createRow<&proto::CreateOptions::peer_mac>("peer-mac"),
     detail::createRow<&proto::CreateOptions::mtu>("mtu"),

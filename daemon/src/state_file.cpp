@@ -272,7 +272,7 @@ LenientState loadStateLenient(const std::string& path) {
   return out;
 }
 
-Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode) {
+Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode, std::string* warning) {
   const std::string tmp = path + ".tmp";
   FileDesc fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd.valid() && errno == EEXIST) {
@@ -299,16 +299,26 @@ Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mo
   if (::fsync(fd.get()) != 0) return fail("fsync " + tmp);
   if (::close(fd.release()) != 0) return fail("close " + tmp);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename " + tmp + " to " + path);
-  // Make the rename itself durable.
+  // Make the rename itself durable. The file is in place from here on:
+  // a failure is a warning (state_file.h), never an error that a caller
+  // would undo a change for.
   const std::string dir = dirOf(path);
   FileDesc d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!d.valid()) return errnoError("open directory " + dir + " to fsync it");
-  if (::fsync(d.get()) != 0) return errnoError("fsync directory " + dir);
+  const char* step = nullptr;
+  if (!d.valid()) step = "open directory ";
+  else if (::fsync(d.get()) != 0) step = "fsync directory ";
+  if (step) {
+    const int err = errno;
+    const std::string problem = step + dir + ": " + std::strerror(err) + " (" + path +
+                                " is written; a power loss may undo it)";
+    if (warning) *warning = problem;
+    else std::fprintf(stderr, "vdevd: warning: %s\n", problem.c_str());
+  }
   return {};
 }
 
-Status saveState(const std::string& path, const DaemonState& st) {
-  if (auto s = writeFileAtomic(path, serializeState(st), 0600); !s)
+Status saveState(const std::string& path, const DaemonState& st, std::string* warning) {
+  if (auto s = writeFileAtomic(path, serializeState(st), 0600, warning); !s)
     return Error{s.error().err, "write state file: " + s.error().what};
   return {};
 }

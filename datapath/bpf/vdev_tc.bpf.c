@@ -106,7 +106,10 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	/* Set at load from the port limit (TcPath::create); allocated per
+	 * entry, so the bound costs nothing until ports are there. */
 	__uint(max_entries, VDEV_XDP_MAX_HOST_MACS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, __u32);
 } tc_host_macs SEC(".maps");

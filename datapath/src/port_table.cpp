@@ -207,7 +207,7 @@ Status Datapath::removePortNow(const std::string& ifname) {
 
 Status Datapath::ensureTcPath() {
   if (tc_) return {};
-  auto tc = TcPath::create(fast_.get(), cfg_.tc_attach);
+  auto tc = TcPath::create(fast_.get(), cfg_.tc_attach, uint32_t(PortTable::kMaxPorts + cfg_.host_macs.size()));
   if (!tc) return tc.error();
   // The pair's MTU: what the punt socket takes. With multi-buffer
   // (XDP_USE_SG, its registration's) a frame is a chain of chunks, and the

@@ -213,7 +213,7 @@ TcAttach probeTcAttach() {
 
 void TcPath::SkelDeleter::operator()(struct ::vdev_tc* s) const noexcept { vdev_tc__destroy(s); }
 
-Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach attach) {
+Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach attach, uint32_t host_macs_max) {
   std::unique_ptr<TcPath> t(new TcPath());
   t->attach_ = attach == TcAttach::kAuto ? probeTcAttach() : attach;
   t->ncpu_ = libbpf_num_possible_cpus();
@@ -239,6 +239,10 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach at
     // Never read without the fast path: keep them small.
     (void)bpf_map__set_max_entries(t->skel_->maps.fast_fdb, 1);
   }
+  // Every port's MAC goes into tc_host_macs: a fixed 64 left the MACs of
+  // the 65th port on switched and flooded instead of passed to the host.
+  if (int rc = bpf_map__set_max_entries(t->skel_->maps.tc_host_macs, std::max<uint32_t>(host_macs_max, 1)); rc)
+    return makeError(-rc, "skb path: size the host MAC map");
   if (vdev_tc__load(t->skel_.get())) return errnoError("skb path: load the tc program");
   t->prog_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_port);
   t->copy_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_copy);
@@ -477,8 +481,25 @@ Status TcPath::setHostMacs(const std::vector<uint64_t>& mac_keys) {
   for (uint64_t k : host_macs_)
     if (std::find(mac_keys.begin(), mac_keys.end(), k) == mac_keys.end()) (void)bpf_map_delete_elem(fd, &k);
   uint32_t one = 1;
-  for (uint64_t k : mac_keys)
-    if (bpf_map_update_elem(fd, &k, &one, BPF_ANY)) return errnoError("skb path: host MAC map");
+  for (size_t i = 0; i < mac_keys.size(); i++) {
+    if (bpf_map_update_elem(fd, &mac_keys[i], &one, BPF_ANY) == 0) continue;
+    const int err = errno;
+    // The map holds the keys written before this one and the old ones still
+    // wanted: remembered as such, so that a key written now is deleted when
+    // it goes and the rest are tried again.
+    std::vector<uint64_t> held(mac_keys.begin(), mac_keys.begin() + ptrdiff_t(i));
+    for (uint64_t k : host_macs_)
+      if (std::binary_search(mac_keys.begin() + ptrdiff_t(i), mac_keys.end(), k)) held.push_back(k);
+    std::sort(held.begin(), held.end());
+    host_macs_ = std::move(held);
+    host_mac_errors_++;
+    Error e = makeError(err, "skb path: host MAC map: " + std::to_string(mac_keys.size() - i) + " of " +
+                                 std::to_string(mac_keys.size()) + " host MACs left out");
+    if (host_mac_errors_ == 1)  // once: it is tried again every second
+      std::fprintf(stderr, "vdevd: warning: %s; frames to them are switched, not passed to the host\n",
+                   e.message().c_str());
+    return e;
+  }
   host_macs_ = mac_keys;
   return {};
 }

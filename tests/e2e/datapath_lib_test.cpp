@@ -4,7 +4,11 @@
 // thousand ports before it).
 #include <gtest/gtest.h>
 
+#include <bpf/bpf.h>
 #include <net/if.h>
+
+#include <cstring>
+#include <random>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +18,7 @@
 #include <string>
 
 #include "datapath/datapath.h"
+#include "datapath/fdb.h"
 #include "rtnl/netdev.h"
 #include "stats/counters.h"
 #include "flows.h"
@@ -112,6 +117,55 @@ TEST_F(DatapathLibTest, APortBeyondTheFastPathsMapsIsSwitchedByVdevdAndCountedEx
   EXPECT_STREQ(port(d->stats(), e.port()).hook, "xdp");
   d->stop();
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
+// Every host MAC in the skb path's map, however many: the map had 64
+// entries while every port's MAC goes there, and the update error was
+// ignored, so from the 65th on frames to a port's MAC were switched
+// (flooded) instead of passed to the host. Configured host MACs take the
+// same map and code as ports' MACs, and 200 of them cost no devices.
+// The map is found among the kernel's by name and holding our random MACs
+// (other datapaths may run beside this one).
+TEST_F(DatapathLibTest, HostMacsBeyondSixtyFourAllReachTheSkbPathsMap) {
+  Container c("C");
+  dp::DatapathConfig cfg;
+  std::mt19937_64 rng(std::random_device{}());
+  for (int i = 0; i < 200; i++) {
+    const uint64_t r = rng();
+    std::array<uint8_t, 6> m{};
+    std::memcpy(m.data(), &r, 6);
+    m[0] = uint8_t((m[0] & 0xfe) | 0x02);  // unicast, locally administered
+    cfg.host_macs.push_back(m);
+  }
+  auto d = start(cfg);
+  const Status tc = d->addPort(c.port(), {.hook = dp::PortHook::kTc});
+  if (!tc.ok()) GTEST_SKIP() << "no tc hook here: " << tc.error().message();
+  d->start();
+  std::vector<uint64_t> want;
+  for (const auto& m : cfg.host_macs) want.push_back(dp::macKey(m.data()));
+  // Every key present in one map named tc_host_macs: how many of ours it holds.
+  const auto held = [&] {
+    size_t best = 0;
+    uint32_t id = 0;
+    while (bpf_map_get_next_id(id, &id) == 0) {
+      const int fd = bpf_map_get_fd_by_id(id);
+      if (fd < 0) continue;
+      bpf_map_info info{};
+      uint32_t len = sizeof info;
+      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, "tc_host_macs") == 0) {
+        size_t n = 0;
+        uint32_t v = 0;
+        for (uint64_t k : want) n += bpf_map_lookup_elem(fd, &k, &v) == 0;
+        best = std::max(best, n);
+      }
+      ::close(fd);
+    }
+    return best;
+  };
+  EXPECT_TRUE(waitUntil([&] { return held() == want.size(); }, 3s, 50ms))
+      << held() << " of " << want.size() << " host MACs in the skb path's map";
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u);
 }
 
 uint64_t poolSum(const dp::PoolStats& p) {

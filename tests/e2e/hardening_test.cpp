@@ -159,8 +159,17 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   }, 3s, 20ms));
   const std::string rootPid = std::to_string(rootSleeper.pid());
   expectRefused({"port", "add", vc, "type", "veth", "create", "netns", "pid", rootPid}, "administered by uid 0");
-  expectRefused({"port", "add", vc, "type", "veth", "create", "netns", "/proc/" + rootPid + "/ns/net"},
-                "administered by uid 0");
+  // A path is root's: vdevd would open it as root, so a file that exists,
+  // a missing one and a namespace file all get the same refusal.
+  for (const std::string path : {"/proc/" + rootPid + "/ns/net", std::string("/etc/sudoers.d/README"),
+                                 "/nonexistent-" + vc + "/x"}) {
+    const CmdResult r = ctl({"port", "add", vc, "type", "veth", "create", "netns", path}, kNobodyCreds);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("members may give a namespace by name under /run/netns or by a pid of their own"),
+              std::string::npos) << path << ": " << r.err;
+    EXPECT_EQ(r.err.find("No such file"), std::string::npos) << path << ": " << r.err;
+    EXPECT_EQ(r.err.find("not a namespace"), std::string::npos) << path << ": " << r.err;
+  }
   expectRefused({"port", "del", rootTap}, "added by uid 0");
   expectRefused({"fdb", "add", macString(uniqueMac()), "port", rootTap}, "only root may add MAC table entries");
   expectRefused({"fdb", "del", macString(uniqueMac())}, "only root may delete MAC table entries");

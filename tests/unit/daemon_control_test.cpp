@@ -3,6 +3,8 @@
 // names, and INFO's open-file figures and start issues.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <memory>
 
 #include "daemon_control.h"
@@ -84,8 +86,16 @@ TEST_F(DaemonControlTest, MembersChangeOnlyWhatIsTheirOwn) {
   hooked.create->multi_queue = true;
   expectDenied(ask(hooked, user), "only root may set queues, hook on a port");
   EXPECT_EQ(state.ports.size(), 2u);
-  veth.create->peer_netns_path = "/proc/self/ns/net";  // the host's: owned by root's user namespace
+  // The host's namespace (owned by root's user namespace), by a pid of this process's.
+  veth.create->peer_netns_pid = uint32_t(::getpid());
   expectDenied(ask(veth, user), "administered by uid 0");
+  // A path is root's, whatever it names (it would be a file-existence oracle).
+  veth.create->peer_netns_pid.reset();
+  for (const char* path : {"/proc/self/ns/net", "/etc/passwd", "/nonexistent/x"}) {
+    veth.create->peer_netns_path = path;
+    expectDenied(ask(veth, user), "members may give a namespace by name under /run/netns or by a pid of their own");
+  }
+  veth.create->peer_netns_path.reset();
   expectDenied(ask(PortDelRequest{"p1"}, user), "added by uid 0");
   expectDenied(ask(PortDelRequest{"p2"}, 1001), "added by uid 1000");
   expectDenied(ask(FdbAddRequest{Mac{2, 0, 0, 0, 0, 1}, "p0", true}, user), "only root may add");

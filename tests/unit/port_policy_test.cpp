@@ -55,6 +55,8 @@ const std::map<std::string_view, Example>& examples() {
       {"fast-rx", {[](PortAddRequest& r) { r.fast_rx = false; }, nullptr}},
       {"tag", {[](PortAddRequest& r) { r.tag = "cni:net1"; }, nullptr}},
       {"netns", {[](PortAddRequest& r) { r.type = PortType::kVeth, r.create->peer_netns_pid = 42; }, nullptr}},
+      {"netns PATH",
+       {[](PortAddRequest& r) { r.type = PortType::kVeth, r.create->peer_netns_path = "/run/netns/c1"; }, nullptr}},
       {"peer", {[](PortAddRequest& r) { r.type = PortType::kVeth, r.create->peer_ifname = "eth0"; }, nullptr}},
       {"peer-mac", {[](PortAddRequest& r) { r.type = PortType::kVeth, r.create->peer_mac = Mac{2, 0, 0, 0, 0, 1}; },
                     nullptr}},

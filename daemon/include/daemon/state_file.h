@@ -105,13 +105,21 @@ Result<DaemonState> loadState(const std::string& path);
 // cleaned state is saved.
 LenientState loadStateLenient(const std::string& path);
 // Atomic replace (temporary file + fsync + rename + fsync of the directory).
-Status saveState(const std::string& path, const DaemonState& st);
+// A failed fsync of the directory is a warning, not an error (see
+// writeFileAtomic): printed on stderr when `warning` is null.
+Status saveState(const std::string& path, const DaemonState& st, std::string* warning = nullptr);
 
 // Writes `data` to `path` atomically: PATH.tmp created O_EXCL | O_NOFOLLOW
 // with `mode` (a stale one, or a symlink at that name, is removed first),
 // written, fsync'ed, renamed over `path`, and the directory fsync'ed. Every
-// step's error is returned (and the temporary file removed).
-Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode);
+// step's error up to the rename is returned (and the temporary file
+// removed). After the rename the new file is what every reader, and the
+// next vdevd, sees: failing then would make a caller undo a change that is
+// on disk (a port add rolled back while its record stays in the file). So
+// a directory that cannot be opened or fsync'ed is reported in `warning`
+// (only a power loss could still lose the rename) and the write succeeds.
+Status writeFileAtomic(const std::string& path, std::string_view data, mode_t mode,
+                       std::string* warning = nullptr);
 
 // Creates `dir` and missing parents with `mode` (0700 for the state
 // directory), then checks it: a real directory (not a symlink), owned by

@@ -42,7 +42,7 @@ class HostAddrs {
   void refresh(const std::vector<std::array<uint8_t, 6>>& configured, const std::vector<Port*>& ports,
                TcPath* tc = nullptr, bool ips = true) {
     refreshMacs(configured, ports);
-    if (tc) (void)tc->setHostMacs(mac_keys_);
+    if (tc) (void)tc->setHostMacs(mac_keys_);  // an error: counted and logged there, retried in a second
     if (ips) pushIps(ports, tc);
   }
   // Rebuilds the host MACs from the configured ones and the ports' devices.

@@ -79,8 +79,13 @@ class TcPath {
  public:
   // Loads the program. fast: the fast path whose maps (MAC table,
   // counters) the program shares, or null: every frame goes to vdevd.
-  // attach: kTcx or kClsact (kAuto is probed here).
-  static Result<std::unique_ptr<TcPath>> create(const FastPath* fast, TcAttach attach = TcAttach::kAuto);
+  // attach: kTcx or kClsact (kAuto is probed here). host_macs_max: the
+  // entries of the host MAC map, every port's MAC and the configured ones
+  // (PortTable::kMaxPorts + configured; the map allocates per entry, so the
+  // bound costs nothing until used).
+  static Result<std::unique_ptr<TcPath>> create(const FastPath* fast, TcAttach attach = TcAttach::kAuto,
+                                                uint32_t host_macs_max = kDefaultHostMacsMax);
+  static constexpr uint32_t kDefaultHostMacsMax = 64;
   TcAttach attachMode() const { return attach_; }
   ~TcPath();
   TcPath(const TcPath&) = delete;
@@ -142,7 +147,13 @@ class TcPath {
   // Host addresses: frames to these MACs, ARP requests and Neighbour
   // Solicitations for these addresses on a port's device go to the host's
   // stack. Each call replaces the previous set (of that device).
+  // setHostMacs: an update the map refuses (full: more MACs than
+  // create()'s host_macs_max) is an error: returned, counted
+  // (hostMacErrors()) and logged once; frames to the MACs left out would
+  // be switched (flooded) instead of passed to the host. What was written
+  // stays; the rest is tried again on the next call.
   Status setHostMacs(const std::vector<uint64_t>& mac_keys);
+  uint64_t hostMacErrors() const { return host_mac_errors_; }
   Status setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs);
   Status setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs);
 
@@ -199,7 +210,8 @@ class TcPath {
   mutable std::vector<uint64_t> percpu_;
   bool shares_fast_ = false;
   std::vector<Row> rows_;  // by port index
-  std::vector<uint64_t> host_macs_;
+  std::vector<uint64_t> host_macs_;  // sorted: what the map holds
+  uint64_t host_mac_errors_ = 0;
   std::vector<std::pair<int, std::vector<uint32_t>>> host_ipv4_;
   std::vector<std::pair<int, std::vector<std::array<uint8_t, 16>>>> host_ipv6_;
 };

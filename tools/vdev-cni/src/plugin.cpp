@@ -237,6 +237,28 @@ void lockAddresses(vdev::proto::ControlClient& cl, const std::string& socket, co
   if (auto st = cl.portSet(set); !st) vdevdFailed(st.error(), socket);
 }
 
+// CNI_NETNS as vdevd takes it from this caller. vdevd takes a namespace
+// path from root only (a member's path would be opened as root): a plugin
+// that runs as a --group member gives /run/netns/NAME as a name and
+// /proc/PID/ns/net as a pid; any other path is sent as it is, and vdevd
+// refuses it for a member.
+void setPeerNetns(vdev::proto::CreateOptions& create, const std::string& path) {
+  if (::geteuid() != 0) {
+    const std::string run = "/run/netns/";
+    if (path.rfind(run, 0) == 0 && path.find('/', run.size()) == std::string::npos && path.size() > run.size()) {
+      create.peer_netns_name = path.substr(run.size());
+      return;
+    }
+    unsigned pid = 0;
+    int end = 0;
+    if (std::sscanf(path.c_str(), "/proc/%u/ns/net%n", &pid, &end) == 1 && size_t(end) == path.size() && pid) {
+      create.peer_netns_pid = pid;
+      return;
+    }
+  }
+  create.peer_netns_path = path;
+}
+
 void cmdAdd(const Env& env, const NetConf& c) {
   const std::string port = portName(c.name, env.containerId, env.ifname);
   // The namespace first: nothing is made for a container that is not there.
@@ -262,7 +284,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   req.type = vdev::proto::PortType::kVeth;
   req.xdp_mode = vdev::proto::parseXdpMode(c.xdpMode).value_or(vdev::proto::XdpMode::kAuto);
   vdev::proto::CreateOptions create;
-  create.peer_netns_path = env.netns;
+  setPeerNetns(create, env.netns);
   create.peer_ifname = env.ifname;
   create.peer_mac = mac;
   create.mtu = mtu;
