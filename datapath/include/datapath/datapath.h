@@ -215,12 +215,17 @@ class Datapath {
   // bytes of each, up to `slots` frames held for the reader; the port's
   // frames leave the kernel fast path until the capture stops. Errors:
   // ENOENT (no such port), ENOSPC (kMaxCaptures running, or one on the
-  // port already). captureGet: the capture, or null (stopped, or never
-  // started); its frames are read from the calling thread (Capture::read).
-  // captureStop: ends it (the port's fast path back); the unread frames
-  // go with it.
+  // port already), or what `admit` returned. The slots are allocated (and
+  // zeroed) on the calling thread, never the datapath's: admit(bytes) is
+  // called there first with Capture::bytes() of the capture to be made
+  // (the caps per uid), and a refusal leaves nothing behind. captureGet:
+  // the capture, or null (stopped, or never started); its frames are read
+  // from the calling thread (Capture::read). captureStop: ends it (the
+  // port's fast path back); the unread frames go with it.
   static constexpr size_t kMaxCaptures = 8;
-  Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots);
+  using CaptureAdmit = std::function<Status(uint64_t bytes)>;
+  Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
+                                const CaptureAdmit& admit = {});
   Capture* captureGet(uint32_t id);
   void captureStop(uint32_t id);
 
