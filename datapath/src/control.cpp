@@ -169,6 +169,14 @@ void Datapath::captureStop(uint32_t id) {
   captures_.erase(it);  // the datapath thread no longer knows it
 }
 
+std::vector<uint32_t> Datapath::fdbGroupUse(std::span<const uint16_t> groups) {
+  std::vector<uint32_t> out(groups.size());
+  runOnDatapath([&] {
+    for (size_t i = 0; i < groups.size(); i++) out[i] = groups[i] < Fdb::kMaxGroups ? fdb_.learnedInGroup(groups[i]) : 0;
+  });
+  return out;
+}
+
 Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {
   std::vector<Fdb::Entry> out;
   runOnDatapath([&] { out = fdb_.dump(monotonicNs()); });

@@ -686,6 +686,38 @@ TEST(Fdb, PerPortLimitRefusesNewMacsUntilOldOnesAge) {
   EXPECT_EQ(fdb.learnedOn(0), 0u);
 }
 
+// The ports of one group (vdevd: one uid's, --uid-max-fdb) learn at most
+// the group limit together, each within its own limit.
+TEST(Fdb, GroupLimitBoundsThePortsOfAGroupTogether) {
+  Fdb fdb(256, 1000, /*max_per_port=*/4, /*hold_ns=*/0);
+  fdb.setGroupLimit(6);
+  fdb.setPortGroup(0, 1);
+  fdb.setPortGroup(1, 1);
+  auto mac = [](uint64_t m) { return m << 8 | 0x02; };
+  for (uint64_t m = 1; m <= 4; m++) EXPECT_EQ(fdb.learn(mac(m), 0, 10), Fdb::Learn::kOk);
+  for (uint64_t m = 5; m <= 6; m++) EXPECT_EQ(fdb.learn(mac(m), 1, 10), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learnedInGroup(1), 6u);
+  EXPECT_EQ(fdb.learn(mac(7), 1, 10), Fdb::Learn::kGroupLimit) << "port 1 is within its own limit";
+  EXPECT_EQ(fdb.lookup(mac(7), 10), Fdb::kNone);
+  EXPECT_EQ(fdb.learn(mac(5), 1, 10), Fdb::Learn::kOk) << "a known MAC refreshes";
+  EXPECT_EQ(fdb.learn(mac(1), 1, 10), Fdb::Learn::kOk) << "a move inside the group keeps its count";
+  EXPECT_EQ(fdb.learnedInGroup(1), 6u);
+  EXPECT_EQ(fdb.learn(mac(8), 2, 10), Fdb::Learn::kOk) << "a port of no group is not counted";
+  EXPECT_EQ(fdb.learnedInGroup(0), 1u);
+  EXPECT_EQ(fdb.learn(mac(8), 0, 10), Fdb::Learn::kGroupLimit) << "nor may the group take its MAC";
+  // Removal and ageing give the group's count back.
+  fdb.flushPort(1);
+  EXPECT_EQ(fdb.learnedInGroup(1), 3u);
+  EXPECT_EQ(fdb.learn(mac(7), 1, 10), Fdb::Learn::kOk);
+  fdb.expire(5000);
+  EXPECT_EQ(fdb.learnedInGroup(1), 0u);
+  // A port put in another group takes its entries along.
+  EXPECT_EQ(fdb.learn(mac(9), 0, 5000), Fdb::Learn::kOk);
+  fdb.setPortGroup(0, 2);
+  EXPECT_EQ(fdb.learnedInGroup(1), 0u);
+  EXPECT_EQ(fdb.learnedInGroup(2), 1u);
+}
+
 TEST(Fdb, LearnedMacMovesOnlyAfterTheHoldTime) {
   Fdb fdb(64, 1'000'000, 0, /*hold_ns=*/100);
   ASSERT_EQ(fdb.learn(macKey(kMacA), 0, 1000), Fdb::Learn::kOk);
