@@ -209,7 +209,7 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
 Caps per member of --group (root is never capped; docs/vdevd.md):
       --uid-max-ports N    ports one uid may have added (default 64: a CNI
                            host's containers of one rootless runtime user;
-                           0 = none)
+                           0 = members add none)
       --uid-max-fdb N      MACs learned on all the ports of one uid together
                            (default a quarter of --fdb-size, 0 = no limit);
                            beyond, frames from further new source MACs on them
