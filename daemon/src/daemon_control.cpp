@@ -529,8 +529,20 @@ std::string DaemonControl::metricsText() {
 
 vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) {
   using namespace vdev::proto;
-  // Every request of a member, reads too, is the control thread's time.
-  if (ctx_.quota)
+  // Every request of a member, reads too, is the control thread's time;
+  // but the reads and the stop of a capture it runs: vdevctl capture reads
+  // again at once while frames wait (and every 10 ms when none do), as
+  // fast as the port sends, and its capture's buffer, not the rate, bounds
+  // what each read costs; a refused stop would only keep the capture's
+  // memory longer. A read or stop of no capture of the connection counts.
+  auto ownCaptureId = [&](uint32_t id) {
+    auto it = capture_conn_.find(id);
+    return it != capture_conn_.end() && it->second.conn == peer.conn;
+  };
+  bool own_capture = false;
+  if (const auto* r = std::get_if<CaptureReadRequest>(&req.body)) own_capture = ownCaptureId(r->id);
+  if (const auto* r = std::get_if<CaptureStopRequest>(&req.body)) own_capture = ownCaptureId(r->id);
+  if (ctx_.quota && !own_capture)
     if (auto st = ctx_.quota->takeRequest(peer.uid, datapath::monotonicNs()); !st) return fail(st.error());
   return std::visit(
       [&](const auto& b) -> Reply {

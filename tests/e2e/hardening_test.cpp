@@ -307,9 +307,18 @@ TEST_F(HardeningTest, GroupMembersAreCappedPerUid) {
 
 // Every request of a member, reads too, takes a token of its uid's bucket:
 // beyond --uid-rate-burst at once, refused with EAGAIN naming the rate;
-// root's are not counted.
+// root's are not counted, nor the reads and stop of a member's own running
+// capture (vdevctl reads every 10 ms while idle).
 TEST_F(HardeningTest, GroupMembersRequestsBeyondTheRateAreRefused) {
-  auto d = startVdevd({"--group", "nogroup", "--uid-max-rate", "1", "--uid-rate-burst", "2"});
+  const std::string t = uniqueName('t');
+  Devices guard({t});
+  auto d = startVdevd({"--group", "nogroup", "--uid-max-rate", "1", "--uid-rate-burst", "3"});
+  ok({"port", "add", t, "type", "tap", "create"}, kNobodyCreds);
+  // About 50 reads in half a second, then SIGINT: a clean stop.
+  const std::vector<std::string> cap = {"timeout", "--preserve-status", "-s", "INT", "0.5", vdevctlForOthers(), "-S", sock_, "capture", t};
+  const CmdResult c = runArgv(cap, kNobodyCreds, 10s);
+  EXPECT_EQ(c.status, 0) << describe(cap, c);
+  EXPECT_NE(c.err.find("0 frames written"), std::string::npos) << describe(cap, c);
   CmdResult refused;
   for (int i = 0; i < 6 && refused.status == -1; i++) {
     const CmdResult r = ctl({"info"}, kNobodyCreds);
@@ -320,6 +329,7 @@ TEST_F(HardeningTest, GroupMembersRequestsBeyondTheRateAreRefused) {
   EXPECT_NE(refused.err.find("--uid-max-rate"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("Resource temporarily unavailable"), std::string::npos) << refused.err;
   for (int i = 0; i < 6; i++) ok({"info"});  // root
+  ok({"port", "del", t});
   expectCleanStop(*d);
 }
 
