@@ -757,6 +757,40 @@ TEST_F(SwitchTest, MacFloodFromOnePortIsCappedAndCounted) {
   expectPoolFull();
 }
 
+// Many ports of one tenant, each within its own limit: together they learn
+// at most the group's (vdevd: --uid-max-fdb of the uid), and what is beyond
+// is dropped and counted as beyond one port's limit; another port learns.
+TEST_F(SwitchTest, MacFloodFromOneGroupsPortsIsCappedAndCounted) {
+  build(SwitchMode::kSwitch, 4, 1024, [](DatapathConfig& c) {
+    c.fdb_max_per_port = 4;
+    c.fdb_max_per_group = 6;
+  });
+  dp->fdb().setPortGroup(0, 1);
+  dp->fdb().setPortGroup(1, 1);
+  uint8_t src[6] = {0x02, 0xf1, 0, 0, 0, 0};
+  for (uint32_t in = 0; in < 2; in++) {
+    std::vector<Frame*> flood;
+    for (int i = 1; i <= 4; i++) {
+      src[4] = uint8_t(in), src[5] = uint8_t(i);
+      flood.push_back(frame(kBcast, src, 64));
+    }
+    send(in, flood);
+  }
+  EXPECT_EQ(drops(0, kDropMacLimit), 0u);
+  EXPECT_EQ(drops(1, kDropMacLimit), 2u) << "port 1 learned 2 of its 4: the group's 6 were full";
+  EXPECT_EQ(dp->fdb().learnedInGroup(1), 6u);
+  EXPECT_EQ(drain(2).size(), 6u);
+  EXPECT_EQ(drain(3).size(), 6u);
+  drain(0), drain(1);
+  // The others still learn and reach each other without flooding.
+  send(2, {frame(kBcast, kMacB, 64)});
+  drain(0), drain(1), drain(3);
+  send(3, {frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drain(2).size(), 1u);
+  EXPECT_TRUE(drain(0).empty());
+  expectPoolFull();
+}
+
 // The same attack through the switch: a guest that knew the hash key fills
 // the victim's window before the victim speaks; the victim is learned all
 // the same and its unicast reaches only it, never the attacker.
