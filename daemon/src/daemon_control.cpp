@@ -164,6 +164,11 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     }
   }
   if (recordOf(*ctx_.state, r.name)) return ErrorReply{EEXIST, "port " + r.name + " already exists"};
+  if (!root && ctx_.quota) {
+    const auto mine = std::count_if(ctx_.state->ports.begin(), ctx_.state->ports.end(),
+                                    [&](const PortRecord& p) { return p.owner_uid == peer.uid; });
+    if (auto st = ctx_.quota->checkPortAdd(peer.uid, uint32_t(mine)); !st) return fail(st.error());
+  }
   bool created = false;
   // The id in the mark of the device made here (rtnl/link.h "Identity"):
   // the port attaches to, and port del deletes, only the device carrying it.
@@ -220,6 +225,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.isolated = r.isolated.value_or(false);
   o.limits = toVdevLimits(r.limits);
   o.peer_napi = peer_napi;
+  if (!root && ctx_.quota) o.fdb_group = ctx_.quota->fdbGroup(peer.uid);
   if (created) {
     datapath::DeviceIdentity id;
     id.alias = rt::managedAlias(dev_id);
@@ -398,6 +404,29 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
   m.ports_pool_left = room.pool;
   m.ports_map_left = room.maps;
+  if (ctx_.quota) {
+    // The caps, and each member's use: its ports (the state's records), the
+    // MACs learned on them (its FDB group), its captures' memory.
+    const UidCaps& c = ctx_.quota->caps();
+    m.uid_caps = vdev::proto::InfoMsg::UidCaps{c.ports, c.fdb, c.capture_bytes, c.rate, c.burst};
+    std::map<uid_t, vdev::proto::InfoMsg::UidUse> use;
+    for (const auto& r : ctx_.state->ports)
+      if (r.owner_uid != 0) use[r.owner_uid].ports++;
+    for (const auto& [uid, bytes] : ctx_.quota->captures()) use[uid].capture_bytes = bytes;
+    std::vector<uint16_t> groups;
+    for (auto& [uid, u] : use) {
+      u.uid = uid;
+      auto g = ctx_.quota->fdbGroups().find(uid);
+      groups.push_back(g == ctx_.quota->fdbGroups().end() ? 0 : g->second);
+    }
+    const std::vector<uint32_t> learned = ctx_.dp->fdbGroupUse(groups);
+    size_t k = 0;
+    for (auto& [uid, u] : use) {
+      if (groups[k]) u.fdb = learned[k];
+      k++;
+      m.uid_use.push_back(u);
+    }
+  }
   for (const auto& i : ctx_.start_issues) {
     if (!m.start_issues.empty()) m.start_issues += '\n';
     m.start_issues += i;
@@ -418,10 +447,22 @@ vdev::proto::Reply DaemonControl::captureStart(const vdev::proto::CaptureStartRe
                               "; only that uid or root may capture its frames");
   }
   const uint32_t snaplen = r.snaplen.value_or(vdev::proto::kCaptureSnaplenMax);
+  // Its memory counts for the caller's uid from before it is made
+  // (--uid-max-capture), and is given back if the start fails after.
+  uint64_t reserved = 0;
+  auto admit = [&](uint64_t bytes) -> Status {
+    if (!ctx_.quota) return {};
+    if (auto st = ctx_.quota->reserveCapture(peer.uid, bytes); !st) return st;
+    reserved = bytes;
+    return {};
+  };
   auto id = ctx_.dp->captureStart(r.name, static_cast<uint8_t>(r.dir), snaplen,
-                                  r.buffer.value_or(vdev::proto::kCaptureBufferDefault));
-  if (!id) return fail(id.error());
-  capture_conn_[*id] = peer.conn;
+                                  r.buffer.value_or(vdev::proto::kCaptureBufferDefault), admit);
+  if (!id) {
+    if (reserved) ctx_.quota->captureDone(peer.uid, reserved);
+    return fail(id.error());
+  }
+  capture_conn_[*id] = CaptureOwner{peer.conn, peer.uid, reserved};
   vdev::proto::CaptureMsg m;
   m.id = *id;
   m.snaplen = ctx_.dp->captureGet(*id)->snaplen();
@@ -431,7 +472,7 @@ vdev::proto::Reply DaemonControl::captureStart(const vdev::proto::CaptureStartRe
 datapath::Capture* DaemonControl::ownCapture(uint32_t id, const vdev::proto::PeerCred& peer,
                                             vdev::proto::CaptureMsg& m) {
   auto it = capture_conn_.find(id);
-  if (it == capture_conn_.end() || it->second != peer.conn) return nullptr;
+  if (it == capture_conn_.end() || it->second.conn != peer.conn) return nullptr;
   datapath::Capture* cap = ctx_.dp->captureGet(id);
   if (!cap) return nullptr;
   m.id = id;
@@ -469,16 +510,20 @@ vdev::proto::Reply DaemonControl::captureStop(uint32_t id, const vdev::proto::Pe
   if (!cap) return noCapture(id);
   m.taken = cap->taken();
   m.drops = cap->drops();
-  ctx_.dp->captureStop(id);
-  capture_conn_.erase(id);
+  endCapture(capture_conn_.find(id));
   return m;
+}
+
+void DaemonControl::endCapture(std::map<uint32_t, CaptureOwner>::iterator it) {
+  ctx_.dp->captureStop(it->first);
+  if (ctx_.quota && it->second.bytes) ctx_.quota->captureDone(it->second.uid, it->second.bytes);
+  capture_conn_.erase(it);
 }
 
 void DaemonControl::disconnected(uint64_t conn) {
   for (auto it = capture_conn_.begin(); it != capture_conn_.end();) {
-    if (it->second == conn) {
-      ctx_.dp->captureStop(it->first);
-      it = capture_conn_.erase(it);
+    if (it->second.conn == conn) {
+      endCapture(it++);
     } else {
       ++it;
     }
@@ -494,6 +539,21 @@ std::string DaemonControl::metricsText() {
 
 vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) {
   using namespace vdev::proto;
+  // Every request of a member, reads too, is the control thread's time;
+  // but the reads and the stop of a capture it runs: vdevctl capture reads
+  // again at once while frames wait (and every 10 ms when none do), as
+  // fast as the port sends, and its capture's buffer, not the rate, bounds
+  // what each read costs; a refused stop would only keep the capture's
+  // memory longer. A read or stop of no capture of the connection counts.
+  auto ownCaptureId = [&](uint32_t id) {
+    auto it = capture_conn_.find(id);
+    return it != capture_conn_.end() && it->second.conn == peer.conn;
+  };
+  bool own_capture = false;
+  if (const auto* r = std::get_if<CaptureReadRequest>(&req.body)) own_capture = ownCaptureId(r->id);
+  if (const auto* r = std::get_if<CaptureStopRequest>(&req.body)) own_capture = ownCaptureId(r->id);
+  if (ctx_.quota && !own_capture)
+    if (auto st = ctx_.quota->takeRequest(peer.uid, datapath::monotonicNs()); !st) return fail(st.error());
   return std::visit(
       [&](const auto& b) -> Reply {
         using T = std::decay_t<decltype(b)>;

@@ -24,7 +24,9 @@
 //     own port; none of PORT_SET's is (a port's isolation and limits bound
 //     what its guest may send and reach, the operator's to set, not the
 //     guest owner's).
-// A refusal is EPERM with the rule that refused it.
+// A refusal is EPERM with the rule that refused it. And a member is
+// capped (uid_quota.h): its ports, its captures' memory, its requests a
+// second (EDQUOT, ENOBUFS, EAGAIN, each naming the cap and the use).
 //
 // Every change is all or nothing: a port whose device vdevd created is
 // removed again when attaching it fails, and a change whose state cannot be
@@ -41,6 +43,7 @@
 #include "datapath/datapath.h"
 #include "daemon/state_file.h"
 #include "proto/server.h"
+#include "uid_quota.h"
 
 namespace vdev::daemon {
 
@@ -55,6 +58,8 @@ struct ControlContext {
   datapath::PortHook default_hook = datapath::PortHook::kAuto;
   std::chrono::steady_clock::time_point started;
   std::vector<std::string> start_issues;  // what could not be restored at start (INFO)
+  // The caps per non-root uid (uid_quota.h); null: none (tests).
+  UidQuota* quota = nullptr;
 };
 
 // Open-file budget of one port with one queue: what `vdevctl info` divides
@@ -102,7 +107,14 @@ class DaemonControl : public vdev::proto::ControlHandler {
   // and removes ports, so between two changes the slots stay put.
   std::vector<std::string> slot_names_;
   bool names_stale_ = true;
-  std::map<uint32_t, uint64_t> capture_conn_;  // running captures: the connection of each
+  // Running captures by id: the connection, uid and bytes of each.
+  struct CaptureOwner {
+    uint64_t conn = 0;
+    uid_t uid = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<uint32_t, CaptureOwner> capture_conn_;
+  void endCapture(std::map<uint32_t, CaptureOwner>::iterator it);
 };
 
 }  // namespace vdev::daemon

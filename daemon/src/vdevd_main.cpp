@@ -206,6 +206,22 @@ Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
                            ... storm-bcast PPS", vdev-cni's "stormControl",
                            "ingressPolicer"), which it keeps across restarts
 
+Caps per member of --group (root is never capped; docs/vdevd.md):
+      --uid-max-ports N    ports one uid may have added (default 64: a CNI
+                           host's containers of one rootless runtime user;
+                           0 = members add none)
+      --uid-max-fdb N      MACs learned on all the ports of one uid together
+                           (default a quarter of --fdb-size, 0 = no limit);
+                           beyond, frames from further new source MACs on them
+                           are dropped (mac_limit), as at --fdb-port-limit
+      --uid-max-capture BYTES
+                           memory of one uid's running captures: slots of
+                           'buffer' x 'snaplen' (default 256M; k, M and G
+                           are 2^10, 2^20, 2^30; 0 = no captures)
+      --uid-max-rate N     control requests a second one uid may send (default
+                           100, 0 = no limit); beyond, refused with EAGAIN
+      --uid-rate-burst N   ... and at once after a quiet time (default 200)
+
 Control and state:
   -s, --socket PATH        control socket for vdevctl (default /run/vdev/vdevd.sock;
                            its directory is created 0755, the socket is 0660;
@@ -251,6 +267,18 @@ Exit status: 0 clean stop, 1 runtime failure or leaked frame, 2 bad usage.
 See docs/vdevd.md for the statistics and their meaning.
 )";
 
+// --uid-max-capture: bytes, with k, M or G for 2^10, 2^20, 2^30 (memory,
+// not a rate).
+uint64_t captureBytesArg(std::string_view v) {
+  const std::string msg = "--uid-max-capture must be bytes: a number, or one with k, M or G (256M)";
+  uint64_t unit = 1;
+  if (!v.empty() && (v.back() == 'k' || v.back() == 'M' || v.back() == 'G')) {
+    unit = v.back() == 'k' ? 1ull << 10 : v.back() == 'M' ? 1ull << 20 : 1ull << 30;
+    v.remove_suffix(1);
+  }
+  return vdev::cli::u64(v, 0, (1ull << 50) / unit, msg) * unit;
+}
+
 void report(vdev::datapath::Datapath& dp, const std::string& json_path) {
   vdev::datapath::DatapathStats s = dp.stats();
   std::fputs(vdev::daemon::statsTable(s).c_str(), stdout);
@@ -278,6 +306,8 @@ int main(int argc, char** argv) {
   std::string socket_path = vdev::proto::kDefaultSocketPath;
   std::string state_path = "/var/lib/vdev/vdevd.state";
   std::string group_name;
+  vdev::daemon::UidCaps caps;
+  bool fdb_cap_given = false;
   namespace cli = vdev::cli;
   using cli::Arg;
   const cli::Parser parser({"vdevd", kUsage}, {
@@ -415,6 +445,21 @@ int main(int argc, char** argv) {
          metrics_text = v;
          metrics_addr = *a;
        }},
+      {"uid-max-ports", 0, Arg::kRequired,
+       [&](std::string_view v) { caps.ports = cli::u32(v, 0, 1u << 16, "--uid-max-ports must be 0..65536"); }},
+      {"uid-max-fdb", 0, Arg::kRequired, [&](std::string_view v) {
+         caps.fdb = cli::u32(v, 0, 1u << 20, "--uid-max-fdb must be 0..1048576 (0: no limit)");
+         fdb_cap_given = true;
+       }},
+      {"uid-max-capture", 0, Arg::kRequired, [&](std::string_view v) {
+         caps.capture_bytes = captureBytesArg(v);
+       }},
+      {"uid-max-rate", 0, Arg::kRequired, [&](std::string_view v) {
+         caps.rate = cli::u32(v, 0, 1000000, "--uid-max-rate must be 0..1000000 requests/s (0: no limit)");
+       }},
+      {"uid-rate-burst", 0, Arg::kRequired, [&](std::string_view v) {
+         caps.burst = cli::u32(v, 1, 1000000, "--uid-rate-burst must be 1..1000000 requests");
+       }},
       {"socket", 's', Arg::kRequired, [&](std::string_view v) { socket_path = v; }},
       {"no-socket", 0, Arg::kNone, [&](std::string_view) { socket_path.clear(); }},
       {"group", 'g', Arg::kRequired, [&](std::string_view v) { group_name = v; }},
@@ -436,6 +481,10 @@ int main(int argc, char** argv) {
       cli::fail("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
   });
   if (!tx_budget_given) cfg.port.xsk.tx_budget = cfg.port.xsk.tx_size;
+  // A quarter: four tenants at their cap still leave the table room.
+  if (!fdb_cap_given) caps.fdb = std::max<uint32_t>(cfg.fdb_size / 4, 1);
+  cfg.fdb_max_per_group = caps.fdb;
+  vdev::daemon::UidQuota quota(caps, vdev::datapath::Fdb::kMaxGroups);
   // The punt device (datapath/punt.h): one per vdevd, named after its
   // control socket (or its first port, without one), so that two vdevds in
   // one network namespace never share it and a restarted one finds its own.
@@ -585,6 +634,9 @@ int main(int argc, char** argv) {
     // A device vdev made: only the one carrying the port's identity (a
     // device that took its name meanwhile is waited past, not attached).
     o.identity = vdev::daemon::identityOf(rec);
+    // A member's port learns within its uid's cap, as when it was added
+    // (the cap on its ports is not applied: root may have lowered it).
+    if (rec.owner_uid != 0) o.fdb_group = quota.fdbGroup(rec.owner_uid);
     if (auto st = d.addPort(rec.name, o); !st) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
       it = state.ports.erase(it);
@@ -607,6 +659,7 @@ int main(int argc, char** argv) {
   ctx.default_hook = cfg.port.hook;
   ctx.started = std::chrono::steady_clock::now();
   ctx.start_issues = start_issues;
+  ctx.quota = &quota;
   vdev::daemon::DaemonControl control(ctx);
   std::unique_ptr<vdev::proto::ControlServer> server;
   if (!socket_path.empty()) {

@@ -90,28 +90,48 @@ void Datapath::applyFastVid(Port& p) {
   if (p.xdp()) (void)p.xdp()->setVlan(p.fastVid(), p.vlanOn());
 }
 
-Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots) {
-  std::unique_ptr<Capture> cap;
+Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
+                                        const CaptureAdmit& admit) {
   std::lock_guard<std::mutex> l(captures_mu_);
   if (captures_.size() >= kMaxCaptures)
     return Error{ENOSPC, std::to_string(kMaxCaptures) + " captures run already (vdevd's limit)"};
+  // Three steps, so that the datapath thread never allocates (nor zeroes)
+  // the slots -- 16384 of 64 KiB each are a gigabyte: the port's slot
+  // length asked of the datapath thread, the capture made here, then
+  // handed over. Only the control thread adds and removes ports and
+  // captures, so the port found first is the port handed the capture; its
+  // MTU may have changed in between, which only cuts frames (as below).
   Status st;
-  runOnDatapath([&] {
+  uint16_t index = 0;
+  uint32_t snap = 0;
+  auto find = [&]() -> Port* {
     Port* p = ports_.find(ifname);
-    if (!p) {
-      st = Error{ENOENT, "no port " + ifname};
-      return;
-    }
-    if (p->capture()) {
-      st = Error{EBUSY, "port " + ifname + " has a capture running already (one per port)"};
-      return;
-    }
+    if (!p) st = Error{ENOENT, "no port " + ifname};
+    else if (p->capture()) st = Error{EBUSY, "port " + ifname + " has a capture running already (one per port)"};
+    return st ? p : nullptr;
+  };
+  runOnDatapath([&] {
+    Port* p = find();
+    if (!p) return;
     // No slot longer than the port's frames: one UMEM frame, or its MTU
     // with Ethernet and VLAN headers (jumbo frames are chains of UMEM
     // frames). A frame longer than that (the MTU raised since) is cut,
     // its length kept.
     const uint32_t longest = std::max(pool_->frameSize(), p->mtu() + 18);
-    cap = std::make_unique<Capture>(p->index(), dirs, slots, std::min(snaplen, longest));
+    index = p->index();
+    snap = std::min(snaplen, longest);
+  });
+  if (!st) return st.error();
+  if (admit)
+    if (auto a = admit(Capture::bytesFor(slots, snap)); !a) return a.error();
+  auto cap = std::make_unique<Capture>(index, dirs, slots, snap);
+  runOnDatapath([&] {
+    Port* p = find();
+    if (!p) return;
+    if (p->index() != index) {
+      st = Error{ENOENT, "port " + ifname + " was replaced while its capture was made"};
+      return;
+    }
     p->setCapture(cap.get());
     // As for new VLAN settings, but the port's stations stay learned (the
     // journal takes their kernel entries out at the next sync, and puts
@@ -120,7 +140,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
     applyFastVid(*p);
     fdb_.notePort(p->index());
   });
-  if (!st) return st.error();
+  if (!st) return st.error();  // admit's reservation: the caller's to give back
   const uint32_t id = next_capture_++;
   captures_.emplace(id, std::move(cap));
   return id;
@@ -147,6 +167,14 @@ void Datapath::captureStop(uint32_t id) {
     }
   });
   captures_.erase(it);  // the datapath thread no longer knows it
+}
+
+std::vector<uint32_t> Datapath::fdbGroupUse(std::span<const uint16_t> groups) {
+  std::vector<uint32_t> out(groups.size());
+  runOnDatapath([&] {
+    for (size_t i = 0; i < groups.size(); i++) out[i] = groups[i] < Fdb::kMaxGroups ? fdb_.learnedInGroup(groups[i]) : 0;
+  });
+  return out;
 }
 
 Result<std::vector<Fdb::Entry>> Datapath::fdbDump() {

@@ -83,6 +83,7 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
            cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
       burst_(cfg.port.batch) {
+  fdb_.setGroupLimit(cfg.fdb_max_per_group);
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   cfg_.port.held = held_.get();
   cfg_.port.features = &features_;

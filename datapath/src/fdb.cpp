@@ -39,7 +39,16 @@ Fdb::Fdb(uint32_t capacity, uint64_t ageing_ns, uint32_t max_per_port, uint64_t 
       ageing_ns_(ageing_ns),
       max_per_port_(max_per_port),
       hold_ns_(hold_ns),
-      per_port_(size_t(UINT16_MAX) + 1, 0) {}
+      per_port_(size_t(UINT16_MAX) + 1, 0),
+      group_of_(size_t(UINT16_MAX) + 1, 0),
+      per_group_(kMaxGroups, 0) {}
+
+void Fdb::setPortGroup(uint16_t port_index, uint16_t group) {
+  if (group >= kMaxGroups) group = 0;
+  per_group_[group_of_[port_index]] -= per_port_[port_index];
+  group_of_[port_index] = group;
+  per_group_[group] += per_port_[port_index];
+}
 
 int Fdb::lookup(uint64_t mac, uint64_t now_ns) const noexcept {
   uint32_t i = home(mac);
@@ -76,8 +85,10 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexce
         }
       }
       if (full) return Learn::kPortLimit;
-      per_port_[e.port_index]--;
-      per_port_[port_index]++;
+      // A move between two ports of the group keeps its count.
+      if (group_of_[e.port_index] != group_of_[port_index] && groupFull(port_index)) return Learn::kGroupLimit;
+      countLearned(e.port_index, -1);
+      countLearned(port_index, +1);
       e.port_index = port_index;
       e.seen_ns = now_ns;
       note(mac);
@@ -90,11 +101,12 @@ Fdb::Learn Fdb::learn(uint64_t mac, uint16_t port_index, uint64_t now_ns) noexce
     if (!reuse && reusable(e, now_ns)) reuse = &e;
   }
   if (full) return Learn::kPortLimit;
+  if (groupFull(port_index)) return Learn::kGroupLimit;
   if (!reuse) reuse = evictable(home(mac), port_index);
   if (!reuse) return Learn::kTableFull;
   kill(*reuse);  // an aged-out or evicted entry gives its bucket and its port's count back
   *reuse = Entry{mac, now_ns, port_index, true, true, false};
-  per_port_[port_index]++;
+  countLearned(port_index, +1);
   note(mac);
   return Learn::kOk;
 }

@@ -86,6 +86,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (index >= PortTable::kMaxPorts) return Error{ENOSPC, "too many ports"};
   if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
   // Its fast-path counters start at 0.
+  fdb_.setPortGroup(uint16_t(index), opts.fdb_group);  // it holds no entry yet (removal flushed them)
   fast_sync_.resetPort(uint16_t(index), opts.isolated, accessVid(opts.limits.over(cfg_.limits).vlan));
   if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;

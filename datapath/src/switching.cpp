@@ -414,6 +414,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
       case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
         break;
       case Fdb::Learn::kPortLimit:
+      case Fdb::Learn::kGroupLimit:  // its uid's ports hold --uid-max-fdb: as for one port's limit
         drop(ic, kDropMacLimit, f);
         continue;
       case Fdb::Learn::kLocked:

@@ -115,6 +115,8 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrHookNote: return {"HOOK_NOTE", Kind::kString, kHookNoteMax};
     case kAttrKernelFeatures: return {"KERNEL_FEATURES", Kind::kU64};
     case kAttrLinkNote: return {"LINK_NOTE", Kind::kString, kHookNoteMax};
+    case kAttrUidCaps: return {"UID_CAPS", Kind::kBytes};
+    case kAttrUidUse: return {"UID_USE", Kind::kBytes};
     default: return {};
   }
 }
@@ -679,6 +681,22 @@ void putInfo(Writer& w, const InfoMsg& i) {
   if (!i.start_issues.empty()) w.str(kAttrStartIssues, i.start_issues.substr(0, kStartIssuesMax));
   if (i.tc_attach) w.u8(kAttrTcAttach, static_cast<uint8_t>(*i.tc_attach));
   if (i.kernel_features) w.u64(kAttrKernelFeatures, *i.kernel_features);
+  if (i.uid_caps) {
+    const UidCapsWire c{i.uid_caps->ports, i.uid_caps->fdb, i.uid_caps->capture_bytes, i.uid_caps->rate,
+                        i.uid_caps->burst};
+    const auto* p = reinterpret_cast<const uint8_t*>(&c);
+    w.bytes(kAttrUidCaps, std::vector<uint8_t>(p, p + sizeof c));
+  }
+  if (!i.uid_use.empty()) {
+    std::vector<uint8_t> b;
+    for (size_t k = 0; k < i.uid_use.size() && k < kUidUseMax; k++) {
+      const auto& u = i.uid_use[k];
+      const UidUseWire r{u.uid, u.ports, u.fdb, 0, u.capture_bytes};
+      const auto* p = reinterpret_cast<const uint8_t*>(&r);
+      b.insert(b.end(), p, p + sizeof r);
+    }
+    w.bytes(kAttrUidUse, b);
+  }
 }
 
 // Checks on reply objects, made by the encoder (a handler bug becomes EIO
@@ -1043,6 +1061,26 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
   }
   if (tb[kAttrTcAttach]) i.tc_attach = static_cast<TcAttach>(getU8(tb[kAttrTcAttach]));
   if (tb[kAttrKernelFeatures]) i.kernel_features = getU64(tb[kAttrKernelFeatures]);
+  if (const nlattr* a = tb[kAttrUidCaps]) {
+    if (nla_len(a) != int(sizeof(UidCapsWire)))
+      return invalid("attribute UID_CAPS: payload of " + std::to_string(nla_len(a)) + " bytes, expected " +
+                     std::to_string(sizeof(UidCapsWire)));
+    UidCapsWire c;
+    std::memcpy(&c, nla_data(a), sizeof c);
+    i.uid_caps = InfoMsg::UidCaps{c.ports, c.fdb, c.capture_bytes, c.rate, c.burst};
+  }
+  if (const nlattr* a = tb[kAttrUidUse]) {
+    const size_t n = size_t(nla_len(a));
+    if (n % sizeof(UidUseWire) || n / sizeof(UidUseWire) > kUidUseMax)
+      return invalid("attribute UID_USE: payload of " + std::to_string(n) + " bytes, not up to " +
+                     std::to_string(kUidUseMax) + " records of " + std::to_string(sizeof(UidUseWire)));
+    const auto* p = static_cast<const uint8_t*>(nla_data(a));
+    for (size_t k = 0; k < n; k += sizeof(UidUseWire)) {
+      UidUseWire r;
+      std::memcpy(&r, p + k, sizeof r);
+      i.uid_use.push_back(InfoMsg::UidUse{r.uid, r.ports, r.fdb, r.capture_bytes});
+    }
+  }
   return i;
 }
 

@@ -380,6 +380,8 @@ const char* attrName(uint16_t attr) {
     case kAttrHookNote: return "HOOK_NOTE";
     case kAttrKernelFeatures: return "KERNEL_FEATURES";
     case kAttrLinkNote: return "LINK_NOTE";
+    case kAttrUidCaps: return "UID_CAPS";
+    case kAttrUidUse: return "UID_USE";
     default: return "UNKNOWN";
   }
 }

@@ -261,6 +261,87 @@ TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
   expectCleanStop(*d);
 }
 
+// A member could add ports without end, and so fill the MAC table and
+// vdevd's memory; now each non-root uid is capped (--uid-max-*). Its third
+// port add is refused naming the cap and its use, with nothing left behind;
+// root is not capped; `info -j` shows the caps and the use; a capture
+// beyond --uid-max-capture is refused before anything is made.
+TEST_F(HardeningTest, GroupMembersAreCappedPerUid) {
+  const std::string t1 = uniqueName('t'), t2 = uniqueName('t'), t3 = uniqueName('t'), r1 = uniqueName('t'),
+                    r2 = uniqueName('t'), r3 = uniqueName('t');
+  Devices guard({t1, t2, t3, r1, r2, r3});
+  auto d = startVdevd({"--group", "nogroup", "--uid-max-ports", "2", "--uid-max-fdb", "7", "--uid-max-capture", "1M"});
+  ok({"port", "add", t1, "type", "tap", "create"}, kNobodyCreds);
+  ok({"port", "add", t2, "type", "tap", "create"}, kNobodyCreds);
+  const std::string stateBefore = readFile(state_);
+  const std::vector<std::string> third = {"port", "add", t3, "type", "tap", "create"};
+  const CmdResult r = ctl(third, kNobodyCreds);
+  EXPECT_EQ(r.status, 1) << describe(third, r);
+  EXPECT_NE(r.err.find("uid 65534 has 2 ports, the most --uid-max-ports allows"), std::string::npos)
+      << describe(third, r);
+  EXPECT_FALSE(linkExists(t3));
+  EXPECT_EQ(json({"port", "show"}).size(), 2u);
+  EXPECT_EQ(readFile(state_), stateBefore);
+  // Root is not capped.
+  for (const auto& n : {r1, r2, r3}) ok({"port", "add", n, "type", "tap", "create"});
+  EXPECT_EQ(json({"port", "show"}).size(), 5u);
+
+  const std::vector<std::string> cap = {"capture", t1, "buffer", "16384", "count", "1"};
+  const CmdResult c = ctl(cap, kNobodyCreds, 10s);
+  EXPECT_EQ(c.status, 1) << describe(cap, c);
+  EXPECT_NE(c.err.find("uid 65534 has 0 bytes in captures"), std::string::npos) << describe(cap, c);
+  EXPECT_NE(c.err.find("--uid-max-capture"), std::string::npos) << describe(cap, c);
+
+  const Json info = json({"info"});
+  const Json& caps = info["uid_caps"];
+  EXPECT_EQ(caps["ports"].asU64(), 2u) << info.dump();
+  EXPECT_EQ(caps["fdb"].asU64(), 7u) << info.dump();
+  EXPECT_EQ(caps["capture_bytes"].asU64(), 1u << 20) << info.dump();
+  EXPECT_EQ(caps["rate"].asU64(), 100u) << info.dump();
+  ASSERT_EQ(info["uid_use"].asArray().size(), 1u) << info.dump();
+  const Json& use = info["uid_use"].asArray()[0];
+  EXPECT_EQ(use["uid"].asU64(), kNobody);
+  EXPECT_EQ(use["ports"].asU64(), 2u);
+  EXPECT_EQ(use["fdb"].asU64(), 0u);
+  EXPECT_EQ(use["capture_bytes"].asU64(), 0u);
+  EXPECT_NE(ok({"info"}).find("uid 65534: ports 2"), std::string::npos);
+
+  // A port deleted is room for the next.
+  ok({"port", "del", t1}, kNobodyCreds);
+  ok({"port", "add", t3, "type", "tap", "create"}, kNobodyCreds);
+  for (const auto& n : {t2, t3}) ok({"port", "del", n}, kNobodyCreds);
+  for (const auto& n : {r1, r2, r3}) ok({"port", "del", n});
+  expectCleanStop(*d);
+}
+
+// Every request of a member, reads too, takes a token of its uid's bucket:
+// beyond --uid-rate-burst at once, refused with EAGAIN naming the rate;
+// root's are not counted, nor the reads and stop of a member's own running
+// capture (vdevctl reads every 10 ms while idle).
+TEST_F(HardeningTest, GroupMembersRequestsBeyondTheRateAreRefused) {
+  const std::string t = uniqueName('t');
+  Devices guard({t});
+  auto d = startVdevd({"--group", "nogroup", "--uid-max-rate", "1", "--uid-rate-burst", "3"});
+  ok({"port", "add", t, "type", "tap", "create"}, kNobodyCreds);
+  // About 50 reads in half a second, then SIGINT: a clean stop.
+  const std::vector<std::string> cap = {"timeout", "--preserve-status", "-s", "INT", "0.5", vdevctlForOthers(), "-S", sock_, "capture", t};
+  const CmdResult c = runArgv(cap, kNobodyCreds, 10s);
+  EXPECT_EQ(c.status, 0) << describe(cap, c);
+  EXPECT_NE(c.err.find("0 frames written"), std::string::npos) << describe(cap, c);
+  CmdResult refused;
+  for (int i = 0; i < 6 && refused.status == -1; i++) {
+    const CmdResult r = ctl({"info"}, kNobodyCreds);
+    if (!r.ok()) refused = r;
+  }
+  EXPECT_EQ(refused.status, 1) << "six requests within a second at 1/s, burst 2";
+  EXPECT_NE(refused.err.find("uid 65534 sent more than 1 requests a second"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--uid-max-rate"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("Resource temporarily unavailable"), std::string::npos) << refused.err;
+  for (int i = 0; i < 6; i++) ok({"info"});  // root
+  ok({"port", "del", t});
+  expectCleanStop(*d);
+}
+
 // A member's tap whose device is deleted (its owner may: ip tuntap del),
 // and a tap of the same name that root makes next (libvirt's next VM's):
 // the member's port used to attach to root's tap, keeping the member as

@@ -1602,6 +1602,8 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   i.ports_pool_left = 250;
   i.ports_map_left = 0;  // present, and zero: the maps are full
   i.start_issues = "state file x: line 3: unknown key 'colour'\nport vd9 not restored";
+  i.uid_caps = InfoMsg::UidCaps{64, 1024, 256ull << 20, 100, 200};
+  i.uid_use = {{1000, 3, 17, 0}, {65534, 64, 1024, 5ull << 30}};
   auto info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
   ASSERT_TRUE(info.ok()) << info.error().message();
   EXPECT_EQ(std::get<InfoMsg>(*info), i);
@@ -1614,6 +1616,8 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   EXPECT_TRUE(std::get<InfoMsg>(*old).start_issues.empty());
   EXPECT_FALSE(std::get<InfoMsg>(*old).tc_attach);
   EXPECT_FALSE(std::get<InfoMsg>(*old).kernel_features);
+  EXPECT_FALSE(std::get<InfoMsg>(*old).uid_caps);
+  EXPECT_TRUE(std::get<InfoMsg>(*old).uid_use.empty());
 }
 
 // INFO's TC_ATTACH and KERNEL_FEATURES: round trip, bits a client does not

@@ -686,6 +686,38 @@ TEST(Fdb, PerPortLimitRefusesNewMacsUntilOldOnesAge) {
   EXPECT_EQ(fdb.learnedOn(0), 0u);
 }
 
+// The ports of one group (vdevd: one uid's, --uid-max-fdb) learn at most
+// the group limit together, each within its own limit.
+TEST(Fdb, GroupLimitBoundsThePortsOfAGroupTogether) {
+  Fdb fdb(256, 1000, /*max_per_port=*/4, /*hold_ns=*/0);
+  fdb.setGroupLimit(6);
+  fdb.setPortGroup(0, 1);
+  fdb.setPortGroup(1, 1);
+  auto mac = [](uint64_t m) { return m << 8 | 0x02; };
+  for (uint64_t m = 1; m <= 4; m++) EXPECT_EQ(fdb.learn(mac(m), 0, 10), Fdb::Learn::kOk);
+  for (uint64_t m = 5; m <= 6; m++) EXPECT_EQ(fdb.learn(mac(m), 1, 10), Fdb::Learn::kOk);
+  EXPECT_EQ(fdb.learnedInGroup(1), 6u);
+  EXPECT_EQ(fdb.learn(mac(7), 1, 10), Fdb::Learn::kGroupLimit) << "port 1 is within its own limit";
+  EXPECT_EQ(fdb.lookup(mac(7), 10), Fdb::kNone);
+  EXPECT_EQ(fdb.learn(mac(5), 1, 10), Fdb::Learn::kOk) << "a known MAC refreshes";
+  EXPECT_EQ(fdb.learn(mac(1), 1, 10), Fdb::Learn::kOk) << "a move inside the group keeps its count";
+  EXPECT_EQ(fdb.learnedInGroup(1), 6u);
+  EXPECT_EQ(fdb.learn(mac(8), 2, 10), Fdb::Learn::kOk) << "a port of no group is not counted";
+  EXPECT_EQ(fdb.learnedInGroup(0), 1u);
+  EXPECT_EQ(fdb.learn(mac(8), 0, 10), Fdb::Learn::kGroupLimit) << "nor may the group take its MAC";
+  // Removal and ageing give the group's count back.
+  fdb.flushPort(1);
+  EXPECT_EQ(fdb.learnedInGroup(1), 3u);
+  EXPECT_EQ(fdb.learn(mac(7), 1, 10), Fdb::Learn::kOk);
+  fdb.expire(5000);
+  EXPECT_EQ(fdb.learnedInGroup(1), 0u);
+  // A port put in another group takes its entries along.
+  EXPECT_EQ(fdb.learn(mac(9), 0, 5000), Fdb::Learn::kOk);
+  fdb.setPortGroup(0, 2);
+  EXPECT_EQ(fdb.learnedInGroup(1), 0u);
+  EXPECT_EQ(fdb.learnedInGroup(2), 1u);
+}
+
 TEST(Fdb, LearnedMacMovesOnlyAfterTheHoldTime) {
   Fdb fdb(64, 1'000'000, 0, /*hold_ns=*/100);
   ASSERT_EQ(fdb.learn(macKey(kMacA), 0, 1000), Fdb::Learn::kOk);
@@ -721,6 +753,40 @@ TEST_F(SwitchTest, MacFloodFromOnePortIsCappedAndCounted) {
   drain(0), drain(2);
   send(2, {frame(kMacB, kMacC, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
+  EXPECT_TRUE(drain(0).empty());
+  expectPoolFull();
+}
+
+// Many ports of one tenant, each within its own limit: together they learn
+// at most the group's (vdevd: --uid-max-fdb of the uid), and what is beyond
+// is dropped and counted as beyond one port's limit; another port learns.
+TEST_F(SwitchTest, MacFloodFromOneGroupsPortsIsCappedAndCounted) {
+  build(SwitchMode::kSwitch, 4, 1024, [](DatapathConfig& c) {
+    c.fdb_max_per_port = 4;
+    c.fdb_max_per_group = 6;
+  });
+  dp->fdb().setPortGroup(0, 1);
+  dp->fdb().setPortGroup(1, 1);
+  uint8_t src[6] = {0x02, 0xf1, 0, 0, 0, 0};
+  for (uint32_t in = 0; in < 2; in++) {
+    std::vector<Frame*> flood;
+    for (int i = 1; i <= 4; i++) {
+      src[4] = uint8_t(in), src[5] = uint8_t(i);
+      flood.push_back(frame(kBcast, src, 64));
+    }
+    send(in, flood);
+  }
+  EXPECT_EQ(drops(0, kDropMacLimit), 0u);
+  EXPECT_EQ(drops(1, kDropMacLimit), 2u) << "port 1 learned 2 of its 4: the group's 6 were full";
+  EXPECT_EQ(dp->fdb().learnedInGroup(1), 6u);
+  EXPECT_EQ(drain(2).size(), 6u);
+  EXPECT_EQ(drain(3).size(), 6u);
+  drain(0), drain(1);
+  // The others still learn and reach each other without flooding.
+  send(2, {frame(kBcast, kMacB, 64)});
+  drain(0), drain(1), drain(3);
+  send(3, {frame(kMacB, kMacC, 64)});
+  EXPECT_EQ(drain(2).size(), 1u);
   EXPECT_TRUE(drain(0).empty());
   expectPoolFull();
 }

@@ -37,6 +37,13 @@ class Capture {
   // dirs: kRx, kTx or both; slots frames of at most snaplen bytes each
   // (longer ones are cut, their length on the wire kept).
   Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen);
+  // The memory a capture of slots frames of snaplen bytes holds: its
+  // slots, their records and the two queues of slot numbers. What the
+  // caps per uid count (--uid-max-capture).
+  static uint64_t bytesFor(uint32_t slots, uint32_t snaplen) noexcept {
+    return uint64_t(slots) * (uint64_t(snaplen) + sizeof(Meta) + 2 * sizeof(uint32_t));
+  }
+  uint64_t bytes() const noexcept { return bytesFor(uint32_t(meta_.size()), snaplen_); }
   Capture(const Capture&) = delete;
   Capture& operator=(const Capture&) = delete;
 

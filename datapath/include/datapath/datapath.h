@@ -72,6 +72,9 @@ struct DatapathConfig {
   // silence on its own; a port's frames in flight (received, not yet back
   // in the pool) are bounded by max_inflight (0: frames / 4).
   uint32_t fdb_max_per_port = 256;
+  // Learned MACs on the ports of one FDB group together (PortOptions::
+  // fdb_group; vdevd: a uid's ports, --uid-max-fdb); 0: no limit.
+  uint32_t fdb_max_per_group = 0;
   uint64_t fdb_hold_ns = 1000ull * 1000 * 1000;
   uint32_t max_inflight = 0;
   // The MAC table's hash key (Fdb); none: a random one (tests set it).
@@ -141,8 +144,13 @@ class Datapath {
     // The port's index, which must be free (tests: a port beyond the fast
     // path's maps without a thousand before it); absent: the lowest free one.
     std::optional<uint16_t> index;
+    // Its FDB group (Fdb::setPortGroup, 1..Fdb::kMaxGroups - 1; 0: none),
+    // whose ports together learn at most fdb_max_per_group MACs.
+    uint16_t fdb_group = 0;
   };
   Status addPort(const std::string& ifname, const PortOptions& opts);
+  // The MACs learned on the ports of each group, by group (control path).
+  std::vector<uint32_t> fdbGroupUse(std::span<const uint16_t> groups);
   Status removePort(const std::string& ifname);
   // A running port's options, changed (vdevctl port set): each field given
   // replaces the port's, the others stay. isolated: at once, for vdevd and
@@ -215,12 +223,17 @@ class Datapath {
   // bytes of each, up to `slots` frames held for the reader; the port's
   // frames leave the kernel fast path until the capture stops. Errors:
   // ENOENT (no such port), ENOSPC (kMaxCaptures running, or one on the
-  // port already). captureGet: the capture, or null (stopped, or never
-  // started); its frames are read from the calling thread (Capture::read).
-  // captureStop: ends it (the port's fast path back); the unread frames
-  // go with it.
+  // port already), or what `admit` returned. The slots are allocated (and
+  // zeroed) on the calling thread, never the datapath's: admit(bytes) is
+  // called there first with Capture::bytes() of the capture to be made
+  // (the caps per uid), and a refusal leaves nothing behind. captureGet:
+  // the capture, or null (stopped, or never started); its frames are read
+  // from the calling thread (Capture::read). captureStop: ends it (the
+  // port's fast path back); the unread frames go with it.
   static constexpr size_t kMaxCaptures = 8;
-  Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots);
+  using CaptureAdmit = std::function<Status(uint64_t bytes)>;
+  Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
+                                const CaptureAdmit& admit = {});
   Capture* captureGet(uint32_t id);
   void captureStop(uint32_t id);
 

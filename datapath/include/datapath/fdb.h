@@ -12,7 +12,11 @@
 // entries (a MAC flood from one guest cannot fill the table), a static entry
 // never moves, and a learned entry moves to another port only once it has
 // been silent on its own port for `hold_ns` (a guest cannot take over
-// another's MAC while that one is talking).
+// another's MAC while that one is talking). Ports may be put in a group
+// (setPortGroup: vdevd's group is the uid that added them), whose ports
+// together hold at most the group limit of learned entries
+// (setGroupLimit): many ports of one tenant, each within max_per_port,
+// cannot fill the table either.
 //
 // A MAC's home bucket is a keyed hash of it (SipHash-1-3) under a key drawn
 // at random for each table (getrandom), so a guest cannot choose MACs
@@ -100,6 +104,7 @@ class Fdb {
     kOk,         // learned, refreshed or moved (or took the bucket of the port's own oldest entry)
     kTableFull,  // the MAC's probe window is full of other ports' entries: not learned
     kPortLimit,  // the port already holds max_per_port learned entries
+    kGroupLimit, // the port's group already holds the group limit of learned entries
     kLocked,     // static on another port, or held by another port (hold time)
   };
 
@@ -139,6 +144,16 @@ class Fdb {
   // Learned (not static) entries held for the port, aged-out ones included
   // until expire() or reuse.
   uint32_t learnedOn(uint16_t port_index) const { return per_port_[port_index]; }
+  // Groups of ports (0: none, the default; 1..kMaxGroups - 1). A port's
+  // learned entries count for its group from here on (those it holds now
+  // move with it); flushPort() leaves the port in its group. limit 0: no
+  // group limit. learnedInGroup: the group's learned entries, as
+  // learnedOn().
+  static constexpr uint32_t kMaxGroups = 1024;
+  void setPortGroup(uint16_t port_index, uint16_t group);
+  void setGroupLimit(uint32_t limit) noexcept { group_limit_ = limit; }
+  uint32_t groupLimit() const noexcept { return group_limit_; }
+  uint32_t learnedInGroup(uint16_t group) const { return per_group_[group]; }
   // A learned entry of mac on the port was seen at seen_ns elsewhere (the
   // kernel fast path): keeps it from ageing and holds it for the hold time.
   void touch(uint64_t mac, uint16_t port_index, uint64_t seen_ns) noexcept;
@@ -189,10 +204,18 @@ class Fdb {
   bool reusable(const Entry& e, uint64_t now) const noexcept { return !e.live || expired(e, now); }
   // Takes e out of the table (keeps it "used": probe chains have no holes).
   void kill(Entry& e) noexcept {
-    if (e.live && !e.is_static) per_port_[e.port_index]--;
+    if (e.live && !e.is_static) countLearned(e.port_index, -1);
     if (e.live) note(e.mac);
     e.live = false;
     e.is_static = false;
+  }
+  void countLearned(uint16_t port_index, int d) noexcept {
+    per_port_[port_index] += uint32_t(d);
+    per_group_[group_of_[port_index]] += uint32_t(d);
+  }
+  bool groupFull(uint16_t port_index) const noexcept {
+    const uint16_t g = group_of_[port_index];
+    return g && group_limit_ && per_group_[g] >= group_limit_;
   }
   void note(uint64_t mac) noexcept {
     if (!journal_on_) return;
@@ -211,6 +234,9 @@ class Fdb {
   uint32_t max_per_port_;
   uint64_t hold_ns_;
   std::vector<uint32_t> per_port_;  // learned entries by port index
+  std::vector<uint16_t> group_of_;  // group by port index (0: none)
+  std::vector<uint32_t> per_group_; // learned entries by group (group 0: uncounted use)
+  uint32_t group_limit_ = 0;
   bool journal_on_ = false;
   bool journal_overflow_ = false;
   std::vector<uint64_t> journal_;  // capacity reserved once: no allocation when noting

@@ -271,6 +271,19 @@ struct InfoMsg {
   std::string start_issues;               // what was not restored at start, one per line
   std::optional<TcAttach> tc_attach;      // how vdevd attaches skb programs on this kernel
   std::optional<uint64_t> kernel_features;  // KernelFeature bits in use; absent: an older daemon
+  struct UidUse {
+    uint32_t uid = 0, ports = 0, fdb = 0;
+    uint64_t capture_bytes = 0;
+    bool operator==(const UidUse&) const = default;
+  };
+  struct UidCaps {
+    uint32_t ports = 0, fdb = 0;
+    uint64_t capture_bytes = 0;
+    uint32_t rate = 0, burst = 0;
+    bool operator==(const UidCaps&) const = default;
+  };
+  std::optional<UidCaps> uid_caps;  // absent: an older daemon
+  std::vector<UidUse> uid_use;      // by uid
   bool operator==(const InfoMsg&) const = default;
 };
 

@@ -88,7 +88,7 @@ enum Cmd : uint8_t {
   // Daemon information. req: nothing.
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
   //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any),
-  //          TC_ATTACH, KERNEL_FEATURES
+  //          TC_ATTACH, KERNEL_FEATURES, UID_CAPS, UID_USE
   kCmdInfoGet = 8,
   // Change a running port's isolation, storm control and policer, at once
   // (frames in flight are not touched; every bucket starts full). Each
@@ -241,7 +241,11 @@ enum Attr : uint16_t {
   // waits for, and one of its name it refused (port replies; absent: it
   // has its device).
   kAttrLinkNote = 58,       // string, 1..511 chars
-  kAttrMax = kAttrLinkNote
+  // INFO: the caps per non-root uid (UidCapsWire), and each uid's use of
+  // them (UidUseWire records: every uid with a port or a capture).
+  kAttrUidCaps = 59,        // bytes, one UidCapsWire
+  kAttrUidUse = 60,         // bytes, UidUseWire records
+  kAttrMax = kAttrUidUse
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -311,6 +315,26 @@ struct CaptureRecordHeader {
   uint8_t pad;
 };
 static_assert(sizeof(CaptureRecordHeader) == 16);
+// INFO's caps per non-root uid and their use (host byte order: the
+// socket is local). 0 in a cap: none.
+struct UidCapsWire {
+  uint32_t ports;          // --uid-max-ports
+  uint32_t fdb;            // --uid-max-fdb
+  uint64_t capture_bytes;  // --uid-max-capture
+  uint32_t rate;           // --uid-max-rate, requests a second
+  uint32_t burst;          // --uid-rate-burst
+};
+static_assert(sizeof(UidCapsWire) == 24);
+struct UidUseWire {
+  uint32_t uid;
+  uint32_t ports;          // ports it added
+  uint32_t fdb;            // MACs learned on them
+  uint32_t pad;
+  uint64_t capture_bytes;  // its running captures' memory
+};
+static_assert(sizeof(UidUseWire) == 24);
+inline constexpr size_t kUidUseMax = 1024;  // records in one INFO reply
+
 inline constexpr uint32_t kCaptureSnaplenMin = 64, kCaptureSnaplenMax = 65535;
 inline constexpr uint32_t kCaptureBufferMin = 16, kCaptureBufferMax = 16384;
 inline constexpr uint32_t kCaptureBufferDefault = 4096;

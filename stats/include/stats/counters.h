@@ -108,8 +108,8 @@ struct CounterDef {
   D(BadType, 24, "bad_type")          /* type/length neither a length (<= 1500) nor a type   \
                                          (>= 0x0600), or an 802.3 length longer than the     \
                                          frame; ingress */                                    \
-  D(MacLimit, 25, "mac_limit")        /* new source MAC, but the port holds its limit of     \
-                                         learned MACs; ingress */                             \
+  D(MacLimit, 25, "mac_limit")        /* new source MAC, but the port (or its uid's ports)   \
+                                         holds its limit of learned MACs; ingress */          \
   D(MacLocked, 26, "mac_locked")      /* source MAC static on another port, or held by       \
                                          another; ingress */                                  \
   D(Inflight, 27, "inflight_limit")   /* the ingress port's frames in flight reached its     \

@@ -41,6 +41,14 @@ int cmdInfo(Context& ctx, Args& a) {
       for (uint8_t b = 0; b < vdev::proto::kKfCount; b++)
         k[vdev::proto::kernelFeatureName(b)] = ((*m.kernel_features >> b) & 1) != 0;
     }
+    if (m.uid_caps) {
+      const auto& c = *m.uid_caps;
+      o["uid_caps"] = Json{{"ports", c.ports}, {"fdb", c.fdb}, {"capture_bytes", c.capture_bytes},
+                           {"rate", c.rate}, {"burst", c.burst}};
+      Json& u = o["uid_use"] = Json::array();
+      for (const auto& x : m.uid_use)
+        u.push_back(Json{{"uid", x.uid}, {"ports", x.ports}, {"fdb", x.fdb}, {"capture_bytes", x.capture_bytes}});
+    }
     return Context::print(jsonText(o, ctx.opt().pretty));
   }
   std::string o;
@@ -66,6 +74,16 @@ int cmdInfo(Context& ctx, Args& a) {
       used += (used.empty() ? "" : " ") + (n ? std::string(n) : "bit" + std::to_string(b));
     }
     o += "kernel:   " + (used.empty() ? std::string("-") : used) + "\n";
+  }
+  if (m.uid_caps) {
+    // 0 in a cap is none.
+    const auto cap = [](uint64_t v) { return v ? std::to_string(v) : std::string("-"); };
+    const auto& c = *m.uid_caps;
+    o += "uid caps: ports " + cap(c.ports) + ", fdb " + cap(c.fdb) + ", capture " + cap(c.capture_bytes) +
+         " bytes, " + cap(c.rate) + " requests/s (burst " + std::to_string(c.burst) + ")\n";
+    for (const auto& x : m.uid_use)
+      o += "uid " + std::to_string(x.uid) + ": ports " + std::to_string(x.ports) + ", fdb " + std::to_string(x.fdb) + ", capture " +
+           std::to_string(x.capture_bytes) + " bytes\n";
   }
   o += "socket:   " + ctx.opt().socket + "\n";
   // What vdevd could not restore when it started (the state file, --port).
