@@ -161,7 +161,7 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   expectRefused({"port", "add", vc, "type", "veth", "create", "netns", "pid", rootPid}, "administered by uid 0");
   // A path is root's: vdevd would open it as root, so a file that exists,
   // a missing one and a namespace file all get the same refusal.
-  for (const std::string path : {"/proc/" + rootPid + "/ns/net", std::string("/etc/sudoers.d/README"),
+  for (const std::string& path : {"/proc/" + rootPid + "/ns/net", std::string("/etc/sudoers.d/README"),
                                  "/nonexistent-" + vc + "/x"}) {
     const CmdResult r = ctl({"port", "add", vc, "type", "veth", "create", "netns", path}, kNobodyCreds);
     EXPECT_EQ(r.status, 1) << r.err;
