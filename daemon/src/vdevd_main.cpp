@@ -695,9 +695,12 @@ int main(int argc, char** argv) {
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
     if (metrics) metrics->run();  // never blocks; also after its timeout
     if (links && (fds[2].revents & POLLIN)) {
-      bool any = false;
-      auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
-      if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+      std::vector<vdev::datapath::Datapath::LinkRef> named;
+      auto r = links->processEvents([&](const vdev::rtnl::LinkEvent& e) { named.push_back({e.ifindex, e.name}); });
+      if (!r)
+        d.checkLinks();  // ENOBUFS (events lost): check everything
+      else
+        d.checkLinks(named);  // the ports those devices are (or were refused for)
       if (links->takeAddressChange()) d.refreshHostAddrs();  // also after ENOBUFS
     }
     if (xdp_features && (fds[3].revents & POLLIN)) {
