@@ -235,7 +235,14 @@ Output:
                            a numeric IPv4 address, or an IPv6 one in brackets
                            ([::1]:9469); none: 127.0.0.1. PORT 0: any free one
                            (vdevd prints where). At most 16 connections at once,
-                           each closed after 10 s idle. Off by default
+                           8 from one address, each closed after 10 s idle;
+                           every port's name and counters to whoever may
+                           connect; one collection per 250 ms at most, whatever
+                           the scrapers. Off by default
+      --metrics-allow CIDR[,CIDR...]
+                           only these clients may connect to --metrics-listen
+                           (e.g. 127.0.0.1,10.0.0.0/24,::1); others are closed
+                           at accept. Default: any that can reach ADDR
   -v, --verbose            libbpf/libxdp informational messages
   -V, --version
   -h, --help
@@ -274,6 +281,7 @@ int main(int argc, char** argv) {
   bool verbose = false;
   std::string metrics_text;  // --metrics-listen as given
   std::optional<vdev::daemon::ListenAddress> metrics_addr;
+  std::vector<vdev::daemon::AllowedNet> metrics_allow;  // --metrics-allow
 
   std::string socket_path = vdev::proto::kDefaultSocketPath;
   std::string state_path = "/var/lib/vdev/vdevd.state";
@@ -414,6 +422,11 @@ int main(int argc, char** argv) {
          if (!a) cli::fail("--metrics-listen " + a.error().what);
          metrics_text = v;
          metrics_addr = *a;
+       }},
+      {"metrics-allow", 0, Arg::kRequired, [&](std::string_view v) {
+         auto a = vdev::daemon::parseAllowList(v);
+         if (!a) cli::fail("--metrics-allow " + a.error().what);
+         metrics_allow = std::move(a.value());
        }},
       {"socket", 's', Arg::kRequired, [&](std::string_view v) { socket_path = v; }},
       {"no-socket", 0, Arg::kNone, [&](std::string_view) { socket_path.clear(); }},
@@ -623,11 +636,12 @@ int main(int argc, char** argv) {
     server = std::move(srv.value());
   }
 
-  // GET /metrics, answered on this thread (run() below) from the snapshot a
-  // STATS_GET takes.
+  // GET /metrics, answered on this thread (run() below) from a snapshot at
+  // most DaemonControl::kStatsPeriod old.
   std::unique_ptr<vdev::daemon::MetricsServer> metrics;
   if (metrics_listener.valid()) {
     vdev::daemon::MetricsServer::Config mc;
+    mc.allow = metrics_allow;
     mc.log = [](std::string_view m) { std::fprintf(stderr, "vdevd: metrics: %.*s\n", int(m.size()), m.data()); };
     auto ms = vdev::daemon::MetricsServer::start(std::move(metrics_listener), mc,
                                                  [&control] { return control.metricsText(); });
