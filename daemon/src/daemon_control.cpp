@@ -475,7 +475,7 @@ void DaemonControl::disconnected(uint64_t conn) {
   }
 }
 
-std::string DaemonControl::metricsText() { return *metrics_.recent(); }
+std::shared_ptr<const std::string> DaemonControl::metricsText() { return metrics_.recent(); }
 
 std::string DaemonControl::renderMetrics() {
   // In the order vdevctl asks: STATS_GET, then INFO_GET.

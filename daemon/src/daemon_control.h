@@ -87,7 +87,7 @@ class DaemonControl : public vdev::proto::ControlHandler {
   // prints, from what a STATS_GET of every port and an INFO_GET would
   // answer; the same text for every scrape of a kStatsPeriod (the
   // statistics and INFO's figures are read on the datapath thread once).
-  std::string metricsText();
+  std::shared_ptr<const std::string> metricsText();
   // How many times the statistics were collected on the datapath thread.
   uint64_t statsCollections() const { return stats_.collections(); }
 

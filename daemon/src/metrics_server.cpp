@@ -172,7 +172,20 @@ struct MetricsCallbacks {
     }
     if (*upload_size != 0) return MHD_NO;  // a GET with a body: dropped
     if (std::strcmp(url, "/metrics") != 0) return respond(c, MHD_HTTP_NOT_FOUND, "vdevd serves /metrics\n", kText);
-    return respond(c, MHD_HTTP_OK, self->render_(), proto::kPrometheusContentType);
+    // Sent from the shared snapshot, no copy (libmicrohttpd only reads it);
+    // the response's reference is dropped when libmicrohttpd is done.
+    using Body = std::shared_ptr<const std::string>;
+    auto* body = new Body(self->render_());
+    MHD_Response* r = MHD_create_response_from_buffer_with_free_callback_cls(
+        (*body)->size(), const_cast<char*>((*body)->data()), [](void* b) { delete static_cast<Body*>(b); }, body);
+    if (!r) {
+      delete body;
+      return MHD_NO;  // out of memory: the connection is closed
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, proto::kPrometheusContentType);
+    const MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
   }
 
   // libmicrohttpd's accept policy: --metrics-allow, checked before the

@@ -175,7 +175,7 @@ class MetricsServerTest : public ::testing::Test {
     cfg.log = [](std::string_view m) { std::fprintf(stderr, "metrics: %.*s\n", int(m.size()), m.data()); };
     auto s = MetricsServer::start(std::move(l.value()), cfg, [this] {
       renders_++;
-      return std::string("# TYPE vdev_test gauge\nvdev_test 1\n");
+      return std::make_shared<const std::string>("# TYPE vdev_test gauge\nvdev_test 1\n");
     });
     ASSERT_TRUE(s) << s.error().message();
     server_ = std::move(s.value());
