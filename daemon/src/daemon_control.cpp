@@ -361,7 +361,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
 vdev::proto::Reply DaemonControl::fdbGet() {
   if (names_stale_) {
     slot_names_.clear();
-    for (const auto& p : ctx_.dp->stats().ports) {
+    for (const auto& p : stats_.fresh()->ports) {
       if (p.punt) continue;  // no port: never an FDB entry's
       if (p.index >= slot_names_.size()) slot_names_.resize(size_t(p.index) + 1);
       slot_names_[p.index] = p.name;
@@ -530,9 +530,11 @@ void DaemonControl::disconnected(uint64_t conn) {
   }
 }
 
-std::string DaemonControl::metricsText() {
+std::shared_ptr<const std::string> DaemonControl::metricsText() { return metrics_.recent(); }
+
+std::string DaemonControl::renderMetrics() {
   // In the order vdevctl asks: STATS_GET, then INFO_GET.
-  const vdev::proto::StatsReply stats = toStatsReply(ctx_.dp->stats(), *ctx_.state, "");
+  const vdev::proto::StatsReply stats = toStatsReply(*stats_.fresh(), *ctx_.state, "");
   const vdev::proto::InfoMsg i = info();
   return vdev::proto::prometheusText(stats, &i);
 }
@@ -564,14 +566,14 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
         } else if constexpr (std::is_same_v<T, PortSetRequest>) {
           return portSet(b, peer);
         } else if constexpr (std::is_same_v<T, PortGetRequest>) {
-          datapath::DatapathStats s = ctx_.dp->stats();
+          const auto s = stats_.fresh();
           PortList l;
-          for (const auto& p : s.ports)
+          for (const auto& p : s->ports)
             if (!p.punt && (b.name.empty() || p.name == b.name)) l.ports.push_back(toPortInfo(p, *ctx_.state));
           if (!b.name.empty() && l.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return l;
         } else if constexpr (std::is_same_v<T, StatsGetRequest>) {
-          StatsReply r = toStatsReply(ctx_.dp->stats(), *ctx_.state, b.name);
+          StatsReply r = toStatsReply(*stats_.fresh(), *ctx_.state, b.name);
           if (!b.name.empty() && r.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return r;
         } else if constexpr (std::is_same_v<T, FdbGetRequest>) {

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "datapath/datapath.h"
+#include "daemon/snapshot_gate.h"
 #include "daemon/state_file.h"
 #include "proto/server.h"
 #include "uid_quota.h"
@@ -71,7 +72,13 @@ inline constexpr uint32_t kFdsPerPort = 2;
 
 class DaemonControl : public vdev::proto::ControlHandler {
  public:
-  explicit DaemonControl(ControlContext ctx) : ctx_(std::move(ctx)) {}
+  explicit DaemonControl(ControlContext ctx)
+      : ctx_(std::move(ctx)),
+        stats_(kStatsPeriod, [this] { return ctx_.dp->stats(); }),
+        metrics_(kStatsPeriod, [this] { return renderMetrics(); }) {}
+  // How often at most GET /metrics makes the datapath thread collect the
+  // statistics (SnapshotGate): whoever can connect may scrape in a loop.
+  static constexpr std::chrono::milliseconds kStatsPeriod{250};
   vdev::proto::Reply handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) override;
   // Stops the captures of a connection that closed.
   void disconnected(uint64_t conn) override;
@@ -83,9 +90,11 @@ class DaemonControl : public vdev::proto::ControlHandler {
 
   // GET /metrics (--metrics-listen): the text `vdevctl stats --prometheus`
   // prints, from what a STATS_GET of every port and an INFO_GET would
-  // answer now (the snapshot taken on the datapath thread, as for
-  // STATS_GET).
-  std::string metricsText();
+  // answer; the same text for every scrape of a kStatsPeriod (the
+  // statistics and INFO's figures are read on the datapath thread once).
+  std::shared_ptr<const std::string> metricsText();
+  // How many times the statistics were collected on the datapath thread.
+  uint64_t statsCollections() const { return stats_.collections(); }
 
  private:
   vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r, const vdev::proto::PeerCred& peer);
@@ -102,6 +111,12 @@ class DaemonControl : public vdev::proto::ControlHandler {
   vdev::proto::InfoMsg info() const;
   Status persist();
   ControlContext ctx_;
+  // Every statistics snapshot goes through it: fresh() for the control
+  // socket's clients (root or the control group; exact counters), recent()
+  // for GET /metrics (anyone who can connect), through metrics_.
+  SnapshotGate<datapath::DatapathStats> stats_;
+  std::string renderMetrics();
+  SnapshotGate<std::string> metrics_;
   // Port names by datapath slot, for FDB dumps; rebuilt (one stats() call)
   // after this class added or removed a port. Only the control thread adds
   // and removes ports, so between two changes the slots stay put.

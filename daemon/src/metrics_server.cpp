@@ -59,6 +59,58 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
   return a;
 }
 
+Result<std::vector<AllowedNet>> parseAllowList(std::string_view text) {
+  std::vector<AllowedNet> out;
+  for (;;) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    const auto bad = [&](const char* why) { return Error{EINVAL, "'" + std::string(item) + "': " + why}; };
+    if (item.empty()) return Error{EINVAL, "an empty item (CIDR[,CIDR...])"};
+    const size_t slash = item.find('/');
+    const std::string host(item.substr(0, slash));
+    AllowedNet n;
+    if (::inet_pton(AF_INET, host.c_str(), n.addr) == 1)
+      n.family = AF_INET;
+    else if (::inet_pton(AF_INET6, host.c_str(), n.addr) == 1)
+      n.family = AF_INET6;
+    else
+      return bad("not a numeric IPv4 or IPv6 address (host names are not looked up)");
+    const unsigned bits = n.family == AF_INET ? 32 : 128;
+    n.prefix = bits;
+    if (slash != std::string_view::npos) {
+      const auto p = parseU32(item.substr(slash + 1), 0, bits);
+      if (!p) return bad(n.family == AF_INET ? "the prefix must be 0..32" : "the prefix must be 0..128");
+      n.prefix = *p;
+    }
+    out.push_back(n);
+    if (comma == std::string_view::npos) return out;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+bool AllowedNet::contains(const sockaddr* a, socklen_t len) const {
+  const uint8_t* bytes = nullptr;
+  if (a->sa_family == AF_INET && len >= socklen_t(sizeof(sockaddr_in))) {
+    if (family != AF_INET) return false;
+    bytes = reinterpret_cast<const uint8_t*>(&reinterpret_cast<const sockaddr_in*>(a)->sin_addr);
+  } else if (a->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
+    const in6_addr& a6 = reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr;
+    if (family == AF_INET6)
+      bytes = a6.s6_addr;
+    else if (IN6_IS_ADDR_V4MAPPED(&a6))
+      bytes = a6.s6_addr + 12;  // an IPv4 client of a dual-stack socket
+    else
+      return false;
+  } else {
+    return false;
+  }
+  const unsigned whole = prefix / 8, rest = prefix % 8;
+  if (std::memcmp(bytes, addr, whole) != 0) return false;
+  if (!rest) return true;
+  const uint8_t mask = uint8_t(0xff << (8 - rest));
+  return (bytes[whole] & mask) == (addr[whole] & mask);
+}
+
 std::string formatAddress(const sockaddr* addr, socklen_t len) {
   char host[INET6_ADDRSTRLEN] = "?";
   if (addr->sa_family == AF_INET6 && len >= socklen_t(sizeof(sockaddr_in6))) {
@@ -120,7 +172,30 @@ struct MetricsCallbacks {
     }
     if (*upload_size != 0) return MHD_NO;  // a GET with a body: dropped
     if (std::strcmp(url, "/metrics") != 0) return respond(c, MHD_HTTP_NOT_FOUND, "vdevd serves /metrics\n", kText);
-    return respond(c, MHD_HTTP_OK, self->render_(), proto::kPrometheusContentType);
+    // Sent from the shared snapshot, no copy (libmicrohttpd only reads it);
+    // the response's reference is dropped when libmicrohttpd is done.
+    using Body = std::shared_ptr<const std::string>;
+    auto* body = new Body(self->render_());
+    MHD_Response* r = MHD_create_response_from_buffer_with_free_callback_cls(
+        (*body)->size(), const_cast<char*>((*body)->data()), [](void* b) { delete static_cast<Body*>(b); }, body);
+    if (!r) {
+      delete body;
+      return MHD_NO;  // out of memory: the connection is closed
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, proto::kPrometheusContentType);
+    const MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+  }
+
+  // libmicrohttpd's accept policy: --metrics-allow, checked before the
+  // connection takes a place or a byte is read.
+  static MHD_Result accept(void* cls, const sockaddr* addr, socklen_t len) {
+    const auto* self = static_cast<const MetricsServer*>(cls);
+    if (self->cfg_.allow.empty()) return MHD_YES;
+    for (const AllowedNet& n : self->cfg_.allow)
+      if (n.contains(addr, len)) return MHD_YES;
+    return MHD_NO;
   }
 
   static void log(void* cls, const char* fmt, va_list ap) {
@@ -145,10 +220,11 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(FileDesc listener, c
   s->address_ = formatAddress(reinterpret_cast<const sockaddr*>(&ss), len);
   // From here the socket is libmicrohttpd's: MHD_stop_daemon() closes it.
   const int fd = listener.release();
-  s->mhd_ = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &MetricsCallbacks::request,
-                             s.get(), MHD_OPTION_EXTERNAL_LOGGER, &MetricsCallbacks::log, s.get(),
-                             MHD_OPTION_LISTEN_SOCKET, MHD_socket(fd), MHD_OPTION_CONNECTION_LIMIT,
-                             cfg.max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg.timeout_s, MHD_OPTION_END);
+  s->mhd_ = MHD_start_daemon(
+      MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, &MetricsCallbacks::accept, s.get(), &MetricsCallbacks::request, s.get(),
+      MHD_OPTION_EXTERNAL_LOGGER, &MetricsCallbacks::log, s.get(), MHD_OPTION_LISTEN_SOCKET, MHD_socket(fd),
+      MHD_OPTION_CONNECTION_LIMIT, cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg.max_per_address,
+      MHD_OPTION_CONNECTION_TIMEOUT, cfg.timeout_s, MHD_OPTION_END);
   if (!s->mhd_) {
     if (::fcntl(fd, F_GETFD) >= 0) ::close(fd);  // not taken
     return Error{EIO, "cannot start the HTTP server on " + s->address_};

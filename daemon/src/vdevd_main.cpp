@@ -251,7 +251,14 @@ Output:
                            a numeric IPv4 address, or an IPv6 one in brackets
                            ([::1]:9469); none: 127.0.0.1. PORT 0: any free one
                            (vdevd prints where). At most 16 connections at once,
-                           each closed after 10 s idle. Off by default
+                           8 from one address, each closed after 10 s idle;
+                           every port's name and counters to whoever may
+                           connect; one collection per 250 ms at most, whatever
+                           the scrapers. Off by default
+      --metrics-allow CIDR[,CIDR...]
+                           only these clients may connect to --metrics-listen
+                           (e.g. 127.0.0.1,10.0.0.0/24,::1); others are closed
+                           at accept. Default: any that can reach ADDR
   -v, --verbose            libbpf/libxdp informational messages
   -V, --version
   -h, --help
@@ -302,6 +309,7 @@ int main(int argc, char** argv) {
   bool verbose = false;
   std::string metrics_text;  // --metrics-listen as given
   std::optional<vdev::daemon::ListenAddress> metrics_addr;
+  std::vector<vdev::daemon::AllowedNet> metrics_allow;  // --metrics-allow
 
   std::string socket_path = vdev::proto::kDefaultSocketPath;
   std::string state_path = "/var/lib/vdev/vdevd.state";
@@ -459,6 +467,11 @@ int main(int argc, char** argv) {
        }},
       {"uid-rate-burst", 0, Arg::kRequired, [&](std::string_view v) {
          caps.burst = cli::u32(v, 1, 1000000, "--uid-rate-burst must be 1..1000000 requests");
+       }},
+      {"metrics-allow", 0, Arg::kRequired, [&](std::string_view v) {
+         auto a = vdev::daemon::parseAllowList(v);
+         if (!a) cli::fail("--metrics-allow " + a.error().what);
+         metrics_allow = std::move(a.value());
        }},
       {"socket", 's', Arg::kRequired, [&](std::string_view v) { socket_path = v; }},
       {"no-socket", 0, Arg::kNone, [&](std::string_view) { socket_path.clear(); }},
@@ -676,11 +689,12 @@ int main(int argc, char** argv) {
     server = std::move(srv.value());
   }
 
-  // GET /metrics, answered on this thread (run() below) from the snapshot a
-  // STATS_GET takes.
+  // GET /metrics, answered on this thread (run() below) from a snapshot at
+  // most DaemonControl::kStatsPeriod old.
   std::unique_ptr<vdev::daemon::MetricsServer> metrics;
   if (metrics_listener.valid()) {
     vdev::daemon::MetricsServer::Config mc;
+    mc.allow = metrics_allow;
     mc.log = [](std::string_view m) { std::fprintf(stderr, "vdevd: metrics: %.*s\n", int(m.size()), m.data()); };
     auto ms = vdev::daemon::MetricsServer::start(std::move(metrics_listener), mc,
                                                  [&control] { return control.metricsText(); });
@@ -748,9 +762,12 @@ int main(int argc, char** argv) {
     if (server && (fds[1].revents & POLLIN)) server->processEvents();
     if (metrics) metrics->run();  // never blocks; also after its timeout
     if (links && (fds[2].revents & POLLIN)) {
-      bool any = false;
-      auto r = links->processEvents([&](const vdev::rtnl::LinkEvent&) { any = true; });
-      if (any || !r) d.checkLinks();  // ENOBUFS (events lost): check everything anyway
+      std::vector<vdev::datapath::Datapath::LinkRef> named;
+      auto r = links->processEvents([&](const vdev::rtnl::LinkEvent& e) { named.push_back({e.ifindex, e.name}); });
+      if (!r)
+        d.checkLinks();  // ENOBUFS (events lost): check everything
+      else
+        d.checkLinks(named);  // the ports those devices are (or were refused for)
       if (links->takeAddressChange()) d.refreshHostAddrs();  // also after ENOBUFS
     }
     if (xdp_features && (fds[3].revents & POLLIN)) {

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "datapath/datapath.h"
 #include "vdev_xdp_shared.h"
 
@@ -205,14 +207,31 @@ Status Datapath::fdbDel(const uint8_t mac[6], uint16_t vid) {
   return st;
 }
 
+void Datapath::checkLinkEvent(Port& p) {
+  // A device refused as not the port's own is looked at again on a link
+  // event (its alias may just have been set), else once.
+  if (p.refusedIfindex()) p.refuseDevice(0, {});
+  checkLink(p);
+  if (p.live()) refreshMtu(p);  // an MTU change is a link event too
+}
+
 void Datapath::checkLinks() {
   runOnDatapath([&] {
+    for (Port* p : ports_.active()) checkLinkEvent(*p);
+  });
+}
+
+void Datapath::checkLinks(const std::vector<LinkRef>& named) {
+  if (named.empty()) return;
+  runOnDatapath([&] {
+    // Comparing numbers and names is all an event costs the ports it does
+    // not name; checkLink's ioctls and sysfs reads are for the named ones.
     for (Port* p : ports_.active()) {
-      // A device refused as not the port's own is looked at again on a link
-      // event (its alias may just have been set), else once.
-      if (p->refusedIfindex()) p->refuseDevice(0, {});
-      checkLink(*p);
-      if (p->live()) refreshMtu(*p);  // an MTU change is a link event too
+      const bool hit = std::any_of(named.begin(), named.end(), [p](const LinkRef& r) {
+        return (r.ifindex && (r.ifindex == p->ifindex() || r.ifindex == p->refusedIfindex())) ||
+               (!r.name.empty() && r.name == p->name());
+      });
+      if (hit) checkLinkEvent(*p);
     }
   });
 }

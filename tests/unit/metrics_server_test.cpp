@@ -175,7 +175,7 @@ class MetricsServerTest : public ::testing::Test {
     cfg.log = [](std::string_view m) { std::fprintf(stderr, "metrics: %.*s\n", int(m.size()), m.data()); };
     auto s = MetricsServer::start(std::move(l.value()), cfg, [this] {
       renders_++;
-      return std::string("# TYPE vdev_test gauge\nvdev_test 1\n");
+      return std::make_shared<const std::string>("# TYPE vdev_test gauge\nvdev_test 1\n");
     });
     ASSERT_TRUE(s) << s.error().message();
     server_ = std::move(s.value());
@@ -301,6 +301,73 @@ TEST_F(MetricsServerTest, ConnectionsAreBounded) {
   ASSERT_TRUE(r) << "the waiting connection was not served once a place was free";
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(renders_, 2);
+}
+
+TEST(MetricsAllow, ParsesAndMatches) {
+  using vdev::daemon::parseAllowList;
+  auto l = parseAllowList("127.0.0.1,10.1.0.0/16,::1,fd00::/8");
+  ASSERT_TRUE(l) << l.error().message();
+  ASSERT_EQ(l->size(), 4u);
+  const auto v4 = [](const char* a) {
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    ::inet_pton(AF_INET, a, &s.sin_addr);
+    return s;
+  };
+  const auto v6 = [](const char* a) {
+    sockaddr_in6 s{};
+    s.sin6_family = AF_INET6;
+    ::inet_pton(AF_INET6, a, &s.sin6_addr);
+    return s;
+  };
+  const auto any = [&](const auto& s) {
+    for (const auto& n : *l)
+      if (n.contains(reinterpret_cast<const sockaddr*>(&s), sizeof s)) return true;
+    return false;
+  };
+  EXPECT_TRUE(any(v4("127.0.0.1")));
+  EXPECT_FALSE(any(v4("127.0.0.2")));
+  EXPECT_TRUE(any(v4("10.1.255.3")));
+  EXPECT_FALSE(any(v4("10.2.0.1")));
+  EXPECT_TRUE(any(v6("::1")));
+  EXPECT_TRUE(any(v6("fd12::5")));
+  EXPECT_FALSE(any(v6("fe80::1")));
+  EXPECT_TRUE(any(v6("::ffff:10.1.2.3")));  // IPv4 client of a dual-stack socket
+  EXPECT_FALSE(any(v6("::ffff:10.9.2.3")));
+  for (const char* bad : {"", "127.0.0.1,", "localhost", "10.0.0.0/33", "::/129", "10.0.0.0/x"}) {
+    auto b = parseAllowList(bad);
+    EXPECT_FALSE(b) << bad;
+    if (!b) {
+      EXPECT_EQ(b.error().err, EINVAL) << bad;
+    }
+  }
+}
+
+// A client not in the allow-list is closed at accept: no reply, no render.
+TEST_F(MetricsServerTest, AllowListRefusesOthers) {
+  MetricsServer::Config cfg;
+  auto allow = vdev::daemon::parseAllowList("198.18.0.0/15");
+  ASSERT_TRUE(allow);
+  cfg.allow = *allow;
+  start(cfg);
+  Conn c(address_);
+  ASSERT_TRUE(c.connected());
+  (void)c.send(get("/metrics"));
+  c.setTimeout(2s);
+  EXPECT_EQ(c.readAll(), "") << "a client outside --metrics-allow was answered";
+  EXPECT_EQ(renders_, 0);
+}
+
+TEST_F(MetricsServerTest, AllowListServesItsClients) {
+  MetricsServer::Config cfg;
+  auto allow = vdev::daemon::parseAllowList("198.18.0.0/15,127.0.0.1");
+  ASSERT_TRUE(allow);
+  cfg.allow = *allow;
+  start(cfg);
+  auto r = request(get("/metrics"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(renders_, 1);
 }
 
 TEST_F(MetricsServerTest, IdleConnectionsAreClosed) {

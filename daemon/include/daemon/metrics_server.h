@@ -19,10 +19,13 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cstdint>
+
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/fd.h"
 #include "base/result.h"
@@ -51,16 +54,39 @@ std::string formatAddress(const sockaddr* addr, socklen_t len);
 // SO_REUSEADDR). The error names the address.
 Result<FileDesc> listenTcp(const ListenAddress& a, int backlog = 64);
 
+// One network of --metrics-allow: an address and a prefix length.
+struct AllowedNet {
+  sa_family_t family = AF_INET;
+  uint8_t addr[16] = {};  // network byte order; 4 bytes used for AF_INET
+  unsigned prefix = 0;    // 0..32 (AF_INET), 0..128 (AF_INET6)
+  bool contains(const sockaddr* a, socklen_t len) const;
+};
+// "CIDR[,CIDR...]": each a numeric IPv4 or IPv6 address with an optional
+// /PREFIX (none: the address alone). EINVAL, naming the bad item, for
+// anything else (host names, a prefix too long, an empty item). An IPv4
+// network also matches IPv4-mapped IPv6 clients (::ffff:a.b.c.d) of a
+// socket bound to an IPv6 address.
+Result<std::vector<AllowedNet>> parseAllowList(std::string_view text);
+
 class MetricsServer {
  public:
   struct Config {
     unsigned max_connections = 16;
     unsigned timeout_s = 10;  // an idle connection is closed after this
+    // Connections from one client address at the same time: a scraper on
+    // another host cannot take every place from Prometheus (0: no limit).
+    // Clients on this host share one address (the loopback).
+    unsigned max_per_address = 8;
+    // The clients that may connect (--metrics-allow); empty: any that can
+    // reach the address. Others are closed at accept, before a byte is read.
+    std::vector<AllowedNet> allow;
     // libmicrohttpd's own messages (a refused connection, a failed accept).
     std::function<void(std::string_view)> log;
   };
-  // The body of GET /metrics.
-  using Render = std::function<std::string()>;
+  // The body of GET /metrics, shared: a response holds a reference while
+  // it is sent instead of a copy (every scrape of a period gets the same
+  // text, half a megabyte with 200 ports).
+  using Render = std::function<std::shared_ptr<const std::string>()>;
 
   // Serves on `listener` (listenTcp()'s; closed with the server).
   static Result<std::unique_ptr<MetricsServer>> start(FileDesc listener, const Config& cfg, Render render);

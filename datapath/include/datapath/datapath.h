@@ -187,6 +187,16 @@ class Datapath {
   // 100 ms without link events): the control thread calls it on rtnetlink
   // link events.
   void checkLinks();
+  // The devices link events named (RTM_NEWLINK / RTM_DELLINK): only the
+  // ports whose device, refused device or name is one of them are looked at
+  // (checkLinks() for each of those), not every port -- anyone who is root
+  // in a user namespace can make link events in a loop. After lost events
+  // (ENOBUFS) the caller calls checkLinks().
+  struct LinkRef {
+    int ifindex = 0;
+    std::string name;
+  };
+  void checkLinks(const std::vector<LinkRef>& named);
   // on: the caller calls checkLinks() on every link event, and after events
   // were lost (ENOBUFS). Housekeeping then stops looking at live ports with
   // every queue bound (their link state and MTU change only with an event);
@@ -367,6 +377,10 @@ class Datapath {
   // The idle sleep's pieces (datapath.cpp).
   void syncEpoll();
   int idleTimeoutMs() const;
+
+  // A link event's look at one port: its refused device forgotten, its
+  // link and MTU checked (control.cpp).
+  void checkLinkEvent(Port& p);
 
   // Statistics (stats.cpp).
   void collectOwned(DatapathStats& out) const;
