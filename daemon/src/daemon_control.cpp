@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "datapath/fdb.h"
@@ -126,6 +127,79 @@ vdev::proto::StatsReply DaemonControl::toStatsReply(const datapath::DatapathStat
 vdev::proto::PortInfo DaemonControl::toPortInfo(const datapath::PortStats& p, const DaemonState& st) {
   vdev::proto::PortInfo i = daemon::toPortInfo(p, typeOf(st, p.name));
   addOwner(i, st);
+  return i;
+}
+
+Status restorePort(datapath::Datapath& d, const PortRecord& rec, UidQuota* quota) {
+  datapath::Datapath::PortOptions o;
+  if (rec.queues) o.queues = rec.queues;
+  o.xdp_mode = rec.xdp_mode == "native"    ? datapath::XdpMode::kNative
+               : rec.xdp_mode == "generic" ? datapath::XdpMode::kGeneric
+                                           : datapath::XdpMode::kAuto;
+  o.fast_rx = rec.fast_rx;
+  if (rec.hook == "xdp") o.hook = datapath::PortHook::kXdp;
+  if (rec.hook == "tc") o.hook = datapath::PortHook::kTc;
+  if (rec.hook == "auto") o.hook = datapath::PortHook::kAuto;
+  o.isolated = rec.isolated;
+  o.limits = toVdevLimits(rec.limits);  // its own; the rest: today's defaults
+  // A veth vdevd made has GRO on its peer when the fast path is on
+  // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
+  o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
+  o.allow_absent = true;  // a saved port whose device is not back yet waits for it
+  // A device vdev made: only the one carrying the port's identity (a
+  // device that took its name meanwhile is waited past, not attached).
+  o.identity = identityOf(rec);
+  if (rec.owner_uid != 0 && quota) o.fdb_group = quota->fdbGroup(rec.owner_uid);
+  return d.addPort(rec.name, o);
+}
+
+void DaemonControl::park(const std::string& name, std::string reason) {
+  Parked& p = parked_[name];
+  p.reason = std::move(reason);
+  p.wait = kRetryFirst;
+  p.next = std::chrono::steady_clock::now() + p.wait;
+}
+
+int DaemonControl::retryParked() {
+  if (parked_.empty()) return -1;
+  const auto now = std::chrono::steady_clock::now();
+  auto soonest = std::chrono::steady_clock::time_point::max();
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    Parked& p = it->second;
+    if (p.next <= now) {
+      const PortRecord* rec = recordOf(*ctx_.state, it->first);
+      Status st = rec ? restorePort(*ctx_.dp, *rec, ctx_.quota) : Status{};
+      if (st) {
+        if (rec) std::fprintf(stderr, "vdevd: port %s from the state file started\n", it->first.c_str());
+        names_stale_ = true;
+        it = parked_.erase(it);
+        continue;
+      }
+      if (st.error().message() != p.reason)
+        std::fprintf(stderr, "vdevd: warning: port %s from the state file still not started: %s\n",
+                     it->first.c_str(), st.error().message().c_str());
+      p.reason = st.error().message();
+      p.wait = std::min(p.wait * 2, kRetryMax);
+      p.next = now + p.wait;
+    }
+    soonest = std::min(soonest, p.next);
+    ++it;
+  }
+  if (parked_.empty()) return -1;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(soonest - now).count();
+  return int(std::clamp<int64_t>(ms, 1, kRetryMax.count()));
+}
+
+vdev::proto::PortInfo DaemonControl::parkedInfo(const std::string& name, const Parked& p) const {
+  vdev::proto::PortInfo i;
+  i.name = name;
+  i.type = typeOf(*ctx_.state, name);
+  addOwner(i, *ctx_.state);
+  if (const PortRecord* r = recordOf(*ctx_.state, name)) i.isolated = r->isolated;
+  i.live = false;
+  const auto left = std::chrono::duration_cast<std::chrono::seconds>(p.next - std::chrono::steady_clock::now());
+  i.link_note = "not started: " + p.reason + " (kept in the state; next try in " +
+                std::to_string(std::max<int64_t>(left.count(), 0)) + " s)";
   return i;
 }
 
@@ -300,6 +374,7 @@ vdev::proto::Reply DaemonControl::portDel(const vdev::proto::PortDelRequest& r,
     ctx_.state->ports.push_back(rec);
     return ErrorReply{st.error().err, "port not deleted: " + st.error().what};
   }
+  parked_.erase(r.name);  // one that never started: nothing in the datapath (ENOENT below)
   if (auto st = ctx_.dp->removePort(r.name); !st && st.error().err != ENOENT) return fail(st.error());
   // Remove what vdev created, and nothing else.
   // Remove what vdev created, and nothing else: with an id, only the device
@@ -346,6 +421,8 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};
   }
+  // Not started yet: the record is what its next try starts it with.
+  if (parked_.count(r.name)) return vdev::proto::Ack{};
   datapath::Datapath::PortChange c;
   c.isolated = r.isolated;
   c.limits = toVdevLimits(r.limits);
@@ -430,6 +507,12 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   for (const auto& i : ctx_.start_issues) {
     if (!m.start_issues.empty()) m.start_issues += '\n';
     m.start_issues += i;
+  }
+  for (const auto& [name, p] : parked_) {
+    if (!m.start_issues.empty()) m.start_issues += '\n';
+    m.start_issues += "port " + name + " from the state file not started yet: " + p.reason +
+                      " (kept in the state, retried: next wait " + std::to_string(p.wait.count() / 1000) +
+                      " s, doubling up to " + std::to_string(kRetryMax.count() / 1000) + " s)";
   }
   return m;
 }
@@ -570,6 +653,8 @@ vdev::proto::Reply DaemonControl::handle(const vdev::proto::Request& req, const 
           PortList l;
           for (const auto& p : s->ports)
             if (!p.punt && (b.name.empty() || p.name == b.name)) l.ports.push_back(toPortInfo(p, *ctx_.state));
+          for (const auto& [name, p] : parked_)
+            if (b.name.empty() || name == b.name) l.ports.push_back(parkedInfo(name, p));
           if (!b.name.empty() && l.ports.empty()) return ErrorReply{ENOENT, "no port " + b.name};
           return l;
         } else if constexpr (std::is_same_v<T, StatsGetRequest>) {

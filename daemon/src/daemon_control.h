@@ -70,6 +70,18 @@ struct ControlContext {
 // the XDP hook hold 262 descriptors). One more for a margin.
 inline constexpr uint32_t kFdsPerPort = 2;
 
+// Starts a saved port from its record (at start and on each retry): the
+// record's own options over vdevd's defaults; a device not there (or not
+// the one vdev made) is waited for, not an error. A member's port learns
+// within its uid's cap (quota; the cap on its ports is not applied: root
+// may have lowered it). Control thread only.
+Status restorePort(datapath::Datapath& dp, const PortRecord& rec, UidQuota* quota);
+
+// Retrying a saved port that failed to start: the first retry after
+// kRetryFirst, each later one after twice the wait before, at most kRetryMax.
+inline constexpr std::chrono::milliseconds kRetryFirst{1000};
+inline constexpr std::chrono::milliseconds kRetryMax{30000};
+
 class DaemonControl : public vdev::proto::ControlHandler {
  public:
   explicit DaemonControl(ControlContext ctx)
@@ -95,6 +107,17 @@ class DaemonControl : public vdev::proto::ControlHandler {
   std::shared_ptr<const std::string> metricsText();
   // How many times the statistics were collected on the datapath thread.
   uint64_t statsCollections() const { return stats_.collections(); }
+
+  // A saved port that failed to start (its record well-formed and allowed,
+  // the attach refused: a pool too small for its queues, a device that
+  // refuses XDP, ...). It stays in the state and the state file, inactive:
+  // `port show` lists it with the reason (LINK_NOTE), INFO's start issues
+  // name it, PORT_SET changes its record, PORT_DEL removes it; and it is
+  // retried with backoff (retryParked) until it starts.
+  void park(const std::string& name, std::string reason);
+  // Retries the parked ports that are due. Returns the milliseconds until
+  // the next one is due, -1 if none is parked. Called from the main loop.
+  int retryParked();
 
  private:
   vdev::proto::Reply portAdd(const vdev::proto::PortAddRequest& r, const vdev::proto::PeerCred& peer);
@@ -130,6 +153,13 @@ class DaemonControl : public vdev::proto::ControlHandler {
   };
   std::map<uint32_t, CaptureOwner> capture_conn_;
   void endCapture(std::map<uint32_t, CaptureOwner>::iterator it);
+  struct Parked {
+    std::string reason;  // the last attempt's error
+    std::chrono::steady_clock::time_point next;
+    std::chrono::milliseconds wait{kRetryFirst};
+  };
+  std::map<std::string, Parked> parked_;  // by port name; each has its record in ctx_.state
+  vdev::proto::PortInfo parkedInfo(const std::string& name, const Parked& p) const;
 };
 
 }  // namespace vdev::daemon

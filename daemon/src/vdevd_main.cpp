@@ -235,10 +235,16 @@ Control and state:
       --state FILE         ports added at run time, restored at start (default
                            /var/lib/vdev/vdevd.state; its directory is created
                            0700 and checked like the socket's). What cannot
-                           be restored (a bad line, a port that fails, one
-                           also given with --port) is logged, shown by
-                           `vdevctl info`, and left out; a file that had such
-                           problems is kept as FILE.rejected
+                           be restored (a bad line, a record vdevd would not
+                           have written, one also given with --port) is
+                           logged, shown by `vdevctl info`, and left out; a
+                           file that had such problems is kept as
+                           FILE.rejected. A saved port that fails to start
+                           (a --frames too small for it, a device refusing
+                           XDP) is kept, shown inactive with the reason by
+                           `vdevctl port show` and `info`, and retried (after
+                           1 s, doubling up to 30 s) until it starts or is
+                           deleted
       --no-state           keep nothing across restarts
 
 Output:
@@ -561,6 +567,7 @@ int main(int argc, char** argv) {
   };
   vdev::daemon::DaemonState state;
   bool resave = false;
+  bool set_aside = false;  // the file as found is kept as .rejected already
   if (!state_path.empty()) {
     const size_t slash = state_path.rfind('/');
     const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : state_path.substr(0, slash);
@@ -570,7 +577,7 @@ int main(int argc, char** argv) {
     }
     auto loaded = vdev::daemon::loadStateLenient(state_path);
     for (const auto& p : loaded.problems) issue(p);
-    resave = !loaded.problems.empty();
+    resave = set_aside = !loaded.problems.empty();
     state = std::move(loaded.state);
   }
 
@@ -612,6 +619,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  std::vector<std::pair<std::string, std::string>> parked;  // saved ports that failed to start: why
+  bool refused = false;  // a record port_policy.h refuses
   for (auto it = state.ports.begin(); it != state.ports.end();) {
     const vdev::daemon::PortRecord& rec = *it;
     if (std::find(ports.begin(), ports.end(), rec.name) != ports.end()) {
@@ -627,39 +636,31 @@ int main(int argc, char** argv) {
       issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().what);
       it = state.ports.erase(it);
       resave = true;
+      refused = true;
       continue;
     }
-    vdev::datapath::Datapath::PortOptions o;
-    if (rec.queues) o.queues = rec.queues;
-    o.xdp_mode = rec.xdp_mode == "native"    ? vdev::datapath::XdpMode::kNative
-                 : rec.xdp_mode == "generic" ? vdev::datapath::XdpMode::kGeneric
-                                             : vdev::datapath::XdpMode::kAuto;
-    o.fast_rx = rec.fast_rx;
-    if (rec.hook == "xdp") o.hook = vdev::datapath::PortHook::kXdp;
-    if (rec.hook == "tc") o.hook = vdev::datapath::PortHook::kTc;
-    if (rec.hook == "auto") o.hook = vdev::datapath::PortHook::kAuto;
-    o.isolated = rec.isolated;
-    o.limits = vdev::daemon::toVdevLimits(rec.limits);  // its own; the rest: today's defaults
-    // A veth vdevd made has GRO on its peer when the fast path is on
-    // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
-    o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
-    o.allow_absent = true;  // a saved port whose device is not back yet waits for it
-    // A device vdev made: only the one carrying the port's identity (a
-    // device that took its name meanwhile is waited past, not attached).
-    o.identity = vdev::daemon::identityOf(rec);
-    // A member's port learns within its uid's cap, as when it was added
-    // (the cap on its ports is not applied: root may have lowered it).
-    if (rec.owner_uid != 0) o.fdb_group = quota.fdbGroup(rec.owner_uid);
-    if (auto st = d.addPort(rec.name, o); !st) {
-      issue("port " + rec.name + " from " + state_path + " not restored: " + st.error().message());
-      it = state.ports.erase(it);
-      resave = true;
-      continue;
+    // A well-formed, allowed record whose port fails to start is kept (in
+    // the state and the file) and retried: the failure may be this start's
+    // options (--frames) or the host's state, not the record's.
+    if (auto st = vdev::daemon::restorePort(d, rec, &quota); !st) {
+      std::fprintf(stderr, "vdevd: warning: port %s from %s not started: %s; kept, retried\n", rec.name.c_str(),
+                   state_path.c_str(), st.error().message().c_str());
+      parked.emplace_back(rec.name, st.error().message());
     }
     ++it;
   }
-  // The file then says what runs (what it had that could not be used was
-  // reported above, and a damaged file is kept as .rejected).
+  // The file then says what runs and what waits to (what it had that could
+  // not be used was reported above, and a damaged file is kept as
+  // .rejected). A record the policy refuses is a forged one (only vdevd
+  // writes the file): it is left out of the file, never retried, and the
+  // file as found is kept as .rejected for whoever looks into it.
+  if (refused && !set_aside) {
+    const std::string aside = state_path + ".rejected";
+    if (::rename(state_path.c_str(), aside.c_str()) == 0)
+      issue("state file " + state_path + " kept as " + aside);
+    else
+      issue("state file " + state_path + ": cannot keep it as " + aside + ": " + std::strerror(errno));
+  }
   if (resave && !state_path.empty())
     if (auto st = vdev::daemon::saveState(state_path, state); !st) issue(st.error().message());
 
@@ -674,6 +675,7 @@ int main(int argc, char** argv) {
   ctx.start_issues = start_issues;
   ctx.quota = &quota;
   vdev::daemon::DaemonControl control(ctx);
+  for (auto& [name, why] : parked) control.park(name, std::move(why));
   std::unique_ptr<vdev::proto::ControlServer> server;
   if (!socket_path.empty()) {
     vdev::proto::ServerConfig sc;
@@ -754,6 +756,8 @@ int main(int argc, char** argv) {
                             {metrics ? metrics->fd() : -1, POLLIN, 0}};
     // libmicrohttpd says how long it may wait (a connection's idle timeout).
     int timeout_ms = poll_ms;
+    // Saved ports that failed to start are retried here, on this thread.
+    if (const int t = control.retryParked(); t >= 0) timeout_ms = timeout_ms < 0 ? t : std::min(timeout_ms, t);
     if (metrics)
       if (const int t = metrics->timeoutMs(); t >= 0) timeout_ms = timeout_ms < 0 ? t : std::min(timeout_ms, t);
     int n = ::poll(fds, 5, timeout_ms);  // negative fds are ignored by poll()

@@ -94,6 +94,46 @@ struct {
 	__type(value, __u32);
 } xdp_host_ipv6 SEC(".maps");
 
+/* The VIDs of the host's VLAN devices on a port's device (key: the port's
+ * ifindex and the VID in vdev_host_ipv4_key's addr): a tagged ARP request or
+ * Neighbour Solicitation of such a VID for an address in xdp_host_ipv4 /
+ * xdp_host_ipv6 goes to the host's stack, which hands it to its VLAN device
+ * (the addresses of eth0.10 are in the maps under eth0's ifindex). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vdev_host_ipv4_key);
+	__type(value, __u32);
+} xdp_host_vids SEC(".maps");
+
+/* Whether the frame is a neighbour request for a host address on the
+ * device: an ARP request (broadcast) or an IPv6 Neighbour Solicitation (to
+ * a solicited-node multicast address, 33:33:ff:xx:xx:xx; ICMPv6, next header
+ * 58 with no extension headers, type 135, its target 8 bytes into the ICMPv6
+ * header). l2: the bytes before the network header (14, or 18 after one
+ * 802.1Q tag), a constant at each call. */
+static __always_inline int host_neigh_request(void *data, void *data_end, __u64 dst, __u32 ifindex, __u32 l2)
+{
+	__u8 *eth = data;
+
+	if (dst == 0xffffffffffffULL && eth[l2 - 2] == 0x08 && eth[l2 - 1] == 0x06 && data + l2 + 28 <= data_end &&
+	    eth[l2 + 6] == 0 && eth[l2 + 7] == 1) {
+		struct vdev_host_ipv4_key k4 = {.ifindex = ifindex};
+
+		__builtin_memcpy(&k4.addr, eth + l2 + 24, 4);
+		return bpf_map_lookup_elem(&xdp_host_ipv4, &k4) != 0;
+	}
+	if ((dst & 0xffffffULL) == 0xff3333ULL && eth[l2 - 2] == 0x86 && eth[l2 - 1] == 0xdd &&
+	    data + l2 + 40 + 24 <= data_end && eth[l2 + 6] == 58 && eth[l2 + 40] == 135) {
+		struct vdev_host_ipv6_key k6 = {.ifindex = ifindex};
+
+		__builtin_memcpy(k6.addr, eth + l2 + 40 + 8, 16);
+		return bpf_map_lookup_elem(&xdp_host_ipv6, &k6) != 0;
+	}
+	return 0;
+}
+
 /* Per port (its slot), per CPU: key slot * VDEV_XDP_NCOUNTERS + counter;
  * slot VDEV_XDP_MAX_PORTS: frames of a device with no xdp_ports entry. */
 struct {
@@ -196,27 +236,19 @@ int vdev_xdp(struct xdp_md *ctx)
 			count(p, VDEV_XDP_PASS);
 			return XDP_PASS;
 		}
-		/* An ARP request (broadcast) for one of the host's addresses. */
-		if (key == 0xffffffffffffULL && eth[12] == 0x08 && eth[13] == 0x06 &&
-		    data + 14 + 28 <= data_end && eth[14 + 6] == 0 && eth[14 + 7] == 1) {
-			struct vdev_host_ipv4_key k4 = {.ifindex = ifindex};
-
-			__builtin_memcpy(&k4.addr, eth + 14 + 24, 4);
-			if (bpf_map_lookup_elem(&xdp_host_ipv4, &k4)) {
-				count(p, VDEV_XDP_PASS);
-				return XDP_PASS;
-			}
+		/* An ARP request or a Neighbour Solicitation for one of the
+		 * host's addresses; tagged, in a VLAN the host has a device in
+		 * on this one (eth0.10 on eth0): its VLAN device answers. */
+		if ((key & 1) && host_neigh_request(data, data_end, key, ifindex, 14)) {
+			count(p, VDEV_XDP_PASS);
+			return XDP_PASS;
 		}
-		/* An IPv6 Neighbour Solicitation (to a solicited-node multicast
-		 * address, 33:33:ff:xx:xx:xx) for one of the host's addresses:
-		 * ICMPv6 (next header 58, no extension headers) type 135, its
-		 * target 8 bytes into the ICMPv6 header. */
-		if ((key & 0xffffffULL) == 0xff3333ULL && eth[12] == 0x86 && eth[13] == 0xdd &&
-		    data + 14 + 40 + 24 <= data_end && eth[14 + 6] == 58 && eth[14 + 40] == 135) {
-			struct vdev_host_ipv6_key k6 = {.ifindex = ifindex};
+		if ((key & 1) && eth[12] == 0x81 && eth[13] == 0x00 && data + 18 <= data_end) {
+			struct vdev_host_ipv4_key kv = {.ifindex = ifindex};
 
-			__builtin_memcpy(k6.addr, eth + 14 + 40 + 8, 16);
-			if (bpf_map_lookup_elem(&xdp_host_ipv6, &k6)) {
+			kv.addr = ((__u32)(eth[14] & 0x0f) << 8) | eth[15];
+			if (bpf_map_lookup_elem(&xdp_host_vids, &kv) &&
+			    host_neigh_request(data, data_end, key, ifindex, 18)) {
 				count(p, VDEV_XDP_PASS);
 				return XDP_PASS;
 			}

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <memory>
 
@@ -21,6 +23,29 @@ namespace {
 struct IfaddrsDeleter {
   void operator()(struct ifaddrs* a) const noexcept { ::freeifaddrs(a); }
 };
+
+struct VlanDevice {
+  std::string name, lower;
+  uint32_t vid;
+};
+
+// The host's VLAN devices (eth0.10 on eth0, any name) in this namespace,
+// from the 8021q module's /proc/net/vlan/config ("NAME | VID | LOWER" after
+// two header lines; no file: no VLAN device, the module not loaded).
+std::vector<VlanDevice> vlanDevices() {
+  std::vector<VlanDevice> out;
+  std::FILE* f = std::fopen("/proc/net/vlan/config", "re");
+  if (!f) return out;
+  char line[256];
+  for (int n = 0; std::fgets(line, sizeof line, f); n++) {
+    char name[64], lower[64];
+    unsigned vid = 0;
+    if (n >= 2 && std::sscanf(line, "%63s | %u | %63s", name, &vid, lower) == 3 && vid < 4096)
+      out.push_back({name, lower, vid});
+  }
+  std::fclose(f);
+  return out;
+}
 
 }  // namespace
 
@@ -38,13 +63,29 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
   struct ifaddrs* raw = nullptr;
   if (::getifaddrs(&raw) != 0) return;  // kept as they were; tried again in a second
   const std::unique_ptr<struct ifaddrs, IfaddrsDeleter> list(raw);
+  const std::vector<VlanDevice> vlans = vlanDevices();
   for (Port* pp : ports) {
     const bool at_tc = tc && pp->hook() == PortHook::kTc && pp->ifindex();
     if (!pp->xdp() && !at_tc) continue;
     std::vector<uint32_t> addrs;
     std::vector<std::array<uint8_t, 16>> addrs6;
+    // The host's VLAN devices on the port's device (at the XDP hook, where
+    // the tag is in the frame): their VIDs, and their addresses with the
+    // device's own -- what Linux answers ARP for on the device anyway.
+    std::vector<uint32_t> vids;
+    std::vector<const char*> uppers;
+    if (pp->xdp())
+      for (const VlanDevice& v : vlans)
+        if (v.lower == pp->name()) {
+          vids.push_back(v.vid);
+          uppers.push_back(v.name.c_str());
+        }
     for (struct ifaddrs* a = list.get(); a; a = a->ifa_next) {
-      if (!a->ifa_addr || !a->ifa_name || pp->name() != a->ifa_name) continue;
+      if (!a->ifa_addr || !a->ifa_name) continue;
+      if (pp->name() != a->ifa_name &&
+          std::find_if(uppers.begin(), uppers.end(), [&](const char* u) { return !std::strcmp(u, a->ifa_name); }) ==
+              uppers.end())
+        continue;
       if (a->ifa_addr->sa_family == AF_INET) {
         addrs.push_back(reinterpret_cast<const struct sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
       } else if (a->ifa_addr->sa_family == AF_INET6) {
@@ -69,6 +110,9 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
     } else {
       (void)pp->xdp()->setHostIpv4(addrs);
       (void)pp->xdp()->setHostIpv6(addrs6);
+      std::sort(vids.begin(), vids.end());
+      vids.erase(std::unique(vids.begin(), vids.end()), vids.end());
+      (void)pp->xdp()->setHostVids(vids);
     }
   }
 }

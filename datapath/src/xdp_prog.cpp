@@ -441,6 +441,7 @@ void XdpProgram::clearEntries() {
   }
   (void)setHostIpv4({});
   (void)setHostIpv6({});
+  (void)setHostVids({});
 }
 
 Status XdpProgram::writePort() {
@@ -499,6 +500,18 @@ Status XdpProgram::setHostIpv4(const std::vector<uint32_t>& addrs) {
       !st)
     return st;
   host_ipv4_ = addrs;
+  return {};
+}
+
+Status XdpProgram::setHostVids(const std::vector<uint32_t>& vids) {
+  if (vids == host_vids_) return {};
+  const std::string what = "add host VLAN on " + ifname_;
+  // Keyed like the IPv4 addresses: (ifindex, VID).
+  if (auto st = replaceHostAddrs<struct vdev_host_ipv4_key>(bpf_map__fd(obj_.skel_->maps.xdp_host_vids), ifindex_,
+                                                            host_vids_, vids, what.c_str());
+      !st)
+    return st;
+  host_vids_ = vids;
   return {};
 }
 

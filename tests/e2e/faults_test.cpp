@@ -1633,6 +1633,35 @@ TEST_F(FaultsTest, VfUplinkAddressAddedWhileVdevdRunsIsTheHostsToo) {
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
+// The host's VLAN device on the uplink (a VLAN 10 device on its device,
+// made while vdevd runs): the neighbour's tagged ARP requests for its
+// address reach the host stack, which answers through that device, instead
+// of being switched; the echo requests to its MAC (the uplink's) pass as
+// before. vdevd learns of the device and its address from rtnetlink and
+// /proc/net/vlan/config (host_vids).
+TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns) {
+  if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
+  if (!tryRun("modprobe 8021q").ok() && ::access("/proc/net/vlan", F_OK) != 0)
+    GTEST_SKIP() << "no 802.1Q VLAN devices (8021q)";
+  Uplink up;
+  Container c("C");
+  const std::string vl = uniqueName('l');
+  DeviceGuard guard({vl});
+  Vdevd d({"--port", up.veth.hostName(), "--port", c.port()});
+  const std::string n = "198.19." + std::to_string(::getpid() % 256) + ".";
+  run("ip link add link " + up.veth.hostName() + " name " + vl + " type vlan id 10");
+  run("ip addr add " + n + "1/29 dev " + vl);
+  run("ip link set dev " + vl + " up");
+  up.net.ip("link add link " + up.veth.peerName() + " name nb10 type vlan id 10");
+  up.net.ip("addr add " + n + "2/29 dev nb10");
+  up.net.ip("link set dev nb10 up");
+  const int got = pingUntilReplies(up.net.name(), n + "1", 3, 10).received;
+  c.sock->poll();
+  EXPECT_EQ(got, 3) << "the neighbour could not reach the host's VLAN 10 device through the uplink: "
+                    << tryRun("ip -n " + up.net.name() + " neigh show dev nb10").out << d.logs();
+  EXPECT_EQ(d.stop(), 0) << d.logs();
+}
+
 // The same over IPv6: the neighbour resolves the host's IPv6 address (a ULA,
 // fd00:7664:<pid>::1/64, on the uplink only) while vdevd runs. Its Neighbour
 // Solicitation goes to the solicited-node multicast address, which vdevd's

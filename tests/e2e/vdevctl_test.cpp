@@ -1778,6 +1778,55 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
+// A saved port that fails to start -- here a --frames too small for the
+// fill-ring floors of its 8 queues at the XDP hook -- is kept: in the state
+// file, inactive with the reason in `port show`, named by `info`; `port set`
+// changes its record, and vdevd started with room for it starts it again.
+// `port del` removes one that never started.
+TEST_F(VdevctlTest, SavedPortThatFailsToStartIsKept) {
+  Netns ns;
+  const std::string vc = uniqueName('c');
+  DeviceGuard guard({vc});
+  run("ip link add " + shellQuote(vc) + " numrxqueues 8 numtxqueues 8 type veth peer name eth0 numrxqueues 8 "
+      "numtxqueues 8 netns " + shellQuote(ns.name()));
+  run("ip link set dev " + shellQuote(vc) + " up");
+  run("ip -n " + shellQuote(ns.name()) + " link set dev eth0 up");
+  auto d = startVdevd();
+  ok({"port", "add", vc, "hook", "xdp"});
+  waitLive({vc});
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+
+  // 512 frames keep 256 for fill-ring floors: 4 queues, not 8.
+  d = startVdevd({"--frames", "512"});
+  Json ports = json({"port", "show"});
+  const Json* p = findPort(ports, vc);
+  ASSERT_TRUE(p) << "the port that failed to start is gone: " << ports.dump() << d->logs();
+  EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
+  EXPECT_NE((*p)["link_note"].asString().find("not started"), std::string::npos) << ports.dump();
+  EXPECT_NE((*p)["link_note"].asString().find("frame pool is full"), std::string::npos) << ports.dump();
+  EXPECT_NE(ok({"port", "show"}).find(vc + ": not started"), std::string::npos);
+  EXPECT_NE(ok({"info"}).find(vc), std::string::npos) << ok({"info"});
+  EXPECT_NE(readFile(state_).find(vc), std::string::npos) << "its record left the state file:\n" << readFile(state_);
+  ok({"port", "set", vc, "isolated", "on"});  // its record, for when it starts
+  EXPECT_TRUE((*findPort(json({"port", "show"}), vc))["isolated"].asBool());
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+
+  d = startVdevd();
+  waitLive({vc});
+  ports = json({"port", "show"});
+  EXPECT_EQ((*findPort(ports, vc))["queues_bound"].asU64(), 8u) << ports.dump();
+  EXPECT_TRUE((*findPort(ports, vc))["isolated"].asBool()) << ports.dump();
+  EXPECT_FALSE((*findPort(ports, vc)).has("link_note")) << ports.dump();
+  ASSERT_EQ(d->stop(), 0) << d->logs();
+
+  d = startVdevd({"--frames", "512"});
+  ok({"port", "del", vc});
+  EXPECT_EQ(json({"port", "show"}).size(), 0u);
+  EXPECT_EQ(readFile(state_).find(vc), std::string::npos) << readFile(state_);
+  EXPECT_TRUE(linkExists(vc)) << "vdev deleted a device it did not create";
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
 TEST_F(VdevctlTest, UnprivilegedUserIsRefusedUnlessInGroup) {
   const std::string vt = uniqueName('t'), vt2 = uniqueName('t');
   DeviceGuard guard({vt, vt2});

@@ -128,6 +128,11 @@ class XdpProgram {
   // IPv6 Neighbour Solicitations for these addresses (network order) go to
   // the host stack: the set replaces the previous one.
   Status setHostIpv6(const std::vector<std::array<uint8_t, 16>>& addrs);
+  // The VIDs of the host's VLAN devices on the port's device (eth0.10 on
+  // eth0): a tagged ARP request or Neighbour Solicitation of one of them for
+  // a host address goes to the host stack, whose VLAN device answers. The
+  // set (sorted) replaces the previous one.
+  Status setHostVids(const std::vector<uint32_t>& vids);
   // What the host is to the port (VDEV_PORT_HOST, VDEV_PORT_COPY in
   // bpf/vdev_xdp_shared.h): which multicast and broadcast frames go to the
   // host stack (bpf/vdev_frame_class.h). 0 at load: none of them.
@@ -167,6 +172,7 @@ class XdpProgram {
   bool fast_rx_ = false;
   std::vector<uint64_t> host_macs_;
   std::vector<uint32_t> host_ipv4_;
+  std::vector<uint32_t> host_vids_;
   std::vector<std::array<uint8_t, 16>> host_ipv6_;
   uint32_t port_flags_ = 0;
   uint16_t vid_ = 1;  // kVidDefault
