@@ -20,6 +20,10 @@
 #   sigkill   e2e_faults_test: vdevd killed with SIGKILL under traffic and
 #             started again (its programs replaced, ports restored), at XDP
 #             and, for the punt device, at tc
+#   vlan      e2e_faults_test: a neighbour on an XDP uplink resolves and
+#             pings the host's VLAN device on it (802.1Q: Debian's kernels
+#             have the 8021q module; a host kernel without it cannot run
+#             this, so the host's e2e_faults_test leaves it out)
 #   skb       skb_traffic_test.sh, quick (VDEV_SKB_QUICK=1: its fast-path
 #             run, IPv4, 1 MiB streams): containers and a VM at the default
 #             hook keep TSO and checksum offload (ethtool -k in their
@@ -44,7 +48,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 e2e=$(cd "$here/../e2e" && pwd)
 
-all_steps="datapath vdevctl cni sigkill skb"
+all_steps="datapath vdevctl cni sigkill vlan skb"
 steps=${*:-$all_steps}
 for s in $steps; do
   case " $all_steps " in *" $s "*) ;; *) echo "kernel_core: unknown step $s (steps: $all_steps)" >&2; exit 2 ;; esac
@@ -58,6 +62,7 @@ gtest_vdevctl='VdevctlTest.ContainerAndVmPortsPassTrafficAndReportIt'
 gtest_vdevctl+=':VdevctlTest.FastPathCarriesUnicastBetweenCreatedContainers'
 gtest_cni='Versions/CniVersionTest.TwoContainersReachEachOtherThroughVdevAndLeaveNothing/v1_1_0'
 gtest_sigkill='FaultsTest.VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts'
+gtest_vlan='*VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns*'
 gtest_sigkill+=':FaultsTest.VfSigkilledVdevdsPuntDeviceIsRemovedByTheNextVdevdAndALiveOnesIsKept'
 
 echo "kernel_core: kernel $(uname -r), build $build, steps: $steps"
@@ -143,6 +148,7 @@ for s in $steps; do
     vdevctl) run_step vdevctl gtest vdevctl e2e_vdevctl_test "$gtest_vdevctl" ;;
     cni) run_step cni gtest cni e2e_cni_test "$gtest_cni" VDEV_E2E_DEFAULT_HOOK=auto ;;
     sigkill) run_step sigkill gtest sigkill e2e_faults_test "$gtest_sigkill" ;;
+    vlan) run_step vlan gtest vlan e2e_faults_test "$gtest_vlan" ;;
     skb) run_step skb env VDEV_SKB_QUICK=1 bash "$e2e/skb_traffic_test.sh" "$build" ;;
   esac
 done
