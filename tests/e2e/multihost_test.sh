@@ -240,7 +240,7 @@ EOF
     counters="$counters $!"
   done
   for c in a2 b1; do
-    for _ in $(seq 100); do grep -q listening "$dir/count-$c" && break; sleep 0.02; done
+    for _ in $(seq 3000); do grep -q listening "$dir/count-$c" && break; sleep 0.02; done
   done
   ip netns exec "$(ns_of a1)" python3 "$here/l2_probe.py" send eth0 "$tag"
   wait $counters

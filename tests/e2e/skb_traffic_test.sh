@@ -278,7 +278,9 @@ run() {
       set -- $pair
       ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
       local sp=$!
-      for _ in $(seq 100); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
+      # Bound before the client sends (else the kernel answers "port
+      # unreachable" and the client's next send fails): up to 60 s.
+      for _ in $(seq 1200); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
       local tapdrop0 tapdrop
       tapdrop0=$(cat "/sys/class/net/$tap/statistics/tx_dropped")
       sent=$(timeout 60 ip netns exec "$1" python3 "$here/udp_gso_check.py" client "$3" $port 200 1200 2>&1)
