@@ -70,6 +70,7 @@ with_bridge() {
 # with the `vdevctl port add` options in port_opts[i] (if set).
 with_vdevd() {
   local c i=0
+  rm -f "$dir/vdevd.log"  # a previous vdevd's "ready" is not this one's
   ip netns exec "$h" "$vdevd" --socket "$dir/s.sock" --no-state "$@" >"$dir/vdevd.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 200); do grep -q "vdevd: ready" "$dir/vdevd.log" && break; sleep 0.05; done

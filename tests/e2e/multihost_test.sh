@@ -236,6 +236,8 @@ EOF
   rx0=$(ctl "$hb" -j stats | json "[x['rx_packets'] for x in d['ports'] if x['name']=='up0'][0]")
   local counters=""
   for c in a2 b1; do
+    # A previous mode's counter said "listening" in this file: not this one.
+    rm -f "$dir/count-$c"
     ip netns exec "$(ns_of $c)" python3 "$here/l2_probe.py" count eth0 "$tag" 2 >"$dir/count-$c" &
     counters="$counters $!"
   done

@@ -118,6 +118,9 @@ run() {
   shift
   echo "== vdevd $* (unicast on the $mode path)"
   # The VM: vdev-vm creates the host's tap and the guest's inside $nsg.
+  # Its "ready" and vdevd's are waited for in files the run before wrote
+  # too: removed first, so an old line cannot stand for a new start.
+  rm -f "$dir/guest.out" "$dir/vdevd.log"
   "$vdevvm" --tap "$tap" --create --mac 02:5b:00:00:01:03 guest --netns "$nsg" \
     >"$dir/guest.out" 2>"$dir/guest.err" &
   gp=$!
@@ -276,10 +279,15 @@ run() {
     for pair in "$nsa $nsb 198.18.91.2" "$nsa $nsb 2001:2:0:5b::2" "$nsa $nsg 198.18.91.3" "$nsg $nsa 198.18.91.1"; do
       [ "$quick" = 1 ] && break
       set -- $pair
+      # The file the server says "listening" in is this server's own: a
+      # previous server's line there would let the client send before this
+      # one is bound (the shell truncates the file only when the background
+      # child runs), the kernel would answer "port unreachable" and the
+      # client's next send fail.
+      rm -f "$dir/srv.out" "$dir/srv.err"
       ip netns exec "$2" python3 "$here/udp_gso_check.py" server $port 2000 1200 >"$dir/srv.out" 2>"$dir/srv.err" &
       local sp=$!
-      # Bound before the client sends (else the kernel answers "port
-      # unreachable" and the client's next send fails): up to 60 s.
+      # Bound before the client sends: up to 60 s.
       for _ in $(seq 1200); do grep -q listening "$dir/srv.err" && break; sleep 0.05; done
       local tapdrop0 tapdrop
       tapdrop0=$(cat "/sys/class/net/$tap/statistics/tx_dropped")
