@@ -6,7 +6,7 @@
 // comes from and whether it counts lost frames. Everything that carries or
 // prints counters works from these rows and names nothing itself: the
 // datapath fills the values by id (datapath/src/stats.cpp), the codec puts
-// and reads one u64 attribute per row (proto/src/codec.cpp), the writers
+// and reads one u64 attribute per row (proto/src/codec_*.cpp), the writers
 // (stats/format.h: vdevd's --stats-json and SIGUSR1 table, `vdevctl stats`
 // text, -j and --prometheus, `port show -s -j`) name each counter as its row
 // does, and readers (tests, vdev-bench) find a counter by its JSON path.
