@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "datapath/counters.h"
 #include "datapath/limits.h"
 #include "datapath/xdp_prog.h"
 #include "vdev_limits.h"
@@ -47,15 +48,35 @@ inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
   return v;
 }
 
+// The programs' drop counts in the order of their map's rows
+// (VDEV_LIM_DROP_*), each with the port counter it is: the one list that
+// reading the map and adding to a port's counters go through.
+struct LimitDropRow {
+  uint64_t LimitDrops::*count;
+  DropReason counter;
+};
+inline constexpr LimitDropRow kLimitDropRows[VDEV_LIM_NDROPS] = {
+    {&LimitDrops::bcast, kDropStormBcast},   {&LimitDrops::mcast, kDropStormMcast},
+    {&LimitDrops::police, kDropPolice},      {&LimitDrops::spoof_mac, kDropSpoofMac},
+    {&LimitDrops::spoof_ip, kDropSpoofIp},   {&LimitDrops::ra_guard, kDropRaGuard},
+    {&LimitDrops::dhcp_guard, kDropDhcpGuard},
+};
+static_assert(kLimitDropRows[VDEV_LIM_DROP_BCAST].counter == kDropStormBcast &&
+              kLimitDropRows[VDEV_LIM_DROP_MCAST].counter == kDropStormMcast &&
+              kLimitDropRows[VDEV_LIM_DROP_POLICE].counter == kDropPolice &&
+              kLimitDropRows[VDEV_LIM_DROP_SPOOF].counter == kDropSpoofMac &&
+              kLimitDropRows[VDEV_LIM_DROP_SPOOF_IP].counter == kDropSpoofIp &&
+              kLimitDropRows[VDEV_LIM_DROP_RA].counter == kDropRaGuard &&
+              kLimitDropRows[VDEV_LIM_DROP_DHCP].counter == kDropDhcpGuard,
+              "kLimitDropRows follows the programs' VDEV_LIM_DROP_* rows");
+
 // The drops of one row (a slot, a port index), summed over the CPUs.
 inline LimitDrops readLimitDrops(int fd, uint32_t row, std::vector<uint64_t>& percpu) {
   LimitDrops d;
-  uint64_t* out[VDEV_LIM_NDROPS] = {&d.bcast, &d.mcast, &d.police, &d.spoof_mac, &d.spoof_ip,
-                                     &d.ra_guard, &d.dhcp_guard};
   for (uint32_t i = 0; i < VDEV_LIM_NDROPS; i++) {
     const uint32_t k = row * VDEV_LIM_NDROPS + i;
     if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;
-    for (uint64_t v : percpu) *out[i] += v;
+    for (uint64_t v : percpu) d.*kLimitDropRows[i].count += v;
   }
   return d;
 }

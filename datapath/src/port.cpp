@@ -15,6 +15,7 @@
 #include <linux/sockios.h>
 
 #include "base/fd.h"
+#include "bpf_limits.h"
 #include "datapath/held_frames.h"
 #include "datapath/tc_path.h"
 #include "rtnl/link.h"
@@ -549,13 +550,7 @@ QueueAccounting Port::accounting() const {
 
 void Port::addLimitDrops(const LimitDrops& d) {
   PortCounters& c = counters();
-  c[kDropStormBcast].add(d.bcast);
-  c[kDropStormMcast].add(d.mcast);
-  c[kDropPolice].add(d.police);
-  c[kDropSpoofMac].add(d.spoof_mac);
-  c[kDropSpoofIp].add(d.spoof_ip);
-  c[kDropRaGuard].add(d.ra_guard);
-  c[kDropDhcpGuard].add(d.dhcp_guard);
+  for (const LimitDropRow& r : kLimitDropRows) c[r.counter].add(d.*r.count);
 }
 
 void Port::applyHost(TcPath* tc) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "bpf_limits.h"
 #include "datapath/datapath.h"
 
 namespace vdev::datapath {
@@ -50,13 +51,7 @@ PortCounterSnapshot Datapath::portSnapshot(const Port& p) const {
       ld.bcast += c.bcast;
       ld.mcast += c.mcast;
     }
-    s[kDropStormBcast] += ld.bcast;
-    s[kDropStormMcast] += ld.mcast;
-    s[kDropPolice] += ld.police;
-    s[kDropSpoofMac] += ld.spoof_mac;
-    s[kDropSpoofIp] += ld.spoof_ip;
-    s[kDropRaGuard] += ld.ra_guard;
-    s[kDropDhcpGuard] += ld.dhcp_guard;
+    for (const LimitDropRow& r : kLimitDropRows) s[r.counter] += ld.*r.count;
   }
   if (!fast_) return s;
   const FastPortStats f = fast_->read(p.index());
