@@ -45,4 +45,49 @@ static __always_inline void fast_add(__u32 port_index, __u32 stat, __u64 n)
 		*c += n;
 }
 
+/* The fast path's decision, one for the XDP and the tc program: the port
+ * index learned unicast from port `in` goes to, or -1 where vdevd decides
+ * and counts -- multicast and broadcast, 802.3 frames (a length, not a
+ * type), a trunk port (vid 0), an access port's tagged frame (vdevd's VLAN
+ * filtering), a source not learned at `in` (new, or moved), an unknown
+ * destination, one that is `in` itself or beyond the fast path's ports,
+ * isolated to isolated. `eth`: the frame's first 14 bytes; `vid`: the
+ * port's untagged VLAN (the MAC table's keys are MAC | vid << 48);
+ * `access`: an access port. *src_out: the source's entry, which
+ * fast_seen() refreshes once the frame goes. */
+static __always_inline int fast_decide(__u32 in, __u32 vid, int access, const __u8 *eth,
+				       struct vdev_fast_entry **src_out)
+{
+	struct vdev_fast_entry *s, *d;
+	__u64 src = 0, dst = 0;
+
+	if (in >= VDEV_FAST_MAX_PORTS || !vid || (eth[0] & 1) || eth[12] < 0x06)
+		return -1;
+	if (access && ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+		return -1;
+	__builtin_memcpy(&src, eth + 6, 6);
+	src |= (__u64)vid << 48;
+	s = bpf_map_lookup_elem(&fast_fdb, &src);
+	if (!s || s->port_index != in)
+		return -1;
+	__builtin_memcpy(&dst, eth, 6);
+	dst |= (__u64)vid << 48;
+	d = bpf_map_lookup_elem(&fast_fdb, &dst);
+	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
+	    (s->flags & d->flags & VDEV_FAST_ISOLATED))
+		return -1;
+	*src_out = s;
+	return (int)d->port_index;
+}
+
+/* The source is active: its entry's last-seen time, written at most every
+ * VDEV_FAST_SEEN_NS (vdevd ages and holds entries by it). */
+static __always_inline void fast_seen(struct vdev_fast_entry *s)
+{
+	__u64 now = bpf_ktime_get_coarse_ns();
+
+	if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
+		s->seen_ns = now;
+}
+
 #endif

@@ -398,11 +398,12 @@ int vdev_tc_port(struct __sk_buff *skb)
 	__u32 ifindex = skb->ifindex;
 	__u32 *idx = bpf_map_lookup_elem(&tc_index, &ifindex);
 	struct vdev_tc_port *self, *out;
-	struct vdev_fast_entry *s, *d;
+	struct vdev_fast_entry *s;
 	struct vdev_port_limits *lim;
 	__u64 dst = 0, src = 0;
 	__u8 eth[14];
 	__u32 in, to, n;
+	int dest;
 
 	if (!idx)
 		return TC_ACT_SHOT; /* attached to ports only; never leak into the host */
@@ -463,34 +464,18 @@ int vdev_tc_port(struct __sk_buff *skb)
 	}
 	if ((dst & 1) && !storm_ok(lim, in, dst))
 		return TC_ACT_SHOT;
-	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || !self->vid || (dst & 1) || eth[12] < 0x06 ||
-	    skb->vlan_present)
-		goto punt; /* multicast/broadcast, 802.3, VLAN-tagged, a trunk: vdevd */
-	/* An access port's tagged frames: vdevd's VLAN filtering. */
-	if ((self->flags & VDEV_TC_ACCESS) && ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+	/* A frame the kernel untagged (skb->vlan_present) is vdevd's too. */
+	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || skb->vlan_present)
 		goto punt;
-	/* The MAC table's keys: the MAC and the port's untagged VLAN. */
-	__builtin_memcpy(&src, eth + 6, 6);
-	src |= (__u64)self->vid << 48;
-	s = bpf_map_lookup_elem(&fast_fdb, &src);
-	if (!s || s->port_index != in)
+	dest = fast_decide(in, self->vid, self->flags & VDEV_TC_ACCESS, eth, &s);
+	if (dest < 0)
 		goto punt;
-	dst |= (__u64)self->vid << 48;
-	d = bpf_map_lookup_elem(&fast_fdb, &dst);
-	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
-	    (s->flags & d->flags & VDEV_FAST_ISOLATED))
-		goto punt; /* isolated to isolated: vdevd drops and counts it */
-	to = d->port_index;
+	to = (__u32)dest;
 	out = bpf_map_lookup_elem(&tc_ports, &to);
 	if (!out || !(out->flags & VDEV_TC_DEST))
 		goto punt; /* down, or not a destination now: vdevd counts it */
 	n = frames_of(skb);
-	{
-		__u64 now = bpf_ktime_get_coarse_ns();
-
-		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
-			s->seen_ns = now;
-	}
+	fast_seen(s);
 	fast_add(in, VDEV_FAST_RX_PKTS, n);
 	fast_add(in, VDEV_FAST_RX_BYTES, skb->len);
 	/* A frame longer than the destination's MTU that the kernel would not

@@ -212,7 +212,7 @@ int vdev_xdp(struct xdp_md *ctx)
 	if (data + 14 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};
 		__u64 key = 0, src = 0;
-		struct vdev_fast_entry *s, *d;
+		struct vdev_fast_entry *s;
 		__u8 *eth = data;
 
 		/* Anti-spoofing: only the port's allowed source MAC. */
@@ -290,33 +290,19 @@ int vdev_xdp(struct xdp_md *ctx)
 		/* A port beyond the fast path's counters never has
 		 * VDEV_PORT_FAST_RX (vdevd): its rx would go uncounted. */
 		__u32 in = p->port_index;
-		if (!(p->flags & VDEV_PORT_FAST_RX) || in >= VDEV_FAST_MAX_PORTS || (key & 1) || eth[12] < 0x06 ||
-		    !p->vid || frame_len != (__u64)(data_end - data))
-			goto slow;  /* multicast/broadcast, or 802.3 / bad type, a trunk, fragments: vdevd */
-		/* An access port's tagged frames: vdevd's VLAN filtering. */
-		if ((p->flags & VDEV_PORT_ACCESS) &&
-		    ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+		/* A frame in fragments (multi-buffer) is vdevd's too. */
+		if (!(p->flags & VDEV_PORT_FAST_RX) || frame_len != (__u64)(data_end - data))
 			goto slow;
-		/* The MAC table's keys: the MAC and the port's untagged VLAN. */
-		__builtin_memcpy(&src, eth + 6, 6);
-		src |= (__u64)p->vid << 48;
-		s = bpf_map_lookup_elem(&fast_fdb, &src);
-		if (!s || s->port_index != in)
+		int dest = fast_decide(in, p->vid, p->flags & VDEV_PORT_ACCESS, eth, &s);
+		if (dest < 0)
 			goto slow;
-		key |= (__u64)p->vid << 48;
-		d = bpf_map_lookup_elem(&fast_fdb, &key);
-		if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
-		    (s->flags & d->flags & VDEV_FAST_ISOLATED))
-			goto slow;  /* isolated to isolated: vdevd drops and counts it */
-		__u32 out = d->port_index;  /* the destination's devmap key */
+		__u32 out = (__u32)dest;  /* the destination's devmap key */
 		/* One devmap lookup: the redirect's own. Without the entry it
 		 * returns its flags' action (0) and leaves no target behind
 		 * (the kernel clears it), so the frame goes to vdevd. */
 		if (bpf_redirect_map(&fast_ports, out, 0) != XDP_REDIRECT)
 			goto slow;
-		__u64 now = bpf_ktime_get_coarse_ns();
-		if (now - s->seen_ns > VDEV_FAST_SEEN_NS)
-			s->seen_ns = now;
+		fast_seen(s);
 		__u64 len = (__u64)(data_end - data);
 		fast_add(in, VDEV_FAST_RX_PKTS, 1);
 		fast_add(in, VDEV_FAST_RX_BYTES, len);
