@@ -437,11 +437,11 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
 
 vdev::proto::Reply DaemonControl::fdbGet() {
   if (names_stale_) {
-    slot_names_.clear();
+    names_by_index_.clear();
     for (const auto& p : stats_.fresh()->ports) {
       if (p.punt) continue;  // no port: never an FDB entry's
-      if (p.index >= slot_names_.size()) slot_names_.resize(size_t(p.index) + 1);
-      slot_names_[p.index] = p.name;
+      if (p.index >= names_by_index_.size()) names_by_index_.resize(size_t(p.index) + 1);
+      names_by_index_[p.index] = p.name;
     }
     names_stale_ = false;
   }
@@ -453,8 +453,8 @@ vdev::proto::Reply DaemonControl::fdbGet() {
   l.entries.reserve(entries->size());
   for (const auto& e : entries.value()) {
     // An entry names a live port (removing a port flushes its entries).
-    if (e.port_index >= slot_names_.size() || slot_names_[e.port_index].empty()) continue;
-    l.entries.push_back(toFdbEntryMsg(e, slot_names_[e.port_index], now));
+    if (e.port_index >= names_by_index_.size() || names_by_index_[e.port_index].empty()) continue;
+    l.entries.push_back(toFdbEntryMsg(e, names_by_index_[e.port_index], now));
   }
   return l;
 }

@@ -140,10 +140,10 @@ class DaemonControl : public vdev::proto::ControlHandler {
   SnapshotGate<datapath::DatapathStats> stats_;
   std::string renderMetrics();
   SnapshotGate<std::string> metrics_;
-  // Port names by datapath slot, for FDB dumps; rebuilt (one stats() call)
+  // Port names by port index, for FDB dumps; rebuilt (one stats() call)
   // after this class added or removed a port. Only the control thread adds
-  // and removes ports, so between two changes the slots stay put.
-  std::vector<std::string> slot_names_;
+  // and removes ports, so between two changes the indexes stay put.
+  std::vector<std::string> names_by_index_;
   bool names_stale_ = true;
   // Running captures by id: the connection, uid and bytes of each.
   struct CaptureOwner {

@@ -15,7 +15,7 @@ std::string statsJson(const datapath::DatapathStats& s) {
   for (const datapath::PortStats& p : s.ports) {
     Json j = Json::object();
     if (p.punt) {
-      // The punt device is no port: its own object (see docs/stats.md).
+      // The punt device is no port: its own object (docs/vdevd.md, "Statistics JSON").
       j["name"] = p.name;
       j["ifindex"] = p.ifindex;
       j["mtu"] = p.mtu;

@@ -161,7 +161,7 @@ Sizes and tuning:
                            docs/performance.md); costs latency. Ports added
                            with vdevctl: "port add ... fast-rx off"
       --fdb-aging SECONDS  learned MAC ageing time (default 300)
-      --fdb-size N         MAC table slots (default 4096)
+      --fdb-size N         MAC table entries (default 4096)
 
 Hostile guests (frames refused are counted by reason, see docs/vdevd.md):
       --fdb-port-limit N   MACs one port may have learned at a time (default 256,

@@ -4,9 +4,10 @@
 // The thread polls its ports' RX rings in bursts, switches each burst (L2
 // learning switch, or a static cross-connect), delivers per destination with
 // one Port::xmitBulk() per burst, drains the delivery rings onto the TX rings
-// and keeps the fill rings topped up. With no traffic it sleeps in poll() on
-// its sockets and an eventfd that producers' doorbells and control requests
-// write; under load it makes no syscall but the copy-mode TX kicks.
+// and keeps the fill rings topped up. With no traffic it sleeps in
+// epoll_wait() on its sockets and an eventfd that producers' doorbells and
+// control requests write; under load it makes no syscall but the copy-mode
+// TX kicks.
 //
 // Thread safety: addPort() before start(); stats() from any thread;
 // stop()/teardown() from the thread that called start().

@@ -198,7 +198,8 @@ class Port {
                                             const std::vector<std::array<uint8_t, 6>>& host_macs,
                                             const UmemAnchors& anchors);
 
-  // The bulk-xmit contract (see DESIGN): returns frames taken (0..n), or
+  // The bulk-xmit contract (the kernel's ndo_xdp_xmit; docs/architecture.md,
+  // "Data flow"): returns frames taken (0..n), or
   //  -EINVAL  flags other than kXmitFlush; nothing taken, no counter changes;
   //  -ENXIO   the port has no live queue; nothing taken: the caller returns
   //           every frame and counts the drops.
