@@ -15,7 +15,7 @@ declare -A uses=(
   [proto]="base stats"
   [datapath]="base ringbuf stats rtnl"
   [daemon]="base ringbuf stats rtnl proto datapath"
-  [testkit]="base"
+  [testkit]="base stats"
   [tools]="base stats rtnl proto testkit"
 )
 

@@ -136,16 +136,14 @@ Result<Stats> parseStats(std::string_view text) {
   }
   if (!s.raw.contains("pool")) return Error{EINVAL, "statistics: no \"pool\""};
   const nlohmann::json& pool = s.raw["pool"];
-  PoolStats& q = s.pool;
-  for (auto [name, out] : {std::pair{"total", &q.total}, std::pair{"free", &q.free},
-                           std::pair{"fill_ring", &q.fill_ring}, std::pair{"kernel_rx", &q.kernel_rx},
-                           std::pair{"rx_burst", &q.rx_burst}, std::pair{"port_rings", &q.port_rings},
-                           std::pair{"tx_ring", &q.tx_ring}, std::pair{"kernel_tx", &q.kernel_tx},
-                           std::pair{"sum", &q.sum}}) {
-    auto v = counter(pool, name);
+  for (const stats::CounterDef& c : stats::kPoolCounters) {
+    auto v = counter(pool, c.path);
     if (!v) return Error{EINVAL, "pool: " + v.error().what};
-    *out = *v;
+    s.pool[c] = *v;
   }
+  auto sum = counter(pool, "sum");
+  if (!sum) return Error{EINVAL, "pool: " + sum.error().what};
+  s.pool.reported_sum = *sum;
   return s;
 }
 

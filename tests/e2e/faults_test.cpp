@@ -118,7 +118,7 @@ uint64_t poolField(const Stats& s, std::string_view key) {
 }
 
 bool poolIdle(const Stats& s) {
-  return s.pool.free + s.pool.fill_ring + s.pool.kernel_rx == s.pool.total;
+  return s.pool.atRest();
 }
 
 // Stats once every frame is back (or `timeout` passed). Not the first look
@@ -874,7 +874,7 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
       EXPECT_GT(l.delivered, 0u) << l.describe();
       totals.add(l);
     }
-    EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
+    EXPECT_EQ(s.pool.reported_sum, s.pool.total()) << s.dump();
 
     // D goes: its port is removed (and its veth deleted) under the others' traffic.
     {
@@ -934,7 +934,7 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
   }
   traffic.stop();
   EXPECT_EQ(traffic.error(), "");
-  EXPECT_EQ(last.pool.sum, last.pool.total) << last.dump();
+  EXPECT_EQ(last.pool.reported_sum, last.pool.total()) << last.dump();
   last = idleStats(d);
   EXPECT_TRUE(poolIdle(last)) << "frames still out of the pool with no traffic: " << last.dump();
   for (const Endpoint* e : {static_cast<const Endpoint*>(c1.sock.get()), static_cast<const Endpoint*>(c2.sock.get()),
@@ -976,7 +976,7 @@ TEST_F(FaultsTest, VfSoakPortChurnVethRecreationAndPausedVmAccountForEveryFrame)
 
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
 }
 
 // ---------------------------------------------------------------------------
@@ -1189,7 +1189,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
     EXPECT_EQ(p.dropsTotal(), 0u) << s.dump();
     EXPECT_EQ(p.xdpRxDrops(), 0u) << s.dump();
   }
-  EXPECT_EQ(s.pool.sum, s.pool.total) << s.dump();
+  EXPECT_EQ(s.pool.reported_sum, s.pool.total()) << s.dump();
   const Stats idle = idleStats(*d);
   EXPECT_TRUE(poolIdle(idle)) << idle.dump();
 
@@ -1198,7 +1198,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   for (const auto& [p, id] : before)
     EXPECT_FALSE(bpfProgExists(id)) << p << ": the orphaned program " << id << " outlived vdevd";
   const Stats fin = d->finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
 }
 
 // A vdevd killed (SIGKILL) leaves its punt veth pair behind: the next vdevd
@@ -1357,7 +1357,7 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   EXPECT_GE(l.dest + l.outKernel, toVmAfter) << "every frame sent to the VM after it left must be counted";
   EXPECT_EQ(l.duplicates, 0u);
   std::cout << "  " << l.describe() << "; purged with the tap's queue: " << purged << "\n";
-  EXPECT_EQ(s1.pool.sum, s1.pool.total) << s1.dump();
+  EXPECT_EQ(s1.pool.reported_sum, s1.pool.total()) << s1.dump();
   const Stats idle = idleStats(d);
   EXPECT_TRUE(poolIdle(idle)) << "frames held for the VM that left: " << idle.dump();
   EXPECT_EQ(idle.port(vm.name()).tx_outstanding, 0u) << idle.dump();
@@ -1373,7 +1373,7 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   EXPECT_EQ(vm.rx().count(11), stale) << "frames sent while the VM was away arrived when it came back";
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
 }
 
 // Container B's processes exit (its packet socket closes) and its network
@@ -1504,7 +1504,7 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   EXPECT_EQ(vm.rx().duplicates(10) + a.sock->rx().duplicates(12), 0u);
   std::cout << "  " << why.str().substr(0, why.str().find('\n')) << "\n";
   EXPECT_NE(d.logs().find("port " + bPort + ": device gone"), std::string::npos) << d.logs();
-  EXPECT_EQ(s1.pool.sum, s1.pool.total);
+  EXPECT_EQ(s1.pool.reported_sum, s1.pool.total());
   EXPECT_TRUE(poolIdle(s1));
 
   // Still forwarding, both ways.
@@ -1515,7 +1515,7 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   expectFlow(left, 21, {{a.sock.get(), 50}});
   EXPECT_EQ(d.stop(), 0) << d.logs();
   const Stats fin = d.finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
 }
 
 
@@ -2121,7 +2121,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     EXPECT_EQ(sent, (a1.rx - a0.rx) + (a1.inKernel - a0.inKernel));
     EXPECT_EQ(a1.rx - a0.rx, (sS1.tx - sS0.tx) + (sS1.dest - sS0.dest) + (a1.ingress - a0.ingress));
     EXPECT_EQ(sS1.tx - sS0.tx, got + txRing) << "transmitted = seen by S + still on S's TX ring";
-    EXPECT_EQ(s1.pool.sum, s1.pool.total);
+    EXPECT_EQ(s1.pool.reported_sum, s1.pool.total());
   }
   std::cout << "  [" << GetParam() << "] A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
             << ", on the TX ring " << txRing << ", dropped " << (sS1.dest - sS0.dest) << " "
@@ -2176,7 +2176,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   EXPECT_EQ(d.stop(), 0) << d.logs();
   EXPECT_LT(Clock::now() - stopAt, 3s) << "vdevd waited for completions that never come";
   const Stats fin = d.finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Completion, StalledCompletionTest, ::testing::Values("eager", "lazy:64"),

@@ -35,8 +35,8 @@ inline bool expectCleanStop(Vdevd& d, Millis timeout = Millis(10000)) {
   }
   EXPECT_EQ(status, 0) << d.logs();
   const Stats fin = d.finalStats();
-  EXPECT_EQ(fin.pool.free, fin.pool.total) << "frames not returned at exit: " << fin.dump();
-  EXPECT_EQ(fin.pool.sum, fin.pool.total) << fin.dump();
+  EXPECT_EQ(fin.pool.free(), fin.pool.total()) << "frames not returned at exit: " << fin.dump();
+  EXPECT_EQ(fin.pool.reported_sum, fin.pool.total()) << fin.dump();
   return status == 0;
 }
 

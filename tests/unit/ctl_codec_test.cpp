@@ -1504,6 +1504,7 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
       {"drops.spoof_ip", 38},
       {"drops.ra_guard", 39},
       {"drops.dhcp_guard", 40},
+      {"drops.vlan_filtered", 41},
   };
   for (const auto& [path, attr] : kPort) {
     const auto id = stats::findPortCounter(path);
@@ -1513,12 +1514,23 @@ TEST(CtlCounters, AttributeNumbersNeverChange) {
   const std::pair<const char*, uint16_t> kPool[] = {
       {"total", 1},   {"free", 2},       {"fill_ring", 3}, {"kernel_rx", 4},  {"rx_ring", 5},
       {"rx_burst", 6}, {"port_rings", 7}, {"tx_ring", 8},   {"kernel_tx", 9}, {"comp_ring", 10},
+      {"kernel_held", 11},
   };
   for (const auto& [path, attr] : kPool) {
     const auto id = stats::findPoolCounter(path);
     ASSERT_TRUE(id) << path;
     EXPECT_EQ(stats::poolCounter(*id).attr, attr) << path;
   }
+  // Every counter of the table is in the lists above: a new one is added
+  // there with its number, which is then fixed.
+  auto listed = [](const auto& list, const char* path) {
+    return std::any_of(std::begin(list), std::end(list),
+                       [&](const auto& e) { return std::string_view(e.first) == path; });
+  };
+  for (const stats::CounterDef& c : stats::kPortCounters)
+    EXPECT_TRUE(listed(kPort, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPort";
+  for (const stats::CounterDef& c : stats::kPoolCounters)
+    EXPECT_TRUE(listed(kPool, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPool";
 }
 
 // ------------------------------------------------------------------ names

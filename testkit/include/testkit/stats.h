@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
+#include "stats/counters.h"
 #include "testkit/process.h"
 
 namespace vdev::testkit {
@@ -49,11 +50,24 @@ struct PortStats {
   Result<uint64_t> xdpRxDrops() const;
 };
 
-struct PoolStats {
-  uint64_t total = 0, free = 0, fill_ring = 0, kernel_rx = 0, rx_burst = 0, port_rings = 0,
-           tx_ring = 0, kernel_tx = 0, sum = 0;
-  // Frames anywhere but the pool, fill ring and kernel RX: nothing in flight.
-  uint64_t inFlight() const { return rx_burst + port_rings + tx_ring + kernel_tx; }
+// The pool: every row of the counter table (stats::kPoolCounters, each read
+// by its JSON name), by id -- pool[stats::kPoolFree] -- and the sum vdevd
+// reported beside them.
+struct PoolStats : stats::PoolValues {
+  uint64_t reported_sum = 0;
+  uint64_t total() const { return (*this)[stats::kPoolTotal]; }
+  uint64_t free() const { return (*this)[stats::kPoolFree]; }
+  // Every frame in the pool, the fill rings or the kernel's RX: what a
+  // datapath holds when no traffic is on its way.
+  bool atRest() const {
+    return free() + (*this)[stats::kPoolFillRing] + (*this)[stats::kPoolKernelRx] == total();
+  }
+  // Frames anywhere but the pool, the fill rings and the kernel's RX: 0 when
+  // nothing is in flight.
+  uint64_t inFlight() const {
+    return sum() - (*this)[stats::kPoolFree] - (*this)[stats::kPoolFillRing] -
+           (*this)[stats::kPoolKernelRx];
+  }
 };
 
 struct Stats {
