@@ -1,13 +1,23 @@
 // The daemon's state file: round trip, strict refusal of corrupt files,
 // atomic replacement.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <vector>
 
 #include "daemon/state_file.h"
@@ -465,6 +475,107 @@ TEST_F(StateDir, AnIncompatibleVersionIsKeptAsideWhole) {
   ASSERT_FALSE(l.problems.empty());
   EXPECT_NE(l.problems[0].find("not a vdevd state file"), std::string::npos) << l.problems[0];
   EXPECT_EQ(readText(path + ".rejected"), v2);
+}
+
+// ------------------------------------------------------------ failing syscalls
+//
+// Failures a test cannot get from a real file system without root (a disk
+// that fails fsync, a directory that cannot be opened) are injected with a
+// seccomp filter in a child process: the syscall returns the errno, as the
+// kernel would. The body's exit status is the test's verdict.
+
+struct Inject {
+  int nr;              // the syscall
+  int err;             // its errno
+  uint32_t flag = 0;   // if not 0: only when its third argument (openat's flags) has this bit
+};
+
+// Runs `body` in a child under the filter; its exit status, or -1 when the
+// filter cannot be installed here (the test is then skipped), -2 on a
+// signal.
+int runInjected(Inject in, const std::function<int()>& body) {
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#else
+  return -1;
+#endif
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::vector<sock_filter> f = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(in.nr), 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    if (in.flag) {
+      f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])));
+      f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, in.flag, 1, 0));
+      f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    }
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t(in.err) & SECCOMP_RET_DATA)));
+    sock_fprog prog{uint16_t(f.size()), f.data()};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      _exit(99);
+    _exit(body());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -2;
+  if (WIFSIGNALED(status)) return -2;
+  if (WEXITSTATUS(status) == 99) return -1;
+  return WEXITSTATUS(status);
+}
+
+// The save that fails: 0 when it returned `err` naming `step`, 1 when it
+// succeeded, 2 when it failed otherwise.
+int saveFails(const std::string& path, const DaemonState& st, int err, const char* step) {
+  auto s = saveState(path, st);
+  if (s.ok()) return 1;
+  return s.error().err == err && s.error().what.find(step) != std::string::npos ? 0 : 2;
+}
+
+// A disk that fails the file's fsync (EIO) or its write (ENOSPC): the
+// save is an error naming the step, the old file is what it was, and no
+// temporary file is left.
+TEST_F(StateDir, AFailedWriteOrFsyncLeavesTheOldFileAndNoTemporary) {
+  ASSERT_TRUE(saveState(path, sample()).ok());
+  const std::string before = readText(path);
+  DaemonState changed = sample();
+  changed.ports.pop_back();
+  for (const auto& [in, err, step] : {std::tuple{Inject{SYS_fsync, EIO}, EIO, "fsync " + path + ".tmp"},
+                                      std::tuple{Inject{SYS_write, ENOSPC}, ENOSPC, "write " + path + ".tmp"}}) {
+    const int r = runInjected(in, [&] { return saveFails(path, changed, err, step.c_str()); });
+    if (r == -1) GTEST_SKIP() << "no seccomp filter here";
+    EXPECT_EQ(r, 0) << step << ": 1: the save succeeded, 2: another error";
+    EXPECT_EQ(readText(path), before) << step;
+    EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << step << ": temporary file left behind";
+  }
+  ASSERT_TRUE(saveState(path, changed).ok()) << "the next save, on a good disk";
+  EXPECT_EQ(loadState(path).value(), changed);
+}
+
+// The directory's fsync after the rename cannot undo the rename: the save
+// succeeds with a warning, and the new file is in place.
+TEST_F(StateDir, AFailedDirectorySyncIsAWarningAndTheNewFileStands) {
+  ASSERT_TRUE(saveState(path, DaemonState{}).ok());
+  const int r = runInjected(Inject{SYS_openat, EACCES, O_DIRECTORY}, [&] {
+    std::string warning;
+    auto s = saveState(path, sample(), &warning);
+    if (!s.ok()) return 1;
+    return warning.find("open directory " + dir + ": Permission denied") != std::string::npos &&
+                   warning.find("is written") != std::string::npos
+               ? 0
+               : 2;
+  });
+  if (r == -1) GTEST_SKIP() << "no seccomp filter here";
+  EXPECT_EQ(r, 0) << "1: the save failed, 2: no or another warning";
+  auto back = loadState(path);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), sample());
 }
 
 }  // namespace
