@@ -36,18 +36,17 @@ bool isKeyword(std::string_view w) {
 // then key=value words); "" or what is wrong with it.
 std::string checkOtherRecord(const std::string& line) {
   std::istringstream ls(line);
-  std::string word;
-  ls >> word;
-  if (!isKeyword(word)) return "unknown record '" + word + "'";
+  std::string kind, word;
+  ls >> kind;
+  if (!isKeyword(kind)) return "unknown record '" + kind + "'";
   bool any = false;
   while (ls >> word) {
     const auto eq = word.find('=');
     if (eq == std::string::npos || !isKeyword(std::string_view(word).substr(0, eq)))
-      return "unknown record '" + line.substr(0, line.find(' ')) + "' with a word that is not key=value: '" +
-             word + "'";
+      return "unknown record '" + kind + "' with a word that is not key=value: '" + word + "'";
     any = true;
   }
-  if (!any) return "unknown record '" + word + "' without key=value";
+  if (!any) return "unknown record '" + kind + "' without key=value";
   return "";
 }
 

@@ -117,6 +117,7 @@ TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
       {h + "port name=a type=veth\nbogus\n", "line 3: unknown record 'bogus' without key=value"},
       {h + "port name=a type=veth\nBogus x=1\n", "line 3: unknown record 'Bogus'"},
       {h + "bogus x=1 y\n", "line 2: unknown record 'bogus' with a word that is not key=value: 'y'"},
+      {h + "bogus\tx=1\ty\n", "line 2: unknown record 'bogus' with a word that is not key=value: 'y'"},
       {h + "port name=a type=blue\n", "line 2: invalid type"},
       {h + "port name=a queues=65\n", "invalid queues"},
       {h + "port name=a queues=-1\n", "invalid queues"},
