@@ -490,6 +490,10 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     for (const auto& r : ctx_.state->ports)
       if (r.owner_uid != 0) use[r.owner_uid].ports++;
     for (const auto& [uid, bytes] : ctx_.quota->captures()) use[uid].capture_bytes = bytes;
+    for (const auto& [uid, n] : ctx_.quota->requests()) {
+      use[uid].requests = n.taken;
+      use[uid].requests_refused = n.refused;
+    }
     std::vector<uint16_t> groups;
     for (auto& [uid, u] : use) {
       u.uid = uid;

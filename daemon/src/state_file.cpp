@@ -25,6 +25,31 @@ std::string dirOf(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// A record kind or a key a newer vdevd may write: [a-z][a-z0-9_-]*.
+bool isKeyword(std::string_view w) {
+  if (w.empty() || w[0] < 'a' || w[0] > 'z') return false;
+  return w.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string_view::npos;
+}
+
+// A line whose first word is not "port": a record of a kind a newer vdevd
+// writes, kept as it is, when it has the form every record has (a keyword,
+// then key=value words); "" or what is wrong with it.
+std::string checkOtherRecord(const std::string& line) {
+  std::istringstream ls(line);
+  std::string kind, word;
+  ls >> kind;
+  if (!isKeyword(kind)) return "unknown record '" + kind + "'";
+  bool any = false;
+  while (ls >> word) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos || !isKeyword(std::string_view(word).substr(0, eq)))
+      return "unknown record '" + kind + "' with a word that is not key=value: '" + word + "'";
+    any = true;
+  }
+  if (!any) return "unknown record '" + kind + "' without key=value";
+  return "";
+}
+
 // One "port ..." line; "" and the record, or what is wrong with it.
 std::string parsePortLine(const std::string& line, PortRecord& r) {
   std::istringstream ls(line);
@@ -121,8 +146,11 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!s) return "invalid " + k + " '" + v + "' (VLAN IDs 1..4094, e.g. 10,20-29)";
       if (!r.limits.vlan) r.limits.vlan.emplace();
       (k == "vlan_tagged" ? r.limits.vlan->tagged : r.limits.vlan->untagged) = *s;
+    } else if (isKeyword(k)) {
+      // A newer vdevd's: kept as written and saved back (state_file.h).
+      r.unknown.push_back(word);
     } else {
-      return "unknown key '" + k + "'";
+      return "invalid key '" + k + "'";
     }
   }
   if (r.name.empty()) return "port without name=";
@@ -196,8 +224,11 @@ std::string serializeState(const DaemonState& st) {
          (p.fast_rx ? "" : " fast-rx=0") + (p.owner_uid ? " uid=" + std::to_string(p.owner_uid) : "") +
          (p.tag.empty() ? "" : " tag=" + p.tag) + (p.hook.empty() ? "" : " hook=" + p.hook) +
          (p.isolated ? " isolated=1" : "") + (p.id.empty() ? "" : " id=" + p.id) +
-         (p.tun_owner ? " tun-owner=" + std::to_string(*p.tun_owner) : "") + limitsText(p.limits) + "\n";
+         (p.tun_owner ? " tun-owner=" + std::to_string(*p.tun_owner) : "") + limitsText(p.limits);
+    for (const std::string& kv : p.unknown) o += " " + kv;
+    o += "\n";
   }
+  for (const std::string& line : st.other_records) o += line + "\n";
   return o;
 }
 
@@ -220,6 +251,13 @@ LenientState parseStateLenient(std::string_view text) {
       continue;
     }
     if (line.empty() || line[0] == '#') continue;
+    std::string kind;
+    std::istringstream(line) >> kind;
+    if (kind != "port") {
+      if (std::string why = checkOtherRecord(line); !why.empty()) bad(why);
+      else out.state.other_records.push_back(line);
+      continue;
+    }
     PortRecord r;
     if (std::string why = parsePortLine(line, r); !why.empty()) {
       bad(why);

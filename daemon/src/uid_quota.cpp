@@ -11,7 +11,12 @@ std::string uidText(uid_t uid) { return "uid " + std::to_string(uid); }
 }  // namespace
 
 Status UidQuota::takeRequest(uid_t uid, uint64_t now_ns) {
-  if (uid == 0 || caps_.rate == 0) return {};
+  if (uid == 0) return {};
+  RequestCount& count = requests_[uid];
+  if (caps_.rate == 0) {
+    count.taken++;
+    return {};
+  }
   // A uid seen for the first time starts with a full bucket. Buckets are
   // kept for every uid that ever asked: members of one group, few.
   auto [it, fresh] = buckets_.try_emplace(uid, Bucket{double(caps_.burst), now_ns});
@@ -22,8 +27,10 @@ Status UidQuota::takeRequest(uid_t uid, uint64_t now_ns) {
   }
   if (b.tokens >= 1) {
     b.tokens -= 1;
+    count.taken++;
     return {};
   }
+  count.refused++;
   const uint64_t wait_ms = uint64_t((1 - b.tokens) * 1000 / caps_.rate) + 1;
   return Error{EAGAIN, uidText(uid) + " sent more than " + std::to_string(caps_.rate) +
                            " requests a second (a burst of " + std::to_string(caps_.burst) +

@@ -46,7 +46,14 @@ class UidQuota {
 
   // One control request of uid at now_ns (monotonic). Root: always ok.
   // EAGAIN when its bucket is empty, naming the rate and when to retry.
+  // Counted in requests() either way (root's are not).
   Status takeRequest(uid_t uid, uint64_t now_ns);
+  // Requests of each uid since vdevd started: taken, and refused by the
+  // rate (for vdevctl info and /metrics, where their rate is the use).
+  struct RequestCount {
+    uint64_t taken = 0, refused = 0;
+  };
+  const std::map<uid_t, RequestCount>& requests() const noexcept { return requests_; }
   // A port add by uid that has `ports` ports now. EDQUOT at the cap.
   Status checkPortAdd(uid_t uid, uint32_t ports) const;
   // A capture of `bytes` by uid: reserved (captureDone gives it back), or
@@ -73,6 +80,7 @@ class UidQuota {
   std::map<uid_t, Bucket> buckets_;
   std::map<uid_t, uint64_t> capture_bytes_;
   std::map<uid_t, uint16_t> fdb_groups_;
+  std::map<uid_t, RequestCount> requests_;
 };
 
 }  // namespace vdev::daemon

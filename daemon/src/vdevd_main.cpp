@@ -579,6 +579,18 @@ int main(int argc, char** argv) {
     for (const auto& p : loaded.problems) issue(p);
     resave = set_aside = !loaded.problems.empty();
     state = std::move(loaded.state);
+    // A newer vdevd's keys and records: kept and saved back, not applied
+    // (state_file.h, "Versions"); said, since a setting it enforced is not.
+    for (const auto& rec : state.ports) {
+      if (rec.unknown.empty()) continue;
+      std::string keys;
+      for (const auto& kv : rec.unknown) keys += (keys.empty() ? "" : " ") + kv;
+      issue("port " + rec.name + " from " + state_path + ": keys this vdevd does not know (a newer one's) " +
+            "kept in the file, not applied: " + keys);
+    }
+    for (const auto& line : state.other_records)
+      issue("state file " + state_path + ": a record this vdevd does not know (a newer one's) kept in the file, " +
+            "not applied: " + line);
   }
 
   // Signals are taken synchronously by this thread (signalfd); the datapath

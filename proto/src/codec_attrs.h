@@ -126,6 +126,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrLinkNote: return {"LINK_NOTE", Kind::kString, kHookNoteMax};
     case kAttrUidCaps: return {"UID_CAPS", Kind::kBytes};
     case kAttrUidUse: return {"UID_USE", Kind::kBytes};
+    case kAttrUidRequests: return {"UID_REQUESTS", Kind::kBytes};
     default: return {};
   }
 }

@@ -291,6 +291,15 @@ void putInfo(Writer& w, const InfoMsg& i) {
       b.insert(b.end(), p, p + sizeof r);
     }
     w.bytes(kAttrUidUse, b);
+    b.clear();
+    for (size_t k = 0; k < i.uid_use.size() && k < kUidUseMax; k++) {
+      const auto& u = i.uid_use[k];
+      if (!u.requests && !u.requests_refused) continue;
+      const UidRequestsWire r{u.uid, 0, u.requests, u.requests_refused};
+      const auto* p = reinterpret_cast<const uint8_t*>(&r);
+      b.insert(b.end(), p, p + sizeof r);
+    }
+    if (!b.empty()) w.bytes(kAttrUidRequests, b);
   }
 }
 

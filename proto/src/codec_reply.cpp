@@ -90,6 +90,24 @@ Result<FdbEntryMsg> readFdb(const Attrs& tb) {
   return e;
 }
 
+// Each Wire record of a bytes attribute of up to kUidUseMax records
+// (absent: none), copied out (the payload has no alignment).
+template <class Wire, class Fn>
+Status forEachRecord(const nlattr* a, const char* name, Fn fn) {
+  if (!a) return {};
+  const size_t n = size_t(nla_len(a));
+  if (n % sizeof(Wire) || n / sizeof(Wire) > kUidUseMax)
+    return invalid(std::string("attribute ") + name + ": payload of " + std::to_string(n) + " bytes, not up to " +
+                   std::to_string(kUidUseMax) + " records of " + std::to_string(sizeof(Wire)));
+  const auto* p = static_cast<const uint8_t*>(nla_data(a));
+  for (size_t k = 0; k < n; k += sizeof(Wire)) {
+    Wire r;
+    std::memcpy(&r, p + k, sizeof r);
+    if (auto st = fn(r); !st) return st;
+  }
+  return {};
+}
+
 Result<InfoMsg> readInfo(const Attrs& tb) {
   if (!tb[kAttrVersion]) return invalid("INFO reply without attribute VERSION");
   InfoMsg i;
@@ -118,18 +136,23 @@ Result<InfoMsg> readInfo(const Attrs& tb) {
     std::memcpy(&c, nla_data(a), sizeof c);
     i.uid_caps = InfoMsg::UidCaps{c.ports, c.fdb, c.capture_bytes, c.rate, c.burst};
   }
-  if (const nlattr* a = tb[kAttrUidUse]) {
-    const size_t n = size_t(nla_len(a));
-    if (n % sizeof(UidUseWire) || n / sizeof(UidUseWire) > kUidUseMax)
-      return invalid("attribute UID_USE: payload of " + std::to_string(n) + " bytes, not up to " +
-                     std::to_string(kUidUseMax) + " records of " + std::to_string(sizeof(UidUseWire)));
-    const auto* p = static_cast<const uint8_t*>(nla_data(a));
-    for (size_t k = 0; k < n; k += sizeof(UidUseWire)) {
-      UidUseWire r;
-      std::memcpy(&r, p + k, sizeof r);
-      i.uid_use.push_back(InfoMsg::UidUse{r.uid, r.ports, r.fdb, r.capture_bytes});
-    }
-  }
+  if (auto st = forEachRecord<UidUseWire>(tb[kAttrUidUse], "UID_USE", [&](const UidUseWire& r) -> Status {
+        i.uid_use.push_back(InfoMsg::UidUse{r.uid, r.ports, r.fdb, r.capture_bytes});
+        return {};
+      });
+      !st)
+    return st.error();
+  if (auto st = forEachRecord<UidRequestsWire>(tb[kAttrUidRequests], "UID_REQUESTS", [&](const UidRequestsWire& r) -> Status {
+        // Beside its UID_USE record (every uid with requests has one).
+        auto it = std::find_if(i.uid_use.begin(), i.uid_use.end(), [&](const auto& u) { return u.uid == r.uid; });
+        if (it == i.uid_use.end())
+          return invalid("attribute UID_REQUESTS: uid " + std::to_string(r.uid) + " has no UID_USE record");
+        it->requests = r.taken;
+        it->requests_refused = r.refused;
+        return {};
+      });
+      !st)
+    return st.error();
   return i;
 }
 

@@ -26,6 +26,50 @@ constexpr PortGauge kPortGauges[] = {
      [](const PortInfo& p) { return uint64_t(p.mtu); }},
 };
 
+// The caps per non-root uid and each uid's use of them (vdevctl info's
+// "uid" lines): one family per resource, a sample per uid. What a uid may
+// still take is the cap less its use; its request rate is rate() of
+// vdev_uid_requests_total.
+void uidMetrics(stats::PromWriter& w, const InfoMsg& info) {
+  const InfoMsg::UidCaps& c = *info.uid_caps;
+  w.family("vdev_uid_cap", "gauge",
+           "vdevd's caps per non-root uid (--uid-max-ports, --uid-max-fdb, --uid-max-capture, --uid-max-rate, "
+           "--uid-rate-burst), by resource; 0: no cap.");
+  const std::pair<const char*, uint64_t> caps[] = {{"ports", c.ports},
+                                                   {"fdb_entries", c.fdb},
+                                                   {"capture_bytes", c.capture_bytes},
+                                                   {"requests_per_second", c.rate},
+                                                   {"request_burst", c.burst}};
+  for (const auto& [resource, v] : caps) w.sample("vdev_uid_cap", {{"resource", resource}}, v);
+  struct Use {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t (*get)(const InfoMsg::UidUse&);
+  };
+  static constexpr Use kUse[] = {
+      {"vdev_uid_ports", "gauge", "Ports a non-root uid added (against --uid-max-ports).",
+       [](const InfoMsg::UidUse& u) { return uint64_t(u.ports); }},
+      {"vdev_uid_fdb_entries", "gauge", "MACs learned on a non-root uid's ports together (against --uid-max-fdb).",
+       [](const InfoMsg::UidUse& u) { return uint64_t(u.fdb); }},
+      {"vdev_uid_capture_bytes", "gauge", "Memory of a non-root uid's running captures (against --uid-max-capture).",
+       [](const InfoMsg::UidUse& u) { return u.capture_bytes; }},
+      {"vdev_uid_requests_total", "counter",
+       "Control requests of a non-root uid answered since vdevd started; their rate is its use of --uid-max-rate.",
+       [](const InfoMsg::UidUse& u) { return u.requests; }},
+      {"vdev_uid_requests_refused_total", "counter",
+       "Control requests of a non-root uid refused by --uid-max-rate (EAGAIN) since vdevd started.",
+       [](const InfoMsg::UidUse& u) { return u.requests_refused; }},
+  };
+  for (const Use& m : kUse) {
+    w.family(m.name, m.type, m.help);
+    for (const InfoMsg::UidUse& u : info.uid_use) {
+      const std::string uid = std::to_string(u.uid);
+      w.sample(m.name, {{"uid", uid}}, m.get(u));
+    }
+  }
+}
+
 }  // namespace
 
 std::string prometheusText(const StatsReply& r, const InfoMsg* info) {
@@ -43,6 +87,7 @@ std::string prometheusText(const StatsReply& r, const InfoMsg* info) {
              "pool, ports at the XDP hook), maps (the fast path's per-port maps).");
     for (const auto& [limit, v] : room)
       if (*v) w.sample("vdev_ports_room", {{"limit", limit}}, **v);
+    if (info->uid_caps) uidMetrics(w, *info);
   }
   w.family("vdev_port_info", "gauge", "A port's type and modes as labels; always 1 (join on port).");
   for (const auto& s : r.ports)

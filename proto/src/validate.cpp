@@ -382,6 +382,7 @@ const char* attrName(uint16_t attr) {
     case kAttrLinkNote: return "LINK_NOTE";
     case kAttrUidCaps: return "UID_CAPS";
     case kAttrUidUse: return "UID_USE";
+    case kAttrUidRequests: return "UID_REQUESTS";
     default: return "UNKNOWN";
   }
 }

@@ -11,6 +11,7 @@
 #include <random>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "datapath/datapath.h"
 #include "datapath/fdb.h"
+#include "datapath/tc_path.h"
 #include "rtnl/netdev.h"
 #include "stats/counters.h"
 #include "flows.h"
@@ -45,6 +47,47 @@ struct Container {
   VethPair veth;
   PacketSocket sock;
 };
+
+// Of `keys`, how many the kernel's map named tc_host_macs that holds the
+// most of them holds (other datapaths may run beside the test's own).
+size_t hostMacsHeld(const std::vector<uint64_t>& keys) {
+  size_t best = 0;
+  uint32_t id = 0;
+  while (bpf_map_get_next_id(id, &id) == 0) {
+    const int fd = bpf_map_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_map_info info{};
+    uint32_t len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, "tc_host_macs") == 0) {
+      size_t n = 0;
+      uint32_t v = 0;
+      for (uint64_t k : keys) n += bpf_map_lookup_elem(fd, &k, &v) == 0;
+      best = std::max(best, n);
+    }
+    ::close(fd);
+  }
+  return best;
+}
+
+// n random unicast, locally administered MACs.
+std::vector<std::array<uint8_t, 6>> randomMacs(size_t n) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<std::array<uint8_t, 6>> macs;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t r = rng();
+    std::array<uint8_t, 6> m{};
+    std::memcpy(m.data(), &r, 6);
+    m[0] = uint8_t((m[0] & 0xfe) | 0x02);
+    macs.push_back(m);
+  }
+  return macs;
+}
+// Their keys in the maps (dp::macKey).
+std::vector<uint64_t> macKeys(const std::vector<std::array<uint8_t, 6>>& macs) {
+  std::vector<uint64_t> keys;
+  for (const auto& m : macs) keys.push_back(dp::macKey(m.data()));
+  return keys;
+}
 
 class DatapathLibTest : public ::testing::Test {
  protected:
@@ -129,43 +172,45 @@ TEST_F(DatapathLibTest, APortBeyondTheFastPathsMapsIsSwitchedByVdevdAndCountedEx
 TEST_F(DatapathLibTest, HostMacsBeyondSixtyFourAllReachTheSkbPathsMap) {
   Container c("C");
   dp::DatapathConfig cfg;
-  std::mt19937_64 rng(std::random_device{}());
-  for (int i = 0; i < 200; i++) {
-    const uint64_t r = rng();
-    std::array<uint8_t, 6> m{};
-    std::memcpy(m.data(), &r, 6);
-    m[0] = uint8_t((m[0] & 0xfe) | 0x02);  // unicast, locally administered
-    cfg.host_macs.push_back(m);
-  }
+  cfg.host_macs = randomMacs(200);
   auto d = start(cfg);
   const Status tc = d->addPort(c.port(), {.hook = dp::PortHook::kTc});
   if (!tc.ok()) GTEST_SKIP() << "no tc hook here: " << tc.error().message();
   d->start();
-  std::vector<uint64_t> want;
-  for (const auto& m : cfg.host_macs) want.push_back(dp::macKey(m.data()));
-  // Every key present in one map named tc_host_macs: how many of ours it holds.
-  const auto held = [&] {
-    size_t best = 0;
-    uint32_t id = 0;
-    while (bpf_map_get_next_id(id, &id) == 0) {
-      const int fd = bpf_map_get_fd_by_id(id);
-      if (fd < 0) continue;
-      bpf_map_info info{};
-      uint32_t len = sizeof info;
-      if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && std::strcmp(info.name, "tc_host_macs") == 0) {
-        size_t n = 0;
-        uint32_t v = 0;
-        for (uint64_t k : want) n += bpf_map_lookup_elem(fd, &k, &v) == 0;
-        best = std::max(best, n);
-      }
-      ::close(fd);
-    }
-    return best;
-  };
+  const std::vector<uint64_t> want = macKeys(cfg.host_macs);
+  const auto held = [&] { return hostMacsHeld(want); };
   EXPECT_TRUE(waitUntil([&] { return held() == want.size(); }, 3s, 50ms))
       << held() << " of " << want.size() << " host MACs in the skb path's map";
   d->stop();
   EXPECT_EQ(d->teardown(), 0u);
+}
+
+// A BPF map update the kernel refuses is an error, counted, never a silent
+// loss: the skb path's host MAC map made for 2 MACs (its size comes from
+// the port limit, so vdevd cannot fill it; a test can) and given 3 holds
+// the first 2, says how many were left out, and counts it; a set that fits
+// again is written whole (the MAC that left deleted, the one left out
+// added), and the count stays what it was.
+TEST_F(DatapathLibTest, AFullHostMacMapIsAnErrorCountedAndTheRestWrittenLater) {
+  auto t = dp::TcPath::create(nullptr, dp::TcAttach::kAuto, 2);
+  if (!t) GTEST_SKIP() << "no skb path here: " << t.error().message();
+  dp::TcPath& tc = *t.value();
+  std::vector<uint64_t> keys = macKeys(randomMacs(3));
+  std::sort(keys.begin(), keys.end());  // as HostAddrs hands them over
+  const Status full = tc.setHostMacs(keys);
+  ASSERT_FALSE(full.ok()) << "a map of 2 took 3 MACs";
+  EXPECT_NE(full.error().what.find("1 of 3 host MACs left out"), std::string::npos) << full.error().message();
+  EXPECT_EQ(tc.hostMacErrors(), 1u);
+  EXPECT_EQ(hostMacsHeld({keys[0], keys[1]}), 2u);
+  EXPECT_EQ(hostMacsHeld({keys[2]}), 0u);
+
+  const std::vector<uint64_t> fits = {keys[0], keys[2]};
+  ASSERT_TRUE(tc.setHostMacs(fits).ok());
+  EXPECT_EQ(hostMacsHeld(fits), 2u);
+  EXPECT_EQ(hostMacsHeld({keys[1]}), 0u) << "the MAC that left is still passed to the host";
+  EXPECT_EQ(tc.hostMacErrors(), 1u);
+  EXPECT_FALSE(tc.setHostMacs(keys).ok()) << "full again";
+  EXPECT_EQ(tc.hostMacErrors(), 2u);
 }
 
 uint64_t poolSum(const dp::PoolStats& p) {

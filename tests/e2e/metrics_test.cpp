@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -256,6 +258,110 @@ TEST_F(MetricsTest, ScrapesShareOneSnapshotPerPeriod) {
   EXPECT_LE(seen.size(), periods + 1) << kScrapes << " scrapes in "
                                       << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
                                       << " ms showed " << seen.size() << " different counts";
+}
+
+// Each non-root uid's use of its caps in /metrics (vdev_uid_*), as `vdevctl
+// info` has it: a member's ports, its capture's memory while it runs, and
+// its control requests, answered and refused by the rate; the samples equal
+// `vdevctl stats --prometheus` (the same counters through INFO's wire) and
+// `info -j`, and root has none.
+class MetricsUidTest : public VdevctlFixture {
+ protected:
+  void SetUp() override {
+    VdevctlFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (auto p = parserProblem()) GTEST_SKIP() << *p;
+    char d[] = "/run/vdev-e2e-metrics.XXXXXX";
+    ASSERT_NE(::mkdtemp(d), nullptr) << std::strerror(errno);
+    run_ = d;
+    ASSERT_EQ(::chmod(run_.c_str(), 0755), 0);  // the socket, for the member's vdevctl
+    sock_ = run_ + "/vdevd.sock";
+  }
+  void TearDown() override {
+    if (!run_.empty()) std::filesystem::remove_all(run_);
+  }
+  // The vdev_uid_* lines of an exposition text.
+  static std::string uidLines(const std::string& text) {
+    std::istringstream in(text);
+    std::string out, line;
+    while (std::getline(in, line))
+      if (line.rfind("vdev_uid_", 0) == 0) out += line + "\n";
+    return out;
+  }
+  std::string run_;
+};
+
+TEST_F(MetricsUidTest, AMembersUseOfItsCapsIsInMetrics) {
+  const std::string t = uniqueName('t');
+  DeviceGuard guard({t});
+  auto d = startVdevd({"--group", "nogroup", "--uid-max-rate", "1", "--uid-rate-burst", "8", "--uid-max-ports", "5",
+                       "--metrics-listen", "127.0.0.1:0"});
+  const std::string url = "http://" + metricsAddress(*d) + "/metrics";
+  const std::string uid = std::to_string(kNobody);
+  ok({"port", "add", t, "type", "tap", "create"}, kNobodyCreds);
+
+  // A capture of the member's own port: its slots count for it while it runs.
+  Child cap("capture", {"setpriv", "--reuid=" + uid, "--regid=" + std::to_string(kNogroup), "--clear-groups",
+                        vdevctlForOthers(), "-S", sock_, "capture", t, "buffer", "16", "snaplen", "1024"});
+  Scrape s;
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        s = scrape(url);
+        return s.status == 200 && s.body.find("vdev_uid_capture_bytes{uid=\"" + uid + "\"} 0\n") == std::string::npos &&
+               s.body.find("vdev_uid_capture_bytes{uid=\"" + uid + "\"}") != std::string::npos;
+      },
+      10s, 100ms))
+      << s.body << cap.logs();
+  EXPECT_GE(sample(s.families, "vdev_uid_capture_bytes", {{"uid", uid}}), 16u * 1024) << s.body;
+  cap.signal(SIGINT);
+  ASSERT_TRUE(cap.wait(10s)) << cap.logs();
+  ASSERT_TRUE(waitUntil(
+      [&] {
+        s = scrape(url);
+        return s.body.find("vdev_uid_capture_bytes{uid=\"" + uid + "\"} 0\n") != std::string::npos;
+      },
+      10s, 100ms))
+      << "the stopped capture's memory is still the member's:\n" << s.body;
+
+  // Requests beyond the burst: refused, and counted as such.
+  int refusals = 0;
+  for (int i = 0; i < 40 && refusals < 3; i++) {
+    const CmdResult r = ctl({"port", "show"}, kNobodyCreds);
+    if (r.ok()) continue;
+    ASSERT_NE(r.err.find("requests a second"), std::string::npos) << r.err;
+    refusals++;
+  }
+  ASSERT_EQ(refusals, 3) << "40 requests at once within a burst of 8 at 1/s";
+
+  // Scrapes within 250 ms share one text (SnapshotGate): the next one shows them.
+  EXPECT_TRUE(waitUntil(
+      [&] {
+        s = scrape(url);
+        return s.status == 200 && sample(s.families, "vdev_uid_requests_refused_total", {{"uid", uid}}) == 3;
+      },
+      5s, 50ms))
+      << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_ports", {{"uid", uid}}), 1u) << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_fdb_entries", {{"uid", uid}}), 0u) << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_capture_bytes", {{"uid", uid}}), 0u) << s.body;
+  // Refused only once the burst was spent: the port add, the capture's start
+  // and the port shows took its 8 tokens, and what refilled meanwhile.
+  EXPECT_GE(sample(s.families, "vdev_uid_requests_total", {{"uid", uid}}), 8u) << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_cap", {{"resource", "ports"}}), 5u) << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_cap", {{"resource", "requests_per_second"}}), 1u) << s.body;
+  EXPECT_EQ(sample(s.families, "vdev_uid_cap", {{"resource", "request_burst"}}), 8u) << s.body;
+  EXPECT_EQ(s.body.find("uid=\"0\""), std::string::npos) << "root is never capped nor counted:\n" << s.body;
+  // The member's requests stand still now (root's are not counted): the
+  // same samples through vdevctl, in the text and in info -j.
+  EXPECT_EQ(uidLines(ok({"stats", "--prometheus"})), uidLines(s.body));
+  const Json info = json({"info"});
+  ASSERT_EQ(info["uid_use"].asArray().size(), 1u) << info.dump();
+  const Json& use = info["uid_use"].asArray()[0];
+  EXPECT_EQ(use["requests"].asU64(), sample(s.families, "vdev_uid_requests_total", {{"uid", uid}})) << info.dump();
+  EXPECT_EQ(use["requests_refused"].asU64(), 3u) << info.dump();
+
+  ok({"port", "del", t});
+  EXPECT_TRUE(expectCleanStop(*d));
 }
 
 // Addresses vdevd cannot use: it exits at once, naming the address; no root.

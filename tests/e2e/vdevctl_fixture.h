@@ -110,8 +110,8 @@ class VdevctlFixture : public ::testing::Test {
 
   TempDir dir_;
   std::string vdevctlCopy_;
-  const std::string sock_ = dir_.file("vdevd.sock");
-  const std::string state_ = dir_.file("vdevd.state");
+  std::string sock_ = dir_.file("vdevd.sock");  // a suite may put them elsewhere in its SetUp
+  std::string state_ = dir_.file("vdevd.state");
 };
 
 }  // namespace vdev::e2e

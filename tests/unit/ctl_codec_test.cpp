@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proto/codec.h"
+#include "proto/metrics.h"
 
 namespace vdev::proto {
 namespace {
@@ -1615,7 +1616,7 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   i.ports_map_left = 0;  // present, and zero: the maps are full
   i.start_issues = "state file x: line 3: unknown key 'colour'\nport vd9 not restored";
   i.uid_caps = InfoMsg::UidCaps{64, 1024, 256ull << 20, 100, 200};
-  i.uid_use = {{1000, 3, 17, 0}, {65534, 64, 1024, 5ull << 30}};
+  i.uid_use = {{1000, 3, 17, 0, 42, 7}, {65534, 64, 1024, 5ull << 30}, {65533, 0, 0, 0, 1ull << 40, 0}};
   auto info = replyRoundTrip(requestFor(InfoGetRequest{}), i);
   ASSERT_TRUE(info.ok()) << info.error().message();
   EXPECT_EQ(std::get<InfoMsg>(*info), i);
@@ -1630,6 +1631,28 @@ TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   EXPECT_FALSE(std::get<InfoMsg>(*old).kernel_features);
   EXPECT_FALSE(std::get<InfoMsg>(*old).uid_caps);
   EXPECT_TRUE(std::get<InfoMsg>(*old).uid_use.empty());
+}
+
+// The caps per uid and each uid's use in the Prometheus text of `vdevctl
+// stats --prometheus` and GET /metrics: a family per resource, a sample per
+// uid; none without UID_CAPS (an older daemon).
+TEST(CtlCodec, UidUseIsInThePrometheusText) {
+  InfoMsg i{"0.1.0", 1, SwitchMode::kSwitch, 5, 2};
+  i.uid_caps = InfoMsg::UidCaps{64, 1024, 256ull << 20, 100, 200};
+  i.uid_use = {{1000, 3, 17, 4096, 42, 7}, {65534, 1, 0, 0, 0, 0}};
+  const std::string text = prometheusText(StatsReply{}, &i);
+  for (const char* line :
+       {"# TYPE vdev_uid_cap gauge\n", "vdev_uid_cap{resource=\"ports\"} 64\n",
+        "vdev_uid_cap{resource=\"fdb_entries\"} 1024\n", "vdev_uid_cap{resource=\"capture_bytes\"} 268435456\n",
+        "vdev_uid_cap{resource=\"requests_per_second\"} 100\n", "vdev_uid_cap{resource=\"request_burst\"} 200\n",
+        "# TYPE vdev_uid_ports gauge\n", "vdev_uid_ports{uid=\"1000\"} 3\n", "vdev_uid_ports{uid=\"65534\"} 1\n",
+        "vdev_uid_fdb_entries{uid=\"1000\"} 17\n", "vdev_uid_capture_bytes{uid=\"1000\"} 4096\n",
+        "# TYPE vdev_uid_requests_total counter\n", "vdev_uid_requests_total{uid=\"1000\"} 42\n",
+        "vdev_uid_requests_total{uid=\"65534\"} 0\n", "# TYPE vdev_uid_requests_refused_total counter\n",
+        "vdev_uid_requests_refused_total{uid=\"1000\"} 7\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in:\n" << text;
+  i.uid_caps.reset();
+  EXPECT_EQ(prometheusText(StatsReply{}, &i).find("vdev_uid_"), std::string::npos);
 }
 
 // INFO's TC_ATTACH and KERNEL_FEATURES: round trip, bits a client does not

@@ -1,13 +1,24 @@
 // The daemon's state file: round trip, strict refusal of corrupt files,
 // atomic replacement.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
+#include <tuple>
+#include <vector>
 
 #include "daemon/state_file.h"
 
@@ -21,6 +32,11 @@ DaemonState sample() {
   st.ports.push_back({"eth1", "netdev", 1, "generic", false});
   st.ports.push_back({"vt=q", "tap", 0, "auto", true});  // '=' is a valid interface name character
   return st;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 TEST(StateFile, RoundTrip) {
@@ -98,7 +114,10 @@ TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
   } cases[] = {
       {"", "empty"},
       {"garbage\n", "not a vdevd state file"},
-      {h + "port name=a type=veth\nbogus x=1\n", "line 3: unknown record"},
+      {h + "port name=a type=veth\nbogus\n", "line 3: unknown record 'bogus' without key=value"},
+      {h + "port name=a type=veth\nBogus x=1\n", "line 3: unknown record 'Bogus'"},
+      {h + "bogus x=1 y\n", "line 2: unknown record 'bogus' with a word that is not key=value: 'y'"},
+      {h + "bogus\tx=1\ty\n", "line 2: unknown record 'bogus' with a word that is not key=value: 'y'"},
       {h + "port name=a type=blue\n", "line 2: invalid type"},
       {h + "port name=a queues=65\n", "invalid queues"},
       {h + "port name=a queues=-1\n", "invalid queues"},
@@ -113,7 +132,8 @@ TEST(StateFile, CorruptFilesAreRefusedWithTheLine) {
       {h + "port type=tap\n", "without name"},
       {h + "port name=a name=b\n", "given twice"},
       {h + "port name=a\nport name=a\n", "listed twice"},
-      {h + "port name=a colour=red\n", "unknown key"},
+      {h + "port name=a Colour=red\n", "invalid key 'Colour'"},
+      {h + "port name=a colour=red colour=blue\n", "'colour' given twice"},
       {h + "port name=a novalue\n", "key=value"},
   };
   for (const auto& c : cases) {
@@ -188,13 +208,13 @@ TEST(StateFile, OwnerAndTagRoundTrip) {
 // One bad line costs that line, not the whole file (vdevd used to refuse to
 // start, and systemd restarted it forever).
 TEST(StateFile, LenientParseKeepsEveryGoodRecordAndReportsTheRest) {
-  auto l = parseStateLenient("# vdevd state v1\nport name=a type=veth\nport name=b colour=red\n"
+  auto l = parseStateLenient("# vdevd state v1\nport name=a type=veth\nport name=b Colour=red\n"
                              "port name=c type=tap\nport name=a\nbogus\n");
   ASSERT_EQ(l.state.ports.size(), 2u);
   EXPECT_EQ(l.state.ports[0].name, "a");
   EXPECT_EQ(l.state.ports[1].name, "c");
   ASSERT_EQ(l.problems.size(), 3u);
-  EXPECT_NE(l.problems[0].find("line 3: unknown key 'colour'"), std::string::npos) << l.problems[0];
+  EXPECT_NE(l.problems[0].find("line 3: invalid key 'Colour'"), std::string::npos) << l.problems[0];
   EXPECT_NE(l.problems[1].find("line 5: port a listed twice"), std::string::npos) << l.problems[1];
   EXPECT_NE(l.problems[2].find("line 6: unknown record"), std::string::npos) << l.problems[2];
   auto garbage = parseStateLenient("garbage\nport name=a\n");
@@ -364,6 +384,199 @@ TEST(StateFile, LimitsRoundTripOnlyWhenGiven) {
     ASSERT_FALSE(r.ok()) << kv;
     EXPECT_NE(r.error().what.find(what), std::string::npos) << r.error().what;
   }
+}
+
+// ------------------------------------------------------- versions of the file
+
+// What the first vdevd wrote (e51bf7c, 2026-12-01): five keys per port.
+// Every key added since has its default when missing, and a record with
+// nothing new is written back exactly as that vdevd wrote it, so the older
+// vdevd can still read the file after a downgrade.
+TEST(StateFile, AnOlderFileGetsTheDefaultsAndIsWrittenBackAsItWas) {
+  const std::string v0 =
+      "# vdevd state v1\n"
+      "# written by vdevd: the ports it restores at start; edit only while it is stopped\n"
+      "port name=vdc1 type=veth queues=0 xdp-mode=auto managed=1\n"
+      "port name=eth1 type=netdev queues=2 xdp-mode=native managed=0\n";
+  auto st = parseState(v0);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  ASSERT_EQ(st.value().ports.size(), 2u);
+  const PortRecord& p = st.value().ports[0];
+  EXPECT_EQ(p.name, "vdc1");
+  EXPECT_TRUE(p.managed);
+  EXPECT_TRUE(p.fast_rx);
+  EXPECT_EQ(p.owner_uid, 0u);
+  EXPECT_EQ(p.tag, "");
+  EXPECT_EQ(p.hook, "");
+  EXPECT_FALSE(p.isolated);
+  EXPECT_EQ(p.id, "") << "no device id: attached by name, as that vdevd did";
+  EXPECT_FALSE(p.tun_owner);
+  EXPECT_EQ(p.limits, proto::LimitOptions{}) << "no limits of its own: vdevd's defaults";
+  EXPECT_TRUE(p.unknown.empty());
+  EXPECT_TRUE(st.value().other_records.empty());
+  EXPECT_EQ(st.value().ports[1].queues, 2u);
+  EXPECT_EQ(st.value().ports[1].xdp_mode, "native");
+  EXPECT_EQ(serializeState(st.value()), v0);
+}
+
+// A newer vdevd's file: keys and record kinds this one does not know are
+// kept, in order, and written back on every save, also after a change to
+// the port that carries them; what this vdevd knows is read as usual.
+TEST_F(StateDir, ANewerFilesUnknownKeysAndRecordsAreKeptThroughASave) {
+  const std::string newer =
+      "# vdevd state v1\n"
+      "port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 uid=1000 mtu=9000 "
+      "isolated=1 qos_class=gold storm_bcast=50 x-note=a=b\n"
+      "port name=vdc2 type=veth queues=0 xdp-mode=auto managed=1\n"
+      "mirror name=m1 from=vm1 to=vdc2\n"
+      "bond name=b0 ports=eth1,eth2 mode=lacp\n";
+  {
+    std::ofstream(path) << newer;
+  }
+  auto l = loadStateLenient(path);
+  EXPECT_TRUE(l.problems.empty()) << l.problems.front();
+  EXPECT_EQ(access((path + ".rejected").c_str(), F_OK), -1) << "a newer file is not set aside";
+  DaemonState st = l.state;
+  ASSERT_EQ(st.ports.size(), 2u);
+  PortRecord& vm1 = st.ports[0];
+  EXPECT_EQ(vm1.owner_uid, 1000u);
+  EXPECT_TRUE(vm1.isolated);
+  EXPECT_EQ(vm1.limits.storm_bcast, 50u);
+  EXPECT_EQ(vm1.unknown, (std::vector<std::string>{"mtu=9000", "qos_class=gold", "x-note=a=b"}));
+  EXPECT_TRUE(st.ports[1].unknown.empty());
+  EXPECT_EQ(st.other_records,
+            (std::vector<std::string>{"mirror name=m1 from=vm1 to=vdc2", "bond name=b0 ports=eth1,eth2 mode=lacp"}));
+
+  // What `port set vm1 police-pps 1000` and a port add do to the state.
+  vm1.limits.police_pps = 1000;
+  st.ports.push_back({"vdc3", "veth", 0, "auto", true});
+  ASSERT_TRUE(saveState(path, st).ok());
+  const std::string text = readText(path);
+  EXPECT_NE(text.find("port name=vm1 type=tap queues=0 xdp-mode=auto managed=1 uid=1000 isolated=1 "
+                      "storm_bcast=50 police_pps=1000 mtu=9000 qos_class=gold x-note=a=b\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nmirror name=m1 from=vm1 to=vdc2\nbond name=b0 ports=eth1,eth2 mode=lacp\n"),
+            std::string::npos)
+      << text;
+  auto back = loadState(path);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), st);
+}
+
+// A file a later vdevd marks as not readable by this one (another header)
+// is not read at all, and kept, whole, as .rejected.
+TEST_F(StateDir, AnIncompatibleVersionIsKeptAsideWhole) {
+  const std::string v2 = "# vdevd state v2\nport name=vm1 type=tap something new\n";
+  {
+    std::ofstream(path) << v2;
+  }
+  auto l = loadStateLenient(path);
+  EXPECT_TRUE(l.state.ports.empty());
+  ASSERT_FALSE(l.problems.empty());
+  EXPECT_NE(l.problems[0].find("not a vdevd state file"), std::string::npos) << l.problems[0];
+  EXPECT_EQ(readText(path + ".rejected"), v2);
+}
+
+// ------------------------------------------------------------ failing syscalls
+//
+// Failures a test cannot get from a real file system without root (a disk
+// that fails fsync, a directory that cannot be opened) are injected with a
+// seccomp filter in a child process: the syscall returns the errno, as the
+// kernel would. The body's exit status is the test's verdict.
+
+struct Inject {
+  int nr;              // the syscall
+  int err;             // its errno
+  uint32_t flag = 0;   // if not 0: only when its third argument (openat's flags) has this bit
+};
+
+// Runs `body` in a child under the filter; its exit status, or -1 when the
+// filter cannot be installed here (the test is then skipped), -2 on a
+// signal.
+int runInjected(Inject in, const std::function<int()>& body) {
+#if defined(__x86_64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t kArch = AUDIT_ARCH_AARCH64;
+#else
+  return -1;
+#endif
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::vector<sock_filter> f = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(in.nr), 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    if (in.flag) {
+      f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[2])));
+      f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, in.flag, 1, 0));
+      f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    }
+    f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t(in.err) & SECCOMP_RET_DATA)));
+    sock_fprog prog{uint16_t(f.size()), f.data()};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+      _exit(99);
+    _exit(body());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -2;
+  if (WIFSIGNALED(status)) return -2;
+  if (WEXITSTATUS(status) == 99) return -1;
+  return WEXITSTATUS(status);
+}
+
+// The save that fails: 0 when it returned `err` naming `step`, 1 when it
+// succeeded, 2 when it failed otherwise.
+int saveFails(const std::string& path, const DaemonState& st, int err, const char* step) {
+  auto s = saveState(path, st);
+  if (s.ok()) return 1;
+  return s.error().err == err && s.error().what.find(step) != std::string::npos ? 0 : 2;
+}
+
+// A disk that fails the file's fsync (EIO) or its write (ENOSPC): the
+// save is an error naming the step, the old file is what it was, and no
+// temporary file is left.
+TEST_F(StateDir, AFailedWriteOrFsyncLeavesTheOldFileAndNoTemporary) {
+  ASSERT_TRUE(saveState(path, sample()).ok());
+  const std::string before = readText(path);
+  DaemonState changed = sample();
+  changed.ports.pop_back();
+  for (const auto& [in, err, step] : {std::tuple{Inject{SYS_fsync, EIO}, EIO, "fsync " + path + ".tmp"},
+                                      std::tuple{Inject{SYS_write, ENOSPC}, ENOSPC, "write " + path + ".tmp"}}) {
+    const int r = runInjected(in, [&] { return saveFails(path, changed, err, step.c_str()); });
+    if (r == -1) GTEST_SKIP() << "no seccomp filter here";
+    EXPECT_EQ(r, 0) << step << ": 1: the save succeeded, 2: another error";
+    EXPECT_EQ(readText(path), before) << step;
+    EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0) << step << ": temporary file left behind";
+  }
+  ASSERT_TRUE(saveState(path, changed).ok()) << "the next save, on a good disk";
+  EXPECT_EQ(loadState(path).value(), changed);
+}
+
+// The directory's fsync after the rename cannot undo the rename: the save
+// succeeds with a warning, and the new file is in place.
+TEST_F(StateDir, AFailedDirectorySyncIsAWarningAndTheNewFileStands) {
+  ASSERT_TRUE(saveState(path, DaemonState{}).ok());
+  const int r = runInjected(Inject{SYS_openat, EACCES, O_DIRECTORY}, [&] {
+    std::string warning;
+    auto s = saveState(path, sample(), &warning);
+    if (!s.ok()) return 1;
+    return warning.find("open directory " + dir + ": Permission denied") != std::string::npos &&
+                   warning.find("is written") != std::string::npos
+               ? 0
+               : 2;
+  });
+  if (r == -1) GTEST_SKIP() << "no seccomp filter here";
+  EXPECT_EQ(r, 0) << "1: the save failed, 2: no or another warning";
+  auto back = loadState(path);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value(), sample());
 }
 
 }  // namespace

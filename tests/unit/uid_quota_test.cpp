@@ -25,11 +25,19 @@ TEST(UidQuota, RequestsBeyondTheBurstWaitForTheRate) {
   // A long quiet time fills the bucket to the burst, no more.
   for (int i = 0; i < 3; i++) EXPECT_TRUE(q.takeRequest(65534, 100 * kSec)) << i;
   EXPECT_FALSE(q.takeRequest(65534, 100 * kSec));
+  // Counted per uid, taken and refused apart (vdevctl info, /metrics); root not.
+  ASSERT_EQ(q.requests().size(), 2u);
+  EXPECT_EQ(q.requests().at(65534).taken, 7u);
+  EXPECT_EQ(q.requests().at(65534).refused, 3u);
+  EXPECT_EQ(q.requests().at(65533).taken, 1u);
+  EXPECT_EQ(q.requests().at(65533).refused, 0u);
+  EXPECT_FALSE(q.requests().count(0));
 }
 
 TEST(UidQuota, RateZeroIsNoLimit) {
   UidQuota q(UidCaps{.rate = 0, .burst = 1});
   for (int i = 0; i < 1000; i++) ASSERT_TRUE(q.takeRequest(65534, kSec));
+  EXPECT_EQ(q.requests().at(65534).taken, 1000u) << "counted without a cap too";
 }
 
 TEST(UidQuota, PortCapNamesTheCapAndTheUse) {

@@ -16,8 +16,26 @@
 // fast-rx is written only when off, uid (who added the port; 0 = root) only
 // when not 0, tag (the adder's label, PORT_TAG) only when given: a file
 // without them (older vdevd, or every port on and added by root) means on,
-// root, no tag, and a file that uses no new option stays readable by an
-// older vdevd, which refuses keys it does not know.
+// root, no tag, and a file that uses no new option stays readable by a
+// vdevd older than the keys it uses.
+//
+// Versions. A key missing from a record has its default (above: what the
+// vdevd before the key did). A newer vdevd adds keys and record kinds and
+// keeps "v1": this vdevd keeps what it does not know and writes it back,
+// so a downgrade followed by an upgrade loses nothing.
+//  - A port record's key it does not know ([a-z][a-z0-9_-]*=VALUE) is kept
+//    in PortRecord::unknown, not applied, and reported at start (vdevd
+//    names the port and the keys in its log and in `vdevctl info`); the
+//    port starts with what this vdevd knows. A setting that a newer vdevd
+//    enforces is therefore not enforced by an older one: a downgrade is the
+//    operator's, and the report says what is not applied.
+//  - A line of another record kind (a keyword, then key=value words) is
+//    kept in DaemonState::other_records and written back after the ports.
+//  - Only a change older vdevds cannot read right changes the header
+//    ("# vdevd state v2"); this vdevd reads none of such a file and keeps
+//    it as PATH.rejected (loadStateLenient).
+// vdevds before this rule refused a record with a key they did not know
+// (loadStateLenient: the record is left out, the file kept as .rejected).
 //
 // storm_bcast, storm_mcast, storm_unknown (frames/s), police_pps,
 // police_bps (bits/s) and police_burst_ms are the port's own limits, each
@@ -35,8 +53,9 @@
 // restored -- only that member's add can have written it, so it comes from
 // a vdevd before that check or from a hand edit (daemon/src/port_policy.h).
 //
-// Reading: parseState() is strict (an unknown keyword, a bad value or a
-// duplicate port refuses the whole text, with the line number);
+// Reading: parseState() is strict (a line that is not a record, a bad value
+// of a known key or a duplicate port refuses the whole text, with the line
+// number);
 // loadStateLenient(), what vdevd uses at start, keeps every good record and
 // reports each bad one, so that one bad line cannot keep vdevd (and under
 // systemd, its restart loop) from starting with the rest.
@@ -73,11 +92,17 @@ struct PortRecord {
   std::string hook;  // xdp | tc | auto (chosen by the device) | "" (vdevd's --default-hook)
   bool isolated = false;  // talks only to ports that are not isolated
   proto::LimitOptions limits;  // the port's own storm control and policer, as PORT_ADD gave them
+  // "key=value" words of keys this vdevd does not know (a newer vdevd's), as
+  // read: not applied, written back after the known keys on every save.
+  std::vector<std::string> unknown;
   bool operator==(const PortRecord&) const = default;
 };
 
 struct DaemonState {
   std::vector<PortRecord> ports;
+  // Lines of record kinds this vdevd does not know (a newer vdevd's), as
+  // read: written back after the ports on every save.
+  std::vector<std::string> other_records;
   bool operator==(const DaemonState&) const = default;
 };
 

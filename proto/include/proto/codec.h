@@ -274,6 +274,9 @@ struct InfoMsg {
   struct UidUse {
     uint32_t uid = 0, ports = 0, fdb = 0;
     uint64_t capture_bytes = 0;
+    // Control requests since vdevd started: taken, refused by the rate
+    // (UID_REQUESTS; 0 from an older daemon).
+    uint64_t requests = 0, requests_refused = 0;
     bool operator==(const UidUse&) const = default;
   };
   struct UidCaps {

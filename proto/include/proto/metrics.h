@@ -13,7 +13,8 @@
 namespace vdev::proto {
 
 // The text exposition format 0.0.4 of `stats` and, if given, `info`
-// (vdev_build_info, vdev_uptime_seconds, vdev_ports_room).
+// (vdev_build_info, vdev_uptime_seconds, vdev_ports_room, and with its
+// UID_CAPS the caps and each non-root uid's use: vdev_uid_*).
 std::string prometheusText(const StatsReply& stats, const InfoMsg* info);
 
 // The Content-Type of that text when served over HTTP.

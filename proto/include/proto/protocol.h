@@ -88,7 +88,7 @@ enum Cmd : uint8_t {
   // Daemon information. req: nothing.
   //   reply: VERSION, THREADS, SWITCH_MODE, UPTIME, NUM_PORTS, FD_LIMIT,
   //          PORTS_FD_LEFT, PORTS_POOL_LEFT, PORTS_MAP_LEFT, START_ISSUES (if any),
-  //          TC_ATTACH, KERNEL_FEATURES, UID_CAPS, UID_USE
+  //          TC_ATTACH, KERNEL_FEATURES, UID_CAPS, UID_USE, UID_REQUESTS
   kCmdInfoGet = 8,
   // Change a running port's isolation, storm control and policer, at once
   // (frames in flight are not touched; every bucket starts full). Each
@@ -242,10 +242,14 @@ enum Attr : uint16_t {
   // has its device).
   kAttrLinkNote = 58,       // string, 1..511 chars
   // INFO: the caps per non-root uid (UidCapsWire), and each uid's use of
-  // them (UidUseWire records: every uid with a port or a capture).
+  // them (UidUseWire records: every uid with a port, a capture or a
+  // request counted against the rate).
   kAttrUidCaps = 59,        // bytes, one UidCapsWire
   kAttrUidUse = 60,         // bytes, UidUseWire records
-  kAttrMax = kAttrUidUse
+  // INFO: each non-root uid's control requests since vdevd started
+  // (UidRequestsWire records: every uid that sent one).
+  kAttrUidRequests = 61,    // bytes, UidRequestsWire records
+  kAttrMax = kAttrUidRequests
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -333,6 +337,13 @@ struct UidUseWire {
   uint64_t capture_bytes;  // its running captures' memory
 };
 static_assert(sizeof(UidUseWire) == 24);
+struct UidRequestsWire {
+  uint32_t uid;
+  uint32_t pad;
+  uint64_t taken;    // requests answered
+  uint64_t refused;  // refused by --uid-max-rate (EAGAIN)
+};
+static_assert(sizeof(UidRequestsWire) == 24);
 inline constexpr size_t kUidUseMax = 1024;  // records in one INFO reply
 
 inline constexpr uint32_t kCaptureSnaplenMin = 64, kCaptureSnaplenMax = 65535;

@@ -47,7 +47,12 @@ int cmdInfo(Context& ctx, Args& a) {
                            {"rate", c.rate}, {"burst", c.burst}};
       Json& u = o["uid_use"] = Json::array();
       for (const auto& x : m.uid_use)
-        u.push_back(Json{{"uid", x.uid}, {"ports", x.ports}, {"fdb", x.fdb}, {"capture_bytes", x.capture_bytes}});
+        u.push_back(Json{{"uid", x.uid},
+                         {"ports", x.ports},
+                         {"fdb", x.fdb},
+                         {"capture_bytes", x.capture_bytes},
+                         {"requests", x.requests},
+                         {"requests_refused", x.requests_refused}});
     }
     return Context::print(jsonText(o, ctx.opt().pretty));
   }
@@ -83,7 +88,8 @@ int cmdInfo(Context& ctx, Args& a) {
          " bytes, " + cap(c.rate) + " requests/s (burst " + std::to_string(c.burst) + ")\n";
     for (const auto& x : m.uid_use)
       o += "uid " + std::to_string(x.uid) + ": ports " + std::to_string(x.ports) + ", fdb " + std::to_string(x.fdb) + ", capture " +
-           std::to_string(x.capture_bytes) + " bytes\n";
+           std::to_string(x.capture_bytes) + " bytes, requests " + std::to_string(x.requests) + " (" +
+           std::to_string(x.requests_refused) + " refused by the rate)\n";
   }
   o += "socket:   " + ctx.opt().socket + "\n";
   // What vdevd could not restore when it started (the state file, --port).
