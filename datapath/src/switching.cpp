@@ -87,10 +87,10 @@ void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t fl
 
 bool Datapath::receivesFast(Port::Queue& q) noexcept {
   // "given" alone cannot tell a busy queue: it counts the frames on the RX
-  // ring too, and falls by at most one burst between two refills, so a
-  // target above two bursts never grew again, under any load: a port that
-  // had gone quiet kept its floor (64 frames, 0.14 ms at 0.47 Mpps) or the
-  // half it had halved to, and the kernel dropped what found its fill ring
+  // ring too, and falls below the target by at most one burst plus what a
+  // lazy refill left out (64 + 63), so a target above 254 never grew again,
+  // under any load: a port kept the target it started with or had halved
+  // to under light traffic, and the kernel dropped what found its fill ring
   // empty while its RX ring was not full (vdev-bench --find-rate, xconnect:
   // 1.45% as rx_fill_ring_empty_descs at 0.47 Mpps, loss-free at 0.21 Mpps
   // of a 1.87 Mpps peak, and at the peak 10 million in 4 s with the target
