@@ -64,9 +64,9 @@ for group in "$@"; do
         bench_run "veth -> veth" --latency off
         bench_run "veth -> tap" --scenario veth-tap --latency off
         bench_run "switch" --scenario switch --latency off
-        bench_run "veth -> veth, 512 bytes" --frame-size 512 --latency off --datapath vdevd,vdevd-fast,bridge
-        bench_run "veth -> veth, 1500 bytes" --frame-size 1500 --latency off --datapath vdevd,vdevd-fast,bridge
-        bench_run "bridge without br_netfilter" --bridge-nf-call off --latency off --datapath vdevd-fast,bridge
+        bench_run "veth -> veth, 512 bytes" --frame-size 512 --latency off --datapath vdevd,vdevd-switch,vdevd-fast,bridge
+        bench_run "veth -> veth, 1500 bytes" --frame-size 1500 --latency off --datapath vdevd,vdevd-switch,vdevd-fast,bridge
+        bench_run "bridge without br_netfilter" --bridge-nf-call off --latency off --datapath vdevd,vdevd-switch,vdevd-fast,bridge
         bench_run "tap -> veth" --scenario tap-veth --latency off
         bench_run "tap -> veth, fast-rx off" --scenario tap-veth --latency off --datapath vdevd-fast,vdevd-rx-off,bridge
         ;;

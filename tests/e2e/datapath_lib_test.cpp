@@ -275,6 +275,55 @@ TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueu
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }
 
+// A receiving port's fill-ring target follows its traffic (issue 46). It
+// grew only when "given" (fill ring + kernel + RX ring) fell below half the
+// target between two refills, by at most a burst (64) plus what a lazy
+// refill left out (63): a target above 254 never grew, under any load, and
+// the kernel dropped frames as rx_fill_ring_empty_descs with the RX ring
+// half empty and the pool nine-tenths free. Now a queue that receives a
+// quarter of its target within a millisecond doubles it. Here a pool of
+// 2048 frames (a shared extra of 512) starts port A at 320 (its floor, 64,
+// and half the extra) and B at 192; streams from a packet socket into A take
+// A's target up to what the extra allows (448), so its fill ring holds more
+// than 320: with the old rule it never could. Streams are sent until that
+// shows or 5 s pass, since vdevd's thread must see 80 of them within one
+// millisecond, which it does not while another task has its CPU.
+TEST_F(DatapathLibTest, APortThatReceivesFastGetsAFillRingThatCoversItsTraffic) {
+  Container a("A"), b("B");
+  dp::DatapathConfig cfg;
+  cfg.mode = dp::SwitchMode::kXconnect;  // every frame through vdevd's thread
+  cfg.frames = 2048;
+  auto d = start(cfg);
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());
+  d->start();
+  const uint64_t before = d->stats().pool[stats::kPoolFillRing];
+  ASSERT_EQ(before, 320u + 192u) << "the starting targets are not what this test assumes";
+  constexpr uint32_t kN = 4000;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  uint64_t after = before;
+  uint32_t streams = 0;
+  while (after <= before && std::chrono::steady_clock::now() < deadline) {
+    a.sock.sendFlow({b.sock.mac(), a.sock.mac(), Kind::kExperimental, 20, streams * kN, 60}, kN);
+    streams++;
+    std::this_thread::sleep_for(20ms);  // vdevd takes the rest and refills
+    after = d->stats().pool[stats::kPoolFillRing];
+  }
+  const dp::DatapathStats s = d->stats();
+  const dp::PortStats& pa = port(s, a.port());
+  std::cout << "  " << streams << " stream(s) of " << kN << " frames: A received " << pa.counters[dp::kRxPackets]
+            << " (fill ring empty " << pa.counters[dp::kXdpRxFillRingEmptyDescs] << ", RX ring full "
+            << pa.counters[dp::kXdpRxRingFull] << "); fill rings " << before << " frames before, " << after
+            << " after\n";
+  // B, which receives nothing, keeps 192; A holds at most its target.
+  EXPECT_GT(after, before) << "A's fill target did not follow its traffic";
+  EXPECT_LE(after, 448u + 192u);
+  EXPECT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
 // A zero-copy NIC and the copy-mode ports (veths, taps, the punt device)
 // cannot share one UMEM registration: the kernel gives every socket on a
 // registration the mode of its first. So vdevd keeps a registration of its

@@ -300,6 +300,8 @@ class Datapath {
   // Tops q's fill ring up to its target, which follows its traffic (see
   // "fill rings" below).
   void refill(Port::Queue& q) noexcept;
+  // Whether q received a quarter of its fill target within kFillRateNs.
+  bool receivesFast(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   // One destination's batch to Port::xmitBulk: what it refuses for being
   // down is dropped here, what it takes is copied to its capture.
@@ -328,12 +330,15 @@ class Datapath {
   // pool, which is what port add checks (a port whose floor does not fit is
   // refused). Above its floor a queue holds what its traffic needs: it starts
   // with half of what is left of a shared extra (a quarter of the pool),
-  // doubles while the kernel empties its ring faster than vdevd refills it,
-  // and halves after a second without that -- frames a quiet queue holds
-  // come back as it receives them. The last quarter of the pool is for
+  // doubles while the kernel empties its ring faster than vdevd refills it
+  // or while it receives a quarter of its target within a millisecond
+  // (receivesFast: the target covers 4 ms of its traffic), and halves after
+  // a second without that -- frames a quiet queue holds come back as it
+  // receives them. The last quarter of the pool is for
   // frames in flight (RX bursts, delivery rings, TX rings).
   static constexpr uint32_t kFillFloor = 64;
   static constexpr uint64_t kFillCalmNs = 1000ull * 1000 * 1000;
+  static constexpr uint64_t kFillRateNs = 1000ull * 1000;  // receivesFast()'s window
   uint32_t fillFloor(uint32_t fill_size) const noexcept { return std::min(kFillFloor, fill_size); }
   uint64_t fillFloorBudget() const noexcept { return pool_->total() / 2; }
   uint64_t fillExtraBudget() const noexcept { return pool_->total() / 4; }

@@ -176,6 +176,9 @@ class Port {
     // (or it took its whole target within a second), and rx_got then.
     uint32_t fill_target = 0, fill_extra = 0;
     uint64_t fill_busy_ns = 0, fill_busy_rx = 0;
+    // The start of the current rate window (Datapath::receivesFast) and
+    // rx_got then.
+    uint64_t fill_rate_ns = 0, fill_rate_rx = 0;
     // The lowest target (0: the datapath's floor). The punt socket's is its
     // RX ring: a full RX ring still leaves frames in its fill ring.
     uint32_t fill_min = 0;

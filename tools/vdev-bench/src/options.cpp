@@ -106,7 +106,7 @@ DESCRIPTION
 OPTIONS
     -s, --scenario NAME   veth-veth (default), veth-tap, tap-veth or switch.
     -d, --datapath LIST   comma-separated datapaths, in order (default:
-                          vdevd,vdevd-fast,bridge,xdp-redirect; switch:
+                          vdevd,vdevd-switch,vdevd-fast,bridge,xdp-redirect; switch:
                           vdevd-switch,vdevd-fast,bridge; with the
                           default list a vdevd that cannot be found is skipped with a note,
                           a listed one is an error).

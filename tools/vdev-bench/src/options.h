@@ -31,7 +31,9 @@ struct Options {
   Scenario scenario = Scenario::kVethVeth;
   SinkMode sinkMode = SinkMode::kTc;  // veth-veth sink: tc ingress (default) or XDP
   // switch: vdevd-switch, vdevd-fast, bridge
-  std::vector<std::string> datapaths{"vdevd", "vdevd-fast", "bridge", "xdp-redirect"};
+  // The own path (xconnect, switch) always beside the fast path and the
+  // kernel's paths: a table without it hid a fall below the bridge.
+  std::vector<std::string> datapaths{"vdevd", "vdevd-switch", "vdevd-fast", "bridge", "xdp-redirect"};
   bool datapathsGiven = false;  // default list: a missing vdevd is skipped, not an error
   double duration = 5.0;        // measured seconds per run
   double warmup = 1.0;          // seconds of traffic before measuring

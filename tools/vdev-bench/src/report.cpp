@@ -182,6 +182,36 @@ void printRateSearch(const Report& rep, FILE* out) {
 
 }  // namespace
 
+// The median of a datapath's forwarded Mpps over its runs (NAN: no runs).
+double medianFwd(const DatapathResult& d) {
+  return medianOf(d.runs, [](const RunResult& r) { return r.forwardedMpps(); });
+}
+
+// vdevd's sockets per port, medians over the runs: "a 0/12 b 0/0" (fill
+// ring empty / RX ring full, in the rate window); the port's name without
+// the run's prefix. "" for the kernel datapaths.
+std::string socketText(const DatapathResult& d, const std::string& prefix) {
+  std::vector<std::string> ports;
+  for (const auto& r : d.runs)
+    for (const auto& s : r.dutSockets)
+      if (std::find(ports.begin(), ports.end(), s.port) == ports.end()) ports.push_back(s.port);
+  std::string text;
+  for (const auto& port : ports) {
+    std::vector<double> fill, full;
+    for (const auto& r : d.runs)
+      for (const auto& s : r.dutSockets)
+        if (s.port == port) {
+          fill.push_back(double(s.fillEmpty));
+          full.push_back(double(s.rxRingFull));
+        }
+    std::string name = port.rfind(prefix, 0) == 0 && port.size() > prefix.size() ? port.substr(prefix.size()) : port;
+    char buf[96];
+    snprintf(buf, sizeof buf, "%s%s %.0f/%.0f", text.empty() ? "" : " ", name.c_str(), median(fill), median(full));
+    text += buf;
+  }
+  return text;
+}
+
 void printTable(const Report& rep, FILE* out) {
   const Options& o = *rep.opt;
   int sinkCpu = o.sinkCpu >= 0 ? o.sinkCpu : o.genCpu;
@@ -217,6 +247,12 @@ void printTable(const Report& rep, FILE* out) {
   if (anyThroughput)
     fprintf(out, "%-14s %9s %13s %12s %8s %10s %6s\n", "datapath", "fwd Mpps", "(min-max)", "offered Mpps", "loss %",
             "CPU s/Mfr", "gaps");
+  // Any path below the bridge of this same run is flagged on its row and
+  // named under the table: vdevd's own path fell to the bridge's rate once
+  // with no table showing it.
+  const DatapathResult* bridge = findBridge(rep);
+  const double bridgeMpps = bridge && !bridge->runs.empty() ? medianFwd(*bridge) : NAN;
+  std::string below, sockets;
   for (const auto& d : rep.results) {
     if (d.runs.empty()) {
       if (!anyThroughput && d.errors.empty()) continue;
@@ -241,8 +277,22 @@ void printTable(const Report& rep, FILE* out) {
             medianOf(d.runs, [](const RunResult& r) { return r.lossPct(); }),
             medianOf(d.runs, [](const RunResult& r) { return r.cpuPerMframe(); }), gaps);
     if (noisy) fprintf(out, "  %d noisy run%s", noisy, noisy == 1 ? "" : "s");
+    if (std::isfinite(bridgeMpps) && d.datapath != "bridge" && median(fwd) < bridgeMpps) {
+      fprintf(out, "  BELOW THE BRIDGE (%s)", ratio(median(fwd), bridgeMpps).c_str());
+      below += (below.empty() ? "" : ", ") + d.datapath + " " + ratio(median(fwd), bridgeMpps);
+    }
+    const std::string st = socketText(d, rep.prefix);
+    if (!st.empty()) {
+      fprintf(out, "  sockets %s", st.c_str());
+      sockets = st;
+    }
     fprintf(out, "\n");
   }
+  if (!sockets.empty())
+    fprintf(out, "sockets: vdevd's AF_XDP sockets per port, frames the kernel dropped in the rate window for a fill ring\n"
+                 "that was empty / an RX ring that was full (xdp_stats rx_fill_ring_empty_descs / rx_ring_full), medians\n");
+  if (std::isfinite(bridgeMpps))
+    fprintf(out, "below the bridge (%.3f Mpps) in this run: %s\n", bridgeMpps, below.empty() ? "none" : below.c_str());
   for (const auto& s : rep.skipped) fprintf(out, "%-14s skipped: %s\n", s.datapath.c_str(), s.reason.c_str());
   printLatency(rep, out);
   printRateSearch(rep, out);
@@ -258,6 +308,9 @@ void printTable(const Report& rep, FILE* out) {
         fprintf(out, "  ingress-ring-full %.2f%%", 100.0 * *r.ingressRingFull / r.offered);
       if (r.egressDrops) fprintf(out, "  egress-drops %llu", static_cast<unsigned long long>(*r.egressDrops));
       if (r.floodedToVm) fprintf(out, "  flooded-to-VM %llu", static_cast<unsigned long long>(*r.floodedToVm));
+      for (const auto& s : r.dutSockets)
+        fprintf(out, "  %s fill-empty %llu rx-full %llu", s.port.c_str(), static_cast<unsigned long long>(s.fillEmpty),
+                static_cast<unsigned long long>(s.rxRingFull));
       fprintf(out, "  cpu s/%.1fs: datapath %.2f generator %.2f sink %.2f", r.cpuSeconds, r.cpu.datapath,
               r.cpu.generator, r.cpu.sink);
       if (r.cpu.vdevdProcess) {
@@ -386,6 +439,10 @@ Json runJson(const RunResult& r) {
   j["egress_drops"] = orNull(r.egressDrops);
   j["target_pps"] = r.targetPps;
   j["flooded_to_vm"] = orNull(r.floodedToVm);
+  Json sockets = Json::array();
+  for (const auto& s : r.dutSockets)
+    sockets.push_back({{"port", s.port}, {"rx_fill_ring_empty_descs", s.fillEmpty}, {"rx_ring_full", s.rxRingFull}});
+  j["vdevd_sockets"] = std::move(sockets);
   j["totals"] = {{"offered", r.offeredTotal},
                  {"forwarded", r.forwardedTotal},
                  {"sink_all_frames", orNull(r.sinkCountTotal)},
@@ -580,6 +637,11 @@ std::string toJson(const Report& rep) {
       med["offered_mpps"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.offeredMpps(); }), 4);
       med["loss_pct"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.lossPct(); }), 3);
       med["cpu_s_per_mframe"] = fixed(medianOf(d.runs, [](const RunResult& x) { return x.cpuPerMframe(); }), 4);
+      // Below the bridge of the same invocation (null without a bridge).
+      const DatapathResult* bridge = findBridge(rep);
+      med["below_bridge"] = bridge && !bridge->runs.empty() && d.datapath != "bridge"
+                                ? Json(medianFwd(d) < medianFwd(*bridge))
+                                : Json(nullptr);
     }
     if (!d.latencyRuns.empty()) {
       // Light load: median over runs of each run's percentile; after a

@@ -350,6 +350,30 @@ std::optional<uint64_t> deltaOf(const std::optional<T>& a, const std::optional<T
 
 }  // namespace
 
+namespace {
+// Per port: what vdevd's statistics y add to x in rx_fill_ring_empty_descs
+// and rx_ring_full (empty when either does not parse).
+std::vector<RunResult::SocketDrops> socketDrops(const std::string& x, const std::string& y) {
+  std::vector<RunResult::SocketDrops> out;
+  auto sx = testkit::parseStats(x), sy = testkit::parseStats(y);
+  if (!sx || !sy) return out;
+  auto get = [](const testkit::PortStats& p, const char* k) -> uint64_t {
+    auto v = p.xdp(k);
+    return v ? *v : 0;
+  };
+  for (const testkit::PortStats& q : sy->ports) {
+    RunResult::SocketDrops d{q.name, get(q, "rx_fill_ring_empty_descs"), get(q, "rx_ring_full")};
+    for (const testkit::PortStats& p : sx->ports)
+      if (p.name == q.name) {
+        d.fillEmpty -= std::min(d.fillEmpty, get(p, "rx_fill_ring_empty_descs"));
+        d.rxRingFull -= std::min(d.rxRingFull, get(p, "rx_ring_full"));
+      }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+}  // namespace
+
 Result<RunResult> Runner::measure(Datapath& dp, int run) {
   struct StopGuard {  // dp and the generator are stopped on every way out
     Datapath& dp;
@@ -375,6 +399,7 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
 
   std::vector<Sample> warm, window;
   VB_TRY(sampleFor(opt_.warmup, &warm));
+  const std::string statsA = dp.liveStatsJson();  // "" for the kernel datapaths
   auto a = snapshot(dp);
   if (!a) return a.error();
   window.push_back({a->t, a->gen.pkts, a->sink.pkts});
@@ -382,6 +407,7 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
   auto b = snapshot(dp);
   if (!b) return b.error();
   window.push_back({b->t, b->gen.pkts, b->sink.pkts});
+  if (!statsA.empty()) r.dutSockets = socketDrops(statsA, dp.liveStatsJson());
 
   // --napi-timing split: the CPU window, traffic still flowing, the NAPI
   // timing attached only now so that it never slowed the rate window down.

@@ -124,6 +124,15 @@ struct RunResult {
   // window start), offered and forwarded Mpps.
   std::vector<double> timelineT, timelineOffered, timelineForwarded;
   std::string datapathStats;    // vdevd's statistics JSON
+  // vdevd's AF_XDP sockets, per port, over the rate window (statistics asked
+  // just before it and just after): frames the kernel dropped because the
+  // fill ring was empty (rx_fill_ring_empty_descs) or the RX ring full.
+  // Empty for the kernel datapaths, or when the statistics did not parse.
+  struct SocketDrops {
+    std::string port;
+    uint64_t fillEmpty = 0, rxRingFull = 0;
+  };
+  std::vector<SocketDrops> dutSockets;
   std::string stopProblem;      // datapath stop() complaint, if any
 
   double offeredMpps() const { return seconds > 0 ? offered / seconds / 1e6 : 0; }
