@@ -49,17 +49,8 @@ for f in /usr/sbin/vdevd /usr/sbin/vdevctl /etc/default/vdevd /var/lib/vdev /run
 done
 getent group vdev >/dev/null && skip "group vdev exists already"
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-# check DESCRIPTION COMMAND...: passes when COMMAND succeeds.
-check() {
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-die() { fail "$*"; exit 1; }
-quiet() { "$@" >/dev/null 2>&1; }
+# failures, fail, ok, check, die, quiet, wait_for
+. "$(dirname "$0")/check_lib.sh"
 # have TOOL PACKAGE WHAT: true when TOOL is installed; otherwise the checks
 # WHAT are a reported skip (scripts/run-tests.sh lists it; CI fails on it),
 # never dropped without a word. scripts/install-deps.sh installs PACKAGE.
@@ -315,15 +306,6 @@ held_prog_ids() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{pr
 still_loaded() {
   local id
   for id in "$@"; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "$id"; done
-}
-wait_for() {  # wait_for SECONDS COMMAND...
-  local n=$(($1 * 10))
-  shift
-  while ! "$@"; do
-    n=$((n - 1))
-    [ $n -gt 0 ] || return 1
-    sleep 0.1
-  done
 }
 
 start_vdevd
