@@ -1,9 +1,12 @@
 #!/bin/bash
-# package_test.sh SRC BUILD: the Debian package (debian/) on this machine.
+# package_test.sh SRC BUILD [DEB_DIR]: the Debian package (debian/) on this
+# machine.
 #
-# Packages the binaries of the build tree BUILD (`make deb-from-build`, in
-# BUILD/deb-test: a minute or two, nothing compiled), or takes
-# VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source); checks it
+# Takes VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source), else
+# the package in DEB_DIR (ctest: e2e_package_build's, made of the build
+# tree's binaries), else packages the binaries of the build tree BUILD
+# itself (`make deb-from-build`, in BUILD/deb-test: a minute or two, nothing
+# compiled); checks it
 # with lintian (no error); installs it with dpkg -i and checks what it put
 # where (binaries, unit and its enablement, defaults file, man pages,
 # completion, docs, the group vdev, /var/lib/vdev 0700); starts vdevd as the
@@ -25,8 +28,9 @@
 # it. Everything it made is removed on exit, pass or fail.
 set -u
 
-src=${1:?usage: package_test.sh SRC BUILD}
-build=${2:?usage: package_test.sh SRC BUILD}
+src=${1:?usage: package_test.sh SRC BUILD [DEB_DIR]}
+build=${2:?usage: package_test.sh SRC BUILD [DEB_DIR]}
+deb_dir=${3:-}
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (dpkg -i, network namespaces, XDP)"
@@ -123,6 +127,9 @@ arch=$(dpkg --print-architecture)
 if [ -n "${VDEV_DEB:-}" ]; then
   deb=$VDEV_DEB
   echo "package: $deb (VDEV_DEB)"
+elif [ -n "$deb_dir" ] && ls "$deb_dir"/vdev_*_"$arch".deb >/dev/null 2>&1; then
+  deb=$(ls "$deb_dir"/vdev_*_"$arch".deb | head -1)
+  echo "package: $deb (e2e_package_build)"
 else
   start=$(date +%s)
   echo "package: make deb-from-build BUILD=$build DEB_DIR=$build/deb-test"
