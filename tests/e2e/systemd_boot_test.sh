@@ -16,6 +16,7 @@
 #     creates a tap for a VM (DeviceAllow=/dev/net/tun);
 #   - the watchdog: vdevd stopped with SIGSTOP is killed and restarted by
 #     systemd, and its ports come back from the state file and forward again;
+#   - dpkg -i over the installed package restarts vdevd with its ports;
 #   - a reboot of the container: vdevd (enabled) starts at boot, its saved
 #     ports on devices that exist at boot (two uplinks that systemd-networkd
 #     makes) come back and forward, and the ports whose devices vdevd made
@@ -389,6 +390,18 @@ check "the stopped vdevd is gone" test -z "$(in_ct ps -o pid= -p "$pid")"
 check "NRestarts is $((restarts + 1))" test "$(prop NRestarts)" = $((restarts + 1))
 check "ports sda, sdb back from the state file" wait_for 10 ports_live sda sdb
 check "pod-a -> pod-b after the watchdog restart" forwards pod-a 198.18.0.2 sda sdb
+
+# ----------------------------------------------------------------- upgrade
+# The package installed again over itself (the same version: what
+# deb-from-build makes) takes dpkg's upgrade path: prerm upgrade keeps vdevd
+# and its devices, postinst restarts the service (dh_installsystemd) and
+# returns when the new vdevd is ready.
+pid=$(prop MainPID)
+in_ct dpkg -i /root/vdev.deb >"$tmp/dpkg-up.log" 2>&1 || { cat "$tmp/dpkg-up.log"; fail "dpkg -i (upgrade)"; }
+check "dpkg -i over the installed package restarted vdevd: pid $pid -> $(prop MainPID)" \
+  test "$(prop MainPID)" != "$pid" -a "$(prop ActiveState)" = active
+check "sda, sdb live when dpkg returns" ports_live sda sdb
+check "pod-a -> pod-b after the upgrade" forwards pod-a 198.18.0.2 sda sdb
 
 # ------------------------------------------------------------------ reboot
 # The uplinks networkd made: ports attached by name.
