@@ -13,7 +13,9 @@
 #   - vdevd runs in the unit's sandbox (its capability bounding set,
 #     NoNewPrivileges, seccomp, a read-only /usr, its cgroup) and works in it:
 #     two veth ports it creates into two namespaces forward between them; it
-#     creates a tap for a VM (DeviceAllow=/dev/net/tun);
+#     creates a tap for a VM (DeviceAllow=/dev/net/tun); a CNI ADD through
+#     the package's vdev-cni attaches a container that reaches a pod, and
+#     DEL removes it;
 #   - the watchdog: vdevd stopped with SIGSTOP is killed and restarted by
 #     systemd, and its ports come back from the state file and forward again;
 #   - dpkg -i over the installed package restarts vdevd with its ports;
@@ -319,6 +321,28 @@ pod pod-a eth0 198.18.0.1
 pod pod-b eth0 198.18.0.2
 check "ports sda, sdb live" wait_for 10 ports_live sda sdb
 check "pod-a -> pod-b through vdevd under the unit" forwards pod-a 198.18.0.2 sda sdb
+
+# A container runtime's CNI ADD through the package's vdev-cni (host-local
+# addresses, Debian's containernetworking-plugins), then DEL.
+in_ct ip netns add ctr-c
+cni() {  # cni COMMAND: vdev-cni as a runtime calls it, for ctr-c's eth0
+  echo '{"cniVersion": "1.1.0", "name": "vdev-sdboot", "type": "vdev-cni",
+         "ipam": {"type": "host-local", "ranges": [[{"subnet": "198.18.0.0/24",
+                  "rangeStart": "198.18.0.100", "rangeEnd": "198.18.0.150"}]]}}' |
+    in_ct env CNI_COMMAND="$1" CNI_CONTAINERID=sdboot-ctr-c CNI_NETNS=/run/netns/ctr-c CNI_IFNAME=eth0 \
+      CNI_PATH=/usr/lib/cni /usr/lib/cni/vdev-cni
+}
+cni ADD >"$tmp/cni-add.json" 2>&1
+cni_ip=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["ips"][0]["address"].split("/")[0])' <"$tmp/cni-add.json" 2>/dev/null)
+check "CNI ADD through vdev-cni: ${cni_ip:-$(tr -d '\n' <"$tmp/cni-add.json")}" test -n "$cni_ip"
+cni_port=$(in_ct vdevctl -j port show | python3 -c '
+import json, sys
+print(" ".join(p["name"] for p in json.load(sys.stdin) if p["name"] not in ("sda", "sdb", "sdt")))')
+check "the container ($cni_ip, port $cni_port) -> pod-b through vdevd" \
+  wait_for 10 quiet in_ct ip netns exec ctr-c ping -c 1 -W 1 198.18.0.2
+cni DEL >"$tmp/cni-del.log" 2>&1 || { cat "$tmp/cni-del.log"; fail "CNI DEL"; }
+check "CNI DEL removed port $cni_port and its device" \
+  test -z "$(port_field "$cni_port" name)" -a -z "$(in_ct ip -n ctr-c -o link show | grep -v ': lo:')"
 
 # The watchdog check's drop-in, then a restart: it must return with vdevd
 # ready -- its ports live and its status set, with no wait after it.
