@@ -460,9 +460,9 @@ in_ct vdevctl port add sde type veth create netns pod-e || fail "vdevctl port ad
 in_ct vdevctl port add sdu type tap create || fail "vdevctl port add sdu"
 check "sde, sdu exist" quiet in_ct ip link show dev sdu
 cursor=$(in_ct journalctl -n 0 --show-cursor -q | sed -n 's/^-- cursor: //p')
-purge_start=$(date +%s.%N)
+purge_ms=$(($(date +%s%N) / 1000000))
 in_ct dpkg --purge vdev >"$tmp/dpkg-purge.log" 2>&1 || { cat "$tmp/dpkg-purge.log"; fail "dpkg --purge vdev"; }
-ok "dpkg --purge vdev ($(printf '%.1f' "$(echo "$(date +%s.%N) - $purge_start" | bc)") s)"
+ok "dpkg --purge vdev ($(($(date +%s%N) / 1000000 - purge_ms)) ms)"
 in_ct journalctl --after-cursor="$cursor" --no-pager -o short-monotonic |
   grep -E 'Stopping vdevd|vdevd: stopped|vdevd.service: Deactivated|Stopped vdevd' | sed 's/^/  | /'
 check "vdevd.service is gone" test "$(in_ct systemctl show -p LoadState --value vdevd)" = not-found
