@@ -7,7 +7,7 @@
 # why not a QEMU guest) -- installs the vdev package in it with dpkg, and
 # checks through systemctl, journalctl and vdevctl:
 #   - dpkg -i enables and starts vdevd (the package's maintainer scripts);
-#     `systemctl restart vdevd` returns only once vdevd is ready (Type=notify:
+#     `systemctl start vdevd` returns only once vdevd is ready (Type=notify:
 #     the moment it returns, the ports are live and STATUS= is set);
 #     `systemctl status` shows that status line;
 #   - vdevd runs in the unit's sandbox (its capability bounding set,
@@ -356,16 +356,20 @@ cni DEL >"$tmp/cni-del.log" 2>&1 || { cat "$tmp/cni-del.log"; fail "CNI DEL"; }
 check "CNI DEL removed port $cni_port and its device" \
   test -z "$(port_field "$cni_port" name)" -a -z "$(in_ct ip -n ctr-c -o link show | grep -v ': lo:')"
 
-# The watchdog check's drop-in, then a restart: it must return with vdevd
-# ready -- its ports live and its status set, with no wait after it.
+# The watchdog check's drop-in; vdevd stopped, then started: start must
+# return with vdevd ready -- its ports live and its status set, read with
+# no wait after it.
 in_ct mkdir -p /etc/systemd/system/vdevd.service.d
 printf '[Service]\nWatchdogSec=3s\n' | in_ct tee /etc/systemd/system/vdevd.service.d/50-test-watchdog.conf >/dev/null
 in_ct systemctl daemon-reload
-in_ct systemctl restart vdevd || fail "systemctl restart vdevd"
+in_ct systemctl stop vdevd || fail "systemctl stop vdevd"
+check "systemctl stop: vdevd $(prop ActiveState), socket gone" \
+  test "$(prop ActiveState)" = inactive -a -z "$(in_ct ls /run/vdev/vdevd.sock 2>/dev/null)"
+in_ct systemctl start vdevd || fail "systemctl start vdevd"
 status_now=$(prop StatusText)
 live_now=$(ports_live sda sdb && echo yes)
-check "systemctl restart returned with vdevd ready: STATUS='$status_now'" test "$status_now" = "3 ports, switch mode"
-check "systemctl restart returned with sda, sdb live" test "$live_now" = yes
+check "systemctl start returned with vdevd ready: STATUS='$status_now'" test "$status_now" = "3 ports, switch mode"
+check "systemctl start returned with sda, sdb live" test "$live_now" = yes
 in_ct systemctl status vdevd --no-pager >"$tmp/status" 2>&1
 sed -n '1,10p' "$tmp/status" | sed 's/^/  | /'
 check "systemctl status shows vdevd's status line" grep -q 'Status: "3 ports, switch mode"' "$tmp/status"
