@@ -18,6 +18,9 @@ set -eu
 # man-db: tests/e2e/package_test.sh checks the completion and man pages;
 # lintian: that test checks the package it builds (no lintian error);
 # libcap2-bin: its capsh decodes vdevd's capability bounding set.
+# systemd-container: e2e_systemd_boot_test boots this host's Debian with
+# systemd-nspawn, systemd as its PID 1, and runs the package's vdevd.service;
+# procps: its pgrep and ps.
 # podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
 # network and running containers on it (runc: crun refuses hybrid cgroups).
 # libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
@@ -40,6 +43,7 @@ python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 debhelper dpkg-dev adduser bash-completion man-db lintian libcap2-bin
 podman runc
+systemd-container procps
 "
 
 # The Debian kernels that e2e_kernel_6_1 and e2e_kernel_6_12 boot under QEMU

@@ -1,9 +1,12 @@
 #!/bin/bash
-# package_test.sh SRC BUILD: the Debian package (debian/) on this machine.
+# package_test.sh SRC BUILD [DEB_DIR]: the Debian package (debian/) on this
+# machine.
 #
-# Packages the binaries of the build tree BUILD (`make deb-from-build`, in
-# BUILD/deb-test: a minute or two, nothing compiled), or takes
-# VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source); checks it
+# Takes VDEV_DEB=PATH.deb (e.g. from `make deb`, built from source), else
+# the package in DEB_DIR (ctest: e2e_package_build's, made of the build
+# tree's binaries), else packages the binaries of the build tree BUILD
+# itself (`make deb-from-build`, in BUILD/deb-test: a minute or two, nothing
+# compiled); checks it
 # with lintian (no error); installs it with dpkg -i and checks what it put
 # where (binaries, unit and its enablement, defaults file, man pages,
 # completion, docs, the group vdev, /var/lib/vdev 0700); starts vdevd as the
@@ -25,8 +28,9 @@
 # it. Everything it made is removed on exit, pass or fail.
 set -u
 
-src=${1:?usage: package_test.sh SRC BUILD}
-build=${2:?usage: package_test.sh SRC BUILD}
+src=${1:?usage: package_test.sh SRC BUILD [DEB_DIR]}
+build=${2:?usage: package_test.sh SRC BUILD [DEB_DIR]}
+deb_dir=${3:-}
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (dpkg -i, network namespaces, XDP)"
@@ -49,17 +53,8 @@ for f in /usr/sbin/vdevd /usr/sbin/vdevctl /etc/default/vdevd /var/lib/vdev /run
 done
 getent group vdev >/dev/null && skip "group vdev exists already"
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-# check DESCRIPTION COMMAND...: passes when COMMAND succeeds.
-check() {
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-die() { fail "$*"; exit 1; }
-quiet() { "$@" >/dev/null 2>&1; }
+# failures, fail, ok, check, die, quiet, wait_for
+. "$(dirname "$0")/check_lib.sh"
 # have TOOL PACKAGE WHAT: true when TOOL is installed; otherwise the checks
 # WHAT are a reported skip (scripts/run-tests.sh lists it; CI fails on it),
 # never dropped without a word. scripts/install-deps.sh installs PACKAGE.
@@ -132,6 +127,9 @@ arch=$(dpkg --print-architecture)
 if [ -n "${VDEV_DEB:-}" ]; then
   deb=$VDEV_DEB
   echo "package: $deb (VDEV_DEB)"
+elif [ -n "$deb_dir" ] && ls "$deb_dir"/vdev_*_"$arch".deb >/dev/null 2>&1; then
+  deb=$(ls "$deb_dir"/vdev_*_"$arch".deb | head -1)
+  echo "package: $deb (e2e_package_build)"
 else
   start=$(date +%s)
   echo "package: make deb-from-build BUILD=$build DEB_DIR=$build/deb-test"
@@ -315,15 +313,6 @@ held_prog_ids() { grep -h '^prog_id:' /proc/"$1"/fdinfo/* 2>/dev/null | awk '{pr
 still_loaded() {
   local id
   for id in "$@"; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "$id"; done
-}
-wait_for() {  # wait_for SECONDS COMMAND...
-  local n=$(($1 * 10))
-  shift
-  while ! "$@"; do
-    n=$((n - 1))
-    [ $n -gt 0 ] || return 1
-    sleep 0.1
-  done
 }
 
 start_vdevd
