@@ -18,6 +18,10 @@
 #include "vdev_xdp_shared.h"
 #include "bpf_host_addrs.h"
 #include "bpf_limits.h"
+#include "datapath/datapath.h"
+
+static_assert(VDEV_XDP_MAX_HOST_MACS == vdev::datapath::kMaxHostMacs,
+              "a port's program holds every host MAC vdevd accepts");
 
 namespace vdev::datapath {
 

@@ -1602,6 +1602,24 @@ TEST_F(DatapathTest, BadArgumentsAreRejected) {
     EXPECT_EQ(r.out.find("vdevd: ready"), std::string::npos) << line;
     EXPECT_FALSE(r.err.empty()) << line << ": an error message belongs on stderr";
   }
+  // Host MACs: a port at the XDP hook holds every one; one more than it can
+  // is refused at the start, not at each port's add.
+  std::vector<std::string> macs = {"--port", t.a.port(), "--default-hook", "xdp"};
+  for (int i = 0; i < 64; ++i) {
+    macs.push_back("--host-mac");
+    macs.push_back(macString(Mac{0x02, 0x68, 0x6d, 0, 0, uint8_t(i)}));
+  }
+  {
+    Vdevd d(macs);  // 64: starts, the port attached with all of them
+    EXPECT_TRUE(linkInfo(t.a.port()).has_xdp);
+    EXPECT_EQ(d.stop(), 0) << d.logs();
+  }
+  macs.push_back("--host-mac");
+  macs.push_back(macString(Mac{0x02, 0x68, 0x6d, 0, 0, 64}));
+  const CmdResult many = Vdevd::runExpectingExit(macs);
+  EXPECT_NE(many.status, 0);
+  EXPECT_NE(many.err.find("65 host MACs (--host-mac): at most 64"), std::string::npos) << many.err;
+  EXPECT_EQ(many.out.find("vdevd: ready"), std::string::npos);
   const CmdResult unknown = Vdevd::runExpectingExit({"--port", t.a.port(), "--no-fast-rx", t.b.port()});
   EXPECT_EQ(unknown.status, 2) << unknown.err;
   EXPECT_NE(unknown.err.find("--no-fast-rx " + t.b.port() + ": not a port given with --port"), std::string::npos)
