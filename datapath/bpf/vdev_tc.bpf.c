@@ -128,6 +128,18 @@ struct {
 	__type(value, __u32);
 } tc_host_ipv6 SEC(".maps");
 
+/* The VLANs the host has a device in on a port's device (eth0.10 on eth0),
+ * keyed (ifindex, VID) like tc_host_ipv4: a neighbour request the kernel
+ * untagged in one of them, for an address of the host there, is the host's
+ * VLAN device's to answer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VDEV_TC_MAX_HOST_IPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct vdev_host_ipv4_key);
+	__type(value, __u32);
+} tc_host_vids SEC(".maps");
+
 /* The program's own counters, per port: key port_index * VDEV_XDP_NCOUNTERS
  * + enum vdev_xdp_counter (pass, redirect = punted to vdevd, no_socket,
  * fast), as the XDP program counts them. */
@@ -331,6 +343,16 @@ static __always_inline int for_host(struct __sk_buff *skb, const __u8 *eth, __u6
 {
 	if (bpf_map_lookup_elem(&tc_host_macs, &dst))
 		return 1;
+	/* A tagged frame (the kernel took its outer tag off before tc) is a
+	 * neighbour request for the host only in a VLAN the host has a device
+	 * in on this one; its addresses are among the port's (tc_host_ipv4,
+	 * tc_host_ipv6). */
+	if (skb->vlan_present) {
+		struct vdev_host_ipv4_key v = {.ifindex = skb->ifindex, .addr = skb->vlan_tci & 0x0fff};
+
+		if (!bpf_map_lookup_elem(&tc_host_vids, &v))
+			return 0;
+	}
 	/* An ARP request (broadcast) for one of the host's addresses here:
 	 * the target protocol address is 24 bytes into the ARP header. */
 	if (dst == 0xffffffffffffULL && eth[12] == 0x08 && eth[13] == 0x06) {

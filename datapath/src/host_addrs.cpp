@@ -69,17 +69,17 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
     if (!pp->xdp() && !at_tc) continue;
     std::vector<uint32_t> addrs;
     std::vector<std::array<uint8_t, 16>> addrs6;
-    // The host's VLAN devices on the port's device (at the XDP hook, where
-    // the tag is in the frame): their VIDs, and their addresses with the
-    // device's own -- what Linux answers ARP for on the device anyway.
+    // The host's VLAN devices on the port's device: their VIDs, and their
+    // addresses with the device's own -- what Linux answers ARP for on the
+    // device anyway. (At XDP the tag is in the frame; at tc the kernel took
+    // the outer one off and keeps its VID beside the frame.)
     std::vector<uint32_t> vids;
     std::vector<const char*> uppers;
-    if (pp->xdp())
-      for (const VlanDevice& v : vlans)
-        if (v.lower == pp->name()) {
-          vids.push_back(v.vid);
-          uppers.push_back(v.name.c_str());
-        }
+    for (const VlanDevice& v : vlans)
+      if (v.lower == pp->name()) {
+        vids.push_back(v.vid);
+        uppers.push_back(v.name.c_str());
+      }
     for (struct ifaddrs* a = list.get(); a; a = a->ifa_next) {
       if (!a->ifa_addr || !a->ifa_name) continue;
       if (pp->name() != a->ifa_name &&
@@ -104,14 +104,15 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
     if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
     std::sort(addrs6.begin(), addrs6.end());
     if (addrs6.size() > VDEV_XDP_MAX_HOST_IPS) addrs6.resize(VDEV_XDP_MAX_HOST_IPS);
+    std::sort(vids.begin(), vids.end());
+    vids.erase(std::unique(vids.begin(), vids.end()), vids.end());
     if (at_tc) {
       (void)tc->setHostIpv4(pp->ifindex(), addrs);
       (void)tc->setHostIpv6(pp->ifindex(), addrs6);
+      (void)tc->setHostVids(pp->ifindex(), vids);
     } else {
       (void)pp->xdp()->setHostIpv4(addrs);
       (void)pp->xdp()->setHostIpv6(addrs6);
-      std::sort(vids.begin(), vids.end());
-      vids.erase(std::unique(vids.begin(), vids.end()), vids.end());
       (void)pp->xdp()->setHostVids(vids);
     }
   }

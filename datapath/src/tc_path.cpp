@@ -379,6 +379,7 @@ void TcPath::clearRow(uint16_t port_index) {
     (void)bpf_map_delete_elem(bpf_map__fd(skel_->maps.tc_index), &ifi);
     (void)setHostIpv4(r.ifindex, {});
     (void)setHostIpv6(r.ifindex, {});
+    (void)setHostVids(r.ifindex, {});
   }
   const int copy = r.copy_ifindex;  // the copy program is attachCopy()'s, not the row's
   const bool made = copy && r.clsact_made;
@@ -535,6 +536,12 @@ Status TcPath::setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs) {
 Status TcPath::setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs) {
   return replaceKept<struct vdev_host_ipv6_key>(bpf_map__fd(skel_->maps.tc_host_ipv6), ifindex, addrs, host_ipv6_,
                                                "skb path: host IPv6 map");
+}
+
+Status TcPath::setHostVids(int ifindex, const std::vector<uint32_t>& vids) {
+  // Keyed like the IPv4 addresses: (ifindex, VID).
+  return replaceKept<struct vdev_host_ipv4_key>(bpf_map__fd(skel_->maps.tc_host_vids), ifindex, vids, host_vids_,
+                                               "skb path: host VLAN map");
 }
 
 XdpProgCounters TcPath::counters(uint16_t port_index) const {

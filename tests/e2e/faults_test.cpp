@@ -1639,7 +1639,11 @@ TEST_F(FaultsTest, VfUplinkAddressAddedWhileVdevdRunsIsTheHostsToo) {
 // of being switched; the echo requests to its MAC (the uplink's) pass as
 // before. vdevd learns of the device and its address from rtnetlink and
 // /proc/net/vlan/config (host_vids).
-TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns) {
+// At the tc hook (a veth uplink's default) the kernel takes the tag off
+// before the program: the VID beside the frame is what is looked up.
+class HostVlanTest : public FaultsTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(HostVlanTest, VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns) {
   if (!tryRun("ping -V").ok()) GTEST_SKIP() << "ping (iputils) not installed";
   if (!tryRun("modprobe 8021q").ok() && ::access("/proc/net/vlan", F_OK) != 0)
     GTEST_SKIP() << "no 802.1Q VLAN devices (8021q)";
@@ -1647,7 +1651,7 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns) {
   Container c("C");
   const std::string vl = uniqueName('l');
   DeviceGuard guard({vl});
-  Vdevd d({"--port", up.veth.hostName(), "--port", c.port()});
+  Vdevd d({"--port", up.veth.hostName(), "--port", c.port(), "--default-hook", GetParam()});
   const std::string n = "198.19." + std::to_string(::getpid() % 256) + ".";
   run("ip link add link " + up.veth.hostName() + " name " + vl + " type vlan id 10");
   run("ip addr add " + n + "1/29 dev " + vl);
@@ -1661,6 +1665,9 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns) {
                     << tryRun("ip -n " + up.net.name() + " neigh show dev nb10").out << d.logs();
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
+
+INSTANTIATE_TEST_SUITE_P(Hooks, HostVlanTest, ::testing::Values("xdp", "tc"),
+                         [](const auto& info) { return info.param; });
 
 // The same over IPv6: the neighbour resolves the host's IPv6 address (a ULA,
 // fd00:7664:<pid>::1/64, on the uplink only) while vdevd runs. Its Neighbour

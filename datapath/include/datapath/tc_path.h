@@ -156,6 +156,9 @@ class TcPath {
   uint64_t hostMacErrors() const { return host_mac_errors_; }
   Status setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs);
   Status setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs);
+  // The VLANs the host has a device in on the device `ifindex` (their
+  // addresses go into setHostIpv4/6 with the device's own).
+  Status setHostVids(int ifindex, const std::vector<uint32_t>& vids);
 
   // The program's own counters of a port (pass, redirect = handed to vdevd,
   // no_socket, fast), and zeroing them when the index gets a new port.
@@ -214,6 +217,7 @@ class TcPath {
   uint64_t host_mac_errors_ = 0;
   std::vector<std::pair<int, std::vector<uint32_t>>> host_ipv4_;
   std::vector<std::pair<int, std::vector<std::array<uint8_t, 16>>>> host_ipv6_;
+  std::vector<std::pair<int, std::vector<uint32_t>>> host_vids_;
 };
 
 }  // namespace vdev::datapath
