@@ -1,4 +1,4 @@
-// Caps per non-root uid (issue 47): what one member of --group may take of
+// Caps per non-root uid: what one member of --group may take of
 // vdevd, so that one tenant cannot exhaust what the others share.
 //
 //   ports     ports it added (--uid-max-ports): each holds sockets, rings,

@@ -275,7 +275,7 @@ TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueu
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }
 
-// A receiving port's fill-ring target follows its traffic (issue 46). It
+// A receiving port's fill-ring target follows its traffic. It
 // grew only when "given" (fill ring + kernel + RX ring) fell below half the
 // target between two refills, by at most a burst (64) plus what a lazy
 // refill left out (63): a target above 254 never grew, under any load, and
