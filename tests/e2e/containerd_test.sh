@@ -36,11 +36,10 @@ for t in containerd ctr runc unshare nsenter ip python3; do
 done
 [ -x /bin/busybox ] || skip "no /bin/busybox (busybox-static): no image to run"
 [ -x /usr/lib/cni/host-local ] || skip "no /usr/lib/cni/host-local (containernetworking-plugins)"
-for b in "$vdevd" "$vdevctl" "$cni"; do [ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }; done
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
+check_t0=$(date +%s)
+for b in "$vdevd" "$vdevctl" "$cni"; do [ -x "$b" ] || die "$b is not built"; done
 
 tag=$(printf 'cd%04x' $(($$ % 65536)))
 nsv=vdev-$tag-v             # vdevd's network namespace
@@ -79,7 +78,7 @@ cleanup() {
   for d in /sys/fs/cgroup/*/"$ctrns"/*/; do
     [ -d "$d" ] || continue
     for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    until_ 20 rmdir "$d"
+    wait_for 2 quiet rmdir "$d"
   done
   for d in /sys/fs/cgroup/*/"$ctrns"; do [ -d "$d" ] && rmdir "$d"; done
   for ((i = ${#made[@]} - 1; i >= 0; i--)); do rmdir "${made[i]}"; done
@@ -97,15 +96,13 @@ mountpoint_() {
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 ctl() { "$vdevctl" -S "$sock" "$@"; }
 ctr_() { nsenter -t "$cp" -m -n ctr -a "$csock" -n "$ctrns" "$@"; }
-# until TRIES CMD...: runs CMD every 0.1 s until it succeeds, at most TRIES times.
-until_() { local n=$1; shift; while ! "$@" >/dev/null 2>&1; do n=$((n - 1)); [ $n -gt 0 ] || return 1; sleep 0.1; done; }
 
 # --- vdevd
 ip netns add "$nsv" && ip -n "$nsv" link set lo up || exit 1
 ip netns exec "$nsv" "$vdevd" --socket "$sock" --no-state >"$dir/vdevd.log" 2>&1 &
 vp=$!
-until_ 200 grep -q "vdevd: ready" "$dir/vdevd.log" ||
-  { echo "FAIL: vdevd did not start: $(cat "$dir/vdevd.log")"; exit 1; }
+wait_for 20 quiet grep -q "vdevd: ready" "$dir/vdevd.log" ||
+  die "vdevd did not start: $(cat "$dir/vdevd.log")"
 
 # --- the CNI configuration and plugins as ctr will see them
 mkdir -p "$dir/net.d" "$dir/bin" "$dir/ipam" "$dir/root" "$dir/opt" "$run/state"
@@ -155,7 +152,7 @@ nsenter --net="/run/netns/$nsv" unshare --mount --propagation private sh -c '
   ln -s "$1/bin" /opt/cni/bin &&
   exec containerd --config "$1/config.toml"' sh "$dir" >"$dir/containerd.log" 2>&1 &
 cp=$!
-until_ 100 ctr_ version || { echo "FAIL: containerd did not start: $(tail -20 "$dir/containerd.log")"; exit 1; }
+wait_for 10 quiet ctr_ version || die "containerd did not start: $(tail -20 "$dir/containerd.log")"
 ok "containerd $(ctr_ version | awk '/Server:/ {s=1} s && /Version:/ {print $2; exit}') up"
 
 # --- the image: busybox-static as one layer
@@ -173,7 +170,7 @@ EOF
 echo "[{\"Config\": \"config.json\", \"RepoTags\": [\"$image\"], \"Layers\": [\"layer.tar\"]}]" >"$dir/img/manifest.json"
 tar -C "$dir/img" -cf "$dir/image.tar" manifest.json config.json layer.tar
 if out=$(ctr_ image import "$dir/image.tar" 2>&1); then ok "image imported: $out"; else
-  echo "FAIL: ctr image import: $out"; exit 1
+  die "ctr image import: $out"
 fi
 
 # --- two containers on the vdev network. `ctr run` in the foreground (not
@@ -199,11 +196,11 @@ out_() {
   done
   return 1
 }
-has_addr() { out_ "$1" ip -4 -o addr show eth0 | grep -q 'inet 198\.18\.212\.'; }
+has_addr() { exec_ "$1" ip -4 -o addr show eth0 | grep -q 'inet 198\.18\.212\.'; }
 for c in "$ca" "$cb"; do
-  until_ 100 running "$c" && until_ 50 has_addr "$c" ||
-    { echo "FAIL: container $c did not start with an address:"; cat "$dir/run-${c: -1}.log"; ctr_ task ls
-      tail -20 "$dir/containerd.log"; exit 1; }
+  wait_for 10 quiet running "$c" && wait_for 5 quiet has_addr "$c" ||
+    die "container $c did not start with an address: $(cat "$dir/run-${c: -1}.log"; ctr_ task ls
+      tail -20 "$dir/containerd.log")"
 done
 echo "--- ctr task ls"; ctr_ task ls
 echo "--- ctr container ls"; ctr_ container ls
@@ -237,7 +234,7 @@ sent=$(out_ "$ca" md5sum /tmp/payload | cut -d' ' -f1)
 exec_ "$cb" sh -c 'nc -l -p 5201 >/tmp/got' >"$dir/nc-b.log" 2>&1 &
 listener=$!
 listening() { exec_ "$cb" netstat -ltn | grep -q ':5201 '; }
-until_ 50 listening || fail "no listener on $cb:5201"
+wait_for 5 quiet listening || fail "no listener on $cb:5201"
 if out=$(exec_ "$ca" sh -c "nc -w 5 $ab 5201 </tmp/payload" 2>&1); then ok "sent 1 MiB $ca -> $cb"; else
   fail "nc $ca -> $ab:5201: $out"
 fi
@@ -279,7 +276,7 @@ left=$(ctl -j port show | json "len(d)")
 # A veth whose peer's namespace the kernel is still tearing down (its
 # netns cleanup runs from a workqueue) may outlive the port for a moment.
 no_veth() { for p in $ports; do ! ip -n "$nsv" link show "$p" || return 1; done; }
-until_ 50 no_veth && ok "no veth of the containers left" ||
+wait_for 5 quiet no_veth && ok "no veth of the containers left" ||
   fail "veths left: $(ip -n "$nsv" -o link show | grep -v ': lo:')"
 left=$(find "$dir/ipam" -type f -name '198.*' | wc -l)
 [ "$left" -eq 0 ] && ok "host-local released both addresses" || fail "addresses still reserved: $(ls "$dir/ipam"/*)"
