@@ -159,7 +159,7 @@ ok "containerd $(ctr_ version | awk '/Server:/ {s=1} s && /Version:/ {print $2; 
 rootfs=$dir/rootfs
 mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp" "$dir/img"
 cp /bin/busybox "$rootfs/bin/busybox"
-for t in sh ip ping sleep nc netstat head md5sum wc cat; do ln -s busybox "$rootfs/bin/$t"; done
+for t in sh ip ping sleep nc netstat head md5sum wc cat mkfifo; do ln -s busybox "$rootfs/bin/$t"; done
 tar -C "$rootfs" -cf "$dir/img/layer.tar" .
 diff=$(sha256sum "$dir/img/layer.tar" | cut -d' ' -f1)
 cat >"$dir/img/config.json" <<EOF
@@ -231,7 +231,11 @@ done
 # TCP: 1 MiB of random bytes from a to b's listener, md5 compared.
 exec_ "$ca" sh -c 'head -c 1048576 /dev/urandom >/tmp/payload'
 sent=$(out_ "$ca" md5sum /tmp/payload | cut -d' ' -f1)
-exec_ "$cb" sh -c 'nc -l -p 5201 >/tmp/got' >"$dir/nc-b.log" 2>&1 &
+# The listener's stdin never ends (a FIFO it holds open for writing too):
+# at EOF on stdin busybox's nc half-closes the connection, and the sender's
+# nc exits, 0, as soon as it reads that FIN -- with most of the payload
+# unsent (seen: 46080 bytes of 1 MiB).
+exec_ "$cb" sh -c 'mkfifo /tmp/idle && nc -l -p 5201 <>/tmp/idle >/tmp/got' >"$dir/nc-b.log" 2>&1 &
 listener=$!
 listening() { exec_ "$cb" netstat -ltn | grep -q ':5201 '; }
 wait_for 5 quiet listening || fail "no listener on $cb:5201"
