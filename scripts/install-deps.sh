@@ -23,6 +23,8 @@ set -eu
 # procps: its pgrep and ps.
 # podman, runc: e2e_podman_test, a real runtime (libcni) loading a vdev-cni
 # network and running containers on it (runc: crun refuses hybrid cgroups).
+# containerd: e2e_containerd_test starts its own containerd and runs
+# containers with `ctr run --cni` on a vdev-cni network (containerd's libcni).
 # libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
 # python3-prometheus-client: e2e_metrics_test parses the scrape with
 # Prometheus' own text parser.
@@ -42,7 +44,7 @@ iproute2 ethtool iputils-ping
 python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 debhelper dpkg-dev adduser bash-completion man-db lintian libcap2-bin
-podman runc
+podman runc containerd
 systemd-container procps
 "
 

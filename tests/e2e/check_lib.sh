@@ -1,5 +1,5 @@
 # check_lib.sh: what the e2e shell tests that count their checks share
-# (package_test.sh, systemd_boot_test.sh). Sourced, not run:
+# (package_test.sh, systemd_boot_test.sh, containerd_test.sh). Sourced, not run:
 #   . "$(dirname "$0")/check_lib.sh"
 # Each check prints "ok: WHAT" or "FAIL: WHAT" (with check_t0=$(date +%s)
 # set, "ok [N s]: WHAT", the seconds since then); the script ends with
