@@ -157,6 +157,9 @@ class TcPath {
   Status setHostIpv4(int ifindex, const std::vector<uint32_t>& addrs);
   Status setHostIpv6(int ifindex, const std::vector<std::array<uint8_t, 16>>& addrs);
 
+  // counters(), ownOversize() and limitDrops() are map lookups with a
+  // buffer of the caller's: any thread (Datapath::stats reads them on the
+  // control thread).
   // The program's own counters of a port (pass, redirect = handed to vdevd,
   // no_socket, fast), and zeroing them when the index gets a new port.
   XdpProgCounters counters(uint16_t port_index) const;
