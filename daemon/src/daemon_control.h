@@ -88,8 +88,9 @@ class DaemonControl : public vdev::proto::ControlHandler {
       : ctx_(std::move(ctx)),
         stats_(kStatsPeriod, [this] { return ctx_.dp->stats(); }),
         metrics_(kStatsPeriod, [this] { return renderMetrics(); }) {}
-  // How often at most GET /metrics makes the datapath thread collect the
-  // statistics (SnapshotGate): whoever can connect may scrape in a loop.
+  // How often at most GET /metrics takes a statistics snapshot
+  // (SnapshotGate; its datapath-thread step, and its map and sysfs reads
+  // on this thread: Datapath::stats): whoever can connect may scrape in a loop.
   static constexpr std::chrono::milliseconds kStatsPeriod{250};
   vdev::proto::Reply handle(const vdev::proto::Request& req, const vdev::proto::PeerCred& peer) override;
   // Stops the captures of a connection that closed.
@@ -103,9 +104,9 @@ class DaemonControl : public vdev::proto::ControlHandler {
   // GET /metrics (--metrics-listen): the text `vdevctl stats --prometheus`
   // prints, from what a STATS_GET of every port and an INFO_GET would
   // answer; the same text for every scrape of a kStatsPeriod (the
-  // statistics and INFO's figures are read on the datapath thread once).
+  // statistics and INFO's figures are taken once).
   std::shared_ptr<const std::string> metricsText();
-  // How many times the statistics were collected on the datapath thread.
+  // How many times the statistics were collected (Datapath::stats).
   uint64_t statsCollections() const { return stats_.collections(); }
 
   // A saved port that failed to start (its record well-formed and allowed,

@@ -38,7 +38,15 @@ void ControlChannel::serve() {
   cv_.notify_all();
 }
 
-void Datapath::runOnDatapath(const std::function<void()>& fn) { control_.call(fn, running_, wake_fd_.get()); }
+// Every request may add, remove or re-attach a port: rows_seq_ brackets it,
+// so that a statistics reader on another thread knows (Datapath::stats).
+void Datapath::runOnDatapath(const std::function<void()>& fn) {
+  control_.call([&] {
+    rowsChangeBegin();
+    fn();
+    rowsChangeEnd();
+  }, running_, wake_fd_.get());
+}
 
 Status Datapath::addPort(const std::string& ifname) { return addPort(ifname, PortOptions{}); }
 

@@ -123,7 +123,17 @@ void Datapath::housekeeping(uint64_t now_ns) {
   last_hk_ns_ = now_ns;
   if (!held_->empty()) held_->release(now_ns);  // frames the kernel let go of
   const bool mtu_time = now_ns - last_mtu_ns_ >= kMtuRefreshNs;
+  // The host and link checks may attach or detach programs and close
+  // sockets: a change of the ports' rows for the statistics (rows_seq_),
+  // bracketed only when they run, so that an idle round does not make a
+  // statistics reader start again.
+  bool rows_changing = false;
+  auto changing = [&] {
+    if (!rows_changing) rowsChangeBegin();
+    rows_changing = true;
+  };
   if (mtu_time) {
+    changing();
     last_mtu_ns_ = now_ns;
     host_.refresh(cfg_.host_macs, ports_.active(), tc_.get(), !addr_events_);
     syncHostPorts();
@@ -135,7 +145,10 @@ void Datapath::housekeeping(uint64_t now_ns) {
     // With link events (setLinkEvents), a live port with every queue bound
     // is looked at only when its device changes: idle costs nothing per
     // port. The others (down, absent, waiting for queues) are polled.
-    if (!link_events_ || !p.live() || p.unboundQueues()) checkLink(p);
+    if (!link_events_ || !p.live() || p.unboundQueues()) {
+      changing();
+      checkLink(p);
+    }
     if (!p.live()) continue;
     // What a backed-up device left on a TX ring goes when it has room again
     // (a copy-mode socket sends only when kicked).
@@ -144,6 +157,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
     if (mtu_time && !link_events_) refreshMtu(p);
   }
   if (mtu_time) checkUplinkMtus();
+  if (rows_changing) rowsChangeEnd();
 }
 
 void Datapath::sleepUntilWork() {
@@ -250,8 +264,11 @@ void Datapath::run() {
       if (pp->live() && pp->receives())
         for (auto& q : pp->queues()) refill(*q);
     if (now - last_hk_ns_ >= kHousekeepingNs) housekeeping(now);
-    if (relink_.due(now)) [[unlikely]]
+    if (relink_.due(now)) [[unlikely]] {
+      rowsChangeBegin();  // it re-attaches ports (Datapath::stats)
       relink();
+      rowsChangeEnd();
+    }
     if (work) {
       idle_since = 0;
       spins = 0;

@@ -68,10 +68,11 @@ FastPortStats FastPath::read(uint16_t port_index) const {
   uint64_t* out[VDEV_FAST_NSTATS] = {&s.rx_packets, &s.rx_bytes, &s.tx_packets,
                                      &s.tx_bytes,   &s.drops,    &s.refused,
                                      &s.queue_full, &s.oversize};
+  std::vector<uint64_t> percpu(percpu_.size());  // the caller's own: any thread (Datapath::stats)
   for (uint32_t c = 0; c < VDEV_FAST_NSTATS; c++) {
     uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + c;
-    if (bpf_map_lookup_elem(statsFd(), &k, percpu_.data())) continue;
-    for (uint64_t v : percpu_) *out[c] += v;
+    if (bpf_map_lookup_elem(statsFd(), &k, percpu.data())) continue;
+    for (uint64_t v : percpu) *out[c] += v;
   }
   return s;
 }

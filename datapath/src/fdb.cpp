@@ -208,4 +208,10 @@ std::vector<Fdb::Entry> Fdb::dump(uint64_t now_ns) const {
   return out;
 }
 
+uint64_t Fdb::liveEntries(uint64_t now_ns) const noexcept {
+  uint64_t n = 0;
+  for (const auto& e : buckets_) n += e.live && !expired(e, now_ns);
+  return n;
+}
+
 }  // namespace vdev::datapath

@@ -549,10 +549,11 @@ XdpProgCounters TcPath::counters(uint16_t port_index) const {
   if (port_index >= VDEV_FAST_MAX_PORTS) return c;
   uint64_t* out[VDEV_XDP_NCOUNTERS] = {&c.pass, &c.redirect, &c.no_socket, &c.fast};
   const int fd = bpf_map__fd(skel_->maps.tc_stats);
+  std::vector<uint64_t> percpu(percpu_.size());  // the caller's own: any thread (Datapath::stats)
   for (uint32_t i = 0; i < VDEV_XDP_NCOUNTERS; i++) {
     uint32_t k = uint32_t(port_index) * VDEV_XDP_NCOUNTERS + i;
-    if (bpf_map_lookup_elem(fd, &k, percpu_.data())) continue;
-    for (uint64_t v : percpu_) *out[i] += v;
+    if (bpf_map_lookup_elem(fd, &k, percpu.data())) continue;
+    for (uint64_t v : percpu) *out[i] += v;
   }
   return c;
 }
@@ -560,9 +561,10 @@ XdpProgCounters TcPath::counters(uint16_t port_index) const {
 uint64_t TcPath::ownOversize(uint16_t port_index) const {
   if (shares_fast_ || port_index >= VDEV_FAST_MAX_PORTS) return 0;
   uint32_t k = uint32_t(port_index) * VDEV_FAST_NSTATS + VDEV_FAST_OVERSIZE;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu_.data())) return 0;
+  std::vector<uint64_t> percpu(percpu_.size());  // the caller's own: any thread
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fast_stats), &k, percpu.data())) return 0;
   uint64_t n = 0;
-  for (uint64_t v : percpu_) n += v;
+  for (uint64_t v : percpu) n += v;
   return n;
 }
 
@@ -593,7 +595,8 @@ Status TcPath::setLimits(uint16_t port_index, const PortLimits& l) {
 
 LimitDrops TcPath::limitDrops(uint16_t port_index) const {
   if (port_index >= VDEV_FAST_MAX_PORTS) return {};
-  return readLimitDrops(bpf_map__fd(skel_->maps.tc_limit_drops), port_index, percpu_);
+  std::vector<uint64_t> percpu(percpu_.size());  // the caller's own: any thread
+  return readLimitDrops(bpf_map__fd(skel_->maps.tc_limit_drops), port_index, percpu);
 }
 
 }  // namespace vdev::datapath

@@ -573,13 +573,15 @@ Status XdpProgram::clearSocket(uint32_t queue) {
   return {};
 }
 
-XdpProgCounters XdpProgram::counters() const {
+XdpProgCounters XdpProgram::counters() const { return obj_.counters(slot_); }
+
+XdpProgCounters XdpObject::counters(uint32_t slot) const {
   XdpProgCounters c;
-  std::vector<uint64_t> v(size_t(obj_.ncpu_));
-  const int fd = bpf_map__fd(obj_.skel_->maps.vdev_xdp_stats);
+  std::vector<uint64_t> v(static_cast<size_t>(ncpu_));  // the caller's own: any thread
+  const int fd = bpf_map__fd(skel_->maps.vdev_xdp_stats);
   uint64_t* out[] = {&c.pass, &c.redirect, &c.no_socket, &c.fast};
   for (uint32_t k = 0; k < VDEV_XDP_NCOUNTERS; k++) {
-    const uint32_t key = slot_ * VDEV_XDP_NCOUNTERS + k;
+    const uint32_t key = slot * VDEV_XDP_NCOUNTERS + k;
     if (bpf_map_lookup_elem(fd, &key, v.data())) continue;
     for (uint64_t x : v) *out[k] += x;
   }
@@ -593,9 +595,11 @@ Status XdpProgram::setLimits(const PortLimits& l) {
   return {};
 }
 
-LimitDrops XdpProgram::limitDrops() const {
-  std::vector<uint64_t> v(size_t(obj_.ncpu_));
-  return readLimitDrops(bpf_map__fd(obj_.skel_->maps.xdp_limit_drops), slot_, v);
+LimitDrops XdpProgram::limitDrops() const { return obj_.limitDrops(slot_); }
+
+LimitDrops XdpObject::limitDrops(uint32_t slot) const {
+  std::vector<uint64_t> v(static_cast<size_t>(ncpu_));
+  return readLimitDrops(bpf_map__fd(skel_->maps.xdp_limit_drops), slot, v);
 }
 
 }  // namespace vdev::datapath

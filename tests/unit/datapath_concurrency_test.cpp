@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -19,21 +20,32 @@ namespace {
 constexpr uint8_t kBcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 constexpr uint8_t kMulticastSrc[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
 
-TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
+// A started datapath with n ports without a device (p0, p1, ...), live.
+std::unique_ptr<Datapath> startWithPorts(uint16_t n) {
   DatapathConfig cfg;
   cfg.frames = 2048;
   cfg.port.ring_capacity = 256;
   cfg.port.batch = 16;
   cfg.idle_spin_ns = 0;  // sleep at once: every request goes through the wake-up path
   auto d = Datapath::create(cfg);
-  ASSERT_TRUE(d.ok()) << d.error().message();
-  Datapath& dp = *d.value();
-  for (uint16_t i = 0; i < 3; i++) {
+  if (!d.ok()) {
+    ADD_FAILURE() << d.error().message();
+    return nullptr;
+  }
+  std::unique_ptr<Datapath> dp = std::move(d.value());
+  for (uint16_t i = 0; i < n; i++) {
     auto p = std::make_unique<Port>("p" + std::to_string(i), i, 1, cfg.port, 1500);
     p->setLive(true);
-    dp.adoptPort(std::move(p));
+    dp->adoptPort(std::move(p));
   }
-  dp.start();
+  dp->start();
+  return dp;
+}
+
+TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
+  auto d = startWithPorts(3);
+  ASSERT_TRUE(d);
+  Datapath& dp = *d;
 
   constexpr int kRounds = 300, kPerRound = 16;
   // The readers must really run while traffic flows: the traffic goes on
@@ -120,6 +132,55 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
   EXPECT_EQ(s.ports[0].counters[kDropInvalidSrc], uint64_t(rounds * kPerRound / 2));
   EXPECT_EQ(delivered, uint64_t(rounds * kPerRound / 2 * 2)) << "each valid broadcast reaches 2 ports";
   EXPECT_EQ(dp.pool().available(), dp.pool().total());
+  dp.stop();
+}
+
+// Statistics taken in two parts (Datapath::stats): the datapath thread's
+// short step, and the BPF map and sysfs reads on the calling thread. With
+// no port changing, every snapshot has its reads off the datapath thread;
+// with requests arriving all the time (each may change a port's rows), a
+// snapshot is taken again or, at worst, all on the datapath thread -- and
+// the counters stay exact either way. Fails if the kernel reads move back
+// onto the datapath thread.
+TEST(DatapathConcurrency, StatsReadTheKernelOffTheDatapathThread) {
+  auto d = startWithPorts(2);
+  ASSERT_TRUE(d);
+  Datapath& dp = *d;
+
+  constexpr int kQuiet = 50;
+  for (int i = 0; i < kQuiet; i++) {
+    const DatapathStats s = dp.stats();
+    ASSERT_EQ(s.ports.size(), 2u);
+    EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]);
+  }
+  Datapath::StatsSplit sp = dp.statsSplit();
+  EXPECT_EQ(sp.off_thread, uint64_t(kQuiet)) << "nothing changed: no snapshot should need another try";
+  EXPECT_EQ(sp.fallback, 0u);
+  EXPECT_EQ(sp.kernel_reads_on_datapath, 0u) << "BPF/sysfs reads ran on the datapath thread";
+
+  // Requests all the time (each brackets rows_seq_), counting drops on port 0.
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> counted{0};
+  std::thread churn([&] {
+    while (!done) {
+      dp.runOnDatapath([&] { dp.port(0).counters().drops[kDropInvalidSrc].add(1); });
+      counted.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  uint64_t last = 0;
+  for (int i = 0; i < 200; i++) {
+    const DatapathStats s = dp.stats();
+    const uint64_t n = s.ports[0].counters[kDropInvalidSrc];
+    EXPECT_GE(n, last);
+    last = n;
+    EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]);
+  }
+  done = true;
+  churn.join();
+  EXPECT_EQ(dp.stats().ports[0].counters[kDropInvalidSrc], counted.load());
+  sp = dp.statsSplit();
+  EXPECT_EQ(sp.off_thread + sp.fallback, uint64_t(kQuiet + 200 + 1));
+  EXPECT_EQ(sp.kernel_reads_on_datapath, sp.fallback) << "only the fallback reads on the datapath thread";
   dp.stop();
 }
 

@@ -265,7 +265,22 @@ class Datapath {
   // frame to the pool. Returns the number of frames not back in the pool
   // (0 unless there is a bug).
   uint32_t teardown();
+  // Any thread. The datapath thread is held for one step that copies
+  // counters and ring accounting (no syscall); the BPF map and sysfs reads
+  // run on the calling thread (see collectOwned below).
   DatapathStats stats();
+  // How stats() took them so far: off_thread, with the BPF and sysfs reads
+  // on the calling thread; fallback, all on the datapath thread (the ports
+  // changed during kStatsRetries tries in a row); kernel_reads_on_datapath:
+  // the times those reads ran on the datapath thread (= fallback, unless a
+  // bug moved them back). Any thread.
+  struct StatsSplit {
+    uint64_t off_thread = 0, fallback = 0, kernel_reads_on_datapath = 0;
+  };
+  StatsSplit statsSplit() const {
+    return {split_off_.load(std::memory_order_relaxed), split_fallback_.load(std::memory_order_relaxed),
+            split_on_dp_.load(std::memory_order_relaxed)};
+  }
 
   // Runs fn on the datapath thread between two bursts (here, if the thread
   // is not running) and returns once it has run. Control path only.
@@ -392,14 +407,70 @@ class Datapath {
   // link and MTU checked (control.cpp).
   void checkLinkEvent(Port& p);
 
-  // Statistics (stats.cpp).
-  void collectOwned(DatapathStats& out) const;
+  // Statistics (stats.cpp). stats() takes them in two parts: on the
+  // datapath thread, in one step without syscalls, what must agree with its
+  // own state (collectOwned: vdevd's counts, ring and pool accounting, and
+  // a PortRows per port); then on the calling thread, from the PortRows
+  // alone, the kernel's counters (readRows: BPF map rows, sysfs), checked
+  // against rows_seq_ afterwards.
+  //
+  // Port lifetime: only the datapath thread creates, re-attaches and
+  // destroys a Port and changes which BPF rows are a port's (an XDP counter
+  // slot, a tc row, a fast-path row at its index: all reused by later
+  // ports), and it does that only inside runOnDatapath() closures and
+  // housekeeping's link and host checks, each bracketed by rows_seq_ (odd
+  // while it runs). The calling thread touches no Port: it reads map rows
+  // by the slot or index captured in the step, through objects that live as
+  // long as the Datapath (XdpObject, TcPath, FastPath, PuntDevice: made
+  // once, destroyed only by teardown()). If rows_seq_ moved during its
+  // reads, a row may have been folded into a port's counts or reused, and
+  // the statistics are taken again (kStatsRetries, then all of it on the
+  // datapath thread, as before).
+  struct PortRows {
+    uint16_t index = 0;
+    bool punt = false;
+    std::string name;                    // the device's, for sysfs
+    const XdpObject* xdp_obj = nullptr;  // at the XDP hook: its program's slot
+    uint32_t xdp_slot = 0;
+    const TcPath* tc = nullptr;  // the skb path, if there
+    bool tc_hook = false;        // at the tc hook: the skb program's row at index
+    bool copies = false;         // at XDP with the copy program: its row at index too
+    int ifindex = 0;
+    FastDevBase dev;  // the fast path's view of its device (FastSync's record)
+    const PuntDevice* punt_dev = nullptr;  // punt: its device (lives until teardown)
+  };
+  static constexpr int kStatsRetries = 3;
+  void collectOwned(DatapathStats& out, std::vector<PortRows>& rows);
+  // What collectOwned leaves for the calling thread: every BPF and sysfs
+  // read, into out.ports (rows[i] describes out.ports[i]). Any thread.
+  void readKernel(DatapathStats& out, const std::vector<PortRows>& rows);
   PoolStats poolStats() const;
-  // A port's counts: vdevd's, what its program dropped (limits, the skb
-  // path's oversize) and the kernel fast path's -- what its stats show, and
-  // what stays in the totals when it is removed.
+  PortRows rowsOf(const Port& p) const;
+  // What a port's program dropped (limits, the skb path's oversize) and the
+  // kernel fast path's counts, from its rows: any thread.
+  PortCounterSnapshot readRows(const PortRows& r) const;
+  // A port's counts: vdevd's and readRows' -- what stays in the totals when
+  // it is removed. Datapath thread.
   PortCounterSnapshot portSnapshot(const Port& p) const;
-  uint64_t fastDropsCountedByDevice(const Port& p);
+  uint64_t fastDropsCountedByDevice(const PortRows& r);
+  uint64_t dev_epoch_ = 0;  // FastDevBase::epoch's last value (datapath thread)
+  // Bracket every change of a port's existence or BPF rows (see above);
+  // datapath thread (or the one caller runOnDatapath runs inline for).
+  // The release fence of begin pairs with the acquire fence in stats()
+  // before it reads rows_seq_ again; end's release store with the step's
+  // read of it, made on this same thread.
+  void rowsChangeBegin() noexcept {
+    rows_seq_.store(rows_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  void rowsChangeEnd() noexcept {
+    rows_seq_.store(rows_seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  std::atomic<uint64_t> rows_seq_{0};
+  std::atomic<uint64_t> split_off_{0}, split_fallback_{0}, split_on_dp_{0};  // statsSplit()
+  // Statistics readers, one at a time: fast_dev_base_ is theirs.
+  std::mutex stats_mu_;
+  std::vector<FastDevBase> fast_dev_base_;  // by port index (fastDropsCountedByDevice)
 
   DatapathConfig cfg_;
   XdpFeatures features_;            // every port's PortConfig::features

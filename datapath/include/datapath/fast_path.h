@@ -79,6 +79,8 @@ class FastPath {
   void disablePort(uint16_t port_index, int ifindex);
   // A port's fast-path counters: read, and zeroed when an index gets a new
   // port.
+  // Map lookups with a buffer of the caller's: any thread (Datapath::stats
+  // reads it on the control thread).
   FastPortStats read(uint16_t port_index) const;
   void reset(uint16_t port_index);
 

@@ -40,7 +40,12 @@ enum class FastState : uint8_t {
 struct FastDevBase {
   int ifindex = 0;      // the device the figures below belong to
   bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
-  uint64_t base = 0;    // queue-full drops before this device appeared
+  // On the datapath thread (the record): 1 if the index had another device
+  // before, whose queue-full drops are not this one's. The statistics
+  // reader turns that into the count itself (a map read it makes on its
+  // own thread) the first time it sees epoch, and keeps it.
+  uint64_t base = 0;    // the reader's: queue-full drops before this device appeared
+  uint64_t epoch = 0;   // a new value for each new device at the index
 };
 
 class FastSync {

@@ -183,6 +183,9 @@ class Fdb {
     journal_overflow_ = false;
   }
 
+  // The entries dump(now_ns) would return, counted without a copy: a walk
+  // of the table, no allocation (the statistics take it between bursts).
+  uint64_t liveEntries(uint64_t now_ns) const noexcept;
   uint32_t capacity() const { return uint32_t(buckets_.size()); }
   uint64_t ageingNs() const { return ageing_ns_; }
   uint32_t maxPerPort() const { return max_per_port_; }

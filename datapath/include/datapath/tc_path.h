@@ -160,6 +160,9 @@ class TcPath {
   // addresses go into setHostIpv4/6 with the device's own).
   Status setHostVids(int ifindex, const std::vector<uint32_t>& vids);
 
+  // counters(), ownOversize() and limitDrops() are map lookups with a
+  // buffer of the caller's: any thread (Datapath::stats reads them on the
+  // control thread).
   // The program's own counters of a port (pass, redirect = handed to vdevd,
   // no_socket, fast), and zeroing them when the index gets a new port.
   XdpProgCounters counters(uint16_t port_index) const;

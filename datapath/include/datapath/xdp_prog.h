@@ -76,6 +76,13 @@ class XdpObject {
   // Ports at the XDP hook it has room for beyond those attached
   // (VDEV_XDP_MAX_PORTS in all).
   uint32_t freePorts() const;
+  // The program's counters and limit drops of a counter slot
+  // (XdpProgram::slot()), summed over the CPUs: map lookups only, no state
+  // of this object but the map fds fixed at load, so any thread may call
+  // them (the statistics read them on the control thread: see
+  // Datapath::stats()).
+  XdpProgCounters counters(uint32_t slot) const;
+  LimitDrops limitDrops(uint32_t slot) const;
 
  private:
   friend class XdpProgram;
@@ -117,6 +124,10 @@ class XdpProgram {
   XdpProgram& operator=(const XdpProgram&) = delete;
 
   XdpMode mode() const { return mode_; }  // kNative or kGeneric: the mode in use
+  // Its counter slot in the object's maps (XdpObject::counters/limitDrops);
+  // another port's once this attachment is gone.
+  uint32_t slot() const { return slot_; }
+  XdpObject& object() const { return obj_; }
   // Frames to the device's own MAC (6 bytes) go to the host stack.
   Status setOwnMac(const uint8_t mac[6]);
   // Frames to mac (6 bytes), a host MAC besides the device's own, go to
