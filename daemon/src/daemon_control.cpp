@@ -463,7 +463,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   vdev::proto::InfoMsg m;
   m.version = VDEV_VERSION;
   m.threads = 1;
-  m.mode = ctx_.mode == datapath::SwitchMode::kXconnect ? vdev::proto::SwitchMode::kXconnect : vdev::proto::SwitchMode::kSwitch;
+  m.mode = toSwitchMode(ctx_.mode);
   m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx_.started)
                             .count());
   m.num_ports = uint32_t(ctx_.dp->numPorts());

@@ -131,6 +131,11 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
 }
 
 // How vdevd attaches skb programs on this kernel (decided at start).
+// The switch mode's name is the protocol's (proto::switchModeName).
+inline proto::SwitchMode toSwitchMode(datapath::SwitchMode m) {
+  return m == datapath::SwitchMode::kXconnect ? proto::SwitchMode::kXconnect : proto::SwitchMode::kSwitch;
+}
+
 inline proto::TcAttach toTcAttach(datapath::TcAttach a) {
   return a == datapath::TcAttach::kTcx ? proto::TcAttach::kTcx : proto::TcAttach::kClsact;
 }
