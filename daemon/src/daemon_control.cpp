@@ -133,13 +133,9 @@ vdev::proto::PortInfo DaemonControl::toPortInfo(const datapath::PortStats& p, co
 Status restorePort(datapath::Datapath& d, const PortRecord& rec, UidQuota* quota) {
   datapath::Datapath::PortOptions o;
   if (rec.queues) o.queues = rec.queues;
-  o.xdp_mode = rec.xdp_mode == "native"    ? datapath::XdpMode::kNative
-               : rec.xdp_mode == "generic" ? datapath::XdpMode::kGeneric
-                                           : datapath::XdpMode::kAuto;
+  o.xdp_mode = xdpModeByName(rec.xdp_mode).value_or(datapath::XdpMode::kAuto);
   o.fast_rx = rec.fast_rx;
-  if (rec.hook == "xdp") o.hook = datapath::PortHook::kXdp;
-  if (rec.hook == "tc") o.hook = datapath::PortHook::kTc;
-  if (rec.hook == "auto") o.hook = datapath::PortHook::kAuto;
+  o.hook = portHookByName(rec.hook);  // none ("" in the record): vdevd's --default-hook
   o.isolated = rec.isolated;
   o.limits = toVdevLimits(rec.limits);  // its own; the rest: today's defaults
   // A veth vdevd made has GRO on its peer when the fast path is on

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
 #include <string_view>
 
 #include "base/parse.h"
@@ -250,21 +249,7 @@ See docs/vdevd.md for the statistics and their meaning.
 
 namespace {
 
-// The value among `all` that `name` (the value's one name function) calls
-// `v`; `all` lists the values an option accepts.
-template <class E>
-std::optional<E> byName(std::string_view v, std::initializer_list<E> all, const char* (*name)(E)) {
-  for (E e : all)
-    if (v == name(e)) return e;
-  return std::nullopt;
-}
-
 const char* switchModeName(datapath::SwitchMode m) { return proto::switchModeName(toSwitchMode(m)); }
-
-std::optional<datapath::PortHook> hookByName(std::string_view v) {
-  return byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto},
-                datapath::portHookName);
-}
 
 // --uid-max-capture: bytes, with k, M or G for 2^10, 2^20, 2^30 (memory,
 // not a rate).
@@ -342,8 +327,7 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
        o.cfg.mode = *m;
      }},
     {"xdp-mode", 'x', Arg::kRequired, [&](std::string_view v) {
-       const auto m = byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto},
-                             datapath::xdpModeName);
+       const auto m = xdpModeByName(v);
        if (!m) cli::fail("unknown XDP mode '" + std::string(v) + "' (native, generic or auto)");
        o.cfg.port.xdp_mode = *m;
      }},
@@ -430,14 +414,14 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
      [&](std::string_view v) {
        const size_t eq = v.find('=');
        const std::string_view name = v.substr(0, eq), h = eq == v.npos ? "" : v.substr(eq + 1);
-       const auto hook = hookByName(h);
+       const auto hook = portHookByName(h);
        if (eq == v.npos || name.empty() || !hook)
          cli::fail("--hook takes IFNAME=xdp, IFNAME=tc or IFNAME=auto, not '" + std::string(v) + "'");
        o.hooks.emplace_back(std::string(name), *hook);
      }},
     {"default-hook", 0, Arg::kRequired,
      [&](std::string_view v) {
-       const auto hook = hookByName(v);
+       const auto hook = portHookByName(v);
        if (!hook) cli::fail("--default-hook takes xdp, tc or auto, not '" + std::string(v) + "'");
        o.cfg.port.hook = *hook;
      }},

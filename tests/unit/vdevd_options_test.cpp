@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/datapath_convert.h"
 #include "daemon_options.h"
 
 namespace vdev::daemon {
@@ -132,6 +133,19 @@ TEST(VdevdOptions, DefaultsThatFollowOtherOptions) {
   ASSERT_FALSE(p.outcome.exit) << p.err;
   EXPECT_EQ(p.o.cfg.port.xsk.tx_budget, 0u);
   EXPECT_EQ(p.o.caps.fdb, 7u);
+}
+
+// What the options and a state-file record's xdp_mode and hook are read
+// with: each value's name, and nothing else.
+TEST(VdevdOptions, NamesReadBackAreTheNamesPrinted) {
+  for (auto m : {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto})
+    EXPECT_EQ(xdpModeByName(datapath::xdpModeName(m)), m);
+  for (auto h : {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto})
+    EXPECT_EQ(portHookByName(datapath::portHookName(h)), h);
+  EXPECT_EQ(xdpModeByName(""), std::nullopt);
+  EXPECT_EQ(xdpModeByName("Native"), std::nullopt);
+  EXPECT_EQ(portHookByName(""), std::nullopt);  // a record without a hook: --default-hook
+  EXPECT_EQ(portHookByName("tcx"), std::nullopt);
 }
 
 }  // namespace
