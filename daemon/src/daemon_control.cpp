@@ -133,13 +133,9 @@ vdev::proto::PortInfo DaemonControl::toPortInfo(const datapath::PortStats& p, co
 Status restorePort(datapath::Datapath& d, const PortRecord& rec, UidQuota* quota) {
   datapath::Datapath::PortOptions o;
   if (rec.queues) o.queues = rec.queues;
-  o.xdp_mode = rec.xdp_mode == "native"    ? datapath::XdpMode::kNative
-               : rec.xdp_mode == "generic" ? datapath::XdpMode::kGeneric
-                                           : datapath::XdpMode::kAuto;
+  o.xdp_mode = xdpModeByName(rec.xdp_mode).value_or(datapath::XdpMode::kAuto);
   o.fast_rx = rec.fast_rx;
-  if (rec.hook == "xdp") o.hook = datapath::PortHook::kXdp;
-  if (rec.hook == "tc") o.hook = datapath::PortHook::kTc;
-  if (rec.hook == "auto") o.hook = datapath::PortHook::kAuto;
+  o.hook = portHookByName(rec.hook);  // none ("" in the record): vdevd's --default-hook
   o.isolated = rec.isolated;
   o.limits = toVdevLimits(rec.limits);  // its own; the rest: today's defaults
   // A veth vdevd made has GRO on its peer when the fast path is on
@@ -463,7 +459,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   vdev::proto::InfoMsg m;
   m.version = VDEV_VERSION;
   m.threads = 1;
-  m.mode = ctx_.mode == datapath::SwitchMode::kXconnect ? vdev::proto::SwitchMode::kXconnect : vdev::proto::SwitchMode::kSwitch;
+  m.mode = toSwitchMode(ctx_.mode);
   m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx_.started)
                             .count());
   m.num_ports = uint32_t(ctx_.dp->numPorts());

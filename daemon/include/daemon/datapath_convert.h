@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <initializer_list>
 #include <iterator>
 #include <utility>
 #include <optional>
@@ -29,6 +30,24 @@ inline std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
   id.tun_owner = r.tun_owner;
   id.check_owner = !r.id.empty();
   return id;
+}
+
+// The value among `all` that `name` (the value's one name function) calls
+// `v`: names read back (options, state-file records) are the names vdev
+// prints, never a second spelling. `all` lists the values the reader takes.
+template <class E>
+std::optional<E> byName(std::string_view v, std::initializer_list<E> all, const char* (*name)(E)) {
+  for (E e : all)
+    if (v == name(e)) return e;
+  return std::nullopt;
+}
+inline std::optional<datapath::XdpMode> xdpModeByName(std::string_view v) {
+  return byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto},
+                datapath::xdpModeName);
+}
+inline std::optional<datapath::PortHook> portHookByName(std::string_view v) {
+  return byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto},
+                datapath::portHookName);
 }
 
 // PortStats carries the modes as names.
@@ -131,6 +150,11 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
 }
 
 // How vdevd attaches skb programs on this kernel (decided at start).
+// The switch mode's name is the protocol's (proto::switchModeName).
+inline proto::SwitchMode toSwitchMode(datapath::SwitchMode m) {
+  return m == datapath::SwitchMode::kXconnect ? proto::SwitchMode::kXconnect : proto::SwitchMode::kSwitch;
+}
+
 inline proto::TcAttach toTcAttach(datapath::TcAttach a) {
   return a == datapath::TcAttach::kTcx ? proto::TcAttach::kTcx : proto::TcAttach::kClsact;
 }
