@@ -27,8 +27,8 @@ Ports and mode:
                            driver has it, generic otherwise)
   -f, --force              replace an XDP program that someone else attached
                            (a program left by a killed vdevd is always replaced)
-      --host-mac MAC       frames to MAC go to the host stack (repeatable);
-                           every port's own MAC always does
+      --host-mac MAC       frames to MAC go to the host stack (repeatable, at
+                           most 64); every port's own MAC always does
 
 Sizes and tuning:
       --frames N           UMEM frames (default 32768). Each port at the XDP
