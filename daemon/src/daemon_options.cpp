@@ -290,6 +290,11 @@ void check(const DaemonOptions& o) {
     cli::fail("no ports and no control socket: give --port IFNAME, or leave the socket on");
   if (o.cfg.mode == datapath::SwitchMode::kXconnect && o.ports.size() != 2 && !o.ports.empty())
     cli::fail("xconnect mode takes exactly two ports: give both with --port, or none and add them with vdevctl");
+  // Any port may come to the XDP hook (a --port, a port add with hook xdp),
+  // and each there holds every host MAC: more would fail those ports' adds.
+  if (o.cfg.host_macs.size() > datapath::kMaxHostMacs)
+    cli::fail(std::to_string(o.cfg.host_macs.size()) + " host MACs (--host-mac): at most " +
+              std::to_string(datapath::kMaxHostMacs));
 }
 
 // The defaults that are other options' values.

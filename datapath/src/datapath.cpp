@@ -32,11 +32,6 @@ uint64_t monotonicNs() noexcept {
 
 Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
   if (cfg.port.batch == 0 || cfg.port.batch > 256) return Error{EINVAL, "batch size must be 1..256"};
-  // Every port at the XDP hook holds them all in its rows of the program's
-  // host-MAC map: more would fail each such port's add, not the start.
-  if (cfg.host_macs.size() > kMaxHostMacs)
-    return Error{EINVAL, std::to_string(cfg.host_macs.size()) + " host MACs (--host-mac): at most " +
-                             std::to_string(kMaxHostMacs)};
   auto pool = FramePool::create(cfg.frames, cfg.frame_size);
   if (!pool) return pool.error();
   if (cfg.max_inflight && cfg.max_inflight < cfg.port.batch)

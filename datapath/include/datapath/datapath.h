@@ -61,8 +61,9 @@ namespace vdev::datapath {
 
 enum class SwitchMode { kSwitch, kXconnect };
 
-// Host MACs given to the datapath (DatapathConfig::host_macs, vdevd's
-// --host-mac): each port at the XDP hook holds every one of them.
+// Host MACs a port at the XDP hook holds (DatapathConfig::host_macs, every
+// one of them; vdevd refuses more --host-mac): more fail that port's add.
+// The skb path's map is sized for however many there are.
 inline constexpr size_t kMaxHostMacs = 64;
 
 struct DatapathConfig {
@@ -100,7 +101,7 @@ struct DatapathConfig {
   bool fast_path = true;
   bool fast_path_required = false;
   uint64_t idle_spin_ns = 50 * 1000;  // keep polling this long after the last frame before sleeping
-  std::vector<std::array<uint8_t, 6>> host_macs;  // at most kMaxHostMacs
+  std::vector<std::array<uint8_t, 6>> host_macs;  // at most kMaxHostMacs for XDP ports
   // The skb path (tc_path.h) for ports whose hook is kTc, set up with the
   // first such port: its punt device is named punt_name + "k"/"u" (at
   // most 13 characters; one per vdevd in a network namespace).
