@@ -137,8 +137,13 @@ QemuGuest::QemuGuest(const GuestImage& image, const GuestOptions& opts, const st
 
   try {
     const auto deadline = Clock::now() + opts_.bootTimeout;
-    // QEMU creates the tap while it starts, before the guest runs.
-    while (!e2e::linkExists(opts_.tap)) {
+    // QEMU creates the tap while it starts, before the guest runs. The
+    // kernel lists a new device before its NETDEV_REGISTER notifiers have
+    // run, so the tap can be there a moment before its IPv6 sysctls are:
+    // wait for both (where the kernel has IPv6).
+    const bool ipv6 = ::access("/proc/sys/net/ipv6/conf", F_OK) == 0;
+    const std::string tapSysctl = "/proc/sys/net/ipv6/conf/" + opts_.tap;
+    while (!e2e::linkExists(opts_.tap) || (ipv6 && ::access(tapSysctl.c_str(), F_OK) != 0)) {
       if (exited()) throw failure("QEMU exited before creating tap " + opts_.tap);
       if (Clock::now() >= deadline) throw failure("QEMU did not create tap " + opts_.tap);
       std::this_thread::sleep_for(20ms);
