@@ -12,7 +12,7 @@
 #   3. veth-tap at 1500 bytes and tap-veth at 64 bytes: throughput and the
 #      container-VM round trip;
 #   4. --rate: the paced generator never offers more than asked;
-#   (1-4: port A receives the generator's frames as XDP frames, by
+#   (1-4: runs of 0.5 s; port A receives the generator's frames as XDP frames, by
 #   ndo_xdp_xmit, whether from live frames or from the relay where the
 #   kernel refuses those;)
 #   5. --find-rate: peak, search trials (consistent bisection, counts exact,
@@ -81,12 +81,14 @@ fi
 dir=$(mktemp -d /tmp/vdev-bench-smoke.XXXXXX)
 trap 'rm -rf "$dir"' EXIT INT TERM
 
-short="--runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --lat-samples 50 --lat-pause-samples 2 --lat-pause-ms 50 --lat-timeout-ms 2000 --json $vdevd_arg"
+short="--runs 1 --duration 0.5 --warmup 0.3 --cpu-window 0.5 --lat-samples 50 --lat-pause-samples 2 --lat-pause-ms 50 --lat-timeout-ms 2000 --json $vdevd_arg"
 run() {  # name, args...
     name=$1; shift
     echo "== $name: vdev-bench $*"
+    t0=$(date +%s.%N)
     "$BENCH" "$@" >"$dir/$name.json"
     echo "$?" >"$dir/$name.rc"
+    echo "== $name: $(echo "$(date +%s.%N) - $t0" | bc) s"
 }
 run vethveth --scenario veth-veth $short
 run switch --scenario switch --frame-size 512 $short
