@@ -71,15 +71,21 @@ void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
   if (fdb.journalOverflowed()) {
     fast_->clear();
     for (const Fdb::Entry& e : fdb.dump(now_ns))
-      if (mirrored(e.mac, e.port_index))
-        (void)fast_->set(e.mac, e.port_index, now_ns, record(e.port_index).isolated);
+      if (mirrored(e.mac, e.port_index) && !fast_->set(e.mac, e.port_index, now_ns, record(e.port_index).isolated))
+        set_errors_++;
   } else {
+    // Erases first: the kernel's map has the MAC table's capacity, and a
+    // full table's journal can name a new station before the entry it
+    // evicted (a station evicted, re-learned in the same burst, evicting
+    // another). Set first, the new one would find the map full and stay
+    // off the fast path until it moved.
+    for (uint64_t key : fdb.journal())
+      if (!mirrored(key, fdb.lookup(key, now_ns))) fast_->erase(key);
     for (uint64_t key : fdb.journal()) {
       const int port_index = fdb.lookup(key, now_ns);
-      if (mirrored(key, port_index))
-        (void)fast_->set(key, uint16_t(port_index), now_ns, record(uint16_t(port_index)).isolated);
-      else
-        fast_->erase(key);
+      if (mirrored(key, port_index) &&
+          !fast_->set(key, uint16_t(port_index), now_ns, record(uint16_t(port_index)).isolated))
+        set_errors_++;
     }
   }
   fdb.clearJournal();
@@ -89,6 +95,11 @@ void FastSync::housekeeping(Fdb& fdb, const std::vector<Port*>& ports, bool chec
   // Stations that talk only through the kernel are seen there: keep their
   // entries from ageing (and held against moves).
   fast_->forEach([&](uint64_t key, uint16_t port_index, uint64_t seen) { fdb.touch(key, port_index, seen); });
+  if (set_errors_ != set_errors_logged_) {
+    std::fprintf(stderr, "vdevd: the kernel fast path's MAC map refused %llu entries: vdevd switches those stations\n",
+                 static_cast<unsigned long long>(set_errors_ - set_errors_logged_));
+    set_errors_logged_ = set_errors_;
+  }
   if (check_ports) checkPorts(ports);
 }
 

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "datapath/datapath.h"
+#include "datapath/fast_path.h"
+#include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
 #include "datapath/tc_path.h"
 #include "rtnl/netdev.h"
@@ -211,6 +213,67 @@ TEST_F(DatapathLibTest, AFullHostMacMapIsAnErrorCountedAndTheRestWrittenLater) {
   EXPECT_EQ(tc.hostMacErrors(), 1u);
   EXPECT_FALSE(tc.setHostMacs(keys).ok()) << "full again";
   EXPECT_EQ(tc.hostMacErrors(), 2u);
+}
+
+// The kernel fast path's MAC map has the MAC table's capacity. A full
+// table's journal can name a new station before the entry it evicted: here
+// A evicts X (the port's oldest), then X, heard again, evicts Y, all in one
+// burst: [X, A, Y, X]. Written in that order, A met a full map (X and Y
+// still in it), was refused and stayed off the fast path with nothing said.
+// Erases go first now: after the sync the map holds exactly the table's
+// live stations, and a refusal would be counted.
+TEST_F(DatapathLibTest, AFullMacTablesChurnKeepsTheFastPathsMapEqualToIt) {
+  auto f = dp::FastPath::create(16);
+  if (!f) GTEST_SKIP() << "no kernel fast path here: " << f.error().message();
+  dp::FastPath& fast = *f.value();
+  dp::FastSync sync(&fast);
+  const uint64_t kSecond = 1'000'000'000;
+  dp::Fdb fdb(16, 300 * kSecond);
+  ASSERT_EQ(fdb.capacity(), 16u);
+  fdb.enableJournal(64);
+  const uint16_t kPort = 1;
+  sync.resetPort(kPort);
+
+  uint64_t now = kSecond;
+  std::vector<uint64_t> learned;
+  for (uint64_t key : macKeys(randomMacs(16))) {
+    const uint64_t k = dp::fdbKey(key, kVidDefault);
+    ASSERT_EQ(fdb.learn(k, kPort, now += 1000), dp::Fdb::Learn::kOk);
+    learned.push_back(k);
+  }
+  sync.syncFdb(fdb, now);
+  auto mapKeys = [&] {
+    std::vector<uint64_t> keys;
+    fast.forEach([&](uint64_t key, uint16_t port_index, uint64_t) {
+      EXPECT_EQ(port_index, kPort);
+      keys.push_back(key);
+    });
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  auto tableKeys = [&] {
+    std::vector<uint64_t> keys;
+    for (const auto& e : fdb.dump(now)) keys.push_back(e.mac);
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  ASSERT_EQ(tableKeys().size(), 16u) << "the table is full";
+  ASSERT_EQ(mapKeys(), tableKeys());
+
+  // One burst: A takes the oldest's (X's) bucket; X, heard again, the
+  // next oldest's (Y's).
+  const uint64_t a = dp::fdbKey(macKeys(randomMacs(1))[0], kVidDefault);
+  const uint64_t x = learned[0], y = learned[1];
+  ASSERT_EQ(fdb.learn(a, kPort, now += 1000), dp::Fdb::Learn::kOk);
+  ASSERT_EQ(fdb.learn(x, kPort, now += 1000), dp::Fdb::Learn::kOk);
+  ASSERT_EQ(fdb.journal(), (std::vector<uint64_t>{x, a, y, x})) << "not the burst this test is about";
+  sync.syncFdb(fdb, now);
+  const std::vector<uint64_t> table = tableKeys();
+  EXPECT_EQ(table.size(), 16u);
+  EXPECT_TRUE(std::binary_search(table.begin(), table.end(), a));
+  EXPECT_FALSE(std::binary_search(table.begin(), table.end(), y));
+  EXPECT_EQ(mapKeys(), table) << "the fast path's map is not the MAC table";
+  EXPECT_EQ(sync.setErrors(), 0u);
 }
 
 uint64_t poolSum(const dp::PoolStats& p) {

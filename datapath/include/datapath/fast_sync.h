@@ -101,6 +101,10 @@ class FastSync {
   // only: the ifindexes to look at (empty: every port).
   void checkPorts(const std::vector<Port*>& ports, const std::vector<int>& only = {});
   FastDevBase& devBase(uint16_t port_index) { return record(port_index).dev; }
+  // Entries the kernel's map refused (syncFdb): 0 while the map holds the
+  // MAC table's capacity and erases go first. A refused station is
+  // switched by vdevd, not lost.
+  uint64_t setErrors() const { return set_errors_; }
 
  private:
   PortRecord& record(uint16_t port_index) {
@@ -112,6 +116,8 @@ class FastSync {
   TcPath* tc_ = nullptr;
   const XdpFeatures* features_ = nullptr;
   std::vector<PortRecord> records_;  // by port index
+  uint64_t set_errors_ = 0;
+  uint64_t set_errors_logged_ = 0;  // housekeeping logs those since
 };
 
 }  // namespace vdev::datapath
