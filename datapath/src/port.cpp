@@ -309,6 +309,11 @@ struct xdp_statistics Port::xdpStats() const {
   return s;
 }
 
+void Port::socketFds(std::vector<int>& out) const {
+  for (auto& q : queues_)
+    if (q->xsk) out.push_back(q->xsk->fd());
+}
+
 bool Port::hasSockets() const {
   for (auto& q : queues_)
     if (q->xsk) return true;

@@ -51,6 +51,8 @@ Datapath::PortRows Datapath::rowsOf(const Port& p) const {
   r.tc = tc_.get();
   r.tc_hook = tc_ && !p.xdp() && p.hook() == PortHook::kTc;
   r.copies = tc_ && p.xdp() && p.copiesToVdevd();
+  r.xdp_closed = p.xdpStatsClosed();
+  p.socketFds(r.xsk_fds);
   return r;
 }
 
@@ -117,7 +119,7 @@ PoolStats Datapath::poolStats() const {
 // The datapath thread's part of a statistics snapshot: what must agree
 // with its own state (vdevd's counts, ring indices and the pool, socket
 // options of sockets it may close at any time), and each port's PortRows
-// for the calling thread's part. Memory reads but the sockets' XDP_STATISTICS.
+// for the calling thread's part. Memory reads only.
 void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
   out.pool = poolStats();
   out.ports.clear();
@@ -147,13 +149,6 @@ void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
     ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
     stats::PortValues& c = ps.counters;
     c[kTxOutstanding] = p.txOutstanding();
-    const struct xdp_statistics x = p.xdpStats();
-    c[kXdpRxDropped] = x.rx_dropped;
-    c[kXdpRxInvalidDescs] = x.rx_invalid_descs;
-    c[kXdpTxInvalidDescs] = x.tx_invalid_descs;
-    c[kXdpRxRingFull] = x.rx_ring_full;
-    c[kXdpRxFillRingEmptyDescs] = x.rx_fill_ring_empty_descs;
-    c[kXdpTxRingEmptyDescs] = x.tx_ring_empty_descs;
     // vdevd's own counts; the slots readKernel fills are 0 here.
     c += p.snapshot();
   };
@@ -184,6 +179,8 @@ void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
     PortRows r;
     r.punt = true;
     r.punt_dev = punt_dev_.get();
+    r.xdp_closed = punt_->xdpStatsClosed();
+    punt_->socketFds(r.xsk_fds);
     rows.push_back(std::move(r));
   }
   out.fdb_entries = fdb_.liveEntries(monotonicNs());
@@ -197,6 +194,14 @@ void Datapath::readKernel(DatapathStats& out, const std::vector<PortRows>& rows)
   for (size_t i = 0; i < rows.size(); i++) {
     const PortRows& r = rows[i];
     stats::PortValues& c = out.ports[i].counters;
+    struct xdp_statistics x = r.xdp_closed;
+    for (int fd : r.xsk_fds) addXdpStats(x, XskSocket::statsOf(fd));
+    c[kXdpRxDropped] = x.rx_dropped;
+    c[kXdpRxInvalidDescs] = x.rx_invalid_descs;
+    c[kXdpTxInvalidDescs] = x.tx_invalid_descs;
+    c[kXdpRxRingFull] = x.rx_ring_full;
+    c[kXdpRxFillRingEmptyDescs] = x.rx_fill_ring_empty_descs;
+    c[kXdpTxRingEmptyDescs] = x.tx_ring_empty_descs;
     if (r.punt) {
       // The punt device: frames vdevd could not give to a port (drops by
       // reason: no_route), what its socket dropped (xdp_stats) and what
@@ -232,7 +237,7 @@ DatapathStats Datapath::stats() {
   std::vector<PortRows> rows;
   for (int attempt = 0; attempt < kStatsRetries; attempt++) {
     uint64_t seq = 0;
-    // The step: no syscall but the sockets' XDP_STATISTICS. Not through
+    // The step: memory reads, no syscall. Not through
     // runOnDatapath, which would count it as a change of the rows.
     control_.call([&] {
       collectOwned(out, rows);

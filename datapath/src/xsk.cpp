@@ -221,10 +221,10 @@ XskSocket::~XskSocket() { (void)close(); }
 
 uint64_t XskSocket::generation() noexcept { return g_generation.load(std::memory_order_relaxed); }
 
-struct xdp_statistics XskSocket::stats() const {
+struct xdp_statistics XskSocket::statsOf(int fd) {
   struct xdp_statistics st = {};
   socklen_t len = sizeof st;
-  if (::getsockopt(fd_.get(), SOL_XDP, XDP_STATISTICS, &st, &len)) st = {};
+  if (::getsockopt(fd, SOL_XDP, XDP_STATISTICS, &st, &len)) st = {};
   return st;
 }
 

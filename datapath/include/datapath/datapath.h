@@ -439,6 +439,10 @@ class Datapath {
     int ifindex = 0;
     FastDevBase dev;  // the fast path's view of its device (FastSync's record)
     const PuntDevice* punt_dev = nullptr;  // punt: its device (lives until teardown)
+    // XDP_STATISTICS: the port's closed sockets' sum, and its open sockets,
+    // asked by fd (a socket closed or replaced meanwhile moves rows_seq_).
+    struct xdp_statistics xdp_closed {};
+    std::vector<int> xsk_fds;
   };
   static constexpr int kStatsRetries = 3;
   void collectOwned(DatapathStats& out, std::vector<PortRows>& rows);

@@ -387,6 +387,10 @@ class Port {
   // XDP_STATISTICS summed over the open sockets and every socket the port
   // had before (owner thread).
   struct xdp_statistics xdpStats() const;
+  // The same in two parts, for a reader on another thread: the closed
+  // sockets' sum, and the open sockets' fds to ask (owner thread).
+  const struct xdp_statistics& xdpStatsClosed() const { return xdp_closed_; }
+  void socketFds(std::vector<int>& out) const;
   // Whether the host is a station behind the port (an uplink): its device
   // is not a veth or a tap (a NIC, a bond, a VLAN), or the host has an IPv4
   // address or an IPv6 address other than a link-local one on it. Then

@@ -129,7 +129,10 @@ class XskSocket {
   // never polled for RX nor given fill frames.
   bool receives() const { return receives_; }
   // XDP_STATISTICS; zeros if the socket is unusable.
-  struct xdp_statistics stats() const;
+  struct xdp_statistics stats() const { return statsOf(fd()); }
+  // XDP_STATISTICS of the socket open as fd; zeros where it is not one
+  // (closed meanwhile: the statistics reader's retry covers that).
+  static struct xdp_statistics statsOf(int fd);
   // Pending socket error (ENETDOWN once the device is gone), 0 if none.
   int pendingError() const;
 
