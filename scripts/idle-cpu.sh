@@ -7,7 +7,8 @@
 #
 #   scripts/idle-cpu.sh BUILD_DIR [SECONDS]
 #
-# The README's "Idle with three ports attached" figure; scripts/scale-ports.sh
+# The "idle, three ports" figure (README Performance; docs/performance.md,
+# "Scale: 250 ports"); scripts/scale-ports.sh
 # measures it (and more) for any number of ports. Needs root; hold the shared
 # lock on a shared machine (flock /tmp/vdev-e2e.lock ...).
 set -eu

@@ -1,22 +1,25 @@
 #!/bin/sh
 # The commands behind every figure in README.md's "Reliability and security"
-# and "Performance" sections, so that the next person can reproduce them:
+# section and "Performance" table, and in docs/performance.md's "Current
+# figures", so that the next person can reproduce them:
 #
 #   scripts/readme-figures.sh BUILD_DIR GROUP...
 #   scripts/readme-figures.sh BUILD_DIR list     # what each group measures
 #
-# Groups (each prints the figures it produces; see `list`):
-#   real         the Real senders tables: TCP, socket UDP, the VM stand-in, round trips (vdev-bench --real)
-#   ring         the bulk pointer ring table           (make bench)
-#   forwarding   the Forwarding table, row by row      (vdev-bench)
-#   latency      the round trips and first frame after idle (vdev-bench)
-#   loss         highest loss-free rate, loss at 90% of the peak (vdev-bench --find-rate)
-#   busypoll     round trips with --busy-poll 50       (vdev-bench)
-#   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh)
-#   scale        forwarding with 248 idle ports, idle CPU with 250 (vdev-bench --real --idle-ports 248)
-#   multihost    two hosts over VXLAN and veth uplinks: bridge, vdevd, tc-redirect (vdev-bench --two-host)
-#   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test)
-#   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*)
+# Groups (each prints the figures it produces; see `list`). Where the
+# figures are: the README's Performance table names the group of each row;
+# docs/performance.md, "Current figures", has the sections named here.
+#   real         real senders: TCP, socket UDP, the VM stand-in, round trips (vdev-bench --real; "Real senders")
+#   ring         the bulk pointer ring                  (make bench; docs/ring.md, "Performance")
+#   forwarding   XDP frames, scenario by scenario       (vdev-bench; "XDP frames")
+#   latency      the round trips and first frame after idle (vdev-bench; "Loss and latency")
+#   loss         highest loss-free rate, loss at 90% of the peak (vdev-bench --find-rate; "Loss and latency")
+#   busypoll     round trips with --busy-poll 50       (vdev-bench; "Loss and latency")
+#   idle         CPU with three ports and no traffic   (scripts/idle-cpu.sh; "Scale: 250 ports")
+#   scale        forwarding with 248 idle ports, idle CPU with 250 (vdev-bench --real --idle-ports 248; "Scale: 250 ports")
+#   multihost    two hosts over VXLAN and veth uplinks: bridge, vdevd, tc-redirect (vdev-bench --two-host; "Two hosts")
+#   soak         the soak figures and link flaps       (e2e_faults_test, e2e_datapath_test; README "Reliability and security")
+#   control      64 connections, the parser fuzz run   (ctl_server_test, ctl_decode_fuzz*; README "Reliability and security")
 #
 # Everything but `ring` and `control` needs root, and everything that
 # measures needs a quiet machine: on a shared one, hold the lock
