@@ -25,6 +25,10 @@ set -eu
 # network and running containers on it (runc: crun refuses hybrid cgroups).
 # containerd: e2e_containerd_test starts its own containerd and runs
 # containers with `ctr run --cni` on a vdev-cni network (containerd's libcni).
+# libvirt-daemon (libvirtd and its QEMU driver), libvirt-clients (virsh):
+# e2e_libvirt_test starts its own libvirtd and boots the test guest on a tap
+# of vdevd's. Not libvirt-daemon-system: on a host with systemd it would
+# start the host's libvirtd and its NAT network (virbr0, firewall rules).
 # libmicrohttpd-dev: vdevd's scrape endpoint (--metrics-listen);
 # python3-prometheus-client: e2e_metrics_test parses the scrape with
 # Prometheus' own text parser.
@@ -45,6 +49,7 @@ python3 python3-prometheus-client
 qemu-system-x86 linux-image-cloud-amd64 busybox-static cpio iperf3 tcpdump
 debhelper dpkg-dev adduser bash-completion man-db lintian libcap2-bin
 podman runc containerd
+libvirt-daemon libvirt-clients
 systemd-container procps
 "
 

@@ -52,7 +52,6 @@ run=$(mktemp -d /run/vdev-ctrd.XXXXXX)
 sock=$run/vdevd.sock
 csock=$run/containerd.sock
 vp='' cp='' runa='' runb=''
-made=()                     # mount points this test had to create on the host
 
 cleanup() {
   set +e
@@ -81,19 +80,11 @@ cleanup() {
     wait_for 2 quiet rmdir "$d"
   done
   for d in /sys/fs/cgroup/*/"$ctrns"; do [ -d "$d" ] && rmdir "$d"; done
-  for ((i = ${#made[@]} - 1; i >= 0; i--)); do rmdir "${made[i]}"; done
+  remove_mountpoints
   rm -rf "$dir" "$run"
 }
 trap cleanup EXIT
 
-# mountpoint PATH: PATH exists on the host; what had to be made is undone.
-mountpoint_() {
-  local p=$1 missing=()
-  while [ ! -d "$p" ]; do missing=("$p" "${missing[@]}"); p=$(dirname "$p"); done
-  for p in "${missing[@]}"; do mkdir "$p" && made+=("$p") || return 1; done
-}
-
-json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 ctl() { "$vdevctl" -S "$sock" "$@"; }
 ctr_() { nsenter -t "$cp" -m -n ctr -a "$csock" -n "$ctrns" "$@"; }
 
@@ -144,7 +135,7 @@ EOF
 # namespace: vdev-cni, run by ctr, finds the host ends of the veths vdevd
 # makes in its own (nsenter, not `ip netns exec`, whose fresh /sys would
 # hide the cgroup mounts runc needs).
-mountpoint_ /etc/cni/net.d && mountpoint_ /run/containerd && mountpoint_ /opt || exit 1
+make_mountpoint /etc/cni/net.d && make_mountpoint /run/containerd && make_mountpoint /opt || exit 1
 nsenter --net="/run/netns/$nsv" unshare --mount --propagation private sh -c '
   mount -t tmpfs -o mode=0711 vdev-ctrd /run/containerd &&
   mount --bind "$1/net.d" /etc/cni/net.d &&
@@ -285,14 +276,8 @@ wait_for 5 quiet no_veth && ok "no veth of the containers left" ||
 left=$(find "$dir/ipam" -type f -name '198.*' | wc -l)
 [ "$left" -eq 0 ] && ok "host-local released both addresses" || fail "addresses still reserved: $(ls "$dir/ipam"/*)"
 
-kill -TERM "$vp" && wait "$vp"
-rc=$?
+vdevd_stopped "$vp" "$dir/vdevd.log" "$nsv"
 vp=
-[ $rc -eq 0 ] && ok "vdevd stopped cleanly" || fail "vdevd exited $rc: $(tail -5 "$dir/vdevd.log")"
-# vdevd gone too, its namespace holds nothing but lo: no device of the
-# containers' and none of vdevd's own (its punt pair) was left behind.
-left=$(ip -n "$nsv" -o link show | grep -v ': lo:')
-[ -z "$left" ] && ok "no device left in vdevd's namespace" || fail "devices left: $left"
 
 if [ $failures -ne 0 ]; then
   echo "--- vdevd log"; cat "$dir/vdevd.log"
