@@ -4,9 +4,9 @@
 # What a capture costs TCP between two containers: one stream A -> B
 # (iperf3) through the Linux bridge, the bridge with tcpdump writing A's
 # port to a file, vdevd (kernel fast path), vdevd with `vdevctl capture`
-# writing A's port to a file (A's frames then all pass vdevd), and vdevd
-# with --no-fast-path (vdevd's own path, which a captured port's frames
-# take), alternating, N runs each. Prints each run (with the frames the
+# writing A's port to a file (the fast path's programs copy A's frames),
+# and vdevd with --no-fast-path (vdevd's own path), alternating, N runs
+# each. Prints each run (with the frames the
 # capture wrote and missed) and the medians, each as a share of the
 # bridge's.
 #

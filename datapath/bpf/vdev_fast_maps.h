@@ -36,6 +36,27 @@ struct {
 	__type(value, __u32);
 } fast_ifindex SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_capture_conf);
+} fast_capture SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} fast_capture_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} fast_capture_missed SEC(".maps");
+
 static __always_inline void fast_add(__u32 port_index, __u32 stat, __u64 n)
 {
 	__u32 k = port_index * VDEV_FAST_NSTATS + stat;
@@ -78,6 +99,32 @@ static __always_inline int fast_decide(__u32 in, __u32 vid, int access, const __
 		return -1;
 	*src_out = s;
 	return (int)d->port_index;
+}
+
+/* A frame the fast path carries from or to a captured port: its copy to
+ * vdevd (ctx: the skb or the XDP frame; len: its length). The kernel copies
+ * the first `kept` bytes after the header (skb: from paged data too). A
+ * copy the per-CPU buffer has no room for is counted, never waited for. */
+static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32 dir, __u64 len)
+{
+	struct vdev_capture_conf *c = bpf_map_lookup_elem(&fast_capture, &port_index);
+	struct vdev_capture_hdr h;
+	__u64 *missed;
+	__u64 kept;
+
+	if (!c || !(c->dirs & dir))
+		return;
+	kept = len < c->snaplen ? len : c->snaplen;
+	h.time_ns = bpf_ktime_get_ns();
+	h.port_index = port_index;
+	h.dir = dir;
+	h.wire_len = (__u32)len;
+	h.kept = (__u32)kept;
+	if (bpf_perf_event_output(ctx, &fast_capture_events, BPF_F_CURRENT_CPU | (kept << 32), &h, sizeof(h))) {
+		missed = bpf_map_lookup_elem(&fast_capture_missed, &port_index);
+		if (missed)
+			__sync_fetch_and_add(missed, 1);
+	}
 }
 
 /* The source is active: its entry's last-seen time, written at most every

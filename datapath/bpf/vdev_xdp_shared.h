@@ -98,6 +98,27 @@ enum vdev_fast_stat {
 	VDEV_FAST_NSTATS = 8,
 };
 
+/* Capture on the fast path (datapath/capture.h): fast_capture, per port
+ * index, what its frames on the fast path are copied of -- VDEV_CAP_RX
+ * (what it sends into the switch), VDEV_CAP_TX (what it is sent) -- and at
+ * most how many bytes of each. The copies go to vdevd through the perf
+ * event array fast_capture_events, each a vdev_capture_hdr then the frame's
+ * first bytes; one the buffer could not take is counted in the port's row
+ * of fast_capture_missed (mmapped by vdevd). dirs 0: no capture. */
+struct vdev_capture_conf {
+	__u32 dirs;
+	__u32 snaplen;
+};
+#define VDEV_CAP_RX 1
+#define VDEV_CAP_TX 2
+struct vdev_capture_hdr {
+	__u64 time_ns;   /* CLOCK_MONOTONIC */
+	__u32 port_index;
+	__u32 dir;       /* VDEV_CAP_RX or VDEV_CAP_TX */
+	__u32 wire_len;  /* the frame's (a GSO skb's whole) length */
+	__u32 kept;      /* bytes that follow */
+};
+
 /* The skb-level programs (vdev_tc.bpf.c), for ports whose senders hand the
  * kernel skbs (containers' veths, VMs' taps).
  *

@@ -135,6 +135,10 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
   if (admit)
     if (auto a = admit(Capture::bytesFor(slots, snap)); !a) return a.error();
   auto cap = std::make_unique<Capture>(index, dirs, slots, snap);
+  // The fast path's copies: its reader made here, once (its buffers), and
+  // the capture's share of the misses counted from now.
+  bool on_fast = fast_ && index < kFastPathPorts && fast_->openCaptureReader(&Datapath::fastCaptured, this).ok();
+  if (on_fast) cap->setFastMissed(fast_->captureMissedRow(index));
   runOnDatapath([&] {
     Port* p = find();
     if (!p) return;
@@ -142,7 +146,12 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
       st = Error{ENOENT, "port " + ifname + " was replaced while its capture was made"};
       return;
     }
-    p->setCapture(cap.get());
+    on_fast = on_fast && fast_->setCapture(index, dirs, cap->snaplen()).ok();
+    p->setCapture(cap.get(), on_fast);
+    if (on_fast) {
+      fast_captures_++;
+      return;
+    }
     // As for new VLAN settings, but the port's stations stay learned (the
     // journal takes their kernel entries out at the next sync, and puts
     // them back when the capture stops): a capture changes where its
@@ -154,6 +163,28 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
   const uint32_t id = next_capture_++;
   captures_.emplace(id, std::move(cap));
   return id;
+}
+
+void Datapath::detachCapture(Port& p) {
+  const bool on_fast = p.captureOnFast();
+  p.setCapture(nullptr);
+  if (on_fast) {
+    (void)fast_->setCapture(p.index(), 0, 0);
+    fast_captures_--;
+    return;
+  }
+  applyFastVid(p);
+  fdb_.notePort(p.index());
+}
+
+void Datapath::fastCaptured(void* ctx, uint16_t port_index, uint8_t dir, uint64_t time_ns, uint32_t wire_len,
+                            const uint8_t* bytes, uint32_t kept) {
+  auto* d = static_cast<Datapath*>(ctx);
+  Port* p = d->ports_.get(port_index);
+  Capture* cap = p ? p->capture() : nullptr;
+  if (!cap) return;  // stopped while its copies were on their way
+  cap->copyBytes(dir == VDEV_CAP_TX ? Capture::kTx : Capture::kRx, bytes, kept, wire_len,
+                 time_ns + d->capture_clock_offset_ns_);
 }
 
 Capture* Datapath::captureGet(uint32_t id) {
@@ -170,11 +201,7 @@ void Datapath::captureStop(uint32_t id) {
   runOnDatapath([&] {
     if (cap->ended()) return;  // its port is gone
     Port* p = ports_.get(cap->portIndex());
-    if (p && p->capture() == cap) {
-      p->setCapture(nullptr);
-      applyFastVid(*p);
-      fdb_.notePort(p->index());
-    }
+    if (p && p->capture() == cap) detachCapture(*p);
   });
   captures_.erase(it);  // the datapath thread no longer knows it
 }

@@ -196,6 +196,8 @@ void Datapath::syncEpoll() {
     for (auto& q : pp->queues())
       if (q->xsk) epoll_want_.push_back(q->xsk->fd());
   }
+  // The fast path's capture copies, while a capture takes them.
+  if (fast_captures_) epoll_want_.push_back(fast_->captureReaderFd());
   if (epoll_gen_ == XskSocket::generation() && epoll_want_ == epoll_have_) return;
   // Built afresh: a closed fd has left the set by itself, and its number
   // may be a new socket's now.
@@ -253,6 +255,15 @@ void Datapath::run() {
       if (pp->live()) work += pp->drainTx(*pool_);
     if (fast_ && fdb_.journalPending()) [[unlikely]]
       fast_sync_.syncFdb(fdb_, now);
+    if (fast_captures_) [[unlikely]] {
+      // The fast path's copies of captured ports' frames (no syscall).
+      struct timespec rt, mono;
+      clock_gettime(CLOCK_REALTIME, &rt);
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      capture_clock_offset_ns_ = uint64_t(rt.tv_sec - mono.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec) -
+                                 uint64_t(mono.tv_nsec);
+      fast_->consumeCaptures();
+    }
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues()) refill(*q);
     for (Port* pp : ports_.active())

@@ -3,6 +3,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -15,6 +18,7 @@ static_assert(kFastPathPorts == VDEV_FAST_MAX_PORTS);
 
 void FastPath::SkelDeleter::operator()(struct ::vdev_fast* s) const noexcept { vdev_fast__destroy(s); }
 void FastPath::LinkDeleter::operator()(struct ::bpf_link* l) const noexcept { bpf_link__destroy(l); }
+void FastPath::PerfBufferDeleter::operator()(struct ::perf_buffer* pb) const noexcept { perf_buffer__free(pb); }
 
 Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
   std::unique_ptr<FastPath> f(new FastPath());
@@ -36,15 +40,70 @@ Result<std::unique_ptr<FastPath>> FastPath::create(uint32_t fdb_capacity) {
     if (!l) return errnoError(std::string("kernel fast path: attach tracepoint ") + bpf_program__name(p));
     f->links_.emplace_back(l);
   }
+  // The capture copies' misses, read without a syscall.
+  const size_t rows = size_t(VDEV_FAST_MAX_PORTS) * sizeof(uint64_t);
+  const long page = sysconf(_SC_PAGESIZE);
+  f->capture_missed_len_ = (rows + size_t(page) - 1) / size_t(page) * size_t(page);
+  void* m = mmap(nullptr, f->capture_missed_len_, PROT_READ, MAP_SHARED, f->captureMissedFd(), 0);
+  if (m == MAP_FAILED) return errnoError("kernel fast path: map the capture counters");
+  f->capture_missed_ = static_cast<const volatile uint64_t*>(m);
   return f;
 }
 
-FastPath::~FastPath() = default;  // links_, then skel_
+FastPath::~FastPath() {
+  capture_reader_.reset();
+  if (capture_missed_) munmap(const_cast<uint64_t*>(capture_missed_), capture_missed_len_);
+  // then links_, then skel_
+}
 
 int FastPath::fdbFd() const { return bpf_map__fd(skel_->maps.fast_fdb); }
 int FastPath::portsFd() const { return bpf_map__fd(skel_->maps.fast_ports); }
 int FastPath::statsFd() const { return bpf_map__fd(skel_->maps.fast_stats); }
 int FastPath::ifindexFd() const { return bpf_map__fd(skel_->maps.fast_ifindex); }
+int FastPath::captureFd() const { return bpf_map__fd(skel_->maps.fast_capture); }
+int FastPath::captureEventsFd() const { return bpf_map__fd(skel_->maps.fast_capture_events); }
+int FastPath::captureMissedFd() const { return bpf_map__fd(skel_->maps.fast_capture_missed); }
+
+Status FastPath::setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's maps");
+  uint32_t key = port_index;
+  struct vdev_capture_conf c = {dirs, snaplen};
+  if (bpf_map_update_elem(captureFd(), &key, &c, BPF_ANY)) return errnoError("fast path: capture map");
+  return {};
+}
+
+const volatile uint64_t* FastPath::captureMissedRow(uint16_t port_index) const noexcept {
+  static const volatile uint64_t kNone = 0;
+  return port_index < VDEV_FAST_MAX_PORTS ? capture_missed_ + port_index : &kNone;
+}
+
+Status FastPath::openCaptureReader(CaptureFn fn, void* ctx) {
+  if (capture_reader_) return {};
+  capture_fn_ = fn;
+  capture_ctx_ = ctx;
+  // 512 KiB a CPU: a few hundred full-length copies while the datapath
+  // thread is elsewhere; what does not fit is counted (captureMissed).
+  constexpr size_t kPages = 128;
+  auto sample = [](void* c, int, void* data, uint32_t size) {
+    auto* f = static_cast<FastPath*>(c);
+    struct vdev_capture_hdr h;
+    if (size < sizeof h) return;
+    std::memcpy(&h, data, sizeof h);
+    if (h.kept > size - sizeof h) h.kept = uint32_t(size - sizeof h);
+    f->capture_fn_(f->capture_ctx_, uint16_t(h.port_index), uint8_t(h.dir), h.time_ns, h.wire_len,
+                   static_cast<const uint8_t*>(data) + sizeof h, h.kept);
+  };
+  struct perf_buffer* pb = perf_buffer__new(captureEventsFd(), kPages, sample, nullptr, this, nullptr);
+  if (!pb) return errnoError("fast path: capture buffers");
+  capture_reader_.reset(pb);
+  return {};
+}
+
+int FastPath::captureReaderFd() const { return capture_reader_ ? perf_buffer__epoll_fd(capture_reader_.get()) : -1; }
+
+void FastPath::consumeCaptures() {
+  if (capture_reader_) (void)perf_buffer__consume(capture_reader_.get());
+}
 
 Status FastPath::enablePort(uint16_t port_index, int ifindex) {
   if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's devmap");

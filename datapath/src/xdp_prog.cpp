@@ -228,7 +228,10 @@ Status XdpObject::load() {
       const std::pair<struct bpf_map*, int> shared[] = {{skel->maps.fast_fdb, fast_->fdbFd()},
                                                         {skel->maps.fast_ports, fast_->portsFd()},
                                                         {skel->maps.fast_stats, fast_->statsFd()},
-                                                        {skel->maps.fast_ifindex, fast_->ifindexFd()}};
+                                                        {skel->maps.fast_ifindex, fast_->ifindexFd()},
+                                                        {skel->maps.fast_capture, fast_->captureFd()},
+                                                        {skel->maps.fast_capture_events, fast_->captureEventsFd()},
+                                                        {skel->maps.fast_capture_missed, fast_->captureMissedFd()}};
       for (const auto& [map, fd] : shared)
         if (int err = bpf_map__reuse_fd(map, fd); err)
           return Error{-err, std::string("XDP program: share fast-path map ") + bpf_map__name(map)};
@@ -238,6 +241,8 @@ Status XdpObject::load() {
       (void)bpf_map__set_max_entries(skel->maps.fast_ports, 1);
       (void)bpf_map__set_max_entries(skel->maps.fast_stats, 1);
       (void)bpf_map__set_max_entries(skel->maps.fast_ifindex, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_capture, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_capture_missed, 1);
     }
     return skel;
   };

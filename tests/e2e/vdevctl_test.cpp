@@ -2032,12 +2032,11 @@ TEST_F(VdevctlTest, MonitorPrintsHeaderThenReports) {
 
 // vdevctl capture, with the kernel fast path on, the ports at the tc hook
 // and at XDP. Kernel ping between two containers: while A is captured,
-// every frame of it passes vdevd (the fast path carries none of A's, in
-// either direction) and lands in a pcapng file that tcpdump reads, the
-// requests A sent and the replies it was sent; the count of frames
-// written adds up with what was missed (none). The fast path is back
-// when the capture ends -- by Ctrl-C, and when vdevctl is killed (its
-// connection closes). The text form and --direction rx: only what A
+// its frames keep the fast path (the ports' programs copy them to vdevd)
+// and every one lands in a pcapng file that tcpdump reads, the requests A
+// sent and the replies it was sent; the count of frames written adds up
+// with what was missed (none). The fast path carries on when the capture
+// ends -- by Ctrl-C, and when vdevctl is killed (its connection closes). The text form and --direction rx: only what A
 // sent. A capture ends when its port is removed. Only root or the port's
 // owner may capture it.
 TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
@@ -2079,7 +2078,7 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
         << capture->logs();
     ping(10);
     const uint64_t f1 = fast();
-    EXPECT_EQ(f1, f0) << "frames of a captured port took the fast path";
+    EXPECT_GE(f1 - f0, 18u) << "a captured port's frames left the fast path: " << ok({"stats"});
     capture->signal(SIGINT);
     ASSERT_EQ(capture->wait(5s), std::optional<int>(0)) << capture->logs();
     std::smatch m;
@@ -2111,12 +2110,14 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
     ASSERT_TRUE(waitUntil([&] { return capture->err().find("capturing rx") != std::string::npos; }, 5s, 20ms))
         << capture->logs();
     ping(3);
-    ASSERT_TRUE(waitUntil([&] { return lines(capture->out(), "\n") >= 3; }, 5s, 20ms)) << capture->logs();
+    // The three requests (an ARP of A's may come with them).
+    const std::string request = " rx " + macString(ma) + " > " + macString(mb) + " type 0x0800";
+    ASSERT_TRUE(waitUntil([&] { return lines(capture->out(), request) >= 3; }, 5s, 20ms)) << capture->logs();
     const std::string text = capture->out();
-    EXPECT_EQ(lines(text, " rx " + macString(ma) + " > " + macString(mb) + " type 0x0800"), 3u) << text;
+    EXPECT_EQ(lines(text, request), 3u) << text;
     EXPECT_EQ(lines(text, " tx "), 0u) << text;
     const uint64_t f3 = fast();
-    EXPECT_EQ(f3, f2) << "frames of a captured port took the fast path";
+    EXPECT_GE(f3 - f2, 5u) << "a captured port's frames left the fast path: " << ok({"stats"});
     capture->signal(SIGKILL);
     (void)capture->wait(5s);
     ASSERT_TRUE(waitUntil([&] {

@@ -931,8 +931,9 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
 // Capture (capture.h): what a port receives, before any check, and what
 // it is handed to send (the frames its delivery ring took), copied in
 // order with their direction and length, cut at the snaplen; a full
-// capture counts what it missed and holds nothing up; the port's frames
-// leave the kernel fast path (fastVid 0) while it runs.
+// capture counts what it missed and holds nothing up; with the kernel
+// fast path the port keeps it (its programs copy what they carry), without
+// it its frames stay off it (fastVid 0) while it runs.
 TEST_F(SwitchTest, ACaptureCopiesWhatAPortReceivesAndIsSent) {
   build(SwitchMode::kSwitch, 3);
   send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
@@ -942,7 +943,9 @@ TEST_F(SwitchTest, ACaptureCopiesWhatAPortReceivesAndIsSent) {
   ASSERT_TRUE(id.ok()) << id.error().message();
   Capture* cap = dp->captureGet(*id);
   ASSERT_NE(cap, nullptr);
-  EXPECT_EQ(dp->port(0).fastVid(), 0) << "a captured port's frames stay off the fast path";
+  EXPECT_EQ(dp->port(0).fastVid(), dp->fastPath() ? kVidDefault : 0)
+      << "a captured port keeps the fast path where its programs copy what they carry";
+  EXPECT_EQ(dp->port(0).captureOnFast(), dp->fastPath());
   EXPECT_EQ(dp->captureStart("p0", Capture::kRx, 100, 16).error().err, EBUSY);
   EXPECT_EQ(dp->captureStart("nope", Capture::kRx, 100, 16).error().err, ENOENT);
   // p0 sends a unicast to B, a runt (dropped by the switch, still

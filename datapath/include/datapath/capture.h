@@ -11,11 +11,15 @@
 // reader is behind -- is counted in drops() and not copied; the port's
 // traffic is never held up by its capture.
 //
-// While a port has a capture its frames do not take the kernel fast path
-// (Port::fastVid() is 0: its program hands them to vdevd, and no other
-// port's program has its stations), so vdevd sees -- and copies --
-// everything switched to and from it. A port without one pays one pointer
-// test per burst and per destination batch.
+// With the kernel fast path, a captured port keeps it: the ports' programs
+// copy the frames they carry from and to it into per-CPU perf buffers
+// (FastPath::setCapture), which the datapath thread empties into the same
+// slots (copyBytes), and vdevd copies the frames it switches itself. Each
+// frame is copied once, by whoever forwards it; a copy the perf buffers had
+// no room for is counted with the capture's drops (the port's row of
+// fast_capture_missed since the capture began). A port without a capture
+// pays one pointer test per burst and per destination batch, and its
+// programs one array lookup per fast-path frame.
 #pragma once
 
 #include <atomic>
@@ -73,6 +77,27 @@ class Capture {
     full_.push(slot);  // never full: there are only as many slots as it holds
     bump(taken_);
   }
+  // Datapath thread. A copy the fast path's programs made: the frame's
+  // first `len` bytes of `wire` (cut to the slots' length).
+  void copyBytes(uint8_t dir, const uint8_t* bytes, uint32_t len, uint32_t wire, uint64_t time_ns) noexcept {
+    uint32_t slot;
+    if (!free_.pop(slot)) [[unlikely]] {
+      bump(drops_);
+      return;
+    }
+    const uint32_t kept = len < snaplen_ ? len : snaplen_;
+    std::memcpy(bytes_.data() + size_t(slot) * snaplen_, bytes, kept);
+    meta_[slot] = Meta{time_ns, wire, kept, dir};
+    full_.push(slot);
+    bump(taken_);
+  }
+  // Before the capture is handed to the datapath thread: where the fast
+  // path counts the copies it could not take for the port (a mmapped
+  // counter), and its value now.
+  void setFastMissed(const volatile uint64_t* counter) noexcept {
+    fast_missed_ = counter;
+    fast_missed_base_ = counter ? *counter : 0;
+  }
   // Datapath thread: the port is gone; no more frames come.
   void end() noexcept { ended_.store(true, std::memory_order_release); }
 
@@ -95,7 +120,11 @@ class Capture {
     return n;
   }
   uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
-  uint64_t drops() const noexcept { return drops_.load(std::memory_order_relaxed); }
+  // The copies missed: the reader was behind (no free slot), or the fast
+  // path's buffers were full.
+  uint64_t drops() const noexcept {
+    return drops_.load(std::memory_order_relaxed) + (fast_missed_ ? *fast_missed_ - fast_missed_base_ : 0);
+  }
   bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
 
  private:
@@ -118,6 +147,8 @@ class Capture {
   boost::lockfree::spsc_queue<uint32_t> free_, full_;  // slot numbers
   std::atomic<uint64_t> taken_{0}, drops_{0};
   std::atomic<bool> ended_{false};
+  const volatile uint64_t* fast_missed_ = nullptr;
+  uint64_t fast_missed_base_ = 0;
 };
 
 }  // namespace vdev::datapath

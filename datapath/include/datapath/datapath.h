@@ -236,16 +236,17 @@ class Datapath {
   PortRoom portRoom();
   // Captures (capture.h; vdevctl capture). Control path. captureStart:
   // the port's frames in dirs (Capture::kRx, kTx or both), at most snaplen
-  // bytes of each, up to `slots` frames held for the reader; the port's
-  // frames leave the kernel fast path until the capture stops. Errors:
+  // bytes of each, up to `slots` frames held for the reader. With the
+  // kernel fast path the port keeps it: its programs copy what they carry
+  // (capture.h); without, its frames all pass vdevd, which copies them. Errors:
   // ENOENT (no such port), ENOSPC (kMaxCaptures running, or one on the
   // port already), or what `admit` returned. The slots are allocated (and
   // zeroed) on the calling thread, never the datapath's: admit(bytes) is
   // called there first with Capture::bytes() of the capture to be made
   // (the caps per uid), and a refusal leaves nothing behind. captureGet:
   // the capture, or null (stopped, or never started); its frames are read
-  // from the calling thread (Capture::read). captureStop: ends it (the
-  // port's fast path back); the unread frames go with it.
+  // from the calling thread (Capture::read). captureStop: ends it; the
+  // unread frames go with it.
   static constexpr size_t kMaxCaptures = 8;
   using CaptureAdmit = std::function<Status(uint64_t bytes)>;
   Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
@@ -536,6 +537,17 @@ class Datapath {
   std::mutex captures_mu_;
   std::map<uint32_t, std::unique_ptr<Capture>> captures_;
   uint32_t next_capture_ = 1;
+  // Captures whose copies the fast path's programs make (datapath
+  // thread): while any runs, the loop empties the perf buffers and its
+  // sleep wakes for them.
+  uint32_t fast_captures_ = 0;
+  uint64_t capture_clock_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, as the loop last read them
+  // The port's capture stopped: its programs stop copying, or its fast
+  // path comes back. Datapath thread.
+  void detachCapture(Port& p);
+  // FastPath's copies (FastPath::CaptureFn): into the port's capture.
+  static void fastCaptured(void* ctx, uint16_t port_index, uint8_t dir, uint64_t time_ns, uint32_t wire_len,
+                           const uint8_t* bytes, uint32_t kept);
   // Port::fastVid() (its VLAN settings, whether it has a capture) into
   // FastSync's record and its programs' rows; the caller has its stations'
   // kernel entries follow (Fdb::notePort or flushPort).

@@ -40,6 +40,7 @@
 
 struct vdev_fast;
 struct bpf_link;
+struct perf_buffer;
 
 namespace vdev::datapath {
 
@@ -72,6 +73,30 @@ class FastPath {
   int portsFd() const;
   int statsFd() const;
   int ifindexFd() const;
+  int captureFd() const;
+  int captureEventsFd() const;
+  int captureMissedFd() const;
+
+  // Capture on the fast path (capture.h): the programs copy the frames
+  // they carry from (dirs & 1, Capture::kRx) and to (dirs & 2, kTx) the
+  // port, at most snaplen bytes each, to the reader below; dirs 0: none.
+  Status setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen);
+  // The port's copies the per-CPU buffers had no room for, since the fast
+  // path was made (a mmapped map row: any thread, no syscall).
+  uint64_t captureMissed(uint16_t port_index) const noexcept { return *captureMissedRow(port_index); }
+  const volatile uint64_t* captureMissedRow(uint16_t port_index) const noexcept;
+  // The copies' reader, made once (its per-CPU buffers) before the first
+  // capture: each copy goes to fn(ctx, port_index, dir, time_ns
+  // (CLOCK_MONOTONIC), wire_len, bytes, kept). Control thread, before the
+  // datapath thread consumes.
+  using CaptureFn = void (*)(void* ctx, uint16_t port_index, uint8_t dir, uint64_t time_ns, uint32_t wire_len,
+                             const uint8_t* bytes, uint32_t kept);
+  Status openCaptureReader(CaptureFn fn, void* ctx);
+  // The reader's fd to wait on (an epoll set of the buffers), -1 before.
+  int captureReaderFd() const;
+  // Hands every copy waiting to fn: memory reads, no syscall. Datapath
+  // thread.
+  void consumeCaptures();
 
   // The port may receive fast-path frames, on device ifindex: its devmap key
   // (the port index) names the device. ENOSPC: an index beyond the devmap.
@@ -109,6 +134,14 @@ class FastPath {
   std::vector<std::unique_ptr<struct ::bpf_link, LinkDeleter>> links_;
   int ncpu_ = 1;
   mutable std::vector<uint64_t> percpu_;
+  struct PerfBufferDeleter {
+    void operator()(struct ::perf_buffer* pb) const noexcept;
+  };
+  std::unique_ptr<struct ::perf_buffer, PerfBufferDeleter> capture_reader_;
+  CaptureFn capture_fn_ = nullptr;
+  void* capture_ctx_ = nullptr;
+  const volatile uint64_t* capture_missed_ = nullptr;  // mmapped fast_capture_missed
+  size_t capture_missed_len_ = 0;
 };
 
 }  // namespace vdev::datapath

@@ -270,10 +270,16 @@ class Port {
   // (untagged on both sides, nothing to push or pop); 0 for a trunk, whose
   // frames are all vdevd's.
   // 0 too while the port has a capture: every frame to and from it passes vdevd.
-  uint16_t fastVid() const { return capture_ ? 0 : accessVid(cfg_.limits.vlan); }
+  uint16_t fastVid() const { return capture_ && !capture_on_fast_ ? 0 : accessVid(cfg_.limits.vlan); }
   // The port's capture (capture.h), or null. Datapath thread.
   Capture* capture() const noexcept { return capture_; }
-  void setCapture(Capture* c) noexcept { capture_ = c; }
+  // on_fast: the fast path's programs copy what they carry of the port's
+  // frames, so they stay on it (capture.h).
+  void setCapture(Capture* c, bool on_fast = false) noexcept {
+    capture_ = c;
+    capture_on_fast_ = c && on_fast;
+  }
+  bool captureOnFast() const noexcept { return capture_on_fast_; }
   // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
@@ -451,6 +457,7 @@ class Port {
   int64_t unknown_credit_ns_ = 0;  // unknownFloodOk's bucket (datapath thread)
   uint64_t unknown_last_ns_ = 0;
   Capture* capture_ = nullptr;  // owned by the Datapath (datapath thread)
+  bool capture_on_fast_ = false;
   bool mtu_over_uplink_ = false;
 };
 

@@ -105,9 +105,9 @@ enum Cmd : uint8_t {
   // and/or sends, held by vdevd for the connection that asked for it
   // until that connection reads them. A capture belongs to its connection:
   // another connection cannot read or stop it, and it ends when its
-  // connection closes. While it runs, the port's frames do not take the
-  // kernel fast path (they all pass vdevd, which copies them). Root, or the
-  // uid that added the port (OWNER_UID).
+  // connection closes. The port keeps the kernel fast path: its programs
+  // copy what they carry, vdevd what it switches. Root, or the uid that
+  // added the port (OWNER_UID).
   //   req:   PORT_NAME (required), CAPTURE_DIR (absent: both), CAPTURE_SNAPLEN
   //          (absent: 65535), CAPTURE_BUFFER (absent: 4096)
   //   reply: CAPTURE_ID, CAPTURE_SNAPLEN (in effect), CAPTURE_TAKEN 0, CAPTURE_DROPS 0

@@ -501,11 +501,11 @@ DESCRIPTION
 
     TIME rx|tx SRC-MAC > DST-MAC type 0xTYPE length LEN
 
-    While the capture runs the port's frames do not take the kernel fast
-    path, in either direction: they all pass through vdevd, which copies
-    them (so it sees what the fast path would have carried, at vdevd's
-    speed). The fast path is back when the capture ends, for any reason --
-    vdevctl interrupted, killed or disconnected included. What the port's
+    The port keeps the kernel fast path while captured: the ports'
+    programs copy the frames they carry to and from it (a GSO skb whole),
+    vdevd the frames it switches itself, each frame once. The capture ends
+    with its connection, for any reason -- vdevctl interrupted, killed or
+    disconnected included. What the port's
     program drops (storm control, the policer, anti-spoofing) and traffic
     between the port and the host itself do not reach vdevd and are not in
     the capture: their counters are in "vdevctl stats", and tcpdump on the
