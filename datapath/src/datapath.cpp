@@ -223,7 +223,10 @@ int Datapath::idleTimeoutMs() const {
   // was did that by itself, xsk_poll running a TX pass). Otherwise nothing
   // needs the thread before the once-a-second work (host addresses, the
   // fast path's timestamps, FDB ageing): a frame, a doorbell, a control
-  // request or a link event wakes it at once.
+  // request or a link event wakes it at once. A capture whose copies the
+  // fast path makes wakes it only every FastPath::kCaptureWakeup copies:
+  // the last few wait at most kCaptureIdleMs.
+  if (fast_captures_) return FastPath::kCaptureIdleMs;
   if (!link_events_ || cfg_.port.completion == CompletionMode::kLazy) return kPollingSleepMs;
   for (const Port* p : ports_.active())
     if (!p->live() || p->unboundQueues() || p->txPending()) return kPollingSleepMs;

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -84,16 +85,33 @@ Status FastPath::openCaptureReader(CaptureFn fn, void* ctx) {
   // 512 KiB a CPU: a few hundred full-length copies while the datapath
   // thread is elsewhere; what does not fit is counted (captureMissed).
   constexpr size_t kPages = 128;
-  auto sample = [](void* c, int, void* data, uint32_t size) {
+  // A wake-up every kCaptureWakeup copies, not every one: while the copies
+  // stream, the datapath thread is not woken for each (an IPI apiece);
+  // fewer wait for its idle timeout, kCaptureIdleMs (Datapath).
+  struct perf_event_attr attr = {};
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_BPF_OUTPUT;
+  attr.sample_type = PERF_SAMPLE_RAW;
+  attr.sample_period = 1;
+  attr.wakeup_events = kCaptureWakeup;
+  auto event = [](void* c, int, struct perf_event_header* e) -> enum bpf_perf_event_ret {
+    if (e->type != PERF_RECORD_SAMPLE) return LIBBPF_PERF_EVENT_CONT;  // PERF_RECORD_LOST: counted by the programs
     auto* f = static_cast<FastPath*>(c);
+    struct Raw {
+      struct perf_event_header header;
+      uint32_t size;
+      uint8_t data[];
+    };
+    const auto* raw = reinterpret_cast<const Raw*>(e);
     struct vdev_capture_hdr h;
-    if (size < sizeof h) return;
-    std::memcpy(&h, data, sizeof h);
-    if (h.kept > size - sizeof h) h.kept = uint32_t(size - sizeof h);
+    if (raw->size < sizeof h) return LIBBPF_PERF_EVENT_CONT;
+    std::memcpy(&h, raw->data, sizeof h);
+    if (h.kept > raw->size - sizeof h) h.kept = uint32_t(raw->size - sizeof h);
     f->capture_fn_(f->capture_ctx_, uint16_t(h.port_index), uint8_t(h.dir), h.time_ns, h.wire_len,
-                   static_cast<const uint8_t*>(data) + sizeof h, h.kept);
+                   raw->data + sizeof h, h.kept);
+    return LIBBPF_PERF_EVENT_CONT;
   };
-  struct perf_buffer* pb = perf_buffer__new(captureEventsFd(), kPages, sample, nullptr, this, nullptr);
+  struct perf_buffer* pb = perf_buffer__new_raw(captureEventsFd(), kPages, &attr, event, this, nullptr);
   if (!pb) return errnoError("fast path: capture buffers");
   capture_reader_.reset(pb);
   return {};

@@ -85,6 +85,11 @@ class FastPath {
   // path was made (a mmapped map row: any thread, no syscall).
   uint64_t captureMissed(uint16_t port_index) const noexcept { return *captureMissedRow(port_index); }
   const volatile uint64_t* captureMissedRow(uint16_t port_index) const noexcept;
+  // The reader is woken every kCaptureWakeup copies; the datapath thread
+  // sleeps at most kCaptureIdleMs while a capture takes copies, so a lone
+  // one waits no longer than that.
+  static constexpr uint32_t kCaptureWakeup = 32;
+  static constexpr int kCaptureIdleMs = 10;
   // The copies' reader, made once (its per-CPU buffers) before the first
   // capture: each copy goes to fn(ctx, port_index, dir, time_ns
   // (CLOCK_MONOTONIC), wire_len, bytes, kept). Control thread, before the
