@@ -260,7 +260,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
       v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
-      const auto hook = toVdevHook(r.hook).value_or(ctx_.default_hook);
+      const auto hook = r.hook.value_or(ctx_.default_hook);
       v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
       v.id = dev_id;
       auto res = rt::createVeth(v);
@@ -289,9 +289,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   };
   datapath::Datapath::PortOptions o;
   o.queues = r.queues;
-  o.xdp_mode = toVdevXdpMode(r.xdp_mode);
+  o.xdp_mode = r.xdp_mode;  // validated: kNative, kGeneric or kAuto
   o.fast_rx = r.fast_rx.value_or(true);
-  o.hook = toVdevHook(r.hook);
+  o.hook = r.hook;  // validated: kXdp or kTc; none: vdevd's --default-hook
   o.isolated = r.isolated.value_or(false);
   o.limits = toVdevLimits(r.limits);
   o.peer_napi = peer_napi;
@@ -459,7 +459,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   vdev::proto::InfoMsg m;
   m.version = VDEV_VERSION;
   m.threads = 1;
-  m.mode = toSwitchMode(ctx_.mode);
+  m.mode = ctx_.mode;
   m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx_.started)
                             .count());
   m.num_ports = uint32_t(ctx_.dp->numPorts());
@@ -472,7 +472,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     const uint64_t used = uint64_t(openFds()) + 64 + 16;
     m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
   }
-  m.tc_attach = toTcAttach(ctx_.dp->tcAttach());
+  m.tc_attach = ctx_.dp->tcAttach();  // decided at start: kTcx or kClsact
   m.kernel_features = kernelFeatureBits(ctx_.dp->kernelUse());
   const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
   m.ports_pool_left = room.pool;

@@ -249,8 +249,6 @@ See docs/vdevd.md for the statistics and their meaning.
 
 namespace {
 
-const char* switchModeName(datapath::SwitchMode m) { return proto::switchModeName(toSwitchMode(m)); }
-
 // --uid-max-capture: bytes, with k, M or G for 2^10, 2^20, 2^30 (memory,
 // not a rate).
 uint64_t captureBytesArg(std::string_view v) {
@@ -327,7 +325,7 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
   return {
     {"port", 'p', Arg::kRequired, [&](std::string_view v) { o.ports.emplace_back(v); }},
     {"mode", 'm', Arg::kRequired, [&](std::string_view v) {
-       const auto m = byName(v, {datapath::SwitchMode::kSwitch, datapath::SwitchMode::kXconnect}, switchModeName);
+       const auto m = spec::byName(v, {datapath::SwitchMode::kSwitch, datapath::SwitchMode::kXconnect});
        if (!m) cli::fail("unknown mode '" + std::string(v) + "' (switch or xconnect)");
        o.cfg.mode = *m;
      }},
@@ -432,16 +430,15 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
      }},
     {"tc-attach", 0, Arg::kRequired,
      [&](std::string_view v) {
-       const auto a = byName(v, {datapath::TcAttach::kAuto, datapath::TcAttach::kTcx, datapath::TcAttach::kClsact},
-                             datapath::tcAttachName);
+       const auto a = spec::byName(v, {datapath::TcAttach::kAuto, datapath::TcAttach::kTcx, datapath::TcAttach::kClsact});
        if (!a) cli::fail("--tc-attach takes auto, tcx or clsact, not '" + std::string(v) + "'");
        o.cfg.tc_attach = *a;
      }},
     {"xdp-features", 0, Arg::kRequired,
      [&](std::string_view v) {
        // Not "netdev": that source is what auto finds, never forced.
-       const auto s = byName(v, {datapath::XdpFeatures::Source::kAuto, datapath::XdpFeatures::Source::kDriver},
-                             datapath::XdpFeatures::sourceName);
+       const auto s = spec::byName(v, {datapath::XdpFeatures::Source::kAuto, datapath::XdpFeatures::Source::kDriver},
+                                   datapath::XdpFeatures::sourceName);
        if (!s) cli::fail("--xdp-features takes auto or driver, not '" + std::string(v) + "'");
        o.cfg.xdp_features = *s;
      }},

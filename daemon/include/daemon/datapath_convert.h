@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstring>
-#include <initializer_list>
 #include <iterator>
 #include <utility>
 #include <optional>
@@ -32,51 +31,13 @@ inline std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
   return id;
 }
 
-// The value among `all` that `name` (the value's one name function) calls
-// `v`: names read back (options, state-file records) are the names vdev
-// prints, never a second spelling. `all` lists the values the reader takes.
-template <class E>
-std::optional<E> byName(std::string_view v, std::initializer_list<E> all, const char* (*name)(E)) {
-  for (E e : all)
-    if (v == name(e)) return e;
-  return std::nullopt;
-}
+// The modes a state-file record or an option names, read back by the
+// names vdev prints (spec/port_spec.h), never a second spelling.
 inline std::optional<datapath::XdpMode> xdpModeByName(std::string_view v) {
-  return byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto},
-                datapath::xdpModeName);
+  return spec::byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto});
 }
 inline std::optional<datapath::PortHook> portHookByName(std::string_view v) {
-  return byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto},
-                datapath::portHookName);
-}
-
-// PortStats carries the modes as names.
-inline proto::XdpMode xdpModeFromName(std::string_view s) {
-  if (s == "native") return proto::XdpMode::kNative;
-  if (s == "generic") return proto::XdpMode::kGeneric;
-  if (s == "auto") return proto::XdpMode::kAuto;
-  return proto::XdpMode::kNone;
-}
-inline proto::BindMode bindModeFromName(std::string_view s) {
-  if (s == "copy") return proto::BindMode::kCopy;
-  if (s == "zerocopy") return proto::BindMode::kZerocopy;
-  if (s == "closed") return proto::BindMode::kClosed;
-  return proto::BindMode::kNone;
-}
-
-// PORT_ADD's XDP_MODE for datapath::Datapath::PortOptions (kNone never passes validation).
-// No HOOK attribute: the port takes vdevd's --default-hook.
-inline std::optional<datapath::PortHook> toVdevHook(std::optional<proto::PortHook> h) {
-  if (!h) return std::nullopt;
-  return *h == proto::PortHook::kTc ? datapath::PortHook::kTc : datapath::PortHook::kXdp;
-}
-
-inline datapath::XdpMode toVdevXdpMode(proto::XdpMode m) {
-  switch (m) {
-    case proto::XdpMode::kNative: return datapath::XdpMode::kNative;
-    case proto::XdpMode::kGeneric: return datapath::XdpMode::kGeneric;
-    default: return datapath::XdpMode::kAuto;
-  }
+  return spec::byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto});
 }
 
 // PORT_ADD's STORM_* and POLICE_* (and a state-file record's, which keeps
@@ -128,14 +89,13 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   p.ifindex = s.ifindex > 0 ? static_cast<uint32_t>(s.ifindex) : 0;
   p.queues = s.queues;
   p.queues_bound = s.queues_bound;
-  p.xdp_mode = xdpModeFromName(s.xdp_mode ? s.xdp_mode : "");
-  p.bind_mode = bindModeFromName(s.bind_mode ? s.bind_mode : "");
+  p.xdp_mode = s.xdp_mode;
+  p.bind_mode = s.bind_mode;
   p.mtu = s.mtu;
   p.live = s.live;
   p.fast_rx = s.fast_rx;
-  p.hook = std::string_view(s.hook) == "tc" ? proto::PortHook::kTc : proto::PortHook::kXdp;
-  if (std::string_view(s.tc_attach) == "tcx") p.tc_attach = proto::TcAttach::kTcx;
-  if (std::string_view(s.tc_attach) == "clsact") p.tc_attach = proto::TcAttach::kClsact;
+  p.hook = s.hook;
+  p.tc_attach = s.tc_attach;
   p.hook_note = s.hook_note;
   p.link_note = s.link_note;
   p.uplink = s.uplink;
@@ -147,16 +107,6 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   else
     p.limits = toLimits(s.limits);
   return p;
-}
-
-// How vdevd attaches skb programs on this kernel (decided at start).
-// The switch mode's name is the protocol's (proto::switchModeName).
-inline proto::SwitchMode toSwitchMode(datapath::SwitchMode m) {
-  return m == datapath::SwitchMode::kXconnect ? proto::SwitchMode::kXconnect : proto::SwitchMode::kSwitch;
-}
-
-inline proto::TcAttach toTcAttach(datapath::TcAttach a) {
-  return a == datapath::TcAttach::kTcx ? proto::TcAttach::kTcx : proto::TcAttach::kClsact;
 }
 
 // The kernel features the datapath uses now, as KERNEL_FEATURES bits.

@@ -56,10 +56,12 @@
 #include "datapath/punt.h"
 #include "datapath/stats.h"
 #include "datapath/tc_path.h"
+#include "spec/port_spec.h"
 
 namespace vdev::datapath {
 
-enum class SwitchMode { kSwitch, kXconnect };
+using spec::SwitchMode;  // spec/port_spec.h
+using spec::switchModeName;
 
 // Host MACs a port at the XDP hook holds (DatapathConfig::host_macs, every
 // one of them; vdevd refuses more --host-mac): more fail that port's add.

@@ -30,6 +30,7 @@
 #include "datapath/xdp_features.h"
 #include "datapath/xdp_prog.h"
 #include "datapath/xsk.h"
+#include "spec/port_spec.h"
 
 namespace vdev::datapath {
 
@@ -59,8 +60,8 @@ enum class CompletionMode { kEager, kLazy };
 //        and for a port whose index is beyond the skb path's tables
 //        (kFastPathPorts), and for one whose tc attach fails (the reason
 //        is the port's hookNote()): the XDP hook serves any device.
-enum class PortHook { kAuto, kXdp, kTc };
-const char* portHookName(PortHook h);
+using spec::PortHook;  // spec/port_spec.h: the protocol's numbers, and kAuto
+using spec::portHookName;
 
 // The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
 // has none or there is no such device.

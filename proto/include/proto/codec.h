@@ -418,19 +418,22 @@ Result<Reply> decodeReply(std::span<const uint8_t> bytes, const Expect& expect);
 
 const char* cmdName(uint8_t cmd);          // "PORT_ADD", ..., "UNKNOWN"
 const char* attrName(uint16_t attr);       // "PORT_NAME", ...
-const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
-const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
-const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
-const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
-const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
-const char* tcAttachName(TcAttach a);      // "tcx", "clsact", "unknown"
+// The modes' names (spec/port_spec.h: "tap", "native", "zerocopy", "tc" ...;
+// "unknown" for a newer daemon's value).
+using spec::bindModeName;
+using spec::portHookName;
+using spec::portTypeName;
+using spec::switchModeName;
+using spec::tcAttachName;
+using spec::xdpModeName;
 // "tcx", "clsact", "multi_buffer", "xdp_features", "xdp_frags",
 // "redirect_peer", "busy_poll"; nullptr for a bit this code does not know.
 const char* kernelFeatureName(uint8_t bit);
 const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
 std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
-std::optional<PortType> parsePortType(std::string_view s);
-std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
+// The values a request may carry, by name.
+std::optional<PortType> parsePortType(std::string_view s);  // tap|veth|netdev
+std::optional<XdpMode> parseXdpMode(std::string_view s);    // native|generic|auto
 std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc
 
 }  // namespace vdev::proto

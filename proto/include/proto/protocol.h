@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spec/port_spec.h"
+
 namespace vdev::proto {
 
 // genlmsghdr.version of every message this code sends.
@@ -279,18 +281,16 @@ enum CreateAttr : uint16_t {
 // peer did not send (an older vdevd) as 0 and ignores attributes it does not
 // know (a newer vdevd's).
 
-// Enum attribute values. Replies may carry values a client does not know
-// (a newer daemon); requests may not.
-// kPunt: replies only -- the punt device's far end in STATS_GET (the frames
-// lost on their way from the ports' skb programs to vdevd), not a port.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
-// kXdp: vdevd's XDP program and AF_XDP sockets (NIC-like sources); kTc: the
-// skb-level program at tcx ingress (senders that hand the kernel skbs:
-// containers' veths, VMs' taps).
-enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
-// kTcx: tcx (Linux 6.6); kClsact: a cls_bpf filter at the clsact qdisc
-// (classic tc, where the kernel has no tcx).
-enum class TcAttach : uint8_t { kTcx = 1, kClsact = 2 };
+// Enum attribute values (spec/port_spec.h holds the port's and vdevd's
+// modes, whose numbers are this protocol's). Replies may carry values a
+// client does not know (a newer daemon); requests may not, nor the values
+// only the datapath uses (PortHook::kAuto, TcAttach::kAuto).
+using spec::BindMode;
+using spec::PortHook;
+using spec::PortType;
+using spec::SwitchMode;
+using spec::TcAttach;
+using spec::XdpMode;
 // KERNEL_FEATURES bits: what each one means, and the Linux version that
 // brought it, in docs/architecture.md ("Kernel features"); their names in
 // kernelFeatureName() (codec.h).
@@ -304,9 +304,6 @@ enum KernelFeature : uint8_t {
   kKfBusyPoll = 6,      // preferred busy polling on the AF_XDP sockets (5.11)
   kKfCount = 7
 };
-enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
-enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
-enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };
 // What a capture copies: what the port receives (kRx: into the switch),
 // what vdevd hands it to send (kTx), or both.
 enum class CaptureDir : uint8_t { kRx = 1, kTx = 2, kBoth = 3 };
