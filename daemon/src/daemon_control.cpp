@@ -137,7 +137,7 @@ Status restorePort(datapath::Datapath& d, const PortRecord& rec, UidQuota* quota
   o.fast_rx = rec.fast_rx;
   o.hook = portHookByName(rec.hook);  // none ("" in the record): vdevd's --default-hook
   o.isolated = rec.isolated;
-  o.limits = toVdevLimits(rec.limits);  // its own; the rest: today's defaults
+  o.limits = rec.limits;  // its own; the rest: today's defaults
   // A veth vdevd made has GRO on its peer when the fast path is on
   // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
   o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
@@ -293,7 +293,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   o.fast_rx = r.fast_rx.value_or(true);
   o.hook = r.hook;  // validated: kXdp or kTc; none: vdevd's --default-hook
   o.isolated = r.isolated.value_or(false);
-  o.limits = toVdevLimits(r.limits);
+  o.limits = r.limits;
   o.peer_napi = peer_napi;
   if (!root && ctx_.quota) o.fdb_group = ctx_.quota->fdbGroup(peer.uid);
   if (created) {
@@ -400,19 +400,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (auto st = checkPortFields(r, callerOf(peer.uid, it->owner_uid)); !st) return denied(peer, st.error().what);
   const PortRecord before = *it;
   if (r.isolated) it->isolated = *r.isolated;
-  vdev::proto::LimitOptions& l = it->limits;
-  const vdev::proto::LimitOptions& n = r.limits;
-  if (n.storm_bcast) l.storm_bcast = n.storm_bcast;
-  if (n.storm_mcast) l.storm_mcast = n.storm_mcast;
-  if (n.storm_unknown) l.storm_unknown = n.storm_unknown;
-  if (n.police_pps) l.police_pps = n.police_pps;
-  if (n.police_bps) l.police_bps = n.police_bps;
-  if (n.police_burst_ms) l.police_burst_ms = n.police_burst_ms;
-  if (n.allowed_mac) l.allowed_mac = n.allowed_mac;
-  if (n.allowed_ips) l.allowed_ips = n.allowed_ips;
-  if (n.ra_guard) l.ra_guard = n.ra_guard;
-  if (n.dhcp_guard) l.dhcp_guard = n.dhcp_guard;
-  if (n.vlan) l.vlan = n.vlan;
+  it->limits = r.limits.overOptions(it->limits);  // each given field replaces the record's
   if (auto st = persist(); !st) {
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};
@@ -421,7 +409,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (parked_.count(r.name)) return vdev::proto::Ack{};
   datapath::Datapath::PortChange c;
   c.isolated = r.isolated;
-  c.limits = toVdevLimits(r.limits);
+  c.limits = r.limits;
   if (auto st = ctx_.dp->setPort(r.name, c); !st) {
     *it = before;
     std::string what = st.error().what;

@@ -391,13 +391,13 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
        o.cfg.max_inflight = cli::u32(v, 1, 1u << 24, "--max-inflight must be 1..16777216");
      }},
     {"storm-bcast", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.bcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-bcast must be 0..4294967295 frames/s (0: no limit)");
+       o.cfg.limits.storm_bcast = cli::u32(v, 0, UINT32_MAX, "--storm-bcast must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"storm-mcast", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.mcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-mcast must be 0..4294967295 frames/s (0: no limit)");
+       o.cfg.limits.storm_mcast = cli::u32(v, 0, UINT32_MAX, "--storm-mcast must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"storm-unknown", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.unknown_pps =
+       o.cfg.limits.storm_unknown =
            cli::u32(v, 0, UINT32_MAX, "--storm-unknown must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"police-pps", 0, Arg::kRequired, [&](std::string_view v) {

@@ -10,7 +10,7 @@ namespace {
 // breaks this binding (a count mismatch is a compile error): give it a row
 // in kPortFields, then add its name here.
 [[maybe_unused]] void everyFieldHasARow(const proto::PortAddRequest& a, const proto::PortSetRequest& s,
-                                        const proto::CreateOptions& c, const proto::LimitOptions& l) {
+                                        const proto::CreateOptions& c) {
   // name: the key; type and create: "attach" (type with create is the
   // device's kind, the owner's); the rest: a row each.
   [[maybe_unused]] const auto& [name, type, queues, xdp_mode, create, fast_rx, tag, hook, isolated, limits] = a;
@@ -18,9 +18,8 @@ namespace {
   // netns name and pid: "netns"; netns path: "netns PATH" (root's).
   [[maybe_unused]] const auto& [netns_name, netns_path, netns_pid, peer_ifname, peer_mac, mtu, owner_uid, group_gid, multi_queue,
                mac] = c;
-  // vlan: "vlan/native", "trunk", "untagged".
-  [[maybe_unused]] const auto& [storm_bcast, storm_mcast, storm_unknown, police_pps, police_bps, police_burst_ms, allowed_mac,
-               allowed_ips, ra_guard, dhcp_guard, vlan] = l;
+  // limits: the policy's rows come from its table, which checks that it
+  // has every field (spec/port_policy.h).
 }
 
 // One check for both requests: `sets` says whether the request sets a row.

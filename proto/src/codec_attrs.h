@@ -34,6 +34,7 @@
 #include <array>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace vdev::proto::codec_detail {
@@ -280,6 +281,35 @@ inline std::vector<IpAddr> getAddrs(const nlattr* a) {
   for (size_t i = 0; i < v.size(); i++) std::memcpy(v[i].data(), d + 16 * i, 16);
   return v;
 }
+// A policy field's attribute (spec/port_policy.h), read by the field's
+// type; nullopt when absent. VLAN: its three attributes (getVlan).
+template <class T>
+struct PolicyType {};
+inline std::optional<uint32_t> getPolicy(const Attrs& tb, uint16_t t, PolicyType<uint32_t>) {
+  return tb[t] ? std::optional(getU32(tb[t])) : std::nullopt;
+}
+inline std::optional<uint64_t> getPolicy(const Attrs& tb, uint16_t t, PolicyType<uint64_t>) {
+  return tb[t] ? std::optional(getU64(tb[t])) : std::nullopt;
+}
+inline std::optional<bool> getPolicy(const Attrs& tb, uint16_t t, PolicyType<bool>) {
+  return tb[t] ? std::optional(getU8(tb[t]) != 0) : std::nullopt;
+}
+inline std::optional<Mac> getPolicy(const Attrs& tb, uint16_t t, PolicyType<Mac>) {
+  return tb[t] ? std::optional(getMac(tb[t])) : std::nullopt;
+}
+inline std::optional<std::vector<IpAddr>> getPolicy(const Attrs& tb, uint16_t t, PolicyType<std::vector<IpAddr>>) {
+  return tb[t] ? std::optional(getAddrs(tb[t])) : std::nullopt;
+}
+inline std::optional<VlanConfig> getPolicy(const Attrs& tb, uint16_t, PolicyType<VlanConfig>) { return getVlan(tb); }
+// The row's attributes, a bit each (VLAN: its three).
+template <class Row>
+constexpr uint64_t policyAttrBits(const Row& r) {
+  if constexpr (std::is_same_v<typename Row::Type, VlanConfig>)
+    return uint64_t{1} << kAttrVlanPvid | uint64_t{1} << kAttrVlanTagged | uint64_t{1} << kAttrVlanUntagged;
+  else
+    return uint64_t{1} << r.attr;
+}
+
 inline const nlattr* nestHead(const nlattr* a) { return static_cast<const nlattr*>(nla_data(a)); }
 
 // A 4-byte aligned view of untrusted bytes (copied when the caller's are not).

@@ -40,47 +40,6 @@ inline std::optional<datapath::PortHook> portHookByName(std::string_view v) {
   return spec::byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto});
 }
 
-// PORT_ADD's STORM_* and POLICE_* (and a state-file record's, which keeps
-// them as given): the port's own values, each absent one left to
-// DatapathConfig::limits.
-inline datapath::PortLimitOptions toVdevLimits(const proto::LimitOptions& l) {
-  datapath::PortLimitOptions o;
-  o.bcast_pps = l.storm_bcast;
-  o.mcast_pps = l.storm_mcast;
-  o.unknown_pps = l.storm_unknown;
-  o.police_pps = l.police_pps;
-  o.police_bps = l.police_bps;
-  o.police_burst_ms = l.police_burst_ms;
-  if (l.allowed_mac) o.src_mac = datapath::macKey(l.allowed_mac->data());  // all zeros: 0, any
-  o.allowed_ips = l.allowed_ips;  // empty: any
-  o.ra_guard = l.ra_guard;
-  o.dhcp_guard = l.dhcp_guard;
-  o.vlan = l.vlan;
-  return o;
-}
-
-// A port's effective limits for its replies, the burst's default filled in
-// (the datapath reads 0 as kDefaultPoliceBurstMs; a client shows what holds).
-inline proto::Limits toLimits(const datapath::PortLimits& l) {
-  proto::Limits o;
-  o.storm_bcast = l.bcast_pps;
-  o.storm_mcast = l.mcast_pps;
-  o.storm_unknown = l.unknown_pps;
-  o.police_pps = l.police_pps;
-  o.police_bps = l.police_bps;
-  o.police_burst_ms = l.police_burst_ms ? l.police_burst_ms : datapath::PortLimits::kDefaultPoliceBurstMs;
-  if (l.src_mac) {
-    Mac m{};
-    std::memcpy(m.data(), &l.src_mac, 6);  // inverse of datapath::macKey()
-    o.allowed_mac = m;
-  }
-  o.allowed_ips = l.allowed_ips;
-  o.ra_guard = l.ra_guard;
-  o.dhcp_guard = l.dhcp_guard;
-  o.vlan = l.vlan;
-  return o;
-}
-
 // The daemon knows how a port was added; PortStats does not.
 inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType type = proto::PortType::kNetdev) {
   proto::PortInfo p;
@@ -105,7 +64,7 @@ inline proto::PortInfo toPortInfo(const datapath::PortStats& s, proto::PortType 
   if (s.punt)
     p.type = proto::PortType::kPunt;
   else
-    p.limits = toLimits(s.limits);
+    p.limits = s.limits;  // one type: the policy in effect
   return p;
 }
 

@@ -275,12 +275,12 @@ class Port {
   // The port's capture (capture.h), or null. Datapath thread.
   Capture* capture() const noexcept { return capture_; }
   void setCapture(Capture* c) noexcept { capture_ = c; }
-  // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
+  // Unknown-unicast storm control (PortLimits::storm_unknown), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
   // bpf/vdev_limits.h): time as credit, a frame costs 1e9 / rate ns.
   bool unknownFloodOk(uint64_t now_ns) noexcept {
-    const uint32_t rate = cfg_.limits.unknown_pps;
+    const uint32_t rate = cfg_.limits.storm_unknown;
     if (!rate) return true;
     constexpr int64_t kDepth = int64_t(PortLimits::kStormBurstMs) * 1000000;
     int64_t c = now_ns > unknown_last_ns_ + uint64_t(kDepth) ? kDepth
