@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/datapath_convert.h"
 #include "daemon/sd_notify.h"
 #include "daemon/stats_format.h"
 #include "datapath/punt.h"

@@ -10,9 +10,10 @@
 
 #include "datapath/fdb.h"
 #include "base/version.h"
-#include "daemon/datapath_convert.h"
+#include "daemon_options.h"
 #include "port_policy.h"
 #include "proto/metrics.h"
+#include "replies.h"
 #include "rtnl/link.h"
 
 namespace vdev::daemon {
@@ -23,6 +24,20 @@ using vdev::proto::ErrorReply;
 
 // The client adds strerror(err) itself: the message is the "what" alone.
 ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.what}; }
+
+// What the device vdev made for a saved port carries (DeviceIdentity):
+// nullopt for a device vdev did not make (root's existing device: attached
+// by name, as before). A record saved before ids has the bare mark and no
+// tun owner: its device is known by the mark and kind alone.
+std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
+  if (!r.managed || (r.type != "tap" && r.type != "veth")) return std::nullopt;
+  datapath::DeviceIdentity id;
+  id.alias = rtnl::managedAlias(r.id);
+  id.tap = r.type == "tap";
+  id.tun_owner = r.tun_owner;
+  id.check_owner = !r.id.empty();
+  return id;
+}
 
 const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
   for (const auto& r : st.ports)

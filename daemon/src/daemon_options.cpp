@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "base/parse.h"
-#include "daemon/datapath_convert.h"
 
 namespace vdev::daemon {
 

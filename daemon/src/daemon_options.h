@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,15 @@
 #include "uid_quota.h"
 
 namespace vdev::daemon {
+
+// The modes a state-file record or an option names, read back by the
+// names vdev prints (spec/port_spec.h), never a second spelling.
+inline std::optional<datapath::XdpMode> xdpModeByName(std::string_view v) {
+  return spec::byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto});
+}
+inline std::optional<datapath::PortHook> portHookByName(std::string_view v) {
+  return spec::byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto});
+}
 
 struct DaemonOptions {
   datapath::DatapathConfig cfg;

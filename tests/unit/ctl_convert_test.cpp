@@ -1,10 +1,10 @@
-// daemon/datapath_convert.h: vdev's statistics into protocol messages, and
+// daemon/src/replies.h: vdev's statistics into protocol messages, and
 // through the wire unchanged.
 #include <gtest/gtest.h>
 
 #include <type_traits>
 
-#include "daemon/datapath_convert.h"
+#include "replies.h"
 
 namespace vdev::proto {
 using namespace vdev::daemon;  // the converters under test
