@@ -48,8 +48,8 @@ const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
 // How a port was added is the daemon's knowledge, not the datapath's.
 vdev::proto::PortType typeOf(const DaemonState& st, const std::string& name) {
   const PortRecord* r = recordOf(st, name);
-  if (!r || r->type == "netdev") return vdev::proto::PortType::kNetdev;
-  return r->type == "tap" ? vdev::proto::PortType::kTap : vdev::proto::PortType::kVeth;
+  if (!r) return vdev::proto::PortType::kNetdev;
+  return vdev::proto::parsePortType(r->type).value_or(vdev::proto::PortType::kNetdev);  // a record's: read checked it
 }
 
 // Who added it and its tag (ports from the command line have no record).
@@ -333,11 +333,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     }
   PortRecord rec;
   rec.name = r.name;
-  rec.type = r.type == vdev::proto::PortType::kTap ? "tap" : r.type == vdev::proto::PortType::kVeth ? "veth" : "netdev";
+  rec.type = vdev::proto::portTypeName(r.type);  // validated: tap, veth or netdev
   rec.queues = r.queues.value_or(0);
-  rec.xdp_mode = r.xdp_mode == vdev::proto::XdpMode::kNative    ? "native"
-                 : r.xdp_mode == vdev::proto::XdpMode::kGeneric ? "generic"
-                                                           : "auto";
+  rec.xdp_mode = vdev::proto::xdpModeName(r.xdp_mode);  // validated: native, generic or auto
   rec.managed = created;
   if (created) {
     rec.id = dev_id;

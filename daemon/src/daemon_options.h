@@ -14,20 +14,12 @@
 
 #include "base/cli.h"
 #include "daemon/metrics_server.h"
+#include "daemon/state_file.h"
 #include "datapath/datapath.h"
 #include "proto/server.h"
 #include "uid_quota.h"
 
 namespace vdev::daemon {
-
-// The modes a state-file record or an option names, read back by the
-// names vdev prints (spec/port_spec.h), never a second spelling.
-inline std::optional<datapath::XdpMode> xdpModeByName(std::string_view v) {
-  return spec::byName(v, {datapath::XdpMode::kNative, datapath::XdpMode::kGeneric, datapath::XdpMode::kAuto});
-}
-inline std::optional<datapath::PortHook> portHookByName(std::string_view v) {
-  return spec::byName(v, {datapath::PortHook::kXdp, datapath::PortHook::kTc, datapath::PortHook::kAuto});
-}
 
 struct DaemonOptions {
   datapath::DatapathConfig cfg;

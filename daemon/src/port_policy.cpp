@@ -98,18 +98,15 @@ Status checkRestoredPort(const PortRecord& rec) {
   // The PORT_ADD the record stands for, as far as the record keeps it.
   proto::PortAddRequest r;
   r.name = rec.name;
-  r.type = rec.type == "tap" ? proto::PortType::kTap : rec.type == "veth" ? proto::PortType::kVeth
-                                                                          : proto::PortType::kNetdev;
+  r.type = proto::parsePortType(rec.type).value_or(proto::PortType::kNetdev);
   if (rec.managed) r.create.emplace();
   if (rec.queues) r.queues = rec.queues;
-  r.xdp_mode = rec.xdp_mode == "native"    ? proto::XdpMode::kNative
-               : rec.xdp_mode == "generic" ? proto::XdpMode::kGeneric
-                                           : proto::XdpMode::kAuto;
+  r.xdp_mode = xdpModeByName(rec.xdp_mode).value_or(proto::XdpMode::kAuto);
   if (!rec.fast_rx) r.fast_rx = false;
   if (!rec.tag.empty()) r.tag = rec.tag;
-  // "auto" has no protocol value; the check reads only whether the adder
-  // chose a hook, so any value stands for it.
-  if (!rec.hook.empty()) r.hook = rec.hook == "xdp" ? proto::PortHook::kXdp : proto::PortHook::kTc;
+  // The check reads only whether the adder chose a hook ("auto" too: a
+  // value requests may not carry, which no request here is sent as).
+  if (!rec.hook.empty()) r.hook = portHookByName(rec.hook).value_or(proto::PortHook::kAuto);
   if (rec.isolated) r.isolated = true;
   r.limits = rec.limits;
   const auto refused = refusedFields(r, Caller::kOwner, /*add_only=*/true);

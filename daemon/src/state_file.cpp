@@ -169,14 +169,14 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!vdev::proto::validateIfname(v, "name")) return "invalid interface name '" + v + "'";
       r.name = v;
     } else if (k == "type") {
-      if (v != "tap" && v != "veth" && v != "netdev") return "invalid type '" + v + "'";
+      if (!vdev::proto::parsePortType(v)) return "invalid type '" + v + "'";
       r.type = v;
     } else if (k == "queues") {
       const auto q = vdev::parseU32(v, 0, 64);
       if (!q) return "invalid queues '" + v + "' (0..64)";
       r.queues = *q;
     } else if (k == "xdp-mode") {
-      if (v != "native" && v != "generic" && v != "auto") return "invalid xdp-mode '" + v + "'";
+      if (!xdpModeByName(v)) return "invalid xdp-mode '" + v + "'";
       r.xdp_mode = v;
     } else if (k == "managed") {
       if (v != "0" && v != "1") return "invalid managed '" + v + "' (0 or 1)";
@@ -200,7 +200,7 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!vdev::proto::validatePortTag(v)) return "invalid tag '" + v + "'";
       r.tag = v;
     } else if (k == "hook") {
-      if (v != "xdp" && v != "tc" && v != "auto") return "invalid hook '" + v + "' (xdp, tc or auto)";
+      if (!portHookByName(v)) return "invalid hook '" + v + "' (xdp, tc or auto)";
       r.hook = v;
     } else if (k == "isolated") {
       if (v != "0" && v != "1") return "invalid isolated '" + v + "' (0 or 1)";
