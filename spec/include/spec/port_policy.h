@@ -146,39 +146,44 @@ struct PolicyField {
   FieldClass who;
   FieldGroup group;
   // Numbers: the range a record, option or request may give, and the unit
-  // messages name. 0 in range: "no limit".
+  // messages name (bits/s: vdevctl takes a rate, 100M). 0 in range: "no
+  // limit".
   uint64_t min = 0, max = 0;
   std::string_view unit = {};
+  // vdevctl's usage text: what a number counts, what "on" does.
+  std::string_view about = {};
 };
 
 // Every field of PortPolicy, in the order of the wire and the state file.
 inline constexpr auto kPolicyFields = std::make_tuple(
     PolicyField<uint32_t>{&PortPolicy::storm_bcast, &PortPolicyOptions::storm_bcast, "storm-bcast", kAttrStormBcast,
                           "storm_bcast", "storm_bcast_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT32_MAX,
-                          "frames/s"},
+                          "frames/s", "broadcast frames/s"},
     PolicyField<uint32_t>{&PortPolicy::storm_mcast, &PortPolicyOptions::storm_mcast, "storm-mcast", kAttrStormMcast,
                           "storm_mcast", "storm_mcast_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT32_MAX,
-                          "frames/s"},
+                          "frames/s", "multicast frames/s"},
     PolicyField<uint32_t>{&PortPolicy::storm_unknown, &PortPolicyOptions::storm_unknown, "storm-unknown",
                           kAttrStormUnknown, "storm_unknown", "storm_unknown_pps", FieldClass::kRoot,
-                          FieldGroup::kRate, 0, UINT32_MAX, "frames/s"},
+                          FieldGroup::kRate, 0, UINT32_MAX, "frames/s", "unknown-unicast frames/s"},
     PolicyField<uint64_t>{&PortPolicy::police_pps, &PortPolicyOptions::police_pps, "police-pps", kAttrPolicePps,
                           "police_pps", "police_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT64_MAX,
-                          "packets/s"},
+                          "packets/s", "packets/s"},
     PolicyField<uint64_t>{&PortPolicy::police_bps, &PortPolicyOptions::police_bps, "police-rate", kAttrPoliceBps,
-                          "police_bps", "police_bps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT64_MAX, "bits/s"},
+                          "police_bps", "police_bps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT64_MAX, "bits/s", "bits/s"},
     PolicyField<uint32_t>{&PortPolicy::police_burst_ms, &PortPolicyOptions::police_burst_ms, "police-burst",
                           kAttrPoliceBurst, "police_burst_ms", "police_burst_ms", FieldClass::kRoot,
-                          FieldGroup::kRate, 1, UINT32_MAX, "milliseconds"},
+                          FieldGroup::kRate, 1, UINT32_MAX, "milliseconds", "milliseconds"},
     PolicyField<Mac>{&PortPolicy::allowed_mac, &PortPolicyOptions::allowed_mac, "allowed-mac", kAttrAllowedMac,
                      "allowed_mac", "allowed_mac", FieldClass::kRoot, FieldGroup::kIdentity},
     PolicyField<std::vector<IpAddr>>{&PortPolicy::allowed_ips, &PortPolicyOptions::allowed_ips, "allowed-ip",
                                      kAttrAllowedIps, "allowed_ips", "allowed_ips", FieldClass::kRoot,
                                      FieldGroup::kIdentity},
     PolicyField<bool>{&PortPolicy::ra_guard, &PortPolicyOptions::ra_guard, "ra-guard", kAttrRaGuard, "ra_guard",
-                      "ra_guard", FieldClass::kRoot, FieldGroup::kIdentity},
+                      "ra_guard", FieldClass::kRoot, FieldGroup::kIdentity, 0, 0, {},
+                      "on: the port's Router Advertisements are dropped"},
     PolicyField<bool>{&PortPolicy::dhcp_guard, &PortPolicyOptions::dhcp_guard, "dhcp-guard", kAttrDhcpGuard,
-                      "dhcp_guard", "dhcp_guard", FieldClass::kRoot, FieldGroup::kIdentity},
+                      "dhcp_guard", "dhcp_guard", FieldClass::kRoot, FieldGroup::kIdentity, 0, 0, {},
+                      "on: the port's DHCP and DHCPv6 server messages are dropped"},
     PolicyField<VlanConfig>{&PortPolicy::vlan, &PortPolicyOptions::vlan, "vlan", kAttrVlanPvid, "vlan", "vlan",
                             FieldClass::kRoot, FieldGroup::kIdentity});
 
