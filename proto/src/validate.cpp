@@ -354,19 +354,6 @@ const char* attrName(uint16_t attr) {
     case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
     case kAttrUplink: return "UPLINK";
     case kAttrIsolated: return "ISOLATED";
-    case kAttrStormBcast: return "STORM_BCAST";
-    case kAttrStormMcast: return "STORM_MCAST";
-    case kAttrStormUnknown: return "STORM_UNKNOWN";
-    case kAttrPolicePps: return "POLICE_PPS";
-    case kAttrPoliceBps: return "POLICE_BPS";
-    case kAttrPoliceBurst: return "POLICE_BURST";
-    case kAttrAllowedMac: return "ALLOWED_MAC";
-    case kAttrAllowedIps: return "ALLOWED_IPS";
-    case kAttrRaGuard: return "RA_GUARD";
-    case kAttrDhcpGuard: return "DHCP_GUARD";
-    case kAttrVlanPvid: return "VLAN_PVID";
-    case kAttrVlanTagged: return "VLAN_TAGGED";
-    case kAttrVlanUntagged: return "VLAN_UNTAGGED";
     case kAttrVlanId: return "VLAN_ID";
     case kAttrCaptureId: return "CAPTURE_ID";
     case kAttrCaptureDir: return "CAPTURE_DIR";
@@ -383,7 +370,11 @@ const char* attrName(uint16_t attr) {
     case kAttrUidCaps: return "UID_CAPS";
     case kAttrUidUse: return "UID_USE";
     case kAttrUidRequests: return "UID_REQUESTS";
-    default: return "UNKNOWN";
+    default: {
+      // The policy's: its table names them (spec/port_policy.h).
+      const char* policy = spec::policyAttrName(attr);
+      return policy ? policy : "UNKNOWN";
+    }
   }
 }
 

@@ -141,6 +141,7 @@ struct PolicyField {
   std::optional<T> PortPolicyOptions::*option;
   std::string_view cli;    // vdevctl's keyword (VLAN: "vlan", with native, trunk, untagged)
   uint16_t attr;           // wire attribute (VLAN: the first of its three)
+  const char* wire;        // the attribute's name in messages (VLAN: policyAttrName())
   std::string_view key;    // state-file key (VLAN: "vlan", its keys vlan_pvid ...)
   std::string_view json;   // key in vdevctl's "limits" object (VLAN: "vlan", beside it)
   FieldClass who;
@@ -155,44 +156,72 @@ struct PolicyField {
 };
 
 // Every field of PortPolicy, in the order of the wire and the state file.
+// Each row: the members; keyword, attribute and its name, state-file key,
+// JSON key; who may set it, its group; range, unit and usage text.
 inline constexpr auto kPolicyFields = std::make_tuple(
-    PolicyField<uint32_t>{&PortPolicy::storm_bcast, &PortPolicyOptions::storm_bcast, "storm-bcast", kAttrStormBcast,
-                          "storm_bcast", "storm_bcast_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT32_MAX,
-                          "frames/s", "broadcast frames/s"},
-    PolicyField<uint32_t>{&PortPolicy::storm_mcast, &PortPolicyOptions::storm_mcast, "storm-mcast", kAttrStormMcast,
-                          "storm_mcast", "storm_mcast_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT32_MAX,
-                          "frames/s", "multicast frames/s"},
-    PolicyField<uint32_t>{&PortPolicy::storm_unknown, &PortPolicyOptions::storm_unknown, "storm-unknown",
-                          kAttrStormUnknown, "storm_unknown", "storm_unknown_pps", FieldClass::kRoot,
-                          FieldGroup::kRate, 0, UINT32_MAX, "frames/s", "unknown-unicast frames/s"},
-    PolicyField<uint64_t>{&PortPolicy::police_pps, &PortPolicyOptions::police_pps, "police-pps", kAttrPolicePps,
-                          "police_pps", "police_pps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT64_MAX,
-                          "packets/s", "packets/s"},
-    PolicyField<uint64_t>{&PortPolicy::police_bps, &PortPolicyOptions::police_bps, "police-rate", kAttrPoliceBps,
-                          "police_bps", "police_bps", FieldClass::kRoot, FieldGroup::kRate, 0, UINT64_MAX, "bits/s", "bits/s"},
-    PolicyField<uint32_t>{&PortPolicy::police_burst_ms, &PortPolicyOptions::police_burst_ms, "police-burst",
-                          kAttrPoliceBurst, "police_burst_ms", "police_burst_ms", FieldClass::kRoot,
-                          FieldGroup::kRate, 1, UINT32_MAX, "milliseconds", "milliseconds"},
-    PolicyField<Mac>{&PortPolicy::allowed_mac, &PortPolicyOptions::allowed_mac, "allowed-mac", kAttrAllowedMac,
-                     "allowed_mac", "allowed_mac", FieldClass::kRoot, FieldGroup::kIdentity},
-    PolicyField<std::vector<IpAddr>>{&PortPolicy::allowed_ips, &PortPolicyOptions::allowed_ips, "allowed-ip",
-                                     kAttrAllowedIps, "allowed_ips", "allowed_ips", FieldClass::kRoot,
-                                     FieldGroup::kIdentity},
-    PolicyField<bool>{&PortPolicy::ra_guard, &PortPolicyOptions::ra_guard, "ra-guard", kAttrRaGuard, "ra_guard",
-                      "ra_guard", FieldClass::kRoot, FieldGroup::kIdentity, 0, 0, {},
-                      "on: the port's Router Advertisements are dropped"},
-    PolicyField<bool>{&PortPolicy::dhcp_guard, &PortPolicyOptions::dhcp_guard, "dhcp-guard", kAttrDhcpGuard,
-                      "dhcp_guard", "dhcp_guard", FieldClass::kRoot, FieldGroup::kIdentity, 0, 0, {},
-                      "on: the port's DHCP and DHCPv6 server messages are dropped"},
-    PolicyField<VlanConfig>{&PortPolicy::vlan, &PortPolicyOptions::vlan, "vlan", kAttrVlanPvid, "vlan", "vlan",
-                            FieldClass::kRoot, FieldGroup::kIdentity});
+    PolicyField<uint32_t>{&PortPolicy::storm_bcast, &PortPolicyOptions::storm_bcast,
+        "storm-bcast", kAttrStormBcast, "STORM_BCAST", "storm_bcast", "storm_bcast_pps",
+        FieldClass::kRoot, FieldGroup::kRate,
+        0, UINT32_MAX, "frames/s", "broadcast frames/s"},
+    PolicyField<uint32_t>{&PortPolicy::storm_mcast, &PortPolicyOptions::storm_mcast,
+        "storm-mcast", kAttrStormMcast, "STORM_MCAST", "storm_mcast", "storm_mcast_pps",
+        FieldClass::kRoot, FieldGroup::kRate,
+        0, UINT32_MAX, "frames/s", "multicast frames/s"},
+    PolicyField<uint32_t>{&PortPolicy::storm_unknown, &PortPolicyOptions::storm_unknown,
+        "storm-unknown", kAttrStormUnknown, "STORM_UNKNOWN", "storm_unknown", "storm_unknown_pps",
+        FieldClass::kRoot, FieldGroup::kRate,
+        0, UINT32_MAX, "frames/s", "unknown-unicast frames/s"},
+    PolicyField<uint64_t>{&PortPolicy::police_pps, &PortPolicyOptions::police_pps,
+        "police-pps", kAttrPolicePps, "POLICE_PPS", "police_pps", "police_pps",
+        FieldClass::kRoot, FieldGroup::kRate,
+        0, UINT64_MAX, "packets/s", "packets/s"},
+    PolicyField<uint64_t>{&PortPolicy::police_bps, &PortPolicyOptions::police_bps,
+        "police-rate", kAttrPoliceBps, "POLICE_BPS", "police_bps", "police_bps",
+        FieldClass::kRoot, FieldGroup::kRate,
+        0, UINT64_MAX, "bits/s", "bits/s"},
+    PolicyField<uint32_t>{&PortPolicy::police_burst_ms, &PortPolicyOptions::police_burst_ms,
+        "police-burst", kAttrPoliceBurst, "POLICE_BURST", "police_burst_ms", "police_burst_ms",
+        FieldClass::kRoot, FieldGroup::kRate,
+        1, UINT32_MAX, "milliseconds", "milliseconds"},
+    PolicyField<Mac>{&PortPolicy::allowed_mac, &PortPolicyOptions::allowed_mac,
+        "allowed-mac", kAttrAllowedMac, "ALLOWED_MAC", "allowed_mac", "allowed_mac",
+        FieldClass::kRoot, FieldGroup::kIdentity},
+    PolicyField<std::vector<IpAddr>>{&PortPolicy::allowed_ips, &PortPolicyOptions::allowed_ips,
+        "allowed-ip", kAttrAllowedIps, "ALLOWED_IPS", "allowed_ips", "allowed_ips",
+        FieldClass::kRoot, FieldGroup::kIdentity},
+    PolicyField<bool>{&PortPolicy::ra_guard, &PortPolicyOptions::ra_guard,
+        "ra-guard", kAttrRaGuard, "RA_GUARD", "ra_guard", "ra_guard",
+        FieldClass::kRoot, FieldGroup::kIdentity,
+        0, 0, {}, "on: the port's Router Advertisements are dropped"},
+    PolicyField<bool>{&PortPolicy::dhcp_guard, &PortPolicyOptions::dhcp_guard,
+        "dhcp-guard", kAttrDhcpGuard, "DHCP_GUARD", "dhcp_guard", "dhcp_guard",
+        FieldClass::kRoot, FieldGroup::kIdentity,
+        0, 0, {}, "on: the port's DHCP and DHCPv6 server messages are dropped"},
+    PolicyField<VlanConfig>{&PortPolicy::vlan, &PortPolicyOptions::vlan,
+        "vlan", kAttrVlanPvid, "VLAN_PVID", "vlan", "vlan",
+        FieldClass::kRoot, FieldGroup::kIdentity});
 
 inline constexpr size_t kPolicyFieldCount = std::tuple_size_v<decltype(kPolicyFields)>;
+
+// The name of a policy attribute as messages give it ("POLICE_BURST");
+// nullptr for another attribute.
+constexpr const char* policyAttrName(uint16_t attr);
 
 // f(row) for every row, in table order.
 template <class F>
 constexpr void forEachPolicyField(F&& f) {
   std::apply([&](const auto&... row) { (f(row), ...); }, kPolicyFields);
+}
+
+constexpr const char* policyAttrName(uint16_t attr) {
+  // The VLAN row's other two.
+  if (attr == kAttrVlanTagged) return "VLAN_TAGGED";
+  if (attr == kAttrVlanUntagged) return "VLAN_UNTAGGED";
+  const char* name = nullptr;
+  forEachPolicyField([&](const auto& r) {
+    if (r.attr == attr) name = r.wire;
+  });
+  return name;
 }
 
 inline PortPolicy PortPolicyOptions::over(PortPolicy base) const {
@@ -229,7 +258,9 @@ constexpr bool policyRowsUnique() {
       // The VLAN row's attribute is the first of three.
       const uint16_t a_last = a.attr == kAttrVlanPvid ? uint16_t(kAttrVlanUntagged) : a.attr;
       const uint16_t b_last = b.attr == kAttrVlanPvid ? uint16_t(kAttrVlanUntagged) : b.attr;
-      if (a.cli == b.cli || a.key == b.key || a.json == b.json || (a.attr <= b_last && b.attr <= a_last)) ok = false;
+      if (a.cli == b.cli || a.key == b.key || a.json == b.json || std::string_view(a.wire) == b.wire ||
+          (a.attr <= b_last && b.attr <= a_last))
+        ok = false;
     });
     i++;
   });
@@ -237,6 +268,6 @@ constexpr bool policyRowsUnique() {
 }
 }  // namespace detail
 
-static_assert(detail::policyRowsUnique(), "keywords, attributes, state-file and JSON keys: once each");
+static_assert(detail::policyRowsUnique(), "keywords, attributes and their names, state-file and JSON keys: once each");
 
 }  // namespace vdev::spec
