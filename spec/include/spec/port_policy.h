@@ -6,12 +6,15 @@
 // show it); PortPolicyOptions is what a request, a state-file record or
 // the CNI configuration gives (each field optional: absent keeps the value
 // under it, over()). The table kPolicyFields has one row per field: its
-// vdevctl keyword, wire attribute, state-file key, JSON key, who may set it
-// and its range. The codec (requests and replies, both ways), the state
-// file (read and write), vdevctl's JSON and the daemon's table of who may
-// set what iterate the rows (forEachPolicyField) instead of naming fields,
-// so a new option is a member of each struct, a row here, its attribute in
-// protocol.h and, where its type is new, one codec and one text overload.
+// vdevctl keyword, wire attribute and its name, state-file key, JSON key,
+// who may set it, its group and range. The codec (requests and replies,
+// both ways, the attribute table), the state file (read and write),
+// vdevctl's keywords and JSON and the daemon's table of who may set what
+// iterate the rows (forEachPolicyField) instead of naming fields. A new
+// option is a member of each struct and a row here (with its attribute
+// number, which protocol.h names and documents); a field of a type no row
+// has yet also needs its overload in each of those loops (the compiler
+// names every one that is missing).
 //
 // Thread safety: plain values and constants.
 #pragma once
