@@ -228,10 +228,7 @@ void putPortInfo(Writer& w, const PortInfo& p) {
     spec::forEachPolicyField([&](const auto& r) {
       using T = typename std::decay_t<decltype(r)>::Type;
       const T& v = (*p.limits).*r.value;
-      if (std::is_integral_v<T> && !std::is_same_v<T, bool>)
-        w.policy(r.attr, v);
-      else if (v != T{})
-        w.policy(r.attr, v);
+      if (spec::kIsNumber<T> || v != T{}) w.policy(r.attr, v);
     });
   }
 }

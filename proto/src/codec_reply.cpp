@@ -39,7 +39,7 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   bool any_number = false;
   spec::forEachPolicyField([&](const auto& r) {
     using T = typename std::decay_t<decltype(r)>::Type;
-    if (std::is_integral_v<T> && !std::is_same_v<T, bool> && tb[r.attr]) any_number = true;
+    if (spec::kIsNumber<T> && tb[r.attr]) any_number = true;
   });
   if (any_number) {
     Limits& l = p.limits.emplace();

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -134,6 +135,13 @@ enum class FieldClass : uint8_t {
 // own order is the wire's and the state file's (rates first); refusals
 // name identity first.
 enum class FieldGroup : uint8_t { kRate, kIdentity };
+
+// Whether a field is a number (a rate, the burst): 0 is a value of its own
+// ("no limit"), so replies carry every number, where the other fields are
+// sent only while they differ from their default (no MAC, no address, a
+// guard off, no VLAN settings).
+template <class T>
+inline constexpr bool kIsNumber = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
 // One row: a field of both structs and its names. T is the field's type,
 // which picks its codec and text overloads.
