@@ -12,11 +12,12 @@ declare -A uses=(
   [ringbuf]=""
   [rtnl]="base"
   [stats]="base"
-  [proto]="base stats"
-  [datapath]="base ringbuf stats rtnl"
-  [daemon]="base ringbuf stats rtnl proto datapath"
+  [spec]="base"
+  [proto]="base stats spec"
+  [datapath]="base ringbuf stats spec rtnl"
+  [daemon]="base ringbuf stats spec rtnl proto datapath"
   [testkit]="base stats"
-  [tools]="base stats rtnl proto testkit"
+  [tools]="base stats spec rtnl proto testkit"
 )
 
 bad=0

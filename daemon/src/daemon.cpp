@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/datapath_convert.h"
 #include "daemon/sd_notify.h"
 #include "daemon/stats_format.h"
 #include "datapath/punt.h"
@@ -285,7 +284,7 @@ void Daemon::watchDevices() {
 
 void Daemon::ready() {
   datapath::Datapath& d = *dp_;
-  const char* mode = proto::switchModeName(toSwitchMode(o_.cfg.mode));
+  const char* mode = spec::switchModeName(o_.cfg.mode);
   if (metrics_) std::printf("vdevd: metrics at http://%s/metrics\n", metrics_->address().c_str());
   std::printf("vdevd: ready (%zu ports, %s mode%s; skb programs at %s, XDP features by %s)\n", d.numPorts(), mode,
               d.fastPath() ? ", kernel fast path" : "", datapath::tcAttachName(d.tcAttach()),

@@ -10,9 +10,10 @@
 
 #include "datapath/fdb.h"
 #include "base/version.h"
-#include "daemon/datapath_convert.h"
+#include "daemon_options.h"
 #include "port_policy.h"
 #include "proto/metrics.h"
+#include "replies.h"
 #include "rtnl/link.h"
 
 namespace vdev::daemon {
@@ -24,6 +25,20 @@ using vdev::proto::ErrorReply;
 // The client adds strerror(err) itself: the message is the "what" alone.
 ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.what}; }
 
+// What the device vdev made for a saved port carries (DeviceIdentity):
+// nullopt for a device vdev did not make (root's existing device: attached
+// by name, as before). A record saved before ids has the bare mark and no
+// tun owner: its device is known by the mark and kind alone.
+std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
+  if (!r.managed || (r.type != "tap" && r.type != "veth")) return std::nullopt;
+  datapath::DeviceIdentity id;
+  id.alias = rtnl::managedAlias(r.id);
+  id.tap = r.type == "tap";
+  id.tun_owner = r.tun_owner;
+  id.check_owner = !r.id.empty();
+  return id;
+}
+
 const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
   for (const auto& r : st.ports)
     if (r.name == name) return &r;
@@ -33,8 +48,8 @@ const PortRecord* recordOf(const DaemonState& st, const std::string& name) {
 // How a port was added is the daemon's knowledge, not the datapath's.
 vdev::proto::PortType typeOf(const DaemonState& st, const std::string& name) {
   const PortRecord* r = recordOf(st, name);
-  if (!r || r->type == "netdev") return vdev::proto::PortType::kNetdev;
-  return r->type == "tap" ? vdev::proto::PortType::kTap : vdev::proto::PortType::kVeth;
+  if (!r) return vdev::proto::PortType::kNetdev;
+  return vdev::proto::parsePortType(r->type).value_or(vdev::proto::PortType::kNetdev);  // a record's: read checked it
 }
 
 // Who added it and its tag (ports from the command line have no record).
@@ -137,7 +152,7 @@ Status restorePort(datapath::Datapath& d, const PortRecord& rec, UidQuota* quota
   o.fast_rx = rec.fast_rx;
   o.hook = portHookByName(rec.hook);  // none ("" in the record): vdevd's --default-hook
   o.isolated = rec.isolated;
-  o.limits = toVdevLimits(rec.limits);  // its own; the rest: today's defaults
+  o.limits = rec.limits;  // its own; the rest: today's defaults
   // A veth vdevd made has GRO on its peer when the fast path is on
   // (DaemonControl::portAdd): NAPI, which a kernel before 6.3 does not report.
   o.peer_napi = rec.managed && rec.type == "veth" && d.fastPath();
@@ -260,7 +275,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
       v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
-      const auto hook = toVdevHook(r.hook).value_or(ctx_.default_hook);
+      const auto hook = r.hook.value_or(ctx_.default_hook);
       v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
       v.id = dev_id;
       auto res = rt::createVeth(v);
@@ -289,11 +304,11 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
   };
   datapath::Datapath::PortOptions o;
   o.queues = r.queues;
-  o.xdp_mode = toVdevXdpMode(r.xdp_mode);
+  o.xdp_mode = r.xdp_mode;  // validated: kNative, kGeneric or kAuto
   o.fast_rx = r.fast_rx.value_or(true);
-  o.hook = toVdevHook(r.hook);
+  o.hook = r.hook;  // validated: kXdp or kTc; none: vdevd's --default-hook
   o.isolated = r.isolated.value_or(false);
-  o.limits = toVdevLimits(r.limits);
+  o.limits = r.limits;
   o.peer_napi = peer_napi;
   if (!root && ctx_.quota) o.fdb_group = ctx_.quota->fdbGroup(peer.uid);
   if (created) {
@@ -318,11 +333,9 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     }
   PortRecord rec;
   rec.name = r.name;
-  rec.type = r.type == vdev::proto::PortType::kTap ? "tap" : r.type == vdev::proto::PortType::kVeth ? "veth" : "netdev";
+  rec.type = vdev::proto::portTypeName(r.type);  // validated: tap, veth or netdev
   rec.queues = r.queues.value_or(0);
-  rec.xdp_mode = r.xdp_mode == vdev::proto::XdpMode::kNative    ? "native"
-                 : r.xdp_mode == vdev::proto::XdpMode::kGeneric ? "generic"
-                                                           : "auto";
+  rec.xdp_mode = vdev::proto::xdpModeName(r.xdp_mode);  // validated: native, generic or auto
   rec.managed = created;
   if (created) {
     rec.id = dev_id;
@@ -400,19 +413,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (auto st = checkPortFields(r, callerOf(peer.uid, it->owner_uid)); !st) return denied(peer, st.error().what);
   const PortRecord before = *it;
   if (r.isolated) it->isolated = *r.isolated;
-  vdev::proto::LimitOptions& l = it->limits;
-  const vdev::proto::LimitOptions& n = r.limits;
-  if (n.storm_bcast) l.storm_bcast = n.storm_bcast;
-  if (n.storm_mcast) l.storm_mcast = n.storm_mcast;
-  if (n.storm_unknown) l.storm_unknown = n.storm_unknown;
-  if (n.police_pps) l.police_pps = n.police_pps;
-  if (n.police_bps) l.police_bps = n.police_bps;
-  if (n.police_burst_ms) l.police_burst_ms = n.police_burst_ms;
-  if (n.allowed_mac) l.allowed_mac = n.allowed_mac;
-  if (n.allowed_ips) l.allowed_ips = n.allowed_ips;
-  if (n.ra_guard) l.ra_guard = n.ra_guard;
-  if (n.dhcp_guard) l.dhcp_guard = n.dhcp_guard;
-  if (n.vlan) l.vlan = n.vlan;
+  it->limits = r.limits.overOptions(it->limits);  // each given field replaces the record's
   if (auto st = persist(); !st) {
     *it = before;
     return ErrorReply{st.error().err, "port " + r.name + " not changed: " + st.error().what};
@@ -421,7 +422,7 @@ vdev::proto::Reply DaemonControl::portSet(const vdev::proto::PortSetRequest& r,
   if (parked_.count(r.name)) return vdev::proto::Ack{};
   datapath::Datapath::PortChange c;
   c.isolated = r.isolated;
-  c.limits = toVdevLimits(r.limits);
+  c.limits = r.limits;
   if (auto st = ctx_.dp->setPort(r.name, c); !st) {
     *it = before;
     std::string what = st.error().what;
@@ -459,7 +460,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   vdev::proto::InfoMsg m;
   m.version = VDEV_VERSION;
   m.threads = 1;
-  m.mode = toSwitchMode(ctx_.mode);
+  m.mode = ctx_.mode;
   m.uptime_s = uint64_t(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - ctx_.started)
                             .count());
   m.num_ports = uint32_t(ctx_.dp->numPorts());
@@ -472,7 +473,7 @@ vdev::proto::InfoMsg DaemonControl::info() const {
     const uint64_t used = uint64_t(openFds()) + 64 + 16;
     m.ports_fd_left = uint32_t(lim > used ? (lim - used) / kFdsPerPort : 0);
   }
-  m.tc_attach = toTcAttach(ctx_.dp->tcAttach());
+  m.tc_attach = ctx_.dp->tcAttach();  // decided at start: kTcx or kClsact
   m.kernel_features = kernelFeatureBits(ctx_.dp->kernelUse());
   const datapath::Datapath::PortRoom room = ctx_.dp->portRoom();
   m.ports_pool_left = room.pool;

@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "base/parse.h"
-#include "daemon/datapath_convert.h"
 
 namespace vdev::daemon {
 
@@ -249,8 +248,6 @@ See docs/vdevd.md for the statistics and their meaning.
 
 namespace {
 
-const char* switchModeName(datapath::SwitchMode m) { return proto::switchModeName(toSwitchMode(m)); }
-
 // --uid-max-capture: bytes, with k, M or G for 2^10, 2^20, 2^30 (memory,
 // not a rate).
 uint64_t captureBytesArg(std::string_view v) {
@@ -327,7 +324,7 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
   return {
     {"port", 'p', Arg::kRequired, [&](std::string_view v) { o.ports.emplace_back(v); }},
     {"mode", 'm', Arg::kRequired, [&](std::string_view v) {
-       const auto m = byName(v, {datapath::SwitchMode::kSwitch, datapath::SwitchMode::kXconnect}, switchModeName);
+       const auto m = spec::byName(v, {datapath::SwitchMode::kSwitch, datapath::SwitchMode::kXconnect});
        if (!m) cli::fail("unknown mode '" + std::string(v) + "' (switch or xconnect)");
        o.cfg.mode = *m;
      }},
@@ -393,13 +390,13 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
        o.cfg.max_inflight = cli::u32(v, 1, 1u << 24, "--max-inflight must be 1..16777216");
      }},
     {"storm-bcast", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.bcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-bcast must be 0..4294967295 frames/s (0: no limit)");
+       o.cfg.limits.storm_bcast = cli::u32(v, 0, UINT32_MAX, "--storm-bcast must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"storm-mcast", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.mcast_pps = cli::u32(v, 0, UINT32_MAX, "--storm-mcast must be 0..4294967295 frames/s (0: no limit)");
+       o.cfg.limits.storm_mcast = cli::u32(v, 0, UINT32_MAX, "--storm-mcast must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"storm-unknown", 0, Arg::kRequired, [&](std::string_view v) {
-       o.cfg.limits.unknown_pps =
+       o.cfg.limits.storm_unknown =
            cli::u32(v, 0, UINT32_MAX, "--storm-unknown must be 0..4294967295 frames/s (0: no limit)");
      }},
     {"police-pps", 0, Arg::kRequired, [&](std::string_view v) {
@@ -432,16 +429,15 @@ std::vector<cli::Option> vdevdOptionTable(DaemonOptions& o) {
      }},
     {"tc-attach", 0, Arg::kRequired,
      [&](std::string_view v) {
-       const auto a = byName(v, {datapath::TcAttach::kAuto, datapath::TcAttach::kTcx, datapath::TcAttach::kClsact},
-                             datapath::tcAttachName);
+       const auto a = spec::byName(v, {datapath::TcAttach::kAuto, datapath::TcAttach::kTcx, datapath::TcAttach::kClsact});
        if (!a) cli::fail("--tc-attach takes auto, tcx or clsact, not '" + std::string(v) + "'");
        o.cfg.tc_attach = *a;
      }},
     {"xdp-features", 0, Arg::kRequired,
      [&](std::string_view v) {
        // Not "netdev": that source is what auto finds, never forced.
-       const auto s = byName(v, {datapath::XdpFeatures::Source::kAuto, datapath::XdpFeatures::Source::kDriver},
-                             datapath::XdpFeatures::sourceName);
+       const auto s = spec::byName(v, {datapath::XdpFeatures::Source::kAuto, datapath::XdpFeatures::Source::kDriver},
+                                   datapath::XdpFeatures::sourceName);
        if (!s) cli::fail("--xdp-features takes auto or driver, not '" + std::string(v) + "'");
        o.cfg.xdp_features = *s;
      }},

@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/cli.h"
 #include "daemon/metrics_server.h"
+#include "daemon/state_file.h"
 #include "datapath/datapath.h"
 #include "proto/server.h"
 #include "uid_quota.h"

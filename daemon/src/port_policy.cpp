@@ -10,7 +10,7 @@ namespace {
 // breaks this binding (a count mismatch is a compile error): give it a row
 // in kPortFields, then add its name here.
 [[maybe_unused]] void everyFieldHasARow(const proto::PortAddRequest& a, const proto::PortSetRequest& s,
-                                        const proto::CreateOptions& c, const proto::LimitOptions& l) {
+                                        const proto::CreateOptions& c) {
   // name: the key; type and create: "attach" (type with create is the
   // device's kind, the owner's); the rest: a row each.
   [[maybe_unused]] const auto& [name, type, queues, xdp_mode, create, fast_rx, tag, hook, isolated, limits] = a;
@@ -18,9 +18,8 @@ namespace {
   // netns name and pid: "netns"; netns path: "netns PATH" (root's).
   [[maybe_unused]] const auto& [netns_name, netns_path, netns_pid, peer_ifname, peer_mac, mtu, owner_uid, group_gid, multi_queue,
                mac] = c;
-  // vlan: "vlan/native", "trunk", "untagged".
-  [[maybe_unused]] const auto& [storm_bcast, storm_mcast, storm_unknown, police_pps, police_bps, police_burst_ms, allowed_mac,
-               allowed_ips, ra_guard, dhcp_guard, vlan] = l;
+  // limits: the policy's rows come from its table, which checks that it
+  // has every field (spec/port_policy.h).
 }
 
 // One check for both requests: `sets` says whether the request sets a row.
@@ -99,18 +98,15 @@ Status checkRestoredPort(const PortRecord& rec) {
   // The PORT_ADD the record stands for, as far as the record keeps it.
   proto::PortAddRequest r;
   r.name = rec.name;
-  r.type = rec.type == "tap" ? proto::PortType::kTap : rec.type == "veth" ? proto::PortType::kVeth
-                                                                          : proto::PortType::kNetdev;
+  r.type = proto::parsePortType(rec.type).value_or(proto::PortType::kNetdev);
   if (rec.managed) r.create.emplace();
   if (rec.queues) r.queues = rec.queues;
-  r.xdp_mode = rec.xdp_mode == "native"    ? proto::XdpMode::kNative
-               : rec.xdp_mode == "generic" ? proto::XdpMode::kGeneric
-                                           : proto::XdpMode::kAuto;
+  r.xdp_mode = xdpModeByName(rec.xdp_mode).value_or(proto::XdpMode::kAuto);
   if (!rec.fast_rx) r.fast_rx = false;
   if (!rec.tag.empty()) r.tag = rec.tag;
-  // "auto" has no protocol value; the check reads only whether the adder
-  // chose a hook, so any value stands for it.
-  if (!rec.hook.empty()) r.hook = rec.hook == "xdp" ? proto::PortHook::kXdp : proto::PortHook::kTc;
+  // The check reads only whether the adder chose a hook ("auto" too: a
+  // value requests may not carry, which no request here is sent as).
+  if (!rec.hook.empty()) r.hook = portHookByName(rec.hook).value_or(proto::PortHook::kAuto);
   if (rec.isolated) r.isolated = true;
   r.limits = rec.limits;
   const auto refused = refusedFields(r, Caller::kOwner, /*add_only=*/true);

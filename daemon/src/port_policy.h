@@ -39,18 +39,21 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
 #include "daemon/state_file.h"
 #include "proto/codec.h"
+#include "spec/port_policy.h"
 
 namespace vdev::daemon {
 
-enum class FieldClass : uint8_t {
-  kRoot,   // root only
-  kOwner,  // root and the port's owner
-};
+// Root only, or the port's owner too; the policy's rows say theirs
+// (spec/port_policy.h).
+using spec::FieldClass;
 
 // Who asks, seen from the port: root, the member that added it (or adds
 // it now), or another member.
@@ -70,13 +73,14 @@ struct PortField {
 };
 
 namespace detail {
-template <auto M>
-constexpr bool addLimit(const proto::PortAddRequest& r) {
-  return (r.limits.*M).has_value();
+// The policy table's row I (spec/port_policy.h), given in a request.
+template <size_t I>
+constexpr bool addPolicy(const proto::PortAddRequest& r) {
+  return (r.limits.*std::get<I>(spec::kPolicyFields).option).has_value();
 }
-template <auto M>
-constexpr bool setLimit(const proto::PortSetRequest& r) {
-  return (r.limits.*M).has_value();
+template <size_t I>
+constexpr bool setPolicy(const proto::PortSetRequest& r) {
+  return (r.limits.*std::get<I>(spec::kPolicyFields).option).has_value();
 }
 template <auto M>
 constexpr bool addCreate(const proto::PortAddRequest& r) {
@@ -94,12 +98,8 @@ inline bool vlanUntagged(const std::optional<VlanConfig>& v) {
   return u.any();
 }
 
-// Rows of the same kind: an attribute of LimitOptions (in both requests,
-// root's), of CreateOptions (PORT_ADD, the owner's), a VLAN keyword.
-template <auto M>
-constexpr PortField limitRow(std::string_view name) {
-  return PortField{name, FieldClass::kRoot, addLimit<M>, setLimit<M>};
-}
+// Rows of the same kind: an attribute of CreateOptions (PORT_ADD, the
+// owner's), a VLAN keyword.
 template <auto M>
 constexpr PortField createRow(std::string_view name) {
   return PortField{name, FieldClass::kOwner, addCreate<M>, nullptr};
@@ -109,14 +109,49 @@ constexpr PortField vlanRow(std::string_view name) {
   return PortField{name, FieldClass::kRoot, [](const proto::PortAddRequest& r) { return F(r.limits.vlan); },
                    [](const proto::PortSetRequest& r) { return F(r.limits.vlan); }};
 }
+
+// The policy's rows, from its table: what bounds the guest's identity
+// (anti-spoofing, guards, VLANs) first, then its rates -- the order
+// refusals name them in. The VLAN field is one attribute set and three
+// keywords: three rows.
+inline constexpr size_t kPolicyRows = spec::kPolicyFieldCount - 1 + 3;
+template <size_t... I>
+constexpr std::array<PortField, kPolicyRows> policyRows(std::index_sequence<I...>) {
+  std::array<PortField, kPolicyRows> out{};
+  size_t n = 0;
+  auto one = [&]<size_t J>(spec::FieldGroup group) {
+    const auto& row = std::get<J>(spec::kPolicyFields);
+    if (row.group != group) return;
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(row)>::Type, VlanConfig>) {
+      out[n++] = vlanRow<vlanPvid>("vlan/native");
+      out[n++] = vlanRow<vlanTrunk>("trunk");
+      out[n++] = vlanRow<vlanUntagged>("untagged");
+    } else {
+      out[n++] = PortField{row.cli, row.who, addPolicy<J>, setPolicy<J>};
+    }
+  };
+  for (spec::FieldGroup g : {spec::FieldGroup::kIdentity, spec::FieldGroup::kRate}) (one.template operator()<I>(g), ...);
+  return out;
+}
+
+template <size_t N, size_t M>
+constexpr std::array<PortField, N + M> concat(const std::array<PortField, N>& a, const std::array<PortField, M>& b) {
+  std::array<PortField, N + M> out{};
+  for (size_t i = 0; i < N; i++) out[i] = a[i];
+  for (size_t i = 0; i < M; i++) out[N + i] = b[i];
+  return out;
+}
 }  // namespace detail
 
 // Every field of PortAddRequest and PortSetRequest but the port's name (the
 // key: any name not in use) has a row; port_policy.cpp holds a structured
-// binding of each request that breaks when a member is added, so a new
-// field cannot be left out. A row per keyword where one attribute carries
-// several (VLANs, a netns name and pid are one: "netns").
-inline constexpr std::array kPortFields = {
+// binding of each request, and spec/port_policy.h one of the policy, that
+// breaks when a member is added, so a new field cannot be left out. A row
+// per keyword where one attribute carries several (VLANs, a netns name and
+// pid are one: "netns"). The policy's rows, their keywords and who may set
+// them come from its table.
+inline constexpr std::array kPortFields = detail::concat(
+    std::array{
     // PORT_ADD only.
     PortField{"attach", FieldClass::kRoot, [](const proto::PortAddRequest& r) { return !r.create.has_value(); },
               nullptr, "attach: a port without 'create' takes an existing device; create a tap or veth instead"},
@@ -152,20 +187,9 @@ inline constexpr std::array kPortFields = {
     // PORT_ADD and PORT_SET.
     PortField{"isolated", FieldClass::kRoot, [](const proto::PortAddRequest& r) { return r.isolated.has_value(); },
               [](const proto::PortSetRequest& r) { return r.isolated.has_value(); }},
-    detail::limitRow<&proto::LimitOptions::allowed_mac>("allowed-mac"),
-    detail::limitRow<&proto::LimitOptions::allowed_ips>("allowed-ip"),
-    detail::limitRow<&proto::LimitOptions::ra_guard>("ra-guard"),
-    detail::limitRow<&proto::LimitOptions::dhcp_guard>("dhcp-guard"),
-    detail::vlanRow<detail::vlanPvid>("vlan/native"),
-    detail::vlanRow<detail::vlanTrunk>("trunk"),
-    detail::vlanRow<detail::vlanUntagged>("untagged"),
-    detail::limitRow<&proto::LimitOptions::storm_bcast>("storm-bcast"),
-    detail::limitRow<&proto::LimitOptions::storm_mcast>("storm-mcast"),
-    detail::limitRow<&proto::LimitOptions::storm_unknown>("storm-unknown"),
-    detail::limitRow<&proto::LimitOptions::police_pps>("police-pps"),
-    detail::limitRow<&proto::LimitOptions::police_bps>("police-rate"),
-    detail::limitRow<&proto::LimitOptions::police_burst_ms>("police-burst"),
-};
+    },
+    // PORT_ADD and PORT_SET: the policy (spec/port_policy.h).
+    detail::policyRows(std::make_index_sequence<spec::kPolicyFieldCount>{}));
 
 // The one check. The rows of the fields the request sets that `caller` may
 // not set, in table order (empty: allowed). `add_only`: only the rows that

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "base/fd.h"
 #include "base/parse.h"
@@ -50,6 +51,107 @@ std::string checkOtherRecord(const std::string& line) {
   return "";
 }
 
+// A port's own policy in a record: one key per row of spec/port_policy.h
+// (VLAN: vlan_pvid, vlan_tagged, vlan_untagged), read and written by the
+// field's type. Numbers take the row's range.
+using PolicyOptions = vdev::proto::LimitOptions;
+
+template <class Row>
+std::string rangeText(const Row& r, const std::string& v) {
+  return "invalid " + std::string(r.key) + " '" + v + "' (" + std::string(r.unit) + ", " + std::to_string(r.min) +
+         ".." + std::to_string(r.max) + (r.min == 0 ? "; 0: no limit)" : ")");
+}
+template <class Row>
+std::string parseValue(const Row& r, const std::string&, const std::string& v, std::optional<uint32_t>& out) {
+  const auto n = vdev::parseU32(v, uint32_t(r.min), uint32_t(r.max));
+  if (!n) return rangeText(r, v);
+  out = *n;
+  return "";
+}
+template <class Row>
+std::string parseValue(const Row& r, const std::string&, const std::string& v, std::optional<uint64_t>& out) {
+  const auto n = vdev::parseU64(v, r.min, r.max);
+  if (!n) return rangeText(r, v);
+  out = *n;
+  return "";
+}
+template <class Row>
+std::string parseValue(const Row&, const std::string& k, const std::string& v, std::optional<bool>& out) {
+  if (v != "0" && v != "1") return "invalid " + k + " '" + v + "' (0 or 1)";
+  out = v == "1";
+  return "";
+}
+template <class Row>
+std::string parseValue(const Row&, const std::string&, const std::string& v, std::optional<vdev::Mac>& out) {
+  const auto m = vdev::parseMac(v);
+  if (!m || (*m != vdev::Mac{} && !vdev::proto::validateUnicastMac(*m, "allowed_mac")))
+    return "invalid allowed_mac '" + v + "' (a unicast MAC, or 00:00:00:00:00:00 for any source)";
+  out = *m;
+  return "";
+}
+template <class Row>
+std::string parseValue(const Row&, const std::string&, const std::string& v,
+                       std::optional<std::vector<vdev::IpAddr>>& out) {
+  auto ips = vdev::parseIpList(v);  // "any": none, any address
+  if (!ips) return "invalid allowed_ips '" + v + "' (IPv4 and IPv6 addresses, comma-separated, or any)";
+  if (auto s = vdev::proto::validateAllowedIps(*ips, "allowed_ips"); !s)
+    return "invalid allowed_ips '" + v + "': " + s.error().what;
+  out = std::move(*ips);
+  return "";
+}
+// VLAN: three keys fill one VlanConfig (checked whole after the line).
+template <class Row>
+std::string parseValue(const Row&, const std::string& k, const std::string& v, std::optional<vdev::VlanConfig>& out) {
+  if (k == "vlan_pvid") {
+    const auto n = vdev::parseU32(v, 0, vdev::kVidMax);
+    if (!n) return "invalid vlan_pvid '" + v + "' (0..4094; 0: untagged frames not taken)";
+    if (!out) out.emplace();
+    out->pvid = uint16_t(*n);
+    return "";
+  }
+  const auto s = vdev::parseVidList(v);
+  if (!s) return "invalid " + k + " '" + v + "' (VLAN IDs 1..4094, e.g. 10,20-29)";
+  if (!out) out.emplace();
+  (k == "vlan_tagged" ? out->tagged : out->untagged) = *s;
+  return "";
+}
+template <class Row>
+bool isKeyOf(const Row& r, const std::string& k) {
+  if constexpr (std::is_same_v<typename Row::Type, vdev::VlanConfig>)
+    return k == "vlan_pvid" || k == "vlan_tagged" || k == "vlan_untagged";
+  else
+    return k == r.key;
+}
+// Whether `k` is a policy key; if it is, `why` is what is wrong with `v`
+// ("" when it was read into `l`).
+bool policyKey(const std::string& k, const std::string& v, PolicyOptions& l, std::string& why) {
+  bool found = false;
+  vdev::spec::forEachPolicyField([&](const auto& r) {
+    if (found || !isKeyOf(r, k)) return;
+    found = true;
+    why = parseValue(r, k, v, l.*r.option);
+  });
+  return found;
+}
+
+void putValue(std::string& o, std::string_view k, uint32_t v) { o += " " + std::string(k) + "=" + std::to_string(v); }
+void putValue(std::string& o, std::string_view k, uint64_t v) { o += " " + std::string(k) + "=" + std::to_string(v); }
+void putValue(std::string& o, std::string_view k, bool v) { o += " " + std::string(k) + (v ? "=1" : "=0"); }
+void putValue(std::string& o, std::string_view k, const vdev::Mac& v) {
+  o += " " + std::string(k) + "=" + vdev::formatMac(v);
+}
+void putValue(std::string& o, std::string_view k, const std::vector<vdev::IpAddr>& v) {
+  std::string ips;
+  for (const vdev::IpAddr& a : v) ips += (ips.empty() ? "" : ",") + vdev::formatIp(a);
+  o += " " + std::string(k) + "=" + (ips.empty() ? std::string("any") : ips);
+}
+void putValue(std::string& o, std::string_view, const vdev::VlanConfig& v) {
+  // Given: vlan_pvid always (0 alone: no VLAN settings), the lists when set.
+  o += " vlan_pvid=" + std::to_string(v.pvid);
+  if (v.tagged.any()) o += " vlan_tagged=" + vdev::formatVidList(v.tagged);
+  if (v.untagged.any()) o += " vlan_untagged=" + vdev::formatVidList(v.untagged);
+}
+
 // One "port ..." line; "" and the record, or what is wrong with it.
 std::string parsePortLine(const std::string& line, PortRecord& r) {
   std::istringstream ls(line);
@@ -67,14 +169,14 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!vdev::proto::validateIfname(v, "name")) return "invalid interface name '" + v + "'";
       r.name = v;
     } else if (k == "type") {
-      if (v != "tap" && v != "veth" && v != "netdev") return "invalid type '" + v + "'";
+      if (!vdev::proto::parsePortType(v)) return "invalid type '" + v + "'";
       r.type = v;
     } else if (k == "queues") {
       const auto q = vdev::parseU32(v, 0, 64);
       if (!q) return "invalid queues '" + v + "' (0..64)";
       r.queues = *q;
     } else if (k == "xdp-mode") {
-      if (v != "native" && v != "generic" && v != "auto") return "invalid xdp-mode '" + v + "'";
+      if (!xdpModeByName(v)) return "invalid xdp-mode '" + v + "'";
       r.xdp_mode = v;
     } else if (k == "managed") {
       if (v != "0" && v != "1") return "invalid managed '" + v + "' (0 or 1)";
@@ -98,54 +200,13 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!vdev::proto::validatePortTag(v)) return "invalid tag '" + v + "'";
       r.tag = v;
     } else if (k == "hook") {
-      if (v != "xdp" && v != "tc" && v != "auto") return "invalid hook '" + v + "' (xdp, tc or auto)";
+      if (!portHookByName(v)) return "invalid hook '" + v + "' (xdp, tc or auto)";
       r.hook = v;
     } else if (k == "isolated") {
       if (v != "0" && v != "1") return "invalid isolated '" + v + "' (0 or 1)";
       r.isolated = v == "1";
-    } else if (k == "storm_bcast" || k == "storm_mcast" || k == "storm_unknown") {
-      const auto n = vdev::parseU32(v);
-      if (!n) return "invalid " + k + " '" + v + "' (frames/s, 0..4294967295; 0: no limit)";
-      auto& field = k == "storm_bcast"   ? r.limits.storm_bcast
-                    : k == "storm_mcast" ? r.limits.storm_mcast
-                                         : r.limits.storm_unknown;
-      field = *n;
-    } else if (k == "police_pps" || k == "police_bps") {
-      const auto n = vdev::parseU64(v);
-      if (!n)
-        return "invalid " + k + " '" + v + "' (" + (k == "police_pps" ? "packets" : "bits") +
-               "/s, 0..18446744073709551615; 0: no limit)";
-      auto& field = k == "police_pps" ? r.limits.police_pps : r.limits.police_bps;
-      field = *n;
-    } else if (k == "police_burst_ms") {
-      // Not 0: the datapath would read it as its default (PORT_ADD refuses it too).
-      const auto n = vdev::parseU32(v, 1);
-      if (!n) return "invalid police_burst_ms '" + v + "' (milliseconds, 1..4294967295)";
-      r.limits.police_burst_ms = *n;
-    } else if (k == "allowed_mac") {
-      const auto m = vdev::parseMac(v);
-      if (!m || (*m != vdev::Mac{} && !vdev::proto::validateUnicastMac(*m, "allowed_mac")))
-        return "invalid allowed_mac '" + v + "' (a unicast MAC, or 00:00:00:00:00:00 for any source)";
-      r.limits.allowed_mac = *m;
-    } else if (k == "ra_guard" || k == "dhcp_guard") {
-      if (v != "0" && v != "1") return "invalid " + k + " '" + v + "' (0 or 1)";
-      (k == "ra_guard" ? r.limits.ra_guard : r.limits.dhcp_guard) = v == "1";
-    } else if (k == "allowed_ips") {
-      auto ips = vdev::parseIpList(v);  // "any": none, any address
-      if (!ips) return "invalid allowed_ips '" + v + "' (IPv4 and IPv6 addresses, comma-separated, or any)";
-      if (auto s = vdev::proto::validateAllowedIps(*ips, "allowed_ips"); !s)
-        return "invalid allowed_ips '" + v + "': " + s.error().what;
-      r.limits.allowed_ips = std::move(*ips);
-    } else if (k == "vlan_pvid") {
-      const auto n = vdev::parseU32(v, 0, vdev::kVidMax);
-      if (!n) return "invalid vlan_pvid '" + v + "' (0..4094; 0: untagged frames not taken)";
-      if (!r.limits.vlan) r.limits.vlan.emplace();
-      r.limits.vlan->pvid = uint16_t(*n);
-    } else if (k == "vlan_tagged" || k == "vlan_untagged") {
-      const auto s = vdev::parseVidList(v);
-      if (!s) return "invalid " + k + " '" + v + "' (VLAN IDs 1..4094, e.g. 10,20-29)";
-      if (!r.limits.vlan) r.limits.vlan.emplace();
-      (k == "vlan_tagged" ? r.limits.vlan->tagged : r.limits.vlan->untagged) = *s;
+    } else if (std::string why; policyKey(k, v, r.limits, why)) {
+      if (!why.empty()) return why;
     } else if (isKeyword(k)) {
       // A newer vdevd's: kept as written and saved back (state_file.h).
       r.unknown.push_back(word);
@@ -185,31 +246,11 @@ Result<std::string> readSmallFile(const std::string& path, bool& missing) {
 }
 
 // The port's own limits, each only when given (state_file.h).
-std::string limitsText(const vdev::proto::LimitOptions& l) {
+std::string limitsText(const PolicyOptions& l) {
   std::string o;
-  const auto put = [&](const char* k, const auto& v) {
-    if (v) o += std::string(" ") + k + "=" + std::to_string(*v);
-  };
-  put("storm_bcast", l.storm_bcast);
-  put("storm_mcast", l.storm_mcast);
-  put("storm_unknown", l.storm_unknown);
-  put("police_pps", l.police_pps);
-  put("police_bps", l.police_bps);
-  put("police_burst_ms", l.police_burst_ms);
-  if (l.allowed_mac) o += " allowed_mac=" + vdev::formatMac(*l.allowed_mac);
-  if (l.allowed_ips) {
-    std::string ips;
-    for (const vdev::IpAddr& a : *l.allowed_ips) ips += (ips.empty() ? "" : ",") + vdev::formatIp(a);
-    o += " allowed_ips=" + (ips.empty() ? std::string("any") : ips);
-  }
-  if (l.ra_guard) o += std::string(" ra_guard=") + (*l.ra_guard ? "1" : "0");
-  if (l.dhcp_guard) o += std::string(" dhcp_guard=") + (*l.dhcp_guard ? "1" : "0");
-  if (l.vlan) {
-    // Given: vlan_pvid always (0 alone: no VLAN settings), the lists when set.
-    o += " vlan_pvid=" + std::to_string(l.vlan->pvid);
-    if (l.vlan->tagged.any()) o += " vlan_tagged=" + vdev::formatVidList(l.vlan->tagged);
-    if (l.vlan->untagged.any()) o += " vlan_untagged=" + vdev::formatVidList(l.vlan->untagged);
-  }
+  vdev::spec::forEachPolicyField([&](const auto& r) {
+    if (l.*r.option) putValue(o, r.key, *(l.*r.option));
+  });
   return o;
 }
 

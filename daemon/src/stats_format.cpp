@@ -8,6 +8,10 @@
 namespace vdev::daemon {
 
 using stats::Json;
+using spec::bindModeName;
+using spec::portHookName;
+using spec::tcAttachName;
+using spec::xdpModeName;
 
 std::string statsJson(const datapath::DatapathStats& s) {
   Json o = Json::object();
@@ -28,15 +32,15 @@ std::string statsJson(const datapath::DatapathStats& s) {
     j["ifindex"] = p.ifindex;
     j["queues"] = p.queues;
     j["queues_bound"] = p.queues_bound;
-    j["xdp_mode"] = p.xdp_mode;
-    j["hook"] = p.hook;
+    j["xdp_mode"] = xdpModeName(p.xdp_mode);
+    j["hook"] = portHookName(p.hook);
     if (!p.hook_note.empty()) j["hook_note"] = p.hook_note;
     if (!p.link_note.empty()) j["link_note"] = p.link_note;
-    if (*p.tc_attach) {
-      j["tc_attach"] = p.tc_attach;
-      if (std::string_view(p.tc_attach) == "clsact") j["clsact_made"] = p.clsact_made;
+    if (p.tc_attach) {
+      j["tc_attach"] = tcAttachName(*p.tc_attach);
+      if (*p.tc_attach == datapath::TcAttach::kClsact) j["clsact_made"] = p.clsact_made;
     }
-    j["bind_mode"] = p.bind_mode;
+    j["bind_mode"] = bindModeName(p.bind_mode);
     j["mtu"] = p.mtu;
     j["live"] = p.live;
     j["fast_rx"] = p.fast_rx;
@@ -60,7 +64,8 @@ std::string statsTable(const datapath::DatapathStats& s) {
                     p.live ? "" : " (down)");
     else
       std::snprintf(buf, sizeof buf, "%s: ifindex %d, %u/%u queue(s) bound, hook %s, xdp %s, %s%s, mtu %u%s\n",
-                    p.name.c_str(), p.ifindex, p.queues_bound, p.queues, p.hook, p.xdp_mode, p.bind_mode,
+                    p.name.c_str(), p.ifindex, p.queues_bound, p.queues, portHookName(p.hook),
+                    xdpModeName(p.xdp_mode), bindModeName(p.bind_mode),
                     p.live ? "" : " (down)", p.mtu, p.fast_rx ? "" : ", fast-rx off");
     o += buf;
     o += stats::portText(p.counters);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "datapath/counters.h"
+#include "datapath/fdb.h"
 #include "datapath/limits.h"
 #include "datapath/xdp_prog.h"
 #include "vdev_limits.h"
@@ -31,12 +32,12 @@ inline struct vdev_port_limits bpfLimits(const PortLimits& l) {
     v.b[i].credit_ns = int64_t(v.b[i].depth_ns);
     v.b[i].last_ns = now;
   };
-  set(VDEV_LIM_BCAST, l.bcast_pps, PortLimits::kStormBurstMs);
-  set(VDEV_LIM_MCAST, l.mcast_pps, PortLimits::kStormBurstMs);
+  set(VDEV_LIM_BCAST, l.storm_bcast, PortLimits::kStormBurstMs);
+  set(VDEV_LIM_MCAST, l.storm_mcast, PortLimits::kStormBurstMs);
   set(VDEV_LIM_PPS, l.police_pps, police_ms);
   set(VDEV_LIM_BPS, l.police_bps, police_ms);
-  v.on = (l.bcast_pps || l.mcast_pps || l.police_pps || l.police_bps) ? 1 : 0;
-  v.src_mac = l.src_mac;
+  v.on = (l.storm_bcast || l.storm_mcast || l.police_pps || l.police_bps) ? 1 : 0;
+  v.src_mac = macKey(l.allowed_mac.data());  // all zeros: 0, any source
   for (const IpAddr& a : l.allowed_ips) {  // at most kMaxAllowedIps of each (vdevd refuses more)
     if (ipIsV4(a)) {
       if (v.n_ipv4 < VDEV_ALLOWED_IPS) memcpy(&v.ipv4[v.n_ipv4++], a.data() + 12, 4);

@@ -74,15 +74,6 @@ bool skbSource(const std::string& ifname, const std::string& driver, const XdpFe
   return native && !*native;
 }
 
-const char* portHookName(PortHook h) {
-  switch (h) {
-    case PortHook::kXdp: return "xdp";
-    case PortHook::kTc: return "tc";
-    case PortHook::kAuto: break;
-  }
-  return "auto";
-}
-
 Port::Port(std::string name, uint16_t index, uint32_t nqueues, const PortConfig& cfg, uint32_t mtu)
     : name_(std::move(name)),
       index_(index),

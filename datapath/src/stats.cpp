@@ -135,18 +135,18 @@ void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
     ps.uplink = p.isUplink();
     ps.isolated = p.isolated();
     ps.limits = p.limits();
-    ps.hook = portHookName(p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp);
+    ps.hook = p.hook() == PortHook::kTc ? PortHook::kTc : PortHook::kXdp;
     ps.hook_note = p.hookNote();
     ps.link_note = p.linkNote();
     if (tc_ && (p.tcAttached() || p.copiesToVdevd())) {
-      ps.tc_attach = tcAttachName(tc_->attachMode());
+      ps.tc_attach = tc_->attachMode();
       ps.clsact_made = tc_->clsactMade(p.index());
     }
-    ps.bind_mode = p.live() ? (p.zerocopy() ? "zerocopy" : "copy") : "closed";
+    ps.bind_mode = p.live() ? (p.zerocopy() ? BindMode::kZerocopy : BindMode::kCopy) : BindMode::kClosed;
     for (const auto& q : p.queues())
       if (q->xsk && q->xsk->registeredUmem()) ps.umem_registrations++;
     ps.mtu = p.mtu();
-    ps.xdp_mode = p.xdp() ? xdpModeName(p.xdp()->mode()) : "none";
+    ps.xdp_mode = p.xdp() ? p.xdp()->mode() : XdpMode::kNone;
     stats::PortValues& c = ps.counters;
     c[kTxOutstanding] = p.txOutstanding();
     // vdevd's own counts; the slots readKernel fills are 0 here.

@@ -194,15 +194,6 @@ Status clsAttach(int prog_fd, int ifindex, const std::string& what, const std::s
 
 }  // namespace
 
-const char* tcAttachName(TcAttach a) {
-  switch (a) {
-    case TcAttach::kAuto: return "auto";
-    case TcAttach::kTcx: return "tcx";
-    case TcAttach::kClsact: return "clsact";
-  }
-  return "?";
-}
-
 TcAttach probeTcAttach() {
   union bpf_attr a;
   std::memset(&a, 0, sizeof a);

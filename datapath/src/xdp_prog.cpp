@@ -179,15 +179,6 @@ Status removeExisting(int ifindex, const std::string& ifname, bool dispatcher) {
 
 }  // namespace
 
-const char* xdpModeName(XdpMode m) {
-  switch (m) {
-    case XdpMode::kAuto: return "auto";
-    case XdpMode::kNative: return "native";
-    case XdpMode::kGeneric: return "generic";
-  }
-  return "?";
-}
-
 BpfQuiet::BpfQuiet() {
   if (g_verbose || g_capture) return;
   g_capture = &sink_;

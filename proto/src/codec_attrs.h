@@ -34,6 +34,7 @@
 #include <array>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace vdev::proto::codec_detail {
@@ -63,6 +64,27 @@ struct AttrSpec {
   Kind kind = Kind::kNone;
   uint16_t max_chars = 0;  // kString: longest value, without the NUL
 };
+
+// A policy attribute (spec/port_policy.h): its name from the table, its
+// kind from the field's type; VLAN's three: the PVID, then two VID lists.
+template <class T>
+constexpr Kind policyKind() {
+  if constexpr (std::is_same_v<T, uint32_t>) return Kind::kU32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return Kind::kU64;
+  else if constexpr (std::is_same_v<T, bool>) return Kind::kFlag;
+  else if constexpr (std::is_same_v<T, Mac>) return Kind::kMac;
+  else if constexpr (std::is_same_v<T, std::vector<IpAddr>>) return Kind::kAddrs;
+  else if constexpr (std::is_same_v<T, VlanConfig>) return Kind::kU16;  // VLAN_PVID
+  else static_assert(sizeof(T) == 0, "a policy field's type needs its wire kind here");
+}
+constexpr AttrSpec policySpec(uint16_t t) {
+  if (t == kAttrVlanTagged || t == kAttrVlanUntagged) return {spec::policyAttrName(t), Kind::kVids};
+  AttrSpec out{};
+  spec::forEachPolicyField([&](const auto& r) {
+    if (r.attr == t) out = {r.wire, policyKind<typename std::decay_t<decltype(r)>::Type>()};
+  });
+  return out;
+}
 
 constexpr AttrSpec topSpec(uint16_t t) {
   switch (t) {
@@ -98,19 +120,6 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrPortsMapLeft: return {"PORTS_MAP_LEFT", Kind::kU32};
     case kAttrUplink: return {"UPLINK", Kind::kFlag};
     case kAttrIsolated: return {"ISOLATED", Kind::kFlag};
-    case kAttrStormBcast: return {"STORM_BCAST", Kind::kU32};
-    case kAttrStormMcast: return {"STORM_MCAST", Kind::kU32};
-    case kAttrStormUnknown: return {"STORM_UNKNOWN", Kind::kU32};
-    case kAttrPolicePps: return {"POLICE_PPS", Kind::kU64};
-    case kAttrPoliceBps: return {"POLICE_BPS", Kind::kU64};
-    case kAttrPoliceBurst: return {"POLICE_BURST", Kind::kU32};
-    case kAttrAllowedMac: return {"ALLOWED_MAC", Kind::kMac};
-    case kAttrAllowedIps: return {"ALLOWED_IPS", Kind::kAddrs};
-    case kAttrRaGuard: return {"RA_GUARD", Kind::kFlag};
-    case kAttrDhcpGuard: return {"DHCP_GUARD", Kind::kFlag};
-    case kAttrVlanPvid: return {"VLAN_PVID", Kind::kU16};
-    case kAttrVlanTagged: return {"VLAN_TAGGED", Kind::kVids};
-    case kAttrVlanUntagged: return {"VLAN_UNTAGGED", Kind::kVids};
     case kAttrVlanId: return {"VLAN_ID", Kind::kU16};
     case kAttrCaptureId: return {"CAPTURE_ID", Kind::kU32};
     case kAttrCaptureDir: return {"CAPTURE_DIR", Kind::kU8};
@@ -127,7 +136,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrUidCaps: return {"UID_CAPS", Kind::kBytes};
     case kAttrUidUse: return {"UID_USE", Kind::kBytes};
     case kAttrUidRequests: return {"UID_REQUESTS", Kind::kBytes};
-    default: return {};
+    default: return policySpec(t);
   }
 }
 
@@ -280,6 +289,35 @@ inline std::vector<IpAddr> getAddrs(const nlattr* a) {
   for (size_t i = 0; i < v.size(); i++) std::memcpy(v[i].data(), d + 16 * i, 16);
   return v;
 }
+// A policy field's attribute (spec/port_policy.h), read by the field's
+// type; nullopt when absent. VLAN: its three attributes (getVlan).
+template <class T>
+struct PolicyType {};
+inline std::optional<uint32_t> getPolicy(const Attrs& tb, uint16_t t, PolicyType<uint32_t>) {
+  return tb[t] ? std::optional(getU32(tb[t])) : std::nullopt;
+}
+inline std::optional<uint64_t> getPolicy(const Attrs& tb, uint16_t t, PolicyType<uint64_t>) {
+  return tb[t] ? std::optional(getU64(tb[t])) : std::nullopt;
+}
+inline std::optional<bool> getPolicy(const Attrs& tb, uint16_t t, PolicyType<bool>) {
+  return tb[t] ? std::optional(getU8(tb[t]) != 0) : std::nullopt;
+}
+inline std::optional<Mac> getPolicy(const Attrs& tb, uint16_t t, PolicyType<Mac>) {
+  return tb[t] ? std::optional(getMac(tb[t])) : std::nullopt;
+}
+inline std::optional<std::vector<IpAddr>> getPolicy(const Attrs& tb, uint16_t t, PolicyType<std::vector<IpAddr>>) {
+  return tb[t] ? std::optional(getAddrs(tb[t])) : std::nullopt;
+}
+inline std::optional<VlanConfig> getPolicy(const Attrs& tb, uint16_t, PolicyType<VlanConfig>) { return getVlan(tb); }
+// The row's attributes, a bit each (VLAN: its three).
+template <class Row>
+constexpr uint64_t policyAttrBits(const Row& r) {
+  if constexpr (std::is_same_v<typename Row::Type, VlanConfig>)
+    return uint64_t{1} << kAttrVlanPvid | uint64_t{1} << kAttrVlanTagged | uint64_t{1} << kAttrVlanUntagged;
+  else
+    return uint64_t{1} << r.attr;
+}
+
 inline const nlattr* nestHead(const nlattr* a) { return static_cast<const nlattr*>(nla_data(a)); }
 
 // A 4-byte aligned view of untrusted bytes (copied when the caller's are not).

@@ -13,11 +13,8 @@ namespace {
 // Allowed request attributes per command (bit per type).
 uint64_t allowedFor(Cmd c) {
   auto bit = [](uint16_t t) { return uint64_t{1} << t; };
-  const uint64_t limits = bit(kAttrStormBcast) | bit(kAttrStormMcast) | bit(kAttrStormUnknown) |
-                          bit(kAttrPolicePps) | bit(kAttrPoliceBps) | bit(kAttrPoliceBurst) |
-                          bit(kAttrAllowedMac) | bit(kAttrAllowedIps) | bit(kAttrRaGuard) |
-                          bit(kAttrDhcpGuard) | bit(kAttrVlanPvid) | bit(kAttrVlanTagged) |
-                          bit(kAttrVlanUntagged);
+  uint64_t limits = 0;  // every attribute of the policy table
+  spec::forEachPolicyField([&](const auto& r) { limits |= policyAttrBits(r); });
   switch (c) {
     case kCmdPortAdd:
       return bit(kAttrPortName) | bit(kAttrPortType) | bit(kAttrQueues) | bit(kAttrXdpMode) |
@@ -61,17 +58,9 @@ Result<CreateOptions> decodeCreate(const nlattr* nest) {
 
 LimitOptions getLimits(const Attrs& tb) {
   LimitOptions l;
-  if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
-  if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
-  if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
-  if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
-  if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
-  if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
-  if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
-  if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
-  if (tb[kAttrRaGuard]) l.ra_guard = getU8(tb[kAttrRaGuard]) != 0;
-  if (tb[kAttrDhcpGuard]) l.dhcp_guard = getU8(tb[kAttrDhcpGuard]) != 0;
-  l.vlan = getVlan(tb);
+  spec::forEachPolicyField([&](const auto& r) {
+    l.*r.option = getPolicy(tb, r.attr, PolicyType<typename std::decay_t<decltype(r)>::Type>{});
+  });
   return l;
 }
 

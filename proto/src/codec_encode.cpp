@@ -32,6 +32,13 @@ class Writer {
     if (v.tagged.any()) vids(kAttrVlanTagged, v.tagged);
     if (v.untagged.any()) vids(kAttrVlanUntagged, v.untagged);
   }
+  // A policy field (spec/port_policy.h) by its type; VLAN: its three.
+  void policy(int t, uint32_t v) { u32(t, v); }
+  void policy(int t, uint64_t v) { u64(t, v); }
+  void policy(int t, bool v) { u8(t, v ? 1 : 0); }
+  void policy(int t, const Mac& v) { mac(t, v); }
+  void policy(int t, const std::vector<IpAddr>& v) { addrs(t, v); }
+  void policy(int, const VlanConfig& v) { vlan(v); }
   void u32(int t, uint32_t v) { note(ok() ? nla_put_u32(m_, t, v) : 0); }
   void u64(int t, uint64_t v) { note(ok() ? nla_put_u64(m_, t, v) : 0); }
   void str(int t, const std::string& s) {
@@ -133,18 +140,11 @@ void putCreate(Writer& w, const CreateOptions& c) {
   w.nestEnd(n);
 }
 
+// Each field given, in the table's order.
 void putLimits(Writer& w, const LimitOptions& l) {
-  if (l.storm_bcast) w.u32(kAttrStormBcast, *l.storm_bcast);
-  if (l.storm_mcast) w.u32(kAttrStormMcast, *l.storm_mcast);
-  if (l.storm_unknown) w.u32(kAttrStormUnknown, *l.storm_unknown);
-  if (l.police_pps) w.u64(kAttrPolicePps, *l.police_pps);
-  if (l.police_bps) w.u64(kAttrPoliceBps, *l.police_bps);
-  if (l.police_burst_ms) w.u32(kAttrPoliceBurst, *l.police_burst_ms);
-  if (l.allowed_mac) w.mac(kAttrAllowedMac, *l.allowed_mac);
-  if (l.allowed_ips) w.addrs(kAttrAllowedIps, *l.allowed_ips);
-  if (l.ra_guard) w.u8(kAttrRaGuard, *l.ra_guard ? 1 : 0);
-  if (l.dhcp_guard) w.u8(kAttrDhcpGuard, *l.dhcp_guard ? 1 : 0);
-  if (l.vlan) w.vlan(*l.vlan);
+  spec::forEachPolicyField([&](const auto& r) {
+    if (l.*r.option) w.policy(r.attr, *(l.*r.option));
+  });
 }
 
 void putBody(Writer& w, const PortAddRequest& r) {
@@ -222,19 +222,14 @@ void putPortInfo(Writer& w, const PortInfo& p) {
   if (p.uplink) w.u8(kAttrUplink, 1);
   if (p.isolated) w.u8(kAttrIsolated, 1);
   if (p.limits) {
-    // All six, 0s included: a 0 here says "no limit", where absence would
-    // say "an older daemon".
-    w.u32(kAttrStormBcast, p.limits->storm_bcast);
-    w.u32(kAttrStormMcast, p.limits->storm_mcast);
-    w.u32(kAttrStormUnknown, p.limits->storm_unknown);
-    w.u64(kAttrPolicePps, p.limits->police_pps);
-    w.u64(kAttrPoliceBps, p.limits->police_bps);
-    w.u32(kAttrPoliceBurst, p.limits->police_burst_ms);
-    if (p.limits->allowed_mac) w.mac(kAttrAllowedMac, *p.limits->allowed_mac);
-    if (!p.limits->allowed_ips.empty()) w.addrs(kAttrAllowedIps, p.limits->allowed_ips);
-    if (p.limits->ra_guard) w.u8(kAttrRaGuard, 1);
-    if (p.limits->dhcp_guard) w.u8(kAttrDhcpGuard, 1);
-    if (p.limits->vlan.configured()) w.vlan(p.limits->vlan);
+    // The numbers always, 0s included: a 0 here says "no limit", where
+    // absence would say "an older daemon". The others only while the port
+    // has one (a MAC, addresses, a guard on, VLAN settings).
+    spec::forEachPolicyField([&](const auto& r) {
+      using T = typename std::decay_t<decltype(r)>::Type;
+      const T& v = (*p.limits).*r.value;
+      if (spec::kIsNumber<T> || v != T{}) w.policy(r.attr, v);
+    });
   }
 }
 

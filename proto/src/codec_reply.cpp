@@ -32,22 +32,27 @@ Result<PortInfo> readPortInfo(const Attrs& tb) {
   if (tb[kAttrLinkNote]) p.link_note = printable(getStr(tb[kAttrLinkNote]));
   if (tb[kAttrUplink]) p.uplink = getU8(tb[kAttrUplink]) != 0;
   if (tb[kAttrIsolated]) p.isolated = getU8(tb[kAttrIsolated]) != 0;
-  // A daemon that has limits sends all six; one that sends any is taken to
-  // have them (a missing one reads as 0), one that sends none to have none.
-  if (tb[kAttrStormBcast] || tb[kAttrStormMcast] || tb[kAttrStormUnknown] || tb[kAttrPolicePps] ||
-      tb[kAttrPoliceBps] || tb[kAttrPoliceBurst]) {
+  // A daemon that has limits sends all its numbers; one that sends any is
+  // taken to have them (a missing one reads as 0), one that sends none to
+  // have none. The others are there only while set: a guard by its
+  // presence.
+  bool any_number = false;
+  spec::forEachPolicyField([&](const auto& r) {
+    using T = typename std::decay_t<decltype(r)>::Type;
+    if (spec::kIsNumber<T> && tb[r.attr]) any_number = true;
+  });
+  if (any_number) {
     Limits& l = p.limits.emplace();
-    if (tb[kAttrStormBcast]) l.storm_bcast = getU32(tb[kAttrStormBcast]);
-    if (tb[kAttrStormMcast]) l.storm_mcast = getU32(tb[kAttrStormMcast]);
-    if (tb[kAttrStormUnknown]) l.storm_unknown = getU32(tb[kAttrStormUnknown]);
-    if (tb[kAttrPolicePps]) l.police_pps = getU64(tb[kAttrPolicePps]);
-    if (tb[kAttrPoliceBps]) l.police_bps = getU64(tb[kAttrPoliceBps]);
-    if (tb[kAttrPoliceBurst]) l.police_burst_ms = getU32(tb[kAttrPoliceBurst]);
-    if (tb[kAttrAllowedMac]) l.allowed_mac = getMac(tb[kAttrAllowedMac]);
-    if (tb[kAttrAllowedIps]) l.allowed_ips = getAddrs(tb[kAttrAllowedIps]);
-    l.ra_guard = tb[kAttrRaGuard] != nullptr;
-    l.dhcp_guard = tb[kAttrDhcpGuard] != nullptr;
-    if (auto v = getVlan(tb)) l.vlan = *v;
+    // Absent numbers read as 0, not as the struct's defaults.
+    spec::forEachPolicyField([&](const auto& r) {
+      using T = typename std::decay_t<decltype(r)>::Type;
+      if constexpr (std::is_same_v<T, bool>)
+        l.*r.value = tb[r.attr] != nullptr;
+      else if (auto v = getPolicy(tb, r.attr, PolicyType<T>{}))
+        l.*r.value = *v;
+      else
+        l.*r.value = T{};
+    });
   }
   return p;
 }

@@ -354,19 +354,6 @@ const char* attrName(uint16_t attr) {
     case kAttrPortsMapLeft: return "PORTS_MAP_LEFT";
     case kAttrUplink: return "UPLINK";
     case kAttrIsolated: return "ISOLATED";
-    case kAttrStormBcast: return "STORM_BCAST";
-    case kAttrStormMcast: return "STORM_MCAST";
-    case kAttrStormUnknown: return "STORM_UNKNOWN";
-    case kAttrPolicePps: return "POLICE_PPS";
-    case kAttrPoliceBps: return "POLICE_BPS";
-    case kAttrPoliceBurst: return "POLICE_BURST";
-    case kAttrAllowedMac: return "ALLOWED_MAC";
-    case kAttrAllowedIps: return "ALLOWED_IPS";
-    case kAttrRaGuard: return "RA_GUARD";
-    case kAttrDhcpGuard: return "DHCP_GUARD";
-    case kAttrVlanPvid: return "VLAN_PVID";
-    case kAttrVlanTagged: return "VLAN_TAGGED";
-    case kAttrVlanUntagged: return "VLAN_UNTAGGED";
     case kAttrVlanId: return "VLAN_ID";
     case kAttrCaptureId: return "CAPTURE_ID";
     case kAttrCaptureDir: return "CAPTURE_DIR";
@@ -383,33 +370,14 @@ const char* attrName(uint16_t attr) {
     case kAttrUidCaps: return "UID_CAPS";
     case kAttrUidUse: return "UID_USE";
     case kAttrUidRequests: return "UID_REQUESTS";
-    default: return "UNKNOWN";
+    default: {
+      // The policy's: its table names them (spec/port_policy.h).
+      const char* policy = spec::policyAttrName(attr);
+      return policy ? policy : "UNKNOWN";
+    }
   }
 }
 
-const char* portTypeName(PortType t) {
-  switch (t) {
-    case PortType::kTap: return "tap";
-    case PortType::kVeth: return "veth";
-    case PortType::kNetdev: return "netdev";
-    case PortType::kPunt: return "punt";
-  }
-  return "unknown";
-}
-const char* portHookName(PortHook h) {
-  switch (h) {
-    case PortHook::kXdp: return "xdp";
-    case PortHook::kTc: return "tc";
-  }
-  return "unknown";
-}
-const char* tcAttachName(TcAttach a) {
-  switch (a) {
-    case TcAttach::kTcx: return "tcx";
-    case TcAttach::kClsact: return "clsact";
-  }
-  return "unknown";
-}
 const char* kernelFeatureName(uint8_t bit) {
   switch (bit) {
     case kKfTcx: return "tcx";
@@ -430,42 +398,12 @@ const char* captureDirName(CaptureDir d) {
   }
   return "unknown";
 }
-const char* xdpModeName(XdpMode m) {
-  switch (m) {
-    case XdpMode::kNone: return "none";
-    case XdpMode::kNative: return "native";
-    case XdpMode::kGeneric: return "generic";
-    case XdpMode::kAuto: return "auto";
-  }
-  return "unknown";
-}
-const char* bindModeName(BindMode m) {
-  switch (m) {
-    case BindMode::kNone: return "none";
-    case BindMode::kCopy: return "copy";
-    case BindMode::kZerocopy: return "zerocopy";
-    case BindMode::kClosed: return "closed";
-  }
-  return "unknown";
-}
-const char* switchModeName(SwitchMode m) {
-  switch (m) {
-    case SwitchMode::kSwitch: return "switch";
-    case SwitchMode::kXconnect: return "xconnect";
-  }
-  return "unknown";
-}
 
 std::optional<PortType> parsePortType(std::string_view s) {
-  if (s == "tap") return PortType::kTap;
-  if (s == "veth") return PortType::kVeth;
-  if (s == "netdev") return PortType::kNetdev;
-  return std::nullopt;
+  return spec::byName(s, {PortType::kTap, PortType::kVeth, PortType::kNetdev});
 }
 std::optional<PortHook> parsePortHook(std::string_view s) {
-  if (s == "xdp") return PortHook::kXdp;
-  if (s == "tc") return PortHook::kTc;
-  return std::nullopt;
+  return spec::byName(s, {PortHook::kXdp, PortHook::kTc});
 }
 std::optional<CaptureDir> parseCaptureDir(std::string_view s) {
   if (s == "rx") return CaptureDir::kRx;
@@ -474,10 +412,7 @@ std::optional<CaptureDir> parseCaptureDir(std::string_view s) {
   return std::nullopt;
 }
 std::optional<XdpMode> parseXdpMode(std::string_view s) {
-  if (s == "native") return XdpMode::kNative;
-  if (s == "generic") return XdpMode::kGeneric;
-  if (s == "auto") return XdpMode::kAuto;
-  return std::nullopt;
+  return spec::byName(s, {XdpMode::kNative, XdpMode::kGeneric, XdpMode::kAuto});
 }
 
 

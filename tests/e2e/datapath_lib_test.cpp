@@ -159,7 +159,7 @@ TEST_F(DatapathLibTest, APortBeyondTheFastPathsMapsIsSwitchedByVdevdAndCountedEx
   Container e("E");
   const Status auto_added = d->addPort(e.port(), {.index = 1501});
   ASSERT_TRUE(auto_added.ok()) << auto_added.error().message();
-  EXPECT_STREQ(port(d->stats(), e.port()).hook, "xdp");
+  EXPECT_EQ(port(d->stats(), e.port()).hook, dp::PortHook::kXdp);
   d->stop();
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }
@@ -432,7 +432,7 @@ TEST_F(DatapathLibTest, FramesCrossUmemRegistrationsByAddress) {
   for (const Container* st : {&a, &b, &c}) {
     const dp::PortStats& p = port(s, st->port());
     SCOPED_TRACE(st->sock.label());
-    EXPECT_STREQ(p.bind_mode, "copy");
+    EXPECT_EQ(p.bind_mode, dp::BindMode::kCopy);
     EXPECT_EQ(p.counters[dp::kRxPackets], st->sock.sentFrames());
     EXPECT_EQ(p.counters[dp::kTxPackets], st->sock.rx().frames());
     uint64_t drops = 0;

@@ -1,8 +1,10 @@
-// daemon/datapath_convert.h: vdev's statistics into protocol messages, and
+// daemon/src/replies.h: vdev's statistics into protocol messages, and
 // through the wire unchanged.
 #include <gtest/gtest.h>
 
-#include "daemon/datapath_convert.h"
+#include <type_traits>
+
+#include "replies.h"
 
 namespace vdev::proto {
 using namespace vdev::daemon;  // the converters under test
@@ -16,8 +18,8 @@ vdev::datapath::PortStats portStats() {
   s.name = "vd0";
   s.ifindex = 12;
   s.queues = 2;
-  s.xdp_mode = "generic";
-  s.bind_mode = "copy";
+  s.xdp_mode = XdpMode::kGeneric;
+  s.bind_mode = BindMode::kCopy;
   s.mtu = 1500;
   s.live = true;
   for (const vdev::stats::CounterDef& c : vdev::stats::kPortCounters) s.counters[c] = counterValue(c);
@@ -43,17 +45,18 @@ TEST(CtlConvert, TcAttachAndHookNote) {
   auto s = portStats();
   EXPECT_FALSE(toPortInfo(s).tc_attach);
   EXPECT_TRUE(toPortInfo(s).hook_note.empty());
-  s.hook = "tc";
-  s.tc_attach = "clsact";
+  s.hook = PortHook::kTc;
+  s.tc_attach = TcAttach::kClsact;
   EXPECT_EQ(toPortInfo(s).tc_attach, std::optional<TcAttach>(TcAttach::kClsact));
-  s.tc_attach = "tcx";
+  EXPECT_EQ(toPortInfo(s).hook, std::optional<PortHook>(PortHook::kTc));
+  s.tc_attach = TcAttach::kTcx;
   EXPECT_EQ(toPortInfo(s).tc_attach, std::optional<TcAttach>(TcAttach::kTcx));
-  s.hook = "xdp";
-  s.tc_attach = "";
+  s.hook = PortHook::kXdp;
+  s.tc_attach = std::nullopt;
   s.hook_note = "at the XDP hook, not tc: x";
   EXPECT_EQ(toPortInfo(s).hook_note, "at the XDP hook, not tc: x");
-  EXPECT_EQ(toTcAttach(vdev::datapath::TcAttach::kTcx), TcAttach::kTcx);
-  EXPECT_EQ(toTcAttach(vdev::datapath::TcAttach::kClsact), TcAttach::kClsact);
+  // One enum for both sides (spec/port_spec.h): nothing to convert.
+  static_assert(std::is_same_v<vdev::datapath::TcAttach, TcAttach>);
 }
 
 // The datapath's kernel use, one KERNEL_FEATURES bit each.
@@ -101,8 +104,8 @@ TEST(CtlConvert, StatsReplyThroughTheWire) {
   d.ports.push_back(portStats());
   auto other = portStats();
   other.name = "vd1";
-  other.xdp_mode = "none";
-  other.bind_mode = "closed";
+  other.xdp_mode = XdpMode::kNone;
+  other.bind_mode = BindMode::kClosed;
   d.ports.push_back(other);
   d.pool[vdev::stats::kPoolTotal] = 100;
   d.pool[vdev::stats::kPoolFree] = 60;
@@ -144,18 +147,23 @@ TEST(CtlConvert, FdbEntry) {
 }
 
 TEST(CtlConvert, XdpModes) {
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kNative), vdev::datapath::XdpMode::kNative);
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kGeneric), vdev::datapath::XdpMode::kGeneric);
-  EXPECT_EQ(toVdevXdpMode(XdpMode::kAuto), vdev::datapath::XdpMode::kAuto);
-  EXPECT_EQ(xdpModeFromName(vdev::datapath::xdpModeName(vdev::datapath::XdpMode::kNative)), XdpMode::kNative);
+  // One enum for both sides, with the wire's numbers and one set of names.
+  static_assert(std::is_same_v<vdev::datapath::XdpMode, XdpMode>);
+  static_assert(std::is_same_v<vdev::datapath::PortHook, PortHook>);
+  static_assert(std::is_same_v<vdev::datapath::SwitchMode, SwitchMode>);
+  EXPECT_EQ(static_cast<int>(XdpMode::kNative), 1);
+  EXPECT_EQ(static_cast<int>(XdpMode::kGeneric), 2);
+  EXPECT_EQ(static_cast<int>(XdpMode::kAuto), 3);
+  EXPECT_EQ(parseXdpMode(vdev::datapath::xdpModeName(vdev::datapath::XdpMode::kNative)), XdpMode::kNative);
 }
 
 // Port replies carry the limits in effect, the burst's default filled in;
 // the punt device, which only carries other ports' frames, none. A request's
-// limits reach the datapath as given, each absent one left to its default.
+// limits reach the datapath as given (one type: spec::PortPolicyOptions),
+// each absent one left to its default.
 TEST(CtlConvert, Limits) {
   vdev::datapath::PortStats s = portStats();
-  s.limits = {.bcast_pps = 10000, .mcast_pps = 0, .unknown_pps = 7, .police_pps = 5, .police_bps = 100000000};
+  s.limits = {.storm_bcast = 10000, .storm_mcast = 0, .storm_unknown = 7, .police_pps = 5, .police_bps = 100000000};
   const PortInfo p = toPortInfo(s);
   ASSERT_TRUE(p.limits);
   EXPECT_EQ(*p.limits, (Limits{10000, 0, 7, 5, 100000000, vdev::datapath::PortLimits::kDefaultPoliceBurstMs}));
@@ -168,48 +176,50 @@ TEST(CtlConvert, Limits) {
   given.storm_mcast = 0;
   given.police_bps = 1000;
   given.police_burst_ms = 20;
-  const vdev::datapath::PortLimitOptions o = toVdevLimits(given);
-  const vdev::datapath::PortLimits base{.bcast_pps = 1, .mcast_pps = 2, .unknown_pps = 3, .police_pps = 4};
-  EXPECT_EQ(o.over(base), (vdev::datapath::PortLimits{.bcast_pps = 1, .mcast_pps = 0, .unknown_pps = 3,
+  static_assert(std::is_same_v<vdev::datapath::PortLimitOptions, LimitOptions>);
+  static_assert(std::is_same_v<vdev::datapath::PortLimits, Limits>);
+  const vdev::datapath::PortLimitOptions o = given;
+  const vdev::datapath::PortLimits base{.storm_bcast = 1, .storm_mcast = 2, .storm_unknown = 3, .police_pps = 4};
+  EXPECT_EQ(o.over(base), (vdev::datapath::PortLimits{.storm_bcast = 1, .storm_mcast = 0, .storm_unknown = 3,
                                                       .police_pps = 4, .police_bps = 1000, .police_burst_ms = 20}));
-  EXPECT_EQ(toVdevLimits(LimitOptions{}).over(base), base);
-  const vdev::datapath::PortLimitOptions all = toVdevLimits({10, 20, 30, 40, 50, 60});
+  EXPECT_EQ(LimitOptions{}.over(base), base);
+  const vdev::datapath::PortLimitOptions all = LimitOptions{10, 20, 30, 40, 50, 60};
   EXPECT_EQ(all.over(base), (vdev::datapath::PortLimits{10, 20, 30, 40, 50, 60}));
 
-  // The allowed source MAC: the datapath's key of it, and back; all zeros
-  // is 0, any source (and given, so it replaces a port's own).
+  // The allowed source MAC: the datapath's key of it; all zeros is key 0,
+  // any source (and given, so it replaces a port's own).
   LimitOptions mac;
   mac.allowed_mac = Mac{0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
-  const vdev::datapath::PortLimits locked = toVdevLimits(mac).over(base);
-  EXPECT_EQ(locked.src_mac, vdev::datapath::macKey(mac.allowed_mac->data()));
-  EXPECT_EQ(toLimits(locked).allowed_mac, mac.allowed_mac);
-  EXPECT_FALSE(toLimits(base).allowed_mac);
+  const vdev::datapath::PortLimits locked = mac.over(base);
+  EXPECT_EQ(vdev::datapath::macKey(locked.allowed_mac.data()), vdev::datapath::macKey(mac.allowed_mac->data()));
+  EXPECT_EQ(locked.allowed_mac, *mac.allowed_mac);
+  EXPECT_TRUE(macIsZero(base.allowed_mac));
   mac.allowed_mac = Mac{};
-  EXPECT_EQ(toVdevLimits(mac).over(locked).src_mac, 0u);
+  EXPECT_EQ(vdev::datapath::macKey(mac.over(locked).allowed_mac.data()), 0u);
 
   // Allowed addresses: as given, and back; given empty, they replace a
   // port's own (any address).
   LimitOptions ips;
   ips.allowed_ips = {*parseIp("198.18.0.2"), *parseIp("2001:db8::2")};
-  const vdev::datapath::PortLimits held = toVdevLimits(ips).over(base);
+  const vdev::datapath::PortLimits held = ips.over(base);
   EXPECT_EQ(held.allowed_ips, *ips.allowed_ips);
-  EXPECT_EQ(toLimits(held).allowed_ips, *ips.allowed_ips);
-  EXPECT_TRUE(toLimits(base).allowed_ips.empty());
+  EXPECT_EQ(held.allowed_ips, *ips.allowed_ips);
+  EXPECT_TRUE(base.allowed_ips.empty());
   ips.allowed_ips->clear();
-  EXPECT_TRUE(toVdevLimits(ips).over(held).allowed_ips.empty());
-  EXPECT_EQ(toVdevLimits(LimitOptions{}).over(held).allowed_ips, held.allowed_ips) << "absent: kept";
+  EXPECT_TRUE(ips.over(held).allowed_ips.empty());
+  EXPECT_EQ(LimitOptions{}.over(held).allowed_ips, held.allowed_ips) << "absent: kept";
 
   // RA and DHCP guard: on, off, and absent (kept).
   LimitOptions guard;
   guard.ra_guard = true;
   guard.dhcp_guard = true;
-  const vdev::datapath::PortLimits guarded = toVdevLimits(guard).over(base);
+  const vdev::datapath::PortLimits guarded = guard.over(base);
   EXPECT_TRUE(guarded.ra_guard && guarded.dhcp_guard);
-  EXPECT_TRUE(toLimits(guarded).ra_guard && toLimits(guarded).dhcp_guard);
-  EXPECT_FALSE(toLimits(base).ra_guard || toLimits(base).dhcp_guard);
+  EXPECT_TRUE(guarded.ra_guard && guarded.dhcp_guard);
+  EXPECT_FALSE(base.ra_guard || base.dhcp_guard);
   guard.dhcp_guard = false;
   guard.ra_guard.reset();
-  const vdev::datapath::PortLimits half = toVdevLimits(guard).over(guarded);
+  const vdev::datapath::PortLimits half = guard.over(guarded);
   EXPECT_TRUE(half.ra_guard);
   EXPECT_FALSE(half.dhcp_guard);
 }

@@ -261,7 +261,7 @@ TEST_F(SwitchTest, RingFullDropsAreExactUnderABurst) {
 // over it is dropped and counted at the ingress; broadcast (its program's
 // to limit) and learned unicast are not.
 TEST_F(SwitchTest, UnknownUnicastBeyondThePortsStormLimitIsDroppedAndCounted) {
-  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.port.limits.unknown_pps = 100; });
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.port.limits.storm_unknown = 100; });
   const auto burst = [&](const uint8_t* dst, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) send(0, {frame(dst, kMacA, 64)});
   };
@@ -307,16 +307,16 @@ TEST_F(SwitchTest, UnknownUnicastBeyondThePortsStormLimitIsDroppedAndCounted) {
 TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   build(SwitchMode::kSwitch, 3);
   Datapath::PortChange c;
-  c.limits.unknown_pps = 100;
+  c.limits.storm_unknown = 100;
   ASSERT_TRUE(dp->setPort("p0", c).ok());
-  EXPECT_EQ(dp->port(0).limits().unknown_pps, 100u);
-  EXPECT_EQ(dp->port(0).limits().bcast_pps, 0u) << "not given: kept";
+  EXPECT_EQ(dp->port(0).limits().storm_unknown, 100u);
+  EXPECT_EQ(dp->port(0).limits().storm_bcast, 0u) << "not given: kept";
   for (int i = 0; i < 30; i++) send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 11u);
   drain(2);
   EXPECT_EQ(drops(0, kDropStormUnknown), 19u);
   // Off again: nothing held back.
-  c.limits.unknown_pps = 0;
+  c.limits.storm_unknown = 0;
   ASSERT_TRUE(dp->setPort("p0", c).ok());
   for (int i = 0; i < 30; i++) send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 30u);
@@ -329,7 +329,7 @@ TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   ASSERT_TRUE(dp->setPort("p0", iso).ok());
   ASSERT_TRUE(dp->setPort("p1", iso).ok());
   EXPECT_TRUE(dp->port(0).isolated());
-  EXPECT_EQ(dp->port(0).limits().unknown_pps, 0u) << "limits not given: kept";
+  EXPECT_EQ(dp->port(0).limits().storm_unknown, 0u) << "limits not given: kept";
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_TRUE(drain(1).empty());
   EXPECT_EQ(drops(0, kDropIsolated), 1u);

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon/datapath_convert.h"
 #include "daemon_options.h"
 
 namespace vdev::daemon {

@@ -23,8 +23,8 @@ datapath::DatapathStats sample() {
     p.ifindex = 12;
     p.queues = 2;
     p.queues_bound = 1;
-    p.xdp_mode = "native";
-    p.bind_mode = "copy";
+    p.xdp_mode = vdev::datapath::XdpMode::kNative;
+    p.bind_mode = vdev::datapath::BindMode::kCopy;
     p.mtu = 1500;
     p.live = true;
     p.fast_rx = name[1] == 'd';
@@ -113,10 +113,10 @@ TEST(VdevdStats, JsonFieldsNestingAndOrder) {
 // after "hook"; absent otherwise (above).
 TEST(VdevdStats, JsonTcAttachAndHookNote) {
   datapath::DatapathStats d = sample();
-  d.ports[0].hook = "tc";
-  d.ports[0].tc_attach = "clsact";
+  d.ports[0].hook = vdev::datapath::PortHook::kTc;
+  d.ports[0].tc_attach = vdev::datapath::TcAttach::kClsact;
   d.ports[0].clsact_made = true;
-  d.ports[1].tc_attach = "tcx";
+  d.ports[1].tc_attach = vdev::datapath::TcAttach::kTcx;
   d.ports[1].hook_note = "at the XDP hook, not tc: no";
   const Json j = Json::parse(statsJson(d));
   const Json& tc = j["ports"][0];

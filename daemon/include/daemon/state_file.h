@@ -71,8 +71,18 @@
 
 #include "base/result.h"
 #include "proto/codec.h"
+#include "spec/port_spec.h"
 
 namespace vdev::daemon {
+
+// The modes a state-file record or an option names, read back by the
+// names vdev prints (spec/port_spec.h), never a second spelling.
+inline std::optional<spec::XdpMode> xdpModeByName(std::string_view v) {
+  return spec::byName(v, {spec::XdpMode::kNative, spec::XdpMode::kGeneric, spec::XdpMode::kAuto});
+}
+inline std::optional<spec::PortHook> portHookByName(std::string_view v) {
+  return spec::byName(v, {spec::PortHook::kXdp, spec::PortHook::kTc, spec::PortHook::kAuto});
+}
 
 struct PortRecord {
   std::string name;

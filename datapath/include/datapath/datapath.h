@@ -56,10 +56,12 @@
 #include "datapath/punt.h"
 #include "datapath/stats.h"
 #include "datapath/tc_path.h"
+#include "spec/port_spec.h"
 
 namespace vdev::datapath {
 
-enum class SwitchMode { kSwitch, kXconnect };
+using spec::SwitchMode;  // spec/port_spec.h
+using spec::switchModeName;
 
 // Host MACs a port at the XDP hook holds (DatapathConfig::host_macs, every
 // one of them; vdevd refuses more --host-mac): more fail that port's add.
@@ -117,7 +119,7 @@ struct DatapathConfig {
   // 10000 multicast and 10000 unknown-unicast frames a second, enough for
   // ARP, ND, DHCP and mDNS of many stations, and little enough that one
   // guest's flood costs the others next to nothing; no policer.
-  PortLimits limits{.bcast_pps = 10000, .mcast_pps = 10000, .unknown_pps = 10000};
+  PortLimits limits{.storm_bcast = 10000, .storm_mcast = 10000, .storm_unknown = 10000};
 };
 
 class Datapath {

@@ -30,6 +30,7 @@
 #include "datapath/xdp_features.h"
 #include "datapath/xdp_prog.h"
 #include "datapath/xsk.h"
+#include "spec/port_spec.h"
 
 namespace vdev::datapath {
 
@@ -59,8 +60,8 @@ enum class CompletionMode { kEager, kLazy };
 //        and for a port whose index is beyond the skb path's tables
 //        (kFastPathPorts), and for one whose tc attach fails (the reason
 //        is the port's hookNote()): the XDP hook serves any device.
-enum class PortHook { kAuto, kXdp, kTc };
-const char* portHookName(PortHook h);
+using spec::PortHook;  // spec/port_spec.h: the protocol's numbers, and kAuto
+using spec::portHookName;
 
 // The device's driver (ETHTOOL_GDRVINFO): "veth", "tun", a NIC's; "" if it
 // has none or there is no such device.
@@ -269,7 +270,8 @@ class Port {
   // VLAN for a port without VLAN settings, its VLAN for an access port
   // (untagged on both sides, nothing to push or pop); 0 for a trunk, whose
   // frames are all vdevd's.
-  // 0 too while the port has a capture: every frame to and from it passes vdevd.
+  // 0 too while the port has a capture the fast path's programs do not copy
+  // (no fast path): every frame to and from it passes vdevd.
   uint16_t fastVid() const { return capture_ && !capture_on_fast_ ? 0 : accessVid(cfg_.limits.vlan); }
   // The port's capture (capture.h), or null. Datapath thread.
   Capture* capture() const noexcept { return capture_; }
@@ -280,12 +282,12 @@ class Port {
     capture_on_fast_ = c && on_fast;
   }
   bool captureOnFast() const noexcept { return capture_on_fast_; }
-  // Unknown-unicast storm control (PortLimits::unknown_pps), vdevd's own
+  // Unknown-unicast storm control (PortLimits::storm_unknown), vdevd's own
   // bucket (datapath thread): whether the port may flood one more unicast
   // frame to an unknown MAC now. The same bucket as the programs' (see
   // bpf/vdev_limits.h): time as credit, a frame costs 1e9 / rate ns.
   bool unknownFloodOk(uint64_t now_ns) noexcept {
-    const uint32_t rate = cfg_.limits.unknown_pps;
+    const uint32_t rate = cfg_.limits.storm_unknown;
     if (!rate) return true;
     constexpr int64_t kDepth = int64_t(PortLimits::kStormBurstMs) * 1000000;
     int64_t c = now_ns > unknown_last_ns_ + uint64_t(kDepth) ? kDepth

@@ -4,14 +4,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "datapath/counters.h"
 #include "datapath/limits.h"
+#include "spec/port_spec.h"
 #include "stats/counters.h"
 
 namespace vdev::datapath {
+
+using spec::BindMode;
+using spec::PortHook;
+using spec::TcAttach;
+using spec::XdpMode;
 
 // Where every UMEM frame is, by the table's pool ids (kPoolTotal, ...).
 using PoolStats = stats::PoolValues;
@@ -28,24 +35,24 @@ struct PortStats {
   int ifindex = 0;
   uint32_t queues = 0;
   uint32_t queues_bound = 0;  // with a socket now
-  const char* xdp_mode = "none";
-  const char* bind_mode = "none";
+  XdpMode xdp_mode = XdpMode::kNone;     // its XDP program's (kNone: none)
+  BindMode bind_mode = BindMode::kNone;  // its sockets' (kClosed: none now)
   // Sockets of the port that registered the UMEM area themselves: each is a
   // registration of its own (XskSocket, "Zero-copy"); the others share one.
   uint32_t umem_registrations = 0;
   uint32_t mtu = 0;
   bool live = false;
   bool fast_rx = true;  // the port's option (PortConfig::fast_rx), whether or not the fast path is on
-  const char* hook = "xdp";  // where its frames enter: "xdp" or "tc" (PortHook)
+  PortHook hook = PortHook::kXdp;  // where its frames enter: kXdp or kTc, never kAuto
   // Why the port is not at the hook `auto` chose ("" if it is: Port::hookNote).
   std::string hook_note;
   // What it waits for while it has no device ("" while it has one:
   // Port::linkNote).
   std::string link_note;
   // How its skb program (at tc, or the copy program at XDP) is attached:
-  // "tcx" or "clsact" (TcAttach); "" for none. clsact_made: vdevd made the
-  // device's clsact qdisc for it (TcPath::clsactMade).
-  const char* tc_attach = "";
+  // kTcx or kClsact, never kAuto; nullopt for none. clsact_made: vdevd made
+  // the device's clsact qdisc for it (TcPath::clsactMade).
+  std::optional<TcAttach> tc_attach;
   bool clsact_made = false;
   bool uplink = false;       // Port::isUplink
   bool isolated = false;     // PortConfig::isolated

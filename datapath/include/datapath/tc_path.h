@@ -52,6 +52,7 @@
 #include "base/fd.h"
 #include "base/result.h"
 #include "datapath/xdp_prog.h"
+#include "spec/port_spec.h"
 
 struct vdev_tc;
 
@@ -61,8 +62,8 @@ class FastPath;
 
 // How the skb programs are attached (see above). kAuto: kTcx where the
 // kernel has tcx, else kClsact (probeTcAttach()).
-enum class TcAttach : uint8_t { kAuto, kTcx, kClsact };
-const char* tcAttachName(TcAttach a);  // "auto", "tcx", "clsact"
+using spec::TcAttach;  // spec/port_spec.h
+using spec::tcAttachName;  // "tcx", "clsact", "auto"
 // The kernel's way: kTcx if it has tcx -- a BPF_PROG_QUERY at the tcx
 // ingress of the loopback device (ifindex 1 in every network namespace)
 // answers; a kernel before 6.6 refuses the attach type (EINVAL) -- else

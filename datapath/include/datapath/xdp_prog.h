@@ -30,13 +30,15 @@
 
 #include "base/result.h"
 #include "datapath/limits.h"
+#include "spec/port_spec.h"
 
 struct vdev_xdp;
 
 namespace vdev::datapath {
 
-enum class XdpMode { kAuto, kNative, kGeneric };
-const char* xdpModeName(XdpMode m);
+// kNone: no program; a port asks for kAuto, kNative or kGeneric.
+using spec::XdpMode;  // spec/port_spec.h
+using spec::xdpModeName;
 
 struct XdpProgCounters {
   uint64_t pass = 0, redirect = 0, no_socket = 0, fast = 0;  // fast: kernel fast path

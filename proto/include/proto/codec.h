@@ -23,6 +23,7 @@
 #include "base/result.h"
 #include "base/vlan.h"
 #include "proto/protocol.h"
+#include "spec/port_policy.h"
 #include "stats/counters.h"
 
 struct nlmsghdr;  // <linux/netlink.h>
@@ -55,39 +56,15 @@ struct CreateOptions {
   bool operator==(const CreateOptions&) const = default;
 };
 
-// STORM_* and POLICE_* in PORT_ADD: the port's own storm control and
-// ingress policer. Each absent: vdevd's default for every port (and not on
-// the wire); 0: no limit (POLICE_BURST excepted: at least 1 ms).
-struct LimitOptions {
-  std::optional<uint32_t> storm_bcast;      // broadcast frames/s
-  std::optional<uint32_t> storm_mcast;      // multicast frames/s (not broadcast)
-  std::optional<uint32_t> storm_unknown;    // unicast frames/s to unknown MACs
-  std::optional<uint64_t> police_pps;       // every frame, packets/s
-  std::optional<uint64_t> police_bps;       // every frame, bits/s
-  std::optional<uint32_t> police_burst_ms;  // the policer's burst, >= 1
-  std::optional<Mac> allowed_mac;           // the only source MAC it may send; all zeros: any
-  std::optional<std::vector<IpAddr>> allowed_ips;  // what it may send from; empty: any
-  std::optional<bool> ra_guard, dhcp_guard;        // its RAs, its DHCP server replies dropped
-  std::optional<VlanConfig> vlan;                  // its VLANs, whole; unconfigured: none
-  bool operator==(const LimitOptions&) const = default;
-};
-
+// STORM_*, POLICE_*, ALLOWED_*, *_GUARD and VLAN_* in PORT_ADD and
+// PORT_SET: the port's own policy (spec/port_policy.h). Each absent:
+// vdevd's default for every port, or the port's (and not on the wire); 0:
+// no limit (POLICE_BURST excepted: at least 1 ms).
+using LimitOptions = spec::PortPolicyOptions;
 // The same in port replies: what the port has in effect (its own values
-// over vdevd's defaults; 0: no limit; police_burst_ms always filled in).
-struct Limits {
-  uint32_t storm_bcast = 0;
-  uint32_t storm_mcast = 0;
-  uint32_t storm_unknown = 0;
-  uint64_t police_pps = 0;
-  uint64_t police_bps = 0;
-  uint32_t police_burst_ms = 0;
-  std::optional<Mac> allowed_mac;  // absent: any source
-  std::vector<IpAddr> allowed_ips;  // empty: any address
-  bool ra_guard = false;
-  bool dhcp_guard = false;
-  VlanConfig vlan;  // unconfigured: no VLAN settings
-  bool operator==(const Limits&) const = default;
-};
+// over vdevd's defaults; 0: no limit; an allowed MAC of all zeros: any
+// source; police_burst_ms always what holds).
+using Limits = spec::PortPolicy;
 
 struct PortAddRequest {
   std::string name;
@@ -418,19 +395,22 @@ Result<Reply> decodeReply(std::span<const uint8_t> bytes, const Expect& expect);
 
 const char* cmdName(uint8_t cmd);          // "PORT_ADD", ..., "UNKNOWN"
 const char* attrName(uint16_t attr);       // "PORT_NAME", ...
-const char* portTypeName(PortType t);      // "tap", "veth", "netdev", "unknown"
-const char* xdpModeName(XdpMode m);        // "none", "native", "generic", "auto"
-const char* bindModeName(BindMode m);      // "none", "copy", "zerocopy", "closed"
-const char* switchModeName(SwitchMode m);  // "switch", "xconnect"
-const char* portHookName(PortHook h);      // "xdp", "tc", "unknown"
-const char* tcAttachName(TcAttach a);      // "tcx", "clsact", "unknown"
+// The modes' names (spec/port_spec.h: "tap", "native", "zerocopy", "tc" ...;
+// "unknown" for a newer daemon's value).
+using spec::bindModeName;
+using spec::portHookName;
+using spec::portTypeName;
+using spec::switchModeName;
+using spec::tcAttachName;
+using spec::xdpModeName;
 // "tcx", "clsact", "multi_buffer", "xdp_features", "xdp_frags",
 // "redirect_peer", "busy_poll"; nullptr for a bit this code does not know.
 const char* kernelFeatureName(uint8_t bit);
 const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
 std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
-std::optional<PortType> parsePortType(std::string_view s);
-std::optional<XdpMode> parseXdpMode(std::string_view s);  // native|generic|auto
+// The values a request may carry, by name.
+std::optional<PortType> parsePortType(std::string_view s);  // tap|veth|netdev
+std::optional<XdpMode> parseXdpMode(std::string_view s);    // native|generic|auto
 std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc
 
 }  // namespace vdev::proto

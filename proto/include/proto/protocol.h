@@ -19,6 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "spec/port_policy.h"
+#include "spec/port_spec.h"
+
 namespace vdev::proto {
 
 // genlmsghdr.version of every message this code sends.
@@ -169,38 +172,40 @@ enum Attr : uint16_t {
                            // a VXLAN or Geneve tunnel, a bond) (port replies; absent: 0)
   kAttrIsolated = 32,      // u8 0|1: an isolated port, which talks only to ports that are not (the
                            // bridge's "isolated") (PORT_ADD: absent = 0; port replies; absent: 0)
+  // A port's policy: the numbers are spec/port_policy.h's (its field table,
+  // kPolicyFields, gives each its vdevctl keyword and state-file key).
   // Storm control and the ingress policer of a port: what it may send into
   // the switch (drops.storm_bcast, storm_mcast, storm_unknown, police). 0:
   // no limit. PORT_ADD: each optional, absent = vdevd's default for every
   // port (its --storm-* and --police-* options), and sent only when given,
   // so an older vdevd still takes a request that gives none. Port replies:
   // all six, the port's effective values (absent: a daemon without them).
-  kAttrStormBcast = 33,    // u32: broadcast frames/s
-  kAttrStormMcast = 34,    // u32: multicast frames/s (not broadcast)
-  kAttrStormUnknown = 35,  // u32: unicast frames/s to unknown MACs (flooded)
-  kAttrPolicePps = 36,     // u64: every frame, packets/s
-  kAttrPoliceBps = 37,     // u64: every frame, bits/s (Ethernet header on)
-  kAttrPoliceBurst = 38,   // u32, >= 1: the policer's buckets hold this many milliseconds of
+  kAttrStormBcast = spec::kAttrStormBcast,    // u32: broadcast frames/s
+  kAttrStormMcast = spec::kAttrStormMcast,    // u32: multicast frames/s (not broadcast)
+  kAttrStormUnknown = spec::kAttrStormUnknown,  // u32: unicast frames/s to unknown MACs (flooded)
+  kAttrPolicePps = spec::kAttrPolicePps,     // u64: every frame, packets/s
+  kAttrPoliceBps = spec::kAttrPoliceBps,     // u64: every frame, bits/s (Ethernet header on)
+  kAttrPoliceBurst = spec::kAttrPoliceBurst,   // u32, >= 1: the policer's buckets hold this many milliseconds of
                            // its rates (PORT_ADD: 0 is refused; port replies: vdevd's default
                            // filled in)
   // Anti-spoofing: the one source MAC the port may send (drops.spoof_mac for
   // any other, by its program). PORT_ADD, PORT_SET: unicast, or all zeros
   // for any source (absent in PORT_ADD: any, and then not sent). Port
   // replies: present only while the port has one.
-  kAttrAllowedMac = 39,    // 6 bytes
+  kAttrAllowedMac = spec::kAttrAllowedMac,    // 6 bytes
   // Anti-spoofing by address: the IPv4 and IPv6 addresses the port may send
   // from (drops.spoof_ip for any other and for other EtherTypes, by its
   // program). 16 bytes an address, IPv4 mapped (::ffff:a.b.c.d); at most
   // four of each family, none unspecified or multicast. PORT_ADD, PORT_SET:
   // empty for any address (absent in PORT_ADD: any). Port replies: present
   // only while the port has some.
-  kAttrAllowedIps = 40,    // 16 * n bytes, n <= 8
+  kAttrAllowedIps = spec::kAttrAllowedIps,    // 16 * n bytes, n <= 8
   // RA and DHCP guard: the port's Router Advertisements (drops.ra_guard) and
   // DHCP/DHCPv6 servers' messages (drops.dhcp_guard) are dropped by its
   // program. PORT_ADD, PORT_SET: 1 on, 0 off (absent in PORT_ADD: off).
   // Port replies: present (1) only while on.
-  kAttrRaGuard = 41,       // u8 0|1
-  kAttrDhcpGuard = 42,     // u8 0|1
+  kAttrRaGuard = spec::kAttrRaGuard,       // u8 0|1
+  kAttrDhcpGuard = spec::kAttrDhcpGuard,     // u8 0|1
   // VLANs (802.1Q; base/vlan.h): the VLAN untagged frames received go to
   // (0: none taken), the VIDs carried tagged, those sent untagged (the PVID
   // among them). A VID list is u16 pairs [first, last], 1..4094, first <=
@@ -208,9 +213,9 @@ enum Attr : uint16_t {
   // settings whole (the absent ones empty); VLAN_PVID 0 alone takes them
   // away (the default VLAN 1, untagged, tags not looked at). Port replies:
   // present only while the port has VLAN settings.
-  kAttrVlanPvid = 43,      // u16
-  kAttrVlanTagged = 44,    // u16 pairs
-  kAttrVlanUntagged = 45,  // u16 pairs
+  kAttrVlanPvid = spec::kAttrVlanPvid,      // u16
+  kAttrVlanTagged = spec::kAttrVlanTagged,    // u16 pairs
+  kAttrVlanUntagged = spec::kAttrVlanUntagged,  // u16 pairs
   // An FDB entry's VLAN (FDB_GET replies: always; FDB_ADD, FDB_DEL: absent = 1).
   kAttrVlanId = 46,        // u16 1..4094
   // Capture (CAPTURE_START, CAPTURE_READ, CAPTURE_STOP).
@@ -279,18 +284,16 @@ enum CreateAttr : uint16_t {
 // peer did not send (an older vdevd) as 0 and ignores attributes it does not
 // know (a newer vdevd's).
 
-// Enum attribute values. Replies may carry values a client does not know
-// (a newer daemon); requests may not.
-// kPunt: replies only -- the punt device's far end in STATS_GET (the frames
-// lost on their way from the ports' skb programs to vdevd), not a port.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
-// kXdp: vdevd's XDP program and AF_XDP sockets (NIC-like sources); kTc: the
-// skb-level program at tcx ingress (senders that hand the kernel skbs:
-// containers' veths, VMs' taps).
-enum class PortHook : uint8_t { kXdp = 1, kTc = 2 };
-// kTcx: tcx (Linux 6.6); kClsact: a cls_bpf filter at the clsact qdisc
-// (classic tc, where the kernel has no tcx).
-enum class TcAttach : uint8_t { kTcx = 1, kClsact = 2 };
+// Enum attribute values (spec/port_spec.h holds the port's and vdevd's
+// modes, whose numbers are this protocol's). Replies may carry values a
+// client does not know (a newer daemon); requests may not, nor the values
+// only the datapath uses (PortHook::kAuto, TcAttach::kAuto).
+using spec::BindMode;
+using spec::PortHook;
+using spec::PortType;
+using spec::SwitchMode;
+using spec::TcAttach;
+using spec::XdpMode;
 // KERNEL_FEATURES bits: what each one means, and the Linux version that
 // brought it, in docs/architecture.md ("Kernel features"); their names in
 // kernelFeatureName() (codec.h).
@@ -304,9 +307,6 @@ enum KernelFeature : uint8_t {
   kKfBusyPoll = 6,      // preferred busy polling on the AF_XDP sockets (5.11)
   kKfCount = 7
 };
-enum class XdpMode : uint8_t { kNone = 0, kNative = 1, kGeneric = 2, kAuto = 3 };
-enum class BindMode : uint8_t { kNone = 0, kCopy = 1, kZerocopy = 2, kClosed = 3 };
-enum class SwitchMode : uint8_t { kSwitch = 1, kXconnect = 2 };
 // What a capture copies: what the port receives (kRx: into the switch),
 // what vdevd hands it to send (kTx), or both.
 enum class CaptureDir : uint8_t { kRx = 1, kTx = 2, kBoth = 3 };

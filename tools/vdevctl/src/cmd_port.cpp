@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <set>
+#include <type_traits>
 
 #include "commands.h"
 
@@ -68,63 +69,85 @@ bool onOff(Args& a, const std::string& k, const std::string& on) {
   return v == "on";
 }
 
-// The keywords "port add" and "port set" share: isolation, storm control,
-// the policer, anti-spoofing, VLANs. False: `k` is none of them.
+// One keyword of the port's policy (spec/port_policy.h), by its field's
+// type: numbers in the row's range (0 or off: no limit; bits/s as a rate,
+// 100M), on|off, a MAC or any, addresses or any, and VLANs.
+template <class Row>
+void parsePolicy(Args& a, const std::string& k, const Row& r, std::optional<uint32_t>& v) {
+  v = uint32_t(r.min ? a.u32(k, uint32_t(r.min), uint32_t(r.max)) : a.limit(k, r.max, r.about));
+}
+template <class Row>
+void parsePolicy(Args& a, const std::string& k, const Row& r, std::optional<uint64_t>& v) {
+  v = r.unit == "bits/s" ? a.rate(k) : a.limit(k, r.max, r.about);
+}
+template <class Row>
+void parsePolicy(Args& a, const std::string& k, const Row& r, std::optional<bool>& v) {
+  v = onOff(a, k, std::string(r.about));
+}
+template <class Row>
+void parsePolicy(Args& a, const std::string& k, const Row&, std::optional<vdev::Mac>& v) {
+  if (a.accept("any")) v = vdev::Mac{};  // all zeros: any source
+  else v = a.mac(k);
+}
+template <class Row>
+void parsePolicy(Args& a, const std::string&, const Row&, std::optional<std::vector<vdev::IpAddr>>& v) {
+  const std::string s = a.next("addresses after 'allowed-ip' (198.18.0.2,2001:db8::2), or any");
+  std::string bad;
+  auto ips = vdev::parseIpList(s, &bad);  // any: none
+  if (!ips)
+    a.usage("allowed-ip '" + bad + "': not an IPv4 or IPv6 address (give addresses without a prefix "
+            "length, comma-separated, or any)");
+  v = std::move(*ips);
+}
+// VLANs: one field, four keywords (vlan, native, trunk, untagged).
+template <class Row>
+void parsePolicy(Args& a, const std::string& k, const Row&, std::optional<vdev::VlanConfig>& vlan) {
+  if (k == "vlan" || k == "native") {
+    // An access port's VLAN, or a trunk's untagged one: the same thing.
+    if (vlan && !vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+    if (vlan && vlan->pvid) a.usage("'vlan' and 'native' both name the port's untagged VLAN: give one");
+    if (k == "vlan" && a.accept("none")) {
+      if (vlan) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+      vlan.emplace();  // unconfigured: VLAN 1, untagged, tags not looked at
+      return;
+    }
+    const uint16_t vid = uint16_t(a.u32(k, 1, vdev::kVidMax));
+    if (!vlan) vlan.emplace();
+    vlan->pvid = vid;
+    vlan->untagged.set(vid);
+    return;
+  }
+  const std::string v = a.next("VLAN IDs after '" + k + "' (10,20-29)");
+  const auto s = vdev::parseVidList(v);
+  if (!s) a.usage(k + " '" + v + "': expected VLAN IDs 1 to 4094, comma-separated, ranges as 20-29");
+  if (vlan && !vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
+  if (!vlan) vlan.emplace();
+  (k == "trunk" ? vlan->tagged : vlan->untagged) |= *s;
+}
+template <class Row>
+bool isPolicyKeyword(const Row& r, const std::string& k) {
+  if constexpr (std::is_same_v<typename Row::Type, vdev::VlanConfig>)
+    return k == "vlan" || k == "native" || k == "trunk" || k == "untagged";
+  else
+    return k == r.cli;
+}
+
+// The keywords "port add" and "port set" share: isolation and the port's
+// policy (storm control, the policer, anti-spoofing, guards, VLANs). False:
+// `k` is none of them.
 bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolated,
                       vdev::proto::LimitOptions& l) {
   if (k == "isolated") {
     isolated = onOff(a, k, "on: the port talks only to ports that are not isolated");
-  } else if (k == "storm-bcast") {
-    l.storm_bcast = uint32_t(a.limit(k, UINT32_MAX, "broadcast frames/s"));
-  } else if (k == "storm-mcast") {
-    l.storm_mcast = uint32_t(a.limit(k, UINT32_MAX, "multicast frames/s"));
-  } else if (k == "storm-unknown") {
-    l.storm_unknown = uint32_t(a.limit(k, UINT32_MAX, "unknown-unicast frames/s"));
-  } else if (k == "police-pps") {
-    l.police_pps = a.limit(k, UINT64_MAX, "packets/s");
-  } else if (k == "police-rate") {
-    l.police_bps = a.rate(k);
-  } else if (k == "police-burst") {
-    l.police_burst_ms = a.u32(k, 1, UINT32_MAX);
-  } else if (k == "allowed-mac") {
-    if (a.accept("any")) l.allowed_mac = vdev::Mac{};  // all zeros: any source
-    else l.allowed_mac = a.mac(k);
-  } else if (k == "ra-guard" || k == "dhcp-guard") {
-    (k == "ra-guard" ? l.ra_guard : l.dhcp_guard) =
-        onOff(a, k, std::string("on: the port's ") +
-                        (k == "ra-guard" ? "Router Advertisements" : "DHCP and DHCPv6 server messages") + " are dropped");
-  } else if (k == "allowed-ip") {
-    const std::string v = a.next("addresses after 'allowed-ip' (198.18.0.2,2001:db8::2), or any");
-    std::string bad;
-    auto ips = vdev::parseIpList(v, &bad);  // any: none
-    if (!ips)
-      a.usage("allowed-ip '" + bad + "': not an IPv4 or IPv6 address (give addresses without a prefix "
-              "length, comma-separated, or any)");
-    l.allowed_ips = std::move(*ips);
-  } else if (k == "vlan" || k == "native") {
-    // An access port's VLAN, or a trunk's untagged one: the same thing.
-    if (l.vlan && !l.vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
-    if (l.vlan && l.vlan->pvid) a.usage("'vlan' and 'native' both name the port's untagged VLAN: give one");
-    if (k == "vlan" && a.accept("none")) {
-      if (l.vlan) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
-      l.vlan.emplace();  // unconfigured: VLAN 1, untagged, tags not looked at
-      return true;
-    }
-    const uint16_t vid = uint16_t(a.u32(k, 1, vdev::kVidMax));
-    if (!l.vlan) l.vlan.emplace();
-    l.vlan->pvid = vid;
-    l.vlan->untagged.set(vid);
-  } else if (k == "trunk" || k == "untagged") {
-    const std::string v = a.next("VLAN IDs after '" + k + "' (10,20-29)");
-    const auto s = vdev::parseVidList(v);
-    if (!s) a.usage(k + " '" + v + "': expected VLAN IDs 1 to 4094, comma-separated, ranges as 20-29");
-    if (l.vlan && !l.vlan->configured()) a.usage("'vlan none' takes the port's VLAN settings away: give it alone");
-    if (!l.vlan) l.vlan.emplace();
-    (k == "trunk" ? l.vlan->tagged : l.vlan->untagged) |= *s;
-  } else {
-    return false;
+    return true;
   }
-  return true;
+  bool found = false;
+  vdev::spec::forEachPolicyField([&](const auto& r) {
+    if (found || !isPolicyKeyword(r, k)) return;
+    found = true;
+    parsePolicy(a, k, r, l.*r.option);
+  });
+  return found;
 }
 
 // The VLAN column: "-" without VLAN settings, else "vlan 10", "trunk

@@ -21,6 +21,33 @@ std::string queuesText(const PortInfo& p) {
   return std::to_string(p.queues);
 }
 
+namespace {
+
+// A port's policy in effect, one key per row of spec/port_policy.h, by the
+// field's type: the numbers and guards always; the allowed MAC and
+// addresses only while the port has them (absent: any); the VLANs beside
+// "limits", only while the port has VLAN settings (VLAN 1, untagged).
+void putPolicy(Json&, Json& l, std::string_view k, uint32_t v) { l[std::string(k)] = v; }
+void putPolicy(Json&, Json& l, std::string_view k, uint64_t v) { l[std::string(k)] = v; }
+void putPolicy(Json&, Json& l, std::string_view k, bool v) { l[std::string(k)] = v; }
+void putPolicy(Json&, Json& l, std::string_view k, const vdev::Mac& v) {
+  if (!vdev::macIsZero(v)) l[std::string(k)] = vdev::formatMac(v);
+}
+void putPolicy(Json&, Json& l, std::string_view k, const std::vector<vdev::IpAddr>& v) {
+  if (v.empty()) return;
+  Json& ips = l[std::string(k)] = Json::array();
+  for (const vdev::IpAddr& ip : v) ips.push_back(vdev::formatIp(ip));
+}
+void putPolicy(Json& o, Json&, std::string_view k, const vdev::VlanConfig& v) {
+  if (!v.configured()) return;
+  Json& j = o[std::string(k)] = Json::object();
+  j["pvid"] = v.pvid;
+  j["tagged"] = vdev::formatVidList(v.tagged);
+  j["untagged"] = vdev::formatVidList(v.untagged);
+}
+
+}  // namespace
+
 void writePortInfo(Json& o, const PortInfo& p) {
   o["name"] = p.name;
   o["type"] = vdev::proto::portTypeName(p.type);
@@ -43,28 +70,7 @@ void writePortInfo(Json& o, const PortInfo& p) {
   // limit). Absent: a vdevd that does not send them.
   if (p.limits) {
     Json& l = o["limits"] = Json::object();
-    l["storm_bcast_pps"] = p.limits->storm_bcast;
-    l["storm_mcast_pps"] = p.limits->storm_mcast;
-    l["storm_unknown_pps"] = p.limits->storm_unknown;
-    l["police_pps"] = p.limits->police_pps;
-    l["police_bps"] = p.limits->police_bps;
-    l["police_burst_ms"] = p.limits->police_burst_ms;
-    // Anti-spoofing: the one source MAC the port may send; absent: any.
-    if (p.limits->allowed_mac) l["allowed_mac"] = vdev::formatMac(*p.limits->allowed_mac);
-    // And the addresses it may send from; absent: any.
-    if (!p.limits->allowed_ips.empty()) {
-      Json& ips = l["allowed_ips"] = Json::array();
-      for (const vdev::IpAddr& ip : p.limits->allowed_ips) ips.push_back(vdev::formatIp(ip));
-    }
-    l["ra_guard"] = p.limits->ra_guard;
-    l["dhcp_guard"] = p.limits->dhcp_guard;
-    // 802.1Q: absent while the port has no VLAN settings (VLAN 1, untagged).
-    if (p.limits->vlan.configured()) {
-      Json& v = o["vlan"] = Json::object();
-      v["pvid"] = p.limits->vlan.pvid;
-      v["tagged"] = vdev::formatVidList(p.limits->vlan.tagged);
-      v["untagged"] = vdev::formatVidList(p.limits->vlan.untagged);
-    }
+    vdev::spec::forEachPolicyField([&](const auto& r) { putPolicy(o, l, r.json, (*p.limits).*r.value); });
   }
 }
 
