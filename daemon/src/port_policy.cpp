@@ -99,8 +99,7 @@ Status checkRestoredPort(const PortRecord& rec) {
   // The PORT_ADD the record stands for, as far as the record keeps it.
   proto::PortAddRequest r;
   r.name = rec.name;
-  r.type = rec.type == "tap" ? proto::PortType::kTap : rec.type == "veth" ? proto::PortType::kVeth
-                                                                          : proto::PortType::kNetdev;
+  r.type = proto::parsePortType(rec.type).value_or(proto::PortType::kNetdev);
   if (rec.managed) r.create.emplace();
   if (rec.queues) r.queues = rec.queues;
   r.xdp_mode = rec.xdp_mode == "native"    ? proto::XdpMode::kNative

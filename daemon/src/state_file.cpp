@@ -67,7 +67,7 @@ std::string parsePortLine(const std::string& line, PortRecord& r) {
       if (!vdev::proto::validateIfname(v, "name")) return "invalid interface name '" + v + "'";
       r.name = v;
     } else if (k == "type") {
-      if (v != "tap" && v != "veth" && v != "netdev") return "invalid type '" + v + "'";
+      if (v != "tap" && v != "veth" && v != "netdev" && v != "netkit") return "invalid type '" + v + "'";
       r.type = v;
     } else if (k == "queues") {
       const auto q = vdev::parseU32(v, 0, 64);

@@ -23,10 +23,11 @@ namespace vdev::daemon {
 // by name, as before). A record saved before ids has the bare mark and no
 // tun owner: its device is known by the mark and kind alone.
 inline std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
-  if (!r.managed || (r.type != "tap" && r.type != "veth")) return std::nullopt;
+  if (!r.managed || (r.type != "tap" && r.type != "veth" && r.type != "netkit")) return std::nullopt;
   datapath::DeviceIdentity id;
   id.alias = rtnl::managedAlias(r.id);
   id.tap = r.type == "tap";
+  id.netkit = r.type == "netkit";
   id.tun_owner = r.tun_owner;
   id.check_owner = !r.id.empty();
   return id;

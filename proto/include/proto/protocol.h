@@ -283,7 +283,9 @@ enum CreateAttr : uint16_t {
 // (a newer daemon); requests may not.
 // kPunt: replies only -- the punt device's far end in STATS_GET (the frames
 // lost on their way from the ports' skb programs to vdevd), not a port.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
+// kNetkit: a container's netkit pair in L2 mode (Linux 6.7+, CONFIG_NETKIT),
+// its skb program run by the netkit device itself (docs/architecture.md).
+enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4, kNetkit = 5 };
 // kXdp: vdevd's XDP program and AF_XDP sockets (NIC-like sources); kTc: the
 // skb-level program at tcx ingress (senders that hand the kernel skbs:
 // containers' veths, VMs' taps).
