@@ -29,6 +29,11 @@
 #             hook keep TSO and checksum offload (ethtool -k in their
 #             namespaces), kernel TCP both ways between every kind of pair,
 #             also at MTU 9000; the ports' hook and fast-path counters
+#   netkit    e2e_vdevctl_test: two containers on netkit pairs (Linux 6.7+,
+#             CONFIG_NETKIT: 6.12 has it, the host and 6.1 do not) and one on
+#             a veth, unicast between every pair on the kernel fast path with
+#             exact counters, ping and TCP, no program left after SIGKILL,
+#             port del deletes the pair (skipped on a kernel without netkit)
 #
 # Prints the kernel (uname -r) first, each step's output, and at the end a
 # summary: every step's result and time, and each failed test with the
@@ -48,7 +53,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 e2e=$(cd "$here/../e2e" && pwd)
 
-all_steps="datapath vdevctl cni sigkill vlan skb"
+all_steps="datapath vdevctl cni sigkill vlan skb netkit"
 steps=${*:-$all_steps}
 for s in $steps; do
   case " $all_steps " in *" $s "*) ;; *) echo "kernel_core: unknown step $s (steps: $all_steps)" >&2; exit 2 ;; esac
@@ -64,6 +69,7 @@ gtest_cni='Versions/CniVersionTest.TwoContainersReachEachOtherThroughVdevAndLeav
 gtest_sigkill='FaultsTest.VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts'
 gtest_vlan='*VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns*'
 gtest_sigkill+=':FaultsTest.VfSigkilledVdevdsPuntDeviceIsRemovedByTheNextVdevdAndALiveOnesIsKept'
+gtest_netkit='VdevctlTest.NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFastPath'
 
 echo "kernel_core: kernel $(uname -r), build $build, steps: $steps"
 declare -A result secs
@@ -150,6 +156,7 @@ for s in $steps; do
     sigkill) run_step sigkill gtest sigkill e2e_faults_test "$gtest_sigkill" ;;
     vlan) run_step vlan gtest vlan e2e_faults_test "$gtest_vlan" ;;
     skb) run_step skb env VDEV_SKB_QUICK=1 bash "$e2e/skb_traffic_test.sh" "$build" ;;
+    netkit) run_step netkit gtest netkit e2e_vdevctl_test "$gtest_netkit" ;;
   esac
 done
 
