@@ -688,6 +688,11 @@ TEST_F(VdevctlTest, NetkitPortOnAKernelWithoutNetkitIsRefusedNamingWhatItNeeds) 
   const CmdResult plain = ctl({"port", "add", n, "type", "netkit"});
   EXPECT_FALSE(plain.ok());
   EXPECT_NE(plain.err.find("needs CREATE"), std::string::npos) << describe({"port add"}, plain);
+  // Nor at the XDP hook: refused before anything is made, on any kernel.
+  const CmdResult xdp = ctl({"port", "add", n, "type", "netkit", "hook", "xdp", "create", "netns", ns.name()});
+  EXPECT_FALSE(xdp.ok());
+  EXPECT_NE(xdp.err.find("hook tc only"), std::string::npos) << describe({"port add"}, xdp);
+  EXPECT_FALSE(linkExists(n));
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 

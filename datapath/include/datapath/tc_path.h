@@ -54,7 +54,11 @@
 // (skb_do_redirect wants skb_at_tc_ingress): its fast path sends with
 // bpf_redirect to the destination's egress (VDEV_TC_XMIT in its row), which
 // for a veth or a netkit arrives at the peer. Into a netkit, the other ports'
-// programs at tc ingress use bpf_redirect_peer as into a veth.
+// programs at tc ingress use bpf_redirect_peer as into a veth. A second,
+// small program, vdev_tc_netkit_in, is the pair's primary program (a link
+// of its own, BPF_NETKIT_PRIMARY): a netkit does not run eth_type_trans()
+// on what enters the container, and vdevd's AF_XDP frames carry no
+// skb->protocol, which it derives for them (bpf/vdev_tc.bpf.c).
 //
 // Returns:
 // cls_bpf's direct-action codes are tcx's (TC_ACT_OK = TCX_PASS, SHOT =
