@@ -81,9 +81,9 @@ for r in $(seq "$runs"); do
 done
 echo
 printf '%-7s %8s %18s %9s\n' datapath median "spread (min..max)" "/bridge"
-bridge_med=$(echo ${got[bridge]} | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+bridge_med=$(echo "${got[bridge]}" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 for dp in bridge veth netkit; do
-  echo ${got[$dp]} | tr ' ' '\n' | sort -g |
+  echo "${got[$dp]}" | tr ' ' '\n' | grep . | sort -g |
     awk -v dp="$dp" -v b="$bridge_med" '{a[NR]=$1} END {
       m = a[int((NR+1)/2)]; printf "%-7s %8.3f %8.3f..%-8.3f %9.2f\n", dp, m, a[1], a[NR], m / b }'
 done
