@@ -30,10 +30,11 @@ ErrorReply fail(const Error& e) { return ErrorReply{e.err ? e.err : EIO, e.what}
 // by name, as before). A record saved before ids has the bare mark and no
 // tun owner: its device is known by the mark and kind alone.
 std::optional<datapath::DeviceIdentity> identityOf(const PortRecord& r) {
-  if (!r.managed || (r.type != "tap" && r.type != "veth")) return std::nullopt;
+  if (!r.managed || (r.type != "tap" && r.type != "veth" && r.type != "netkit")) return std::nullopt;
   datapath::DeviceIdentity id;
   id.alias = rtnl::managedAlias(r.id);
   id.tap = r.type == "tap";
+  id.netkit = r.type == "netkit";
   id.tun_owner = r.tun_owner;
   id.check_owner = !r.id.empty();
   return id;
@@ -236,7 +237,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
         return denied(peer, "a tap may only be owned by the caller (owner " + std::to_string(*c.owner_uid) + ")");
       if (c.group_gid && !inGroup(peer, gid_t(*c.group_gid)))
         return denied(peer, "a tap's group must be one of the caller's (gid " + std::to_string(*c.group_gid) + ")");
-    } else if (r.type == vdev::proto::PortType::kVeth) {
+    } else if (r.type == vdev::proto::PortType::kVeth || r.type == vdev::proto::PortType::kNetkit) {
       rt::NetnsRef ref;
       std::optional<ErrorReply> refusal;
       auto ns = callersNetns(c, peer, ref, refusal);
@@ -265,7 +266,8 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     const vdev::proto::CreateOptions& c = *r.create;
     if (rt::linkExists(r.name))
       return ErrorReply{EEXIST, "cannot create " + r.name + ": a device of that name exists"};
-    if (r.type == vdev::proto::PortType::kVeth) {
+    if (r.type == vdev::proto::PortType::kVeth || r.type == vdev::proto::PortType::kNetkit) {
+      const bool netkit = r.type == vdev::proto::PortType::kNetkit;
       rt::VethSpec v;
       v.name = r.name;
       v.peerName = c.peer_ifname.value_or("eth0");
@@ -274,11 +276,15 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       else if (c.peer_netns_pid) v.peerNetns = rt::NetnsRef::byPid(pid_t(*c.peer_netns_pid));
       if (c.peer_mac) v.peerMac = *c.peer_mac;
       if (c.mtu) v.mtu = int(*c.mtu);
-      v.peerGro = ctx_.fast_path;  // NAPI on the container's end: the kernel fast path can deliver to it
+      // NAPI on the container's end: the kernel fast path can deliver to
+      // it. A netkit has none, and takes no XDP (always its skb program).
+      v.peerGro = ctx_.fast_path && !netkit;
       const auto hook = r.hook.value_or(ctx_.default_hook);
-      v.peerTxCsumOff = hook == datapath::PortHook::kXdp;
+      if (netkit && r.hook && hook == datapath::PortHook::kXdp)
+        return ErrorReply{EINVAL, "a netkit port takes hook tc only (vdevd's skb program is the pair's own)"};
+      v.peerTxCsumOff = !netkit && hook == datapath::PortHook::kXdp;
       v.id = dev_id;
-      auto res = rt::createVeth(v);
+      auto res = netkit ? rt::createNetkit(v) : rt::createVeth(v);
       if (!res) return fail(res.error());
       peer_napi = v.peerGro;
       if (!v.peerTxCsumOff) made_veth = v;
@@ -295,7 +301,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
       auto res = rt::createTap(t);
       if (!res) return fail(res.error());
     } else {
-      return ErrorReply{EINVAL, "create needs type veth or tap"};
+      return ErrorReply{EINVAL, "create needs type veth, netkit or tap"};
     }
     created = true;
   }
@@ -315,6 +321,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     datapath::DeviceIdentity id;
     id.alias = rt::managedAlias(dev_id);
     id.tap = r.type == vdev::proto::PortType::kTap;
+    id.netkit = r.type == vdev::proto::PortType::kNetkit;
     id.tun_owner = tun_owner;
     o.identity = id;
   }
@@ -333,7 +340,7 @@ vdev::proto::Reply DaemonControl::portAdd(const vdev::proto::PortAddRequest& req
     }
   PortRecord rec;
   rec.name = r.name;
-  rec.type = vdev::proto::portTypeName(r.type);  // validated: tap, veth or netdev
+  rec.type = vdev::proto::portTypeName(r.type);  // validated: tap, veth, netkit or netdev
   rec.queues = r.queues.value_or(0);
   rec.xdp_mode = vdev::proto::xdpModeName(r.xdp_mode);  // validated: native, generic or auto
   rec.managed = created;

@@ -54,7 +54,7 @@
 #include "vdev_frame_class.h"
 #include "vdev_limits.h"
 
-/* The verdicts mean the same at both hooks: tcx's (enum tcx_action_base,
+/* The verdicts mean the same at every hook: tcx's (enum tcx_action_base,
  * uapi/linux/bpf.h of Linux 6.6, newer than Debian's headers) are the
  * TC_ACT_* values cls_bpf's direct-action mode takes. TC_ACT_OK: to the
  * host's stack now (the filters and tcx programs after ours are skipped);
@@ -70,6 +70,19 @@ _Static_assert(TC_ACT_UNSPEC == VDEV_TCX_NEXT, "next");
 _Static_assert(TC_ACT_OK == VDEV_TCX_PASS, "pass");
 _Static_assert(TC_ACT_SHOT == VDEV_TCX_DROP, "drop");
 _Static_assert(TC_ACT_REDIRECT == VDEV_TCX_REDIRECT, "redirect");
+/* ... and a netkit's (enum netkit_action, uapi/linux/if_link.h of Linux
+ * 6.7), where the program is the pair's peer program (VDEV_TC_XMIT, run in
+ * netkit_xmit()): NETKIT_NEXT -1 (the next program, then the pair's
+ * policy), PASS 0 (on to the primary end, the host's stack), DROP 2,
+ * REDIRECT 7 (skb_do_redirect). The same numbers, so the same program. */
+#define VDEV_NETKIT_NEXT (-1)
+#define VDEV_NETKIT_PASS 0
+#define VDEV_NETKIT_DROP 2
+#define VDEV_NETKIT_REDIRECT 7
+_Static_assert(TC_ACT_UNSPEC == VDEV_NETKIT_NEXT, "netkit next");
+_Static_assert(TC_ACT_OK == VDEV_NETKIT_PASS, "netkit pass");
+_Static_assert(TC_ACT_SHOT == VDEV_NETKIT_DROP, "netkit drop");
+_Static_assert(TC_ACT_REDIRECT == VDEV_NETKIT_REDIRECT, "netkit redirect");
 
 /* Set by vdevd before loading. */
 const volatile __u32 fast_enabled = 0;
@@ -517,8 +530,11 @@ int vdev_tc_port(struct __sk_buff *skb)
 	 * caller's own namespace (vdevd sets VDEV_TC_PEER only for a veth
 	 * whose peer is elsewhere, Port::redirectPeer), or into a peer that is
 	 * down (then the veth has no carrier and is no destination: VDEV_TC_DEST
-	 * off). */
-	if (out->flags & VDEV_TC_PEER)
+	 * off). A netkit's program (VDEV_TC_XMIT) is not at tc ingress, where
+	 * the kernel drops a peer redirect: it sends to the egress, which
+	 * reaches the peer through its backlog. self->flags is already read:
+	 * nothing more per frame. */
+	if ((out->flags & VDEV_TC_PEER) && !(self->flags & VDEV_TC_XMIT))
 		return bpf_redirect_peer(out->ifindex, 0);
 	return bpf_redirect(out->ifindex, 0);
 punt:
@@ -564,6 +580,33 @@ int vdev_tc_copy(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC;
 	if (storm_ok(bpf_map_lookup_elem(&tc_limits, &in), in, dst))
 		copy_to_vdevd(skb, in);
+	return TC_ACT_UNSPEC;
+}
+
+/* A netkit's primary program (BPF_NETKIT_PRIMARY): run in the primary
+ * end's transmit, on every frame on its way into the container (vdevd's,
+ * the host's, the fast path's from another netkit; not what
+ * bpf_redirect_peer puts into the peer's ingress directly). A netkit, unlike
+ * a veth, does not run eth_type_trans() on them: it keeps skb->protocol as
+ * the sender set it, and vdevd's AF_XDP transmit sets none -- the
+ * container's stack dropped every ARP request and broadcast vdevd flooded
+ * to it as of protocol 0 (its AF_PACKET sockets still saw them). For such
+ * a frame (no Ethernet II type: 0, or an AF_PACKET sender's ETH_P_ALL) the
+ * type is read from the frame the kernel's own way: a tag pushed twice and
+ * popped twice -- the second push moves the first tag into the frame, and
+ * popping it (__skb_vlan_pop) sets skb->protocol from the type behind it.
+ * A frame with a type, the fast path's and the host's, costs one compare.
+ * Always "next": the pair's primary policy (pass) delivers it. */
+SEC("tc")
+int vdev_tc_netkit_in(struct __sk_buff *skb)
+{
+	if (bpf_ntohs(skb->protocol) >= ETH_P_802_3_MIN || skb->vlan_present)
+		return TC_ACT_UNSPEC;
+	if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 1) ||
+	    bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), 1))
+		return TC_ACT_UNSPEC;
+	bpf_skb_vlan_pop(skb);
+	bpf_skb_vlan_pop(skb);
 	return TC_ACT_UNSPEC;
 }
 

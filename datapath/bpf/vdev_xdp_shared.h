@@ -134,11 +134,14 @@ struct vdev_tc_port {
 	__u32 vid;
 };
 #define VDEV_TC_DEST 1     /* a fast-path destination now (live) */
-#define VDEV_TC_PEER 2     /* a veth whose peer is in another netns: deliver with bpf_redirect_peer,
-                            * into its peer's ingress (without it: bpf_redirect to its egress) */
+#define VDEV_TC_PEER 2     /* a veth or netkit whose peer is in another netns: deliver with
+                            * bpf_redirect_peer, into its peer's ingress (without it: bpf_redirect
+                            * to its egress) */
 #define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
 #define VDEV_TC_HOST 8     /* the host is a station behind the port (VDEV_PORT_HOST) */
 #define VDEV_TC_ACCESS 16  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
+#define VDEV_TC_XMIT 32    /* the program runs in a netkit's transmit, not at tc ingress: the
+                            * kernel refuses bpf_redirect_peer there, it sends with bpf_redirect */
 
 /* Keys of the host address maps of the skb-level programs (one map for
  * every port, keyed by the port device's ifindex). */

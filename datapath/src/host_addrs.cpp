@@ -99,7 +99,7 @@ void HostAddrs::pushIps(const std::vector<Port*>& ports, TcPath* tc) {
     // link-local IPv6 address does not count: every veth has one.
     bool routable6 = false;
     for (const auto& a : addrs6) routable6 |= !(a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
-    pp->setCarriesHost(!(pp->isVeth() || pp->driver() == "tun") || !addrs.empty() || routable6);
+    pp->setCarriesHost(!pp->isGuestEnd() || !addrs.empty() || routable6);
     std::sort(addrs.begin(), addrs.end());
     if (addrs.size() > VDEV_XDP_MAX_HOST_IPS) addrs.resize(VDEV_XDP_MAX_HOST_IPS);
     std::sort(addrs6.begin(), addrs6.end());

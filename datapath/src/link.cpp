@@ -25,10 +25,10 @@ Status deviceIsOwn(const std::string& name, int ifindex, const DeviceIdentity& i
   auto l = rtnl::getLink(name);
   if (!l) return l.error();
   if (l->ifindex != ifindex) return Error{ENODEV, "it was replaced while being looked at"};
-  const char* kind = id.tap ? "tun" : "veth";
+  const char* kind = id.tap ? "tun" : id.netkit ? "netkit" : "veth";
   if (l->kind != kind)
     return Error{EPERM, "it is " + (l->kind.empty() ? std::string("a device without a kind") : "a " + l->kind) +
-                            " device, not " + (id.tap ? "a tap" : "a veth")};
+                            " device, not " + (id.tap ? "a tap" : id.netkit ? "a netkit" : "a veth")};
   if (l->alias != id.alias)
     return Error{EPERM, "its alias is " + (l->alias.empty() ? std::string("empty") : "'" + l->alias + "'") +
                             ": not the device vdev made for the port"};

@@ -67,7 +67,7 @@ std::string deviceDriver(const std::string& ifname) {
 }
 
 bool skbSource(const std::string& ifname, const std::string& driver, const XdpFeatures& features) {
-  if (driver == "veth" || driver == "tun") return true;
+  if (driver == "veth" || driver == "tun" || driver == "netkit") return true;
   const int ifindex = int(::if_nametoindex(ifname.c_str()));
   if (!ifindex) return false;
   auto native = features.nativeXdp(ifindex, driver);
@@ -141,6 +141,16 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
              skbSource(name_, driver_, *cfg_.features))
                 ? PortHook::kTc
                 : PortHook::kXdp;
+  // A netkit has no XDP of its own, and its peer's default policy drops
+  // what the container sends while no program is attached (rtnl
+  // createNetkit): its skb program is the only way in, whatever the
+  // default hook, never with a fallback (vdevd refuses `hook xdp` for it).
+  if (isNetkit()) {
+    hook_ = PortHook::kTc;
+    if (cfg_.tc && index_ >= kFastPathPorts)
+      return Error{ENOSPC, "port " + name_ + ": a netkit is served by vdevd's skb program only, and index " +
+                               std::to_string(index_) + " is beyond its table"};
+  }
   if (hook_ == PortHook::kTc && !cfg_.tc)
     return Error{EOPNOTSUPP, "port " + name_ + ": the skb path (tc) is not available"};
   if (hook_ == PortHook::kTc) {
@@ -152,7 +162,7 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
     Status st = cfg_.tc->setLimits(index_, cfg_.limits);  // before the program can see a frame
     if (st) {
       cfg_.tc->setVlan(index_, fastVid(), vlanOn());  // its row's VLAN, before the program sees a frame
-      st = cfg_.tc->attach(index_, ifindex, name_, redirectPeer(), fastRxPossible(), mtu);
+      st = cfg_.tc->attach(index_, ifindex, name_, redirectPeer(), fastRxPossible(), mtu, isNetkit());
     }
     if (st) {
       tc_attached_ = true;
@@ -168,7 +178,7 @@ Status Port::attachDevice(FramePool& pool, const UmemAnchors& anchors) {
     // never fails for the tc attach alone (a kernel without tcx given
     // --tc-attach tcx, another filter at vdev's priority, ...). Asked for
     // (hook tc): the error is the answer.
-    if (!chosen) return st;
+    if (!chosen || isNetkit()) return st;
     hook_ = PortHook::kXdp;
     hook_note_ = "at the XDP hook, not tc: " + st.error().message();
     std::fprintf(stderr, "vdevd: port %s: %s\n", name_.c_str(), hook_note_.c_str());
@@ -603,7 +613,7 @@ void Port::detachXdp() {
 
 bool Port::refreshPeerNetns() {
   bool elsewhere = false;
-  if (isVeth()) {
+  if (isVeth() || isNetkit()) {
     // IFLA_LINK_NETNSID: sent only while the peer is in another namespace.
     // A failed query keeps the plain redirect, which works wherever the
     // peer is (through the peer's backlog).
@@ -617,7 +627,7 @@ std::string Port::linkNote() const {
   if (link_.state() != LinkState::kAbsent) return {};
   std::string n;
   if (cfg_.identity)
-    n = "waits for its own device: " + std::string(cfg_.identity->tap ? "a tap" : "a veth") + " named " + name_ +
+    n = "waits for its own device: " + std::string(cfg_.identity->tap ? "a tap" : cfg_.identity->netkit ? "a netkit" : "a veth") + " named " + name_ +
         " with alias '" + cfg_.identity->alias + "'";
   else
     n = "waits for a device named " + name_;

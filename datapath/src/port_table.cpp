@@ -94,6 +94,8 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (opts.xdp_mode) pc.xdp_mode = *opts.xdp_mode;
   if (opts.fast_rx) pc.fast_rx = *opts.fast_rx;
   if (opts.hook) pc.hook = *opts.hook;
+  // A netkit takes its skb program only, whatever the default (Port).
+  if (deviceDriver(ifname) == "netkit") pc.hook = PortHook::kTc;
   pc.peer_napi = opts.peer_napi;
   pc.identity = opts.identity;
   pc.isolated = opts.isolated;

@@ -165,7 +165,7 @@ void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
       FastDevBase& b = fast_sync_.devBase(pp->index());
       if (pp->ifindex() && b.ifindex != pp->ifindex()) {
         const std::string& drv = pp->driver();
-        b = FastDevBase{pp->ifindex(), drv == "tun" || drv == "veth", b.ifindex ? 1u : 0u, ++dev_epoch_};
+        b = FastDevBase{pp->ifindex(), drv == "tun" || drv == "veth" || drv == "netkit", b.ifindex ? 1u : 0u, ++dev_epoch_};
       }
       r.dev = b;
     }

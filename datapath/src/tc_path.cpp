@@ -23,6 +23,13 @@
 #ifndef BPF_F_BEFORE
 #define BPF_F_BEFORE (1U << 3)
 #endif
+// Linux 6.7+: a netkit's programs (bpf_attach_type).
+#ifndef BPF_NETKIT_PRIMARY
+#define BPF_NETKIT_PRIMARY 54
+#endif
+#ifndef BPF_NETKIT_PEER
+#define BPF_NETKIT_PEER 55
+#endif
 
 namespace vdev::datapath {
 
@@ -71,6 +78,26 @@ Status tcxAttach(int prog_fd, int ifindex, const std::string& what, bool first) 
                                                     : "")};
   }
   return {};
+}
+
+// A program as a netkit's peer (or primary) program: a BPF link
+// (BPF_LINK_CREATE, target the primary end's ifindex), first in the
+// netkit's list. Raw, as for tcx: libbpf 1.1 knows no netkit.
+Result<FileDesc> netkitAttach(int prog_fd, int ifindex, const std::string& ifname, bool primary) {
+  union bpf_attr a;
+  std::memset(&a, 0, sizeof a);
+  a.link_create.prog_fd = uint32_t(prog_fd);
+  a.link_create.target_fd = uint32_t(ifindex);  // target_ifindex in newer headers: the same field
+  a.link_create.attach_type = static_cast<enum bpf_attach_type>(primary ? BPF_NETKIT_PRIMARY : BPF_NETKIT_PEER);
+  a.link_create.flags = BPF_F_BEFORE;  // ours decides before anyone else's
+  const long fd = sysBpf(BPF_LINK_CREATE, &a);
+  if (fd < 0) {
+    const int e = errno;
+    return Error{e, std::string("attach the skb program as the netkit ") + (primary ? "primary" : "peer") +
+                        " program of " + ifname +
+                        (e == EINVAL ? " (a kernel with netkit, Linux 6.7 or later, is needed)" : "")};
+  }
+  return FileDesc(int(fd));
 }
 
 void tcxDetach(int prog_fd, int ifindex) {
@@ -242,6 +269,7 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach at
   if (vdev_tc__load(t->skel_.get())) return errnoError("skb path: load the tc program");
   t->prog_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_port);
   t->copy_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_copy);
+  t->netkit_in_fd_ = bpf_program__fd(t->skel_->progs.vdev_tc_netkit_in);
   t->prog_id_ = progId(t->prog_fd_);
   t->copy_id_ = progId(t->copy_fd_);
   return t;
@@ -385,7 +413,7 @@ void TcPath::clearRow(uint16_t port_index) {
 }
 
 Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
-                      uint32_t mtu) {
+                      uint32_t mtu, bool netkit) {
   if (port_index >= VDEV_FAST_MAX_PORTS || port_index >= VDEV_PUNT_MAX_VID)
     return Error{ENOSPC, "port " + ifname + ": index " + std::to_string(port_index) +
                              " beyond the skb path's port table (" + std::to_string(VDEV_FAST_MAX_PORTS) + ")"};
@@ -394,7 +422,8 @@ Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifnam
   r.ifindex = ifindex;
   r.mtu = mtu;
   // setVlan()'s part stays: the port gives it before it attaches.
-  r.flags = (peer ? VDEV_TC_PEER : 0) | (fast_rx ? VDEV_TC_FAST_RX : 0) | (r.flags & VDEV_TC_ACCESS);
+  r.flags = (peer ? VDEV_TC_PEER : 0) | (fast_rx ? VDEV_TC_FAST_RX : 0) | (netkit ? VDEV_TC_XMIT : 0) |
+            (r.flags & VDEV_TC_ACCESS);
   writeRow(port_index);
   uint32_t ifi = uint32_t(ifindex), k = port_index;
   if (bpf_map_update_elem(bpf_map__fd(skel_->maps.tc_index), &ifi, &k, BPF_ANY)) {
@@ -405,6 +434,24 @@ Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifnam
   r.indexed = true;
   // The maps are filled first: the program never sees the device without
   // its row.
+  if (netkit) {
+    // The primary program first: vdevd's frames into the container need
+    // it from the first one on.
+    auto in = netkitAttach(netkit_in_fd_, ifindex, ifname, true);
+    if (!in) {
+      clearRow(port_index);
+      return in.error();
+    }
+    auto link = netkitAttach(prog_fd_, ifindex, ifname, false);
+    if (!link) {
+      clearRow(port_index);  // `in` closes: its program goes
+      return link.error();
+    }
+    r.netkit_in_link = std::move(*in);
+    r.netkit_link = std::move(*link);
+    r.attached = true;
+    return {};
+  }
   bool made = false;
   if (Status st = attachProg(false, ifindex, ifname, made); !st) {
     clearRow(port_index);
@@ -417,7 +464,8 @@ Status TcPath::attach(uint16_t port_index, int ifindex, const std::string& ifnam
 
 void TcPath::detach(uint16_t port_index) {
   Row& r = row(port_index);
-  if (r.attached && r.ifindex) detachProg(false, r.ifindex);
+  // A netkit's link detaches when its fd closes (clearRow()).
+  if (r.attached && r.ifindex && !r.netkit_link.valid()) detachProg(false, r.ifindex);
   clearRow(port_index);
 }
 

@@ -80,8 +80,9 @@ Status validateCreate(const PortAddRequest& r) {
     return invalid(
         "attribute CREATE is not valid for PORT_TYPE netdev (it attaches an existing "
         "device)");
-  const bool veth = r.type == PortType::kVeth;
-  const char* tname = veth ? "veth" : "tap";
+  // A netkit pair takes what a veth takes: a peer, its namespace and MAC.
+  const bool veth = r.type == PortType::kVeth || r.type == PortType::kNetkit;
+  const char* tname = veth ? portTypeName(r.type) : "tap";
   auto notFor = [&](const char* a) {
     return invalid(std::string("attribute CREATE.") + a + " is not valid for a " + tname);
   };
@@ -157,9 +158,12 @@ Status validateVid(uint16_t vid) {
 
 Status validateBody(const PortAddRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
-  if (r.type != PortType::kTap && r.type != PortType::kVeth && r.type != PortType::kNetdev)
+  if (r.type != PortType::kTap && r.type != PortType::kVeth && r.type != PortType::kNetdev &&
+      r.type != PortType::kNetkit)
     return invalid("attribute PORT_TYPE: " + std::to_string(static_cast<unsigned>(r.type)) +
-                   " is not tap(1), veth(2) or netdev(3)");
+                   " is not tap(1), veth(2), netdev(3) or netkit(5)");
+  if (r.type == PortType::kNetkit && !r.create)
+    return invalid("PORT_TYPE netkit needs CREATE: vdevd makes the pair (an existing device is type netdev)");
   if (r.queues)
     if (auto s = checkRange(*r.queues, kMinQueues, kMaxQueues, "QUEUES"); !s) return s;
   if (r.xdp_mode != XdpMode::kNative && r.xdp_mode != XdpMode::kGeneric &&
@@ -400,7 +404,7 @@ const char* captureDirName(CaptureDir d) {
 }
 
 std::optional<PortType> parsePortType(std::string_view s) {
-  return spec::byName(s, {PortType::kTap, PortType::kVeth, PortType::kNetdev});
+  return spec::byName(s, {PortType::kTap, PortType::kVeth, PortType::kNetdev, PortType::kNetkit});
 }
 std::optional<PortHook> parsePortHook(std::string_view s) {
   return spec::byName(s, {PortHook::kXdp, PortHook::kTc});

@@ -7,6 +7,9 @@
 #include <linux/nsfs.h>
 #include <net/if.h>
 #include <netlink/route/link.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
 #include <netlink/route/link/veth.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -322,13 +325,24 @@ Status setOffloads(const std::string& name, const Offloads& o) {
   return {};
 }
 
-Result<VethInfo> createVeth(const VethSpec& spec) {
-  std::string what = "create veth " + spec.name + " <-> " + spec.peerName;
+namespace {
+
+// What createVeth and createNetkit start with: the request's description
+// ("create KIND NAME <-> PEER [in netns ...]"), its names checked, the
+// peer's namespace open, a socket, the peer's MAC.
+struct PairStart {
+  std::string what;
+  FileDesc nsfd;  // invalid: the peer stays here
+  RtnlSocket sk;
+  Mac peerMac;
+};
+
+Result<PairStart> startPair(const VethSpec& spec, const char* kind) {
+  std::string what = std::string("create ") + kind + " " + spec.name + " <-> " + spec.peerName;
   if (!spec.peerNetns.isCurrent()) what += " in " + spec.peerNetns.describe();
   if (Status st = validateIfname(spec.name); !st) return withContext(st.error(), what);
   if (Status st = validateIfname(spec.peerName); !st) return withContext(st.error(), what);
   if (spec.mtu < 0) return Error{EINVAL, what + ": negative MTU"};
-
   FileDesc nsfd;
   if (!spec.peerNetns.isCurrent()) {
     auto fd = spec.peerNetns.open();
@@ -337,8 +351,68 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
   }
   auto sk = RtnlSocket::open();
   if (!sk) return withContext(sk.error(), what);
+  return PairStart{std::move(what), std::move(nsfd), std::move(*sk), spec.peerMac ? *spec.peerMac : randomMac()};
+}
 
-  const Mac peerMac = spec.peerMac ? *spec.peerMac : randomMac();
+// The common tail of createVeth and createNetkit, once the pair exists:
+// the host end marked, IPv6 off and up, then the peer up inside its
+// namespace with `features` (ethtool {cmd, value}). Any failure deletes
+// the pair.
+Result<VethInfo> finishPair(RtnlSocket& sk, const FileDesc& nsfd, const VethSpec& spec, const Mac& peerMac,
+                            const std::string& what, const std::vector<std::pair<uint32_t, uint32_t>>& features) {
+  auto host = getKernelLink(sk, spec.name, what + ": look up " + spec.name);
+  if (!host) {
+    deleteByName(sk, spec.name);
+    return host.error();
+  }
+  const LinkState hs = stateOf(host->get());
+  auto undo = [&](const Error& e) {
+    deleteByIndex(sk, hs.ifindex);  // takes the peer with it
+    return withContext(e, what);
+  };
+
+  // The host end first: marked (so that from now on vdev may delete it),
+  // IPv6 off, up. Its carrier stays off until the peer is up too.
+  if (Status st = markConfigureUp(sk, hs.ifindex, spec.name, std::nullopt, 0, spec.id); !st) return undo(st.error());
+
+  // Then the peer, from a socket inside its namespace (ifindexes are per
+  // namespace; IFLA_LINK of the host end is the peer's index there).
+  {
+    Result<RtnlSocket> inNs = Error{};
+    if (nsfd.valid()) inNs = RtnlSocket::openInNetns(nsfd.get(), spec.peerNetns.describe());
+    RtnlSocket* psk = nsfd.valid() ? (inNs ? &*inNs : nullptr) : &sk;
+    if (!psk) return undo(inNs.error());
+    LinkPtr up(rtnl_link_alloc());
+    if (!up) return undo(Error{ENOMEM, "bring up " + spec.peerName});
+    rtnl_link_set_flags(up.get(), IFF_UP);
+    if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
+      return undo(st.error());
+    Status st = features.empty() ? Status{}
+                                 : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName,
+                                               spec.peerNetns.describe(), features);
+    if (!st) return undo(st.error());
+  }
+
+  VethInfo info;
+  info.name = spec.name;
+  info.ifindex = hs.ifindex;
+  info.peerName = spec.peerName;
+  info.peerIfindex = hs.linkIfindex;
+  info.mac = hs.mac;
+  info.peerMac = peerMac;
+  info.mtu = hs.mtu;
+  return info;
+}
+
+}  // namespace
+
+Result<VethInfo> createVeth(const VethSpec& spec) {
+  auto start = startPair(spec, "veth");
+  if (!start) return start.error();
+  const std::string& what = start->what;
+  const FileDesc& nsfd = start->nsfd;
+  RtnlSocket* sk = &start->sk;
+  const Mac peerMac = start->peerMac;
 
   LinkPtr link(rtnl_link_veth_alloc());
   if (!link) return Error{ENOMEM, what};
@@ -371,57 +445,14 @@ Result<VethInfo> createVeth(const VethSpec& spec) {
 
   int rc = sk->run([&](nl_sock* s) { return rtnl_link_add(s, link.get(), NLM_F_CREATE | NLM_F_EXCL); });
   if (rc < 0) return sk->error(rc, what);
-
-  // From here on the pair exists: any failure deletes it again.
-  auto host = getKernelLink(*sk, spec.name, what + ": look up " + spec.name);
-  if (!host) {
-    deleteByName(*sk, spec.name);
-    return host.error();
-  }
-  const LinkState hs = stateOf(host->get());
-  auto undo = [&](const Error& e) {
-    deleteByIndex(*sk, hs.ifindex);  // takes the peer with it
-    return withContext(e, what);
-  };
-
-  // The host end first: marked (so that from now on vdev may delete it),
-  // IPv6 off, up. Its carrier stays off until the peer is up too.
-  if (Status st = markConfigureUp(*sk, hs.ifindex, spec.name, std::nullopt, 0, spec.id); !st) return undo(st.error());
-
-  // Then the peer, from a socket inside its namespace (ifindexes are per
-  // namespace; IFLA_LINK of the host end is the peer's index there).
-  {
-    Result<RtnlSocket> inNs = Error{};
-    if (nsfd.valid()) inNs = RtnlSocket::openInNetns(nsfd.get(), spec.peerNetns.describe());
-    RtnlSocket* psk = nsfd.valid() ? (inNs ? &*inNs : nullptr) : &*sk;
-    if (!psk) return undo(inNs.error());
-    LinkPtr up(rtnl_link_alloc());
-    if (!up) return undo(Error{ENOMEM, "bring up " + spec.peerName});
-    rtnl_link_set_flags(up.get(), IFF_UP);
-    if (Status st = changeLink(*psk, hs.linkIfindex, up.get(), "bring up " + spec.peerName); !st)
-      return undo(st.error());
-    // GRO on (--fast-path): NAPI, so redirected XDP frames are delivered.
-    // Every other offload stays as the kernel made it: the container keeps
-    // TSO and checksum offload (vdevd's skb-level path carries their state,
-    // and its punt device finishes what vdevd's own path needs).
-    std::vector<std::pair<uint32_t, uint32_t>> features;
-    if (spec.peerGro) features.push_back({ETHTOOL_SGRO, 1});
-    if (spec.peerTxCsumOff) features.push_back({ETHTOOL_STXCSUM, 0});
-    Status st = features.empty() ? Status{}
-                                 : setFeatures(nsfd.valid() ? nsfd.get() : -1, spec.peerName,
-                                               spec.peerNetns.describe(), features);
-    if (!st) return undo(st.error());
-  }
-
-  VethInfo info;
-  info.name = spec.name;
-  info.ifindex = hs.ifindex;
-  info.peerName = spec.peerName;
-  info.peerIfindex = hs.linkIfindex;
-  info.mac = hs.mac;
-  info.peerMac = peerMac;
-  info.mtu = hs.mtu;
-  return info;
+  std::vector<std::pair<uint32_t, uint32_t>> features;
+  // GRO on (--fast-path): NAPI, so redirected XDP frames are delivered.
+  // Every other offload stays as the kernel made it: the container keeps
+  // TSO and checksum offload (vdevd's skb-level path carries their state,
+  // and its punt device finishes what vdevd's own path needs).
+  if (spec.peerGro) features.push_back({ETHTOOL_SGRO, 1});
+  if (spec.peerTxCsumOff) features.push_back({ETHTOOL_STXCSUM, 0});
+  return finishPair(*sk, nsfd, spec, peerMac, what, features);
 }
 
 Status setPeerTxCsumOff(const NetnsRef& peerNetns, const std::string& peerName) {
@@ -433,6 +464,68 @@ Status setPeerTxCsumOff(const NetnsRef& peerNetns, const std::string& peerName) 
     nsfd = FileDesc(*fd);
   }
   return setFeatures(nsfd.valid() ? nsfd.get() : -1, peerName, peerNetns.describe(), {{ETHTOOL_STXCSUM, 0}});
+}
+
+// ---------------------------------------------------------------------------
+// netkit
+
+namespace {
+
+// uapi/linux/if_link.h of Linux 6.7, newer than Debian 12's headers.
+constexpr int kIflaNetkitPeerInfo = 1;
+constexpr int kIflaNetkitPolicy = 3;
+constexpr int kIflaNetkitPeerPolicy = 4;
+constexpr int kIflaNetkitMode = 5;
+constexpr uint32_t kNetkitPass = 0;
+constexpr uint32_t kNetkitDrop = 2;
+constexpr uint32_t kNetkitL2 = 0;  // NETKIT_L2: Ethernet headers and MACs, what a switch port needs
+
+}  // namespace
+
+Result<VethInfo> createNetkit(const VethSpec& spec) {
+  auto start = startPair(spec, "netkit");
+  if (!start) return start.error();
+  const std::string& what = start->what;
+  const FileDesc& nsfd = start->nsfd;
+  RtnlSocket* sk = &start->sk;
+  const Mac peerMac = start->peerMac;
+
+  // RTM_NEWLINK, kind "netkit": IFLA_INFO_DATA holds the mode, the two
+  // default policies and IFLA_NETKIT_PEER_INFO, an ifinfomsg followed by
+  // the peer's own attributes (as VETH_INFO_PEER is built).
+  detail::NlMsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
+  if (!msg) return Error{ENOMEM, what};
+  nl_msg* m = msg.get();
+  struct ifinfomsg ifi = {};
+  ifi.ifi_family = AF_UNSPEC;
+  bool built = nlmsg_append(m, &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0 && nla_put_string(m, IFLA_IFNAME, spec.name.c_str()) == 0;
+  if (built && spec.mtu > 0) built = nla_put_u32(m, IFLA_MTU, uint32_t(spec.mtu)) == 0;
+  nlattr* linkinfo = built ? nla_nest_start(m, IFLA_LINKINFO) : nullptr;
+  built = linkinfo && nla_put_string(m, IFLA_INFO_KIND, "netkit") == 0;
+  nlattr* data = built ? nla_nest_start(m, IFLA_INFO_DATA) : nullptr;
+  built = data && nla_put_u32(m, kIflaNetkitMode, kNetkitL2) == 0 && nla_put_u32(m, kIflaNetkitPolicy, kNetkitPass) == 0 &&
+          nla_put_u32(m, kIflaNetkitPeerPolicy, kNetkitDrop) == 0;
+  nlattr* peer = built ? nla_nest_start(m, kIflaNetkitPeerInfo) : nullptr;
+  built = peer && nlmsg_append(m, &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0 &&
+          nla_put_string(m, IFLA_IFNAME, spec.peerName.c_str()) == 0 &&
+          nla_put(m, IFLA_ADDRESS, int(peerMac.size()), peerMac.data()) == 0;
+  if (built && spec.mtu > 0) built = nla_put_u32(m, IFLA_MTU, uint32_t(spec.mtu)) == 0;
+  if (built && nsfd.valid()) built = nla_put_u32(m, IFLA_NET_NS_FD, uint32_t(nsfd.get())) == 0;
+  if (!built) return Error{ENOMEM, what + ": build the request"};
+  nla_nest_end(m, peer);
+  nla_nest_end(m, data);
+  nla_nest_end(m, linkinfo);
+  // nl_send_sync() frees the message, sent or not.
+  const int rc = sk->run([&](nl_sock* s) { return nl_send_sync(s, msg.release()); });
+  if (rc < 0) {
+    Error e = sk->error(rc, what);
+    // The kernel's answer for a kind it has no driver for ("Unknown device
+    // type"): say what is missing.
+    if (e.err == EOPNOTSUPP)
+      e.what += ": this kernel has no netkit (Linux 6.7 or later with CONFIG_NETKIT is needed)";
+    return e;
+  }
+  return finishPair(*sk, nsfd, spec, peerMac, what, {});
 }
 
 // ---------------------------------------------------------------------------

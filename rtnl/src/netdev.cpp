@@ -33,10 +33,7 @@ constexpr int kNetdevAttrQueueType = 3;
 constexpr int kNetdevAttrQueueXsk = 7;
 constexpr uint32_t kNetdevQueueTypeRx = 0;
 
-struct NlMsgDeleter {
-  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
-};
-using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;
+using detail::NlMsgPtr;
 
 }  // namespace
 

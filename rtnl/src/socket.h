@@ -40,12 +40,16 @@ struct RtAddrDeleter {
 struct RouteDeleter {
   void operator()(rtnl_route* r) const noexcept { rtnl_route_put(r); }
 };
+struct NlMsgDeleter {
+  void operator()(nl_msg* m) const noexcept { nlmsg_free(m); }
+};
 using NlSockPtr = std::unique_ptr<nl_sock, NlSockDeleter>;
 using LinkPtr = std::unique_ptr<rtnl_link, LinkDeleter>;
 using AddrPtr = std::unique_ptr<nl_addr, AddrDeleter>;
 using CachePtr = std::unique_ptr<nl_cache, CacheDeleter>;
 using RtAddrPtr = std::unique_ptr<rtnl_addr, RtAddrDeleter>;  // an IP address (rtnl_addr)
 using RoutePtr = std::unique_ptr<rtnl_route, RouteDeleter>;
+using NlMsgPtr = std::unique_ptr<nl_msg, NlMsgDeleter>;  // a request built by hand (what libnl has no type for)
 
 // The errno closest to a libnl NLE_* code (positive or negative), for errors
 // the kernel did not report itself (EIO for libnl-internal failures).

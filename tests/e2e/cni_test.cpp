@@ -503,6 +503,44 @@ INSTANTIATE_TEST_SUITE_P(Versions, CniVersionTest, ::testing::Values("0.4.0", "1
                            return s;
                          });
 
+// "portType": "netkit" (Linux 6.7+): ADD makes netkit pairs, the two
+// containers reach each other, CHECK knows the type, DEL leaves nothing. A
+// kernel without netkit refuses ADD with the reason (skipped there); an
+// unknown portType is an invalid configuration.
+TEST_F(CniTest, NetkitPortTypeContainersReachEachOtherAndDelLeavesNothing) {
+  const std::string version = "1.1.0";
+  Netns a, b;
+  OJson c = conf(version);
+  c["portType"] = "bridge";
+  expectError(runPlugin(inv("ADD", "ctr-x-" + a.name(), &a), c.dump()), 7, version, "portType");
+  c["portType"] = "netkit";
+  const Outcome first = runPlugin(inv("ADD", "ctr-a-" + a.name(), &a), c.dump());
+  if (first.status != 0 && first.describe().find("has no netkit") != std::string::npos)
+    GTEST_SKIP() << "no netkit in this kernel: " << first.describe();
+  ASSERT_EQ(first.status, 0) << first.describe();
+  const OJson ra = first.json();
+  links_.add(ra["interfaces"][0].value("name", ""));
+  const OJson rb = add(inv("ADD", "ctr-b-" + b.name(), &b), c);
+  const std::string pa = ra["interfaces"][0]["name"], pb = rb["interfaces"][0]["name"];
+  for (const std::string& p : {pa, pb}) {
+    auto info = client().portGet(p);
+    ASSERT_TRUE(info) << info.error().message();
+    EXPECT_EQ(info->type, vdev::proto::PortType::kNetkit);
+  }
+  ASSERT_TRUE(waitUntil([&] { return client().portGet(pa)->live && client().portGet(pb)->live; }, 5s, 20ms));
+  const PingResult p1 = ping(a, addressOf(rb), 3);
+  EXPECT_EQ(p1.received, 3) << p1.describe();
+  expectOk(runPlugin(inv("CHECK", "ctr-a-" + a.name(), &a), withPrev(c, ra).dump()), "CHECK");
+  expectOk(runPlugin(inv("DEL", "ctr-a-" + a.name(), &a), withPrev(c, ra).dump()), "DEL a");
+  expectOk(runPlugin(inv("DEL", "ctr-b-" + b.name(), &b), withPrev(c, rb).dump()), "DEL b");
+  EXPECT_TRUE(portNames().empty());
+  EXPECT_FALSE(linkExists(pa));
+  EXPECT_FALSE(linkExists(pb));
+  EXPECT_FALSE(linkExists("eth0", &a));
+  EXPECT_TRUE(allocations().empty()) << "host-local still holds " << allocations().size();
+  expectCleanStop(*vdevd_);
+}
+
 // A failed ADD leaves nothing behind: no port, no veth, no address held.
 // "uplink": the veths take the uplink port's MTU (a VXLAN device's, here
 // 1400); an "mtu" up to it is kept, a larger one or an uplink that is no

@@ -12,7 +12,9 @@
 // temp dirs go with their harness objects.
 
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/if_packet.h>
+#include <sys/syscall.h>
 #include <grp.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -640,6 +643,190 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   EXPECT_EQ(removed["tx_bytes"].asU64(), p1.tx_bytes + p2.tx_bytes) << after.dump();
   EXPECT_GE(removed["rx_packets"].asU64(), 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// ---------------------------------------------------------------------------
+// netkit ports (Linux 6.7+, CONFIG_NETKIT; e2e_kernel_6_12's step netkit)
+
+// The programs attached to a netkit pair (BPF_PROG_QUERY through the
+// primary end's ifindex, attach types BPF_NETKIT_PRIMARY 54 and
+// BPF_NETKIT_PEER 55, newer than Debian's headers): vdevd's two while it
+// runs, none once its BPF links are closed.
+uint32_t netkitPrograms(const std::string& primary) {
+  uint32_t n = 0;
+  for (uint32_t type : {54u, 55u}) {
+    union bpf_attr a;
+    std::memset(&a, 0, sizeof a);
+    a.query.target_fd = ::if_nametoindex(primary.c_str());
+    a.query.attach_type = static_cast<enum bpf_attach_type>(type);
+    if (::syscall(__NR_bpf, BPF_PROG_QUERY, &a, sizeof a) != 0)
+      throw HarnessError("BPF_PROG_QUERY netkit of " + primary + ": " + std::strerror(errno));
+    n += a.query.prog_cnt;
+  }
+  return n;
+}
+
+const char* const kNoNetkit = "this kernel has no netkit";
+
+// vdevctl's refusal on a kernel without netkit (this development host's):
+// an error naming what is needed, nothing left behind -- no device, no
+// port, no record in the state file (on a kernel with netkit: the port is
+// made, and port del leaves nothing). On any kernel: no netkit without
+// create, nor at the XDP hook.
+TEST_F(VdevctlTest, NetkitPortOnAKernelWithoutNetkitIsRefusedNamingWhatItNeeds) {
+  Netns ns;
+  const std::string n = uniqueName('k');
+  DeviceGuard guard({n});
+  auto d = startVdevd();
+  const CmdResult r = ctl({"port", "add", n, "type", "netkit", "create", "netns", ns.name(), "peer", "eth0"});
+  if (r.ok()) {
+    // A kernel with netkit: the port is made (its traffic is the guest's
+    // netkit step's), and goes with its pair.
+    EXPECT_NE(findPort(json({"port", "show"}), n), nullptr);
+    ok({"port", "del", n});
+  } else {
+    EXPECT_NE(r.err.find(kNoNetkit), std::string::npos) << describe({"port add"}, r);
+    EXPECT_NE(r.err.find("Linux 6.7 or later with CONFIG_NETKIT"), std::string::npos) << describe({"port add"}, r);
+  }
+  EXPECT_FALSE(linkExists(n));
+  EXPECT_FALSE(linkExists("eth0", &ns));
+  EXPECT_EQ(findPort(json({"port", "show"}), n), nullptr);
+  EXPECT_EQ(readFile(state_).find(n), std::string::npos) << readFile(state_);
+  // Without create there is nothing of vdevd's to attach to.
+  const CmdResult plain = ctl({"port", "add", n, "type", "netkit"});
+  EXPECT_FALSE(plain.ok());
+  EXPECT_NE(plain.err.find("needs CREATE"), std::string::npos) << describe({"port add"}, plain);
+  // Nor at the XDP hook: refused before anything is made, on any kernel.
+  const CmdResult xdp = ctl({"port", "add", n, "type", "netkit", "hook", "xdp", "create", "netns", ns.name()});
+  EXPECT_FALSE(xdp.ok());
+  EXPECT_NE(xdp.err.find("hook tc only"), std::string::npos) << describe({"port add"}, xdp);
+  EXPECT_FALSE(linkExists(n));
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+}
+
+// Two containers on netkit pairs and one on a veth: learned unicast between
+// every pair takes the kernel fast path (a netkit's program sends with
+// bpf_redirect, into a netkit with bpf_redirect_peer from the veth's), with
+// exact counters; kernel ping and TCP work between them; vdevd killed with
+// SIGKILL leaves no program on the pairs (its BPF links die with it) and
+// the next one attaches again from the state file; port del deletes the
+// pair, and a stopped vdevd leaves no program either.
+TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFastPath) {
+  Netns ns1, ns2, ns3;
+  const std::string n1 = uniqueName('k'), n2 = uniqueName('k'), v3 = uniqueName('c');
+  DeviceGuard guard({n1, n2, v3});
+  auto d = startVdevd({"--fast-path"});
+  const Mac m1 = uniqueMac(), m2 = uniqueMac(), m3 = uniqueMac();
+  const CmdResult first = ctl({"port", "add", n1, "type", "netkit", "create", "netns", ns1.name(), "peer", "eth0",
+                               "peer-mac", macString(m1), "mtu", "1500"});
+  if (!first.ok() && first.err.find(kNoNetkit) != std::string::npos)
+    GTEST_SKIP() << "no netkit in this kernel (Linux 6.7+, CONFIG_NETKIT): " << first.err;
+  ASSERT_TRUE(first.ok()) << describe({"port add"}, first);
+  ok({"port", "add", n2, "type", "netkit", "create", "netns", ns2.name(), "peer", "eth0", "peer-mac", macString(m2)});
+  ok({"port", "add", v3, "type", "veth", "hook", "tc", "create", "netns", ns3.name(), "peer", "eth0", "peer-mac",
+      macString(m3)});
+  EXPECT_EQ(linkInfo("eth0", &ns1).address, m1);
+  EXPECT_EQ(linkInfo(n1).mtu, 1500);
+  waitLive({n1, n2, v3});
+  {
+    const Json ports = json({"port", "show"});
+    for (const std::string& n : {n1, n2}) {
+      EXPECT_EQ((*findPort(ports, n))["type"].asString(), "netkit") << ports.dump();
+      EXPECT_EQ((*findPort(ports, n))["hook"].asString(), "tc") << ports.dump();
+    }
+  }
+  EXPECT_EQ(netkitPrograms(n1), 2u);
+  PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
+  a.setLabel("netkit 1");
+  b.setLabel("netkit 2");
+  c.setLabel("veth 3");
+  const Endpoints all = {&a, &b, &c};
+  // Every station learned (a broadcast each, read everywhere), then every
+  // pair both ways.
+  for (uint32_t i = 0; i < 3; ++i) all[i]->send({tf::kBroadcast, all[i]->mac(), Kind::kExperimental, 90 + i, 0, 60});
+  ASSERT_TRUE(pumpUntil(all, [&] {
+    for (uint32_t i = 0; i < 3; ++i)
+      for (uint32_t j = 0; j < 3; ++j)
+        if (i != j && all[i]->rx().count(90 + j) != 1) return false;
+    return true;
+  }, 5s)) << countsOf(all);
+  const Stats learned = d->stats();
+  exchange(a, b, 1, 40, drained(n1, a, n2, b));
+  exchange(a, c, 3, 40, drained(n1, a, v3, c));
+  expectCounters([&] { return stats(); }, n1, n2, a, b);
+  const Stats s = expectCounters([&] { return stats(); }, n1, v3, a, c);
+  // The fast path carried all of the unicast: netkit to netkit and to a
+  // veth (bpf_redirect from a netkit's program), veth to netkit
+  // (bpf_redirect_peer into it).
+  const std::map<std::string, uint64_t> sent = {{n1, 80}, {n2, 40}, {v3, 40}};
+  for (const auto& [p, n] : sent)
+    EXPECT_EQ(s.port(p).xdp_prog.at("fast") - learned.port(p).xdp_prog.at("fast"), n)
+        << p << " did not send its unicast on the kernel fast path\n" << s.dump() << d->logs();
+
+  // Kernel ping and TCP (1 MiB, every byte checked) between netkit
+  // containers and with the veth one.
+  ns1.exec("ip addr add 198.18.14.1/24 dev eth0");
+  ns2.exec("ip addr add 198.18.14.2/24 dev eth0");
+  ns3.exec("ip addr add 198.18.14.3/24 dev eth0");
+  for (const auto& [from, to] : {std::pair{&ns1, "198.18.14.2"}, {&ns2, "198.18.14.3"}, {&ns3, "198.18.14.1"}}) {
+    const CmdResult ping = tryRun("ip netns exec " + from->name() + " ping -c 2 -i 0.2 -W 2 " + to);
+    EXPECT_TRUE(ping.ok()) << "ping " << to << " from " << from->name() << ": " << ping.out << ping.err;
+  }
+  const Stats before_tcp = d->stats();
+  const std::string tcp_check = std::string(VDEV_E2E_DIR) + "/tcp_check.py";
+  const auto tcp = [&](const Netns& from, const Netns& to, const std::string& addr) {
+    const std::string out = dir_.path() + "/tcp-" + to.name() + ".out";
+    // The server's pid, killed at the end whatever happened (it would wait
+    // 60 s for a client that never came).
+    const CmdResult srv =
+        tryRun("ip netns exec " + to.name() + " python3 " + tcp_check + " server 5391 >" + out + " 2>&1 & echo $!");
+    struct Killer {
+      pid_t pid;
+      ~Killer() {
+        if (pid > 0) ::kill(pid, SIGKILL);
+      }
+    } killer{pid_t(std::atoi(srv.out.c_str()))};
+    ASSERT_TRUE(waitUntil([&] { return to.exec("ss -Hltn 'sport = :5391'").find("5391") != std::string::npos; },
+                          10s, 20ms))
+        << readFile(out);
+    const CmdResult sent =
+        tryRun("ip netns exec " + from.name() + " timeout 60 python3 " + tcp_check + " client " + addr + " 5391 1048576");
+    ASSERT_TRUE(sent.ok()) << sent.out << sent.err;
+    std::string got;
+    ASSERT_TRUE(waitUntil([&] { return (got = readFile(out)).find("sha256") != std::string::npos; }, 10s, 20ms)) << got;
+    EXPECT_EQ(got, sent.out) << "TCP " << from.name() << " -> " << addr;
+  };
+  tcp(ns1, ns2, "198.18.14.2");  // netkit -> netkit
+  tcp(ns3, ns1, "198.18.14.1");  // veth -> netkit
+  // Both streams on the fast path: every port's program sent its segments
+  // and ACKs there (counted per skb: a GSO skb is one), and punted to vdevd
+  // no more than a neighbour request now and then.
+  const Stats after_tcp = d->stats();
+  const auto delta = [&](const std::string& p, const char* c) {
+    return after_tcp.port(p).xdp_prog.at(c) - before_tcp.port(p).xdp_prog.at(c);
+  };
+  for (const std::string& p : {n1, n2, v3}) {
+    EXPECT_GE(delta(p, "fast"), 20u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
+    EXPECT_LE(delta(p, "redirect"), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
+  }
+
+  // SIGKILL: the BPF links close with vdevd's fds, no program is left; the
+  // next vdevd restores the ports and attaches again.
+  d->child().signal(SIGKILL);
+  ASSERT_TRUE(d->child().wait(5s));
+  EXPECT_TRUE(waitUntil([&] { return netkitPrograms(n1) == 0 && netkitPrograms(n2) == 0; }, 5s, 20ms));
+  d = startVdevd({"--fast-path"});
+  waitLive({n1, n2, v3});
+  EXPECT_EQ(netkitPrograms(n1), 2u);
+  const CmdResult again = tryRun("ip netns exec " + ns1.name() + " ping -c 2 -i 0.2 -W 2 198.18.14.2");
+  EXPECT_TRUE(again.ok()) << again.out << again.err << d->logs();
+
+  // port del deletes the pair, both ends; a stopped vdevd leaves no program.
+  ok({"port", "del", n1});
+  EXPECT_FALSE(linkExists(n1));
+  EXPECT_FALSE(linkExists("eth0", &ns1));
+  EXPECT_EQ(d->stop(), 0) << d->logs();
+  EXPECT_EQ(netkitPrograms(n2), 0u);
 }
 
 // isolated on (bridge CNI's portIsolation, the bridge's "isolated"): two

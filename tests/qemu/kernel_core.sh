@@ -29,6 +29,13 @@
 #             hook keep TSO and checksum offload (ethtool -k in their
 #             namespaces), kernel TCP both ways between every kind of pair,
 #             also at MTU 9000; the ports' hook and fast-path counters
+#   netkit    e2e_vdevctl_test: two containers on netkit pairs (Linux 6.7+,
+#             CONFIG_NETKIT: 6.12 has it, the host and 6.1 do not) and one on
+#             a veth, unicast between every pair on the kernel fast path with
+#             exact counters, ping and TCP, no program left after SIGKILL,
+#             port del deletes the pair (skipped on a kernel without netkit);
+#             then e2e_cni_test's "portType": "netkit" (ADD, ping, CHECK,
+#             DEL), reported as netkit_cni
 #
 # Prints the kernel (uname -r) first, each step's output, and at the end a
 # summary: every step's result and time, and each failed test with the
@@ -48,7 +55,7 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 e2e=$(cd "$here/../e2e" && pwd)
 
-all_steps="datapath vdevctl cni sigkill vlan skb"
+all_steps="datapath vdevctl cni sigkill vlan skb netkit"
 steps=${*:-$all_steps}
 for s in $steps; do
   case " $all_steps " in *" $s "*) ;; *) echo "kernel_core: unknown step $s (steps: $all_steps)" >&2; exit 2 ;; esac
@@ -64,6 +71,8 @@ gtest_cni='Versions/CniVersionTest.TwoContainersReachEachOtherThroughVdevAndLeav
 gtest_sigkill='FaultsTest.VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts'
 gtest_vlan='*VfUplinkNeighbourResolvesTheHostsVlanDeviceWhileVdevdRuns*'
 gtest_sigkill+=':FaultsTest.VfSigkilledVdevdsPuntDeviceIsRemovedByTheNextVdevdAndALiveOnesIsKept'
+gtest_netkit='VdevctlTest.NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFastPath'
+gtest_netkit_cni='CniTest.NetkitPortTypeContainersReachEachOtherAndDelLeavesNothing'
 
 echo "kernel_core: kernel $(uname -r), build $build, steps: $steps"
 declare -A result secs
@@ -71,9 +80,11 @@ out=$(mktemp -d /tmp/kernel-core.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 # run_step NAME CMD...: runs it; its output is shown and kept for the summary.
+ran=''  # the steps run, in order (one STEP may run several: netkit)
 run_step() {
   local name=$1 start rc
   shift
+  ran+=" $name"
   echo
   echo "===== kernel_core: $name: $*"
   start=$(date +%s)
@@ -150,14 +161,18 @@ for s in $steps; do
     sigkill) run_step sigkill gtest sigkill e2e_faults_test "$gtest_sigkill" ;;
     vlan) run_step vlan gtest vlan e2e_faults_test "$gtest_vlan" ;;
     skb) run_step skb env VDEV_SKB_QUICK=1 bash "$e2e/skb_traffic_test.sh" "$build" ;;
+    netkit)
+      run_step netkit gtest netkit e2e_vdevctl_test "$gtest_netkit"
+      run_step netkit_cni gtest netkit_cni e2e_cni_test "$gtest_netkit_cni"
+      ;;
   esac
 done
 
 echo
 echo "===== kernel_core: summary on $(uname -r)"
 any_run=0 any_failed=0
-for s in $steps; do
-  printf '  %-9s %-18s %4s s\n' "$s" "${result[$s]}" "${secs[$s]}"
+for s in $ran; do
+  printf '  %-10s %-18s %4s s\n' "$s" "${result[$s]}" "${secs[$s]}"
   case ${result[$s]} in
     passed) any_run=1 ;;
     skipped) ;;

@@ -1591,6 +1591,28 @@ TEST(CtlHardening, FdbStaticZeroIsRefusedWithAClearError) {
   expectRoundTrip(FdbAddRequest{kMac2, "vd1", true});
 }
 
+// PORT_TYPE netkit (5): appended, never renumbered; only with CREATE (an
+// existing device is netdev), with a veth's CREATE attributes and not a
+// tap's.
+TEST(CtlCodec, NetkitPortTypeTakesAVethsCreateOptionsOnly) {
+  EXPECT_EQ(static_cast<int>(PortType::kNetkit), 5);
+  EXPECT_EQ(parsePortType("netkit"), PortType::kNetkit);
+  EXPECT_STREQ(portTypeName(PortType::kNetkit), "netkit");
+  CreateOptions c;
+  c.peer_netns_name = "web1";
+  c.peer_ifname = "eth0";
+  c.peer_mac = kMac2;
+  c.mtu = 1500;
+  expectRoundTrip(PortAddRequest{"nk0", PortType::kNetkit, std::nullopt, XdpMode::kAuto, c});
+  const auto st = validate(PortAddRequest{"nk0", PortType::kNetkit, std::nullopt, XdpMode::kAuto, std::nullopt});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().what.find("netkit needs CREATE"), std::string::npos) << st.error().what;
+  c.owner_uid = 1000;
+  const auto tap = validate(PortAddRequest{"nk0", PortType::kNetkit, std::nullopt, XdpMode::kAuto, c});
+  ASSERT_FALSE(tap.ok());
+  EXPECT_NE(tap.error().what.find("CREATE.OWNER_UID is not valid for a netkit"), std::string::npos) << tap.error().what;
+}
+
 TEST(CtlHardening, PortTagOwnerAndInfoAttributesRoundTrip) {
   PortAddRequest r{"vd0", PortType::kVeth, std::nullopt, XdpMode::kAuto, CreateOptions{}};
   r.tag = "cni:net1";

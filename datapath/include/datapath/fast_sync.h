@@ -39,7 +39,7 @@ enum class FastState : uint8_t {
 // too (see Datapath::fastDropsCountedByDevice).
 struct FastDevBase {
   int ifindex = 0;      // the device the figures below belong to
-  bool counts = false;  // tun/veth: its tx_dropped counts fast-path queue-full drops
+  bool counts = false;  // tun/veth/netkit: its tx_dropped counts fast-path queue-full drops
   // On the datapath thread (the record): 1 if the index had another device
   // before, whose queue-full drops are not this one's. The statistics
   // reader turns that into the count itself (a map read it makes on its

@@ -92,6 +92,7 @@ class HeldFrames;
 struct DeviceIdentity {
   std::string alias;    // IFLA_IFALIAS, exactly: rtnl::managedAlias(id)
   bool tap = false;     // IFLA_INFO_KIND "tun" (a tap) or "veth"
+  bool netkit = false;  // IFLA_INFO_KIND "netkit" (tap false)
   // A tap's TUNSETOWNER uid (nullopt: none); who may open its queues.
   // check_owner false: not known (a port saved before ids), not checked.
   std::optional<uint32_t> tun_owner;
@@ -318,6 +319,11 @@ class Port {
   uint32_t fillSize() const { return cfg_.xsk.fill_size; }
   // The device is a veth.
   bool isVeth() const { return driver_ == "veth"; }
+  // The device is a netkit's primary end: its skb program is the pair's
+  // peer program (TcPath::attach), never at XDP.
+  bool isNetkit() const { return driver_ == "netkit"; }
+  // A container's or VM's end, not an uplink: a veth, a tap, a netkit.
+  bool isGuestEnd() const { return driver_ == "veth" || driver_ == "tun" || driver_ == "netkit"; }
   // A veth whose peer is in another network namespace than vdevd's: the
   // skb fast path delivers into the peer with bpf_redirect_peer. The kernel
   // drops a peer redirect to a peer in the caller's own namespace
@@ -347,7 +353,7 @@ class Port {
   const std::string& driver() const { return driver_; }
   // An uplink: a device that is neither a veth nor a tap (a NIC, a VXLAN or
   // Geneve tunnel, a bond) -- the way to stations behind other hosts.
-  bool isUplink() const { return !driver_.empty() && driver_ != "veth" && driver_ != "tun"; }
+  bool isUplink() const { return !driver_.empty() && !isGuestEnd(); }
   // Owner thread (Datapath::checkUplinkMtus): whether the port's MTU is
   // larger than an uplink's, as last looked at (and logged).
   bool mtuOverUplink() const noexcept { return mtu_over_uplink_; }

@@ -35,7 +35,32 @@
 // program is vdev's is replaced (NLM_F_REPLACE: no moment without one);
 // one of another program, or another kind of filter at vdev's priority,
 // is never touched: the attach fails (and `auto` takes the port to XDP).
-// Detaching removes vdev's filter only, checked by program id. Returns:
+// Detaching removes vdev's filter only, checked by program id.
+//
+// A netkit (attach()'s `netkit`): no tc hook at all. The program is the
+// pair's peer program, attached through the primary end's ifindex with a
+// BPF link of attach type BPF_NETKIT_PEER (Linux 6.7), which the netkit
+// runs in its peer's transmit -- on every frame the container sends, with
+// the skb already on the primary end (skb->ifindex is the port's), before
+// it would reach the host's stack there. Peer, not primary: the primary
+// program runs on what the host sends into the container. Unlike tcx and
+// clsact, a link: it goes with vdevd's fd (shutdown, SIGKILL), so nothing
+// of a dead vdevd is left to replace; the pair's peer policy, drop
+// (rtnl::createNetkit), then keeps the container's frames out of the host's
+// stack until the next vdevd attaches. Its verdicts are netkit's
+// (enum netkit_action: NEXT -1, PASS 0, DROP 2, REDIRECT 7), the TC_ACT_*
+// values again. One difference: the program runs in a device's transmit,
+// not at tc ingress, where the kernel refuses bpf_redirect_peer
+// (skb_do_redirect wants skb_at_tc_ingress): its fast path sends with
+// bpf_redirect to the destination's egress (VDEV_TC_XMIT in its row), which
+// for a veth or a netkit arrives at the peer. Into a netkit, the other ports'
+// programs at tc ingress use bpf_redirect_peer as into a veth. A second,
+// small program, vdev_tc_netkit_in, is the pair's primary program (a link
+// of its own, BPF_NETKIT_PRIMARY): a netkit does not run eth_type_trans()
+// on what enters the container, and vdevd's AF_XDP frames carry no
+// skb->protocol, which it derives for them (bpf/vdev_tc.bpf.c).
+//
+// Returns:
 // cls_bpf's direct-action codes are tcx's (TC_ACT_OK = TCX_PASS, SHOT =
 // DROP, REDIRECT = REDIRECT, UNSPEC = TCX_NEXT: "the next filter, and the
 // host's stack after the last"), checked in bpf/vdev_tc.bpf.c.
@@ -106,8 +131,10 @@ class TcPath {
   // handle and priority), ENOSPC beyond the tables. peer: a veth, delivered to
   // with bpf_redirect_peer. fast_rx: what it receives may take the fast
   // path. Not a destination until setDest().
+  // netkit: the device is a netkit's primary end (see above); EOPNOTSUPP
+  // on a kernel whose netkit takes no BPF link.
   Status attach(uint16_t port_index, int ifindex, const std::string& ifname, bool peer, bool fast_rx,
-                uint32_t mtu);
+                uint32_t mtu, bool netkit = false);
   // Detaches the program from the device (kept) and clears the port's row.
   void detach(uint16_t port_index);
   // The device is gone (deleted with its program): clear the row only --
@@ -198,6 +225,8 @@ class TcPath {
     bool attached = false;  // the program is at its device's ingress
     int copy_ifindex = 0;   // vdev_tc_copy is at this device's ingress (attachCopy())
     bool clsact_made = false;  // vdevd made the device's clsact qdisc (clsactMade())
+    FileDesc netkit_link;     // a netkit's BPF link: the program is attached while it is open
+    FileDesc netkit_in_link;  // ... and its primary program's (vdev_tc_netkit_in)
   };
   // The program (copy: vdev_tc_copy, else vdev_tc_port) at the device's
   // ingress, the way attach_ says, after what a vdevd that died left there
@@ -211,6 +240,7 @@ class TcPath {
   std::unique_ptr<struct ::vdev_tc, SkelDeleter> skel_;
   int prog_fd_ = -1;  // owned by the skeleton
   int copy_fd_ = -1;  // vdev_tc_copy, owned by the skeleton
+  int netkit_in_fd_ = -1;  // vdev_tc_netkit_in, owned by the skeleton
   uint32_t prog_id_ = 0, copy_id_ = 0;  // their ids: a filter is detached only if it holds ours
   TcAttach attach_ = TcAttach::kTcx;
   int ncpu_ = 1;

@@ -409,7 +409,7 @@ const char* kernelFeatureName(uint8_t bit);
 const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
 std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
 // The values a request may carry, by name.
-std::optional<PortType> parsePortType(std::string_view s);  // tap|veth|netdev
+std::optional<PortType> parsePortType(std::string_view s);  // tap|veth|netdev|netkit
 std::optional<XdpMode> parseXdpMode(std::string_view s);    // native|generic|auto
 std::optional<PortHook> parsePortHook(std::string_view s);  // xdp|tc
 

@@ -182,6 +182,24 @@ struct VethInfo {
 // EPERM.
 Result<VethInfo> createVeth(const VethSpec& spec);
 
+// ---------------------------------------------------------------------------
+// netkit (Linux 6.7+, CONFIG_NETKIT)
+
+// Creates a netkit pair in L2 mode, as createVeth() makes a veth pair, from
+// the same spec (peerGro and peerTxCsumOff do not apply: a netkit has no
+// NAPI and nothing of vdev's runs at XDP on it): the primary end `name`
+// here, the peer `peerName` inside spec.peerNetns with peerMac (the
+// primary's MAC is the kernel's random one), both with `mtu`; marked, IPv6
+// off on the primary, both up. The peer's default policy is drop: while no
+// program is attached to the pair (before vdevd attaches its own, after
+// vdevd is gone and its BPF link with it), what the container sends is
+// dropped, never handed to the host's stack through the primary. The
+// primary's stays pass: frames redirected into it reach the container.
+// libnl knows no netkit; the request is built by hand (IFLA_NETKIT_*).
+// Errors: createVeth()'s, and EOPNOTSUPP with "Linux 6.7 or later with
+// CONFIG_NETKIT" in the message on a kernel without netkit.
+Result<VethInfo> createNetkit(const VethSpec& spec);
+
 // TX checksum offload (and with it TSO) off on the peer end `peerName`
 // inside `peerNetns`, as VethSpec::peerTxCsumOff does at creation: for a
 // veth made for vdevd's tc hook whose port went to its XDP hook after all.

@@ -21,7 +21,9 @@ namespace vdev::spec {
 
 // kPunt: replies only -- the punt device's far end in STATS_GET (the frames
 // lost on their way from the ports' skb programs to vdevd), not a port.
-enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4 };
+// kNetkit: a container's netkit pair in L2 mode (Linux 6.7+, CONFIG_NETKIT),
+// its skb program run by the netkit device itself (docs/architecture.md).
+enum class PortType : uint8_t { kTap = 1, kVeth = 2, kNetdev = 3, kPunt = 4, kNetkit = 5 };
 // Where a port's received frames enter vdev. kXdp: vdevd's XDP program and
 // AF_XDP sockets (NIC-like sources); kTc: the skb-level program at tcx
 // ingress (senders that hand the kernel skbs: containers' veths, VMs'
@@ -46,7 +48,8 @@ struct Named {
 
 // Every value of each enum, with its name: the only place a name is spelt.
 inline constexpr Named<PortType> kPortTypeNames[] = {
-    {PortType::kTap, "tap"}, {PortType::kVeth, "veth"}, {PortType::kNetdev, "netdev"}, {PortType::kPunt, "punt"}};
+    {PortType::kTap, "tap"}, {PortType::kVeth, "veth"}, {PortType::kNetdev, "netdev"}, {PortType::kPunt, "punt"},
+    {PortType::kNetkit, "netkit"}};
 inline constexpr Named<PortHook> kPortHookNames[] = {
     {PortHook::kXdp, "xdp"}, {PortHook::kTc, "tc"}, {PortHook::kAuto, "auto"}};
 inline constexpr Named<TcAttach> kTcAttachNames[] = {

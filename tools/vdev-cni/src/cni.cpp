@@ -514,6 +514,12 @@ NetConf parseNetConf(std::string_view text, Command command) {
   decodeLimits(j, c.limits);
   decodeVlan(j, c.limits);
   if (auto mac = optString(j, "mac", w)) c.mac = checkMac(*mac, "mac", kErrInvalidConfig);
+  if (auto t = optString(j, "portType", w)) {
+    const auto type = vdev::proto::parsePortType(*t);
+    if (type != vdev::proto::PortType::kVeth && type != vdev::proto::PortType::kNetkit)
+      throw CniError(kErrInvalidConfig, "portType: \"" + *t + "\" is not one of veth, netkit");
+    c.portType = *type;
+  }
   c.xdpMode = optString(j, "xdpMode", w).value_or("auto");
   if (c.xdpMode != "auto" && c.xdpMode != "native" && c.xdpMode != "generic")
     throw CniError(kErrInvalidConfig,

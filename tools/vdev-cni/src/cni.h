@@ -178,6 +178,8 @@ struct NetConf {
   vdev::proto::LimitOptions limits;
   std::optional<std::string> mac;  // the container interface's MAC
   std::string xdpMode = "auto";
+  // portType: the pair vdevd makes, "veth" or "netkit" (Linux 6.7+).
+  vdev::proto::PortType portType = vdev::proto::PortType::kVeth;
   // Delegation.
   std::string ipamType;  // empty: no IPAM (L2 only)
   std::optional<Dns> dns;

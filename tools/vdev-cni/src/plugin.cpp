@@ -281,7 +281,7 @@ void cmdAdd(const Env& env, const NetConf& c) {
   const std::optional<uint32_t> mtu = vethMtu(cl, c);
   vdev::proto::PortAddRequest req;
   req.name = port;
-  req.type = vdev::proto::PortType::kVeth;
+  req.type = c.portType;
   req.xdp_mode = vdev::proto::parseXdpMode(c.xdpMode).value_or(vdev::proto::XdpMode::kAuto);
   vdev::proto::CreateOptions create;
   setPeerNetns(create, env.netns);
@@ -389,9 +389,10 @@ void cmdCheck(const Env& env, const NetConf& c) {
                      info.error().message());
     vdevdFailed(info.error(), c.socket);
   }
-  if (info->type != vdev::proto::PortType::kVeth)
+  if (info->type != c.portType)
     throw CniError(kErrCheckFailed, std::string("port ") + port + " is a " +
-                                        vdev::proto::portTypeName(info->type) + ", not a veth");
+                                        vdev::proto::portTypeName(info->type) + ", not a " +
+                                        vdev::proto::portTypeName(c.portType));
   if (!info->live) throw CniError(kErrCheckFailed, "port " + port + " is down in vdevd");
 
   int hostIdx = -1, sandboxIdx = -1;
@@ -459,9 +460,11 @@ void cmdGc(const Env& env, const NetConf& c) {
   auto ports = cl.portList();
   if (!ports) vdevdFailed(ports.error(), c.socket);
   for (const auto& p : *ports) {
-    // Only this network's veths: never a tap, an uplink, another network's
-    // port, or one made before ports had tags (left for DEL).
-    if (p.type != vdev::proto::PortType::kVeth || p.tag != tag || keep.count(p.name)) continue;
+    // Only this network's veths and netkits: never a tap, an uplink,
+    // another network's port, or one made before ports had tags (left for
+    // DEL).
+    const bool pair = p.type == vdev::proto::PortType::kVeth || p.type == vdev::proto::PortType::kNetkit;
+    if (!pair || p.tag != tag || keep.count(p.name)) continue;
     std::fprintf(stderr, "vdev-cni: GC: deleting port %s (no valid attachment)\n", p.name.c_str());
     deletePort(cl, c, p.name);
   }

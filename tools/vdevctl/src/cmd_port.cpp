@@ -292,14 +292,16 @@ int cmdPortAdd(Context& ctx, Args& a) {
   }
   if (r.create) {
     if (!typeGiven || r.type == PortType::kNetdev)
-      a.usage("create needs 'type veth' or 'type tap' (netdev attaches an existing device)");
+      a.usage("create needs 'type veth', 'type netkit' or 'type tap' (netdev attaches an existing device)");
     const char* tname = vdev::proto::portTypeName(r.type);
+    // A netkit pair takes a veth's keywords: a peer in a namespace.
+    const char* as = r.type == PortType::kNetkit ? "veth" : tname;
     for (const auto& kw : kCreateKeywords)
-      if (seen.count(kw.word) && kw.only_for && std::string_view(kw.only_for) != tname)
+      if (seen.count(kw.word) && kw.only_for && std::string_view(kw.only_for) != as)
         a.usage("'" + std::string(kw.word) + "' is for type " + kw.only_for + ", not " + tname);
     if (r.type == PortType::kTap && r.queues && *r.queues > 1 && !r.create->multi_queue)
       a.usage("a tap with queues " + std::to_string(*r.queues) + " needs 'multi-queue'");
-    if (r.type == PortType::kVeth && r.create->peer_ifname == r.name &&
+    if ((r.type == PortType::kVeth || r.type == PortType::kNetkit) && r.create->peer_ifname == r.name &&
         !r.create->peer_netns_name && !r.create->peer_netns_path && !r.create->peer_netns_pid)
       a.usage("peer " + r.name + " in the same namespace as the port needs another name");
   }

@@ -12,7 +12,7 @@ constexpr const char kPortAddHelp[] = R"HELP(NAME
     vdevctl port add - attach a port to vdevd, creating its device if asked
 
 SYNOPSIS
-    vdevctl port add IFNAME [type tap|veth|netdev] [queues N]
+    vdevctl port add IFNAME [type tap|veth|netkit|netdev] [queues N]
                      [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
                      [isolated on|off] [allowed-mac MAC|any]
                      [allowed-ip ADDR[,ADDR...]|any]
@@ -43,6 +43,12 @@ DESCRIPTION
         peer end goes into the container's network namespace. Both ends are
         brought up; IPv6 is turned off on IFNAME (a switch port sends nothing
         by itself).
+    type netkit + create
+        A netkit pair in L2 mode (Linux 6.7 or later with CONFIG_NETKIT), made
+        like a veth pair (the same keywords): IFNAME is the primary end and the
+        port, the peer goes into the container's namespace. vdevd's skb
+        program is the pair's own peer program (hook tc only). A kernel
+        without netkit refuses it.
     type tap + create
         A persistent tap, so that a VM started later (e.g. QEMU with
         "-netdev tap,ifname=IFNAME,script=no,downscript=no") can attach to it
@@ -51,8 +57,9 @@ DESCRIPTION
 
 ARGUMENTS
     IFNAME              the port's interface name (1..15 characters)
-    type T              tap, veth or netdev (default netdev: any existing device).
-                        "create" needs tap or veth
+    type T              tap, veth, netkit or netdev (default netdev: any existing
+                        device). "create" needs tap, veth or netkit (netkit: only
+                        with create)
     queues N            AF_XDP sockets (queues) to open, 1..64 (default: vdevd's,
                         every queue the device has). A tap with N > 1 needs
                         multi-queue
@@ -638,7 +645,7 @@ EXIT STATUS
 
 constexpr std::array kCommands{
     Command{"port", "add", nullptr,
-            "port add IFNAME [type tap|veth|netdev] [queues N] [xdp-mode M] [create ...]",
+            "port add IFNAME [type tap|veth|netkit|netdev] [queues N] [xdp-mode M] [create ...]",
             "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
