@@ -799,14 +799,15 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   tcp(ns1, ns2, "198.18.14.2");  // netkit -> netkit
   tcp(ns3, ns1, "198.18.14.1");  // veth -> netkit
   // Both streams on the fast path: every port's program sent its segments
-  // and ACKs there (counted per skb: a GSO skb is one), and punted to vdevd
-  // no more than a neighbour request now and then.
+  // and ACKs there (counted per skb: a GSO skb is one, so 1 MiB can be 16
+  // of them, and delayed ACKs as few), and punted to vdevd no more than a
+  // neighbour request now and then.
   const Stats after_tcp = d->stats();
   const auto delta = [&](const std::string& p, const char* c) {
     return after_tcp.port(p).xdp_prog.at(c) - before_tcp.port(p).xdp_prog.at(c);
   };
   for (const std::string& p : {n1, n2, v3}) {
-    EXPECT_GE(delta(p, "fast"), 20u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
+    EXPECT_GE(delta(p, "fast"), 8u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
     EXPECT_LE(delta(p, "redirect"), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
   }
 
