@@ -165,7 +165,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
   return id;
 }
 
-void Datapath::detachCapture(Port& p) {
+void Datapath::detachCapture(Port& p, bool removing) {
   const bool on_fast = p.captureOnFast();
   p.setCapture(nullptr);
   if (on_fast) {
@@ -173,6 +173,7 @@ void Datapath::detachCapture(Port& p) {
     fast_captures_--;
     return;
   }
+  if (removing) return;
   applyFastVid(p);
   fdb_.notePort(p.index());
 }

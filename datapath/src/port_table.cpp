@@ -193,11 +193,7 @@ Status Datapath::removePortNow(const std::string& ifname) {
   const uint16_t index = p->index();
   if (Capture* cap = p->capture()) {
     cap->end();  // the reader takes what it holds, and hears the port is gone
-    if (p->captureOnFast()) {
-      (void)fast_->setCapture(index, 0, 0);
-      fast_captures_--;
-    }
-    p->setCapture(nullptr);
+    detachCapture(*p, /*removing=*/true);
   }
   // Frames already collected for it this burst are flushed by now (control
   // requests run between bursts); its rings and sockets give everything back.

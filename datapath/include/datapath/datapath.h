@@ -544,9 +544,9 @@ class Datapath {
   // sleep wakes for them.
   uint32_t fast_captures_ = 0;
   uint64_t capture_clock_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, as the loop last read them
-  // The port's capture stopped: its programs stop copying, or its fast
-  // path comes back. Datapath thread.
-  void detachCapture(Port& p);
+  // The port's capture stopped: its programs stop copying, or, unless the
+  // port is being removed, its fast path comes back. Datapath thread.
+  void detachCapture(Port& p, bool removing = false);
   // FastPath's copies (FastPath::CaptureFn): into the port's capture.
   static void fastCaptured(void* ctx, uint16_t port_index, uint8_t dir, uint64_t time_ns, uint32_t wire_len,
                            const uint8_t* bytes, uint32_t kept);

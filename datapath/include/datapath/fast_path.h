@@ -83,7 +83,6 @@ class FastPath {
   Status setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen);
   // The port's copies the per-CPU buffers had no room for, since the fast
   // path was made (a mmapped map row: any thread, no syscall).
-  uint64_t captureMissed(uint16_t port_index) const noexcept { return *captureMissedRow(port_index); }
   const volatile uint64_t* captureMissedRow(uint16_t port_index) const noexcept;
   // The reader is woken every kCaptureWakeup copies; the datapath thread
   // sleeps at most kCaptureIdleMs while a capture takes copies, so a lone
