@@ -42,8 +42,9 @@ Sizes and tuning:
                            6.6: vdevd's own path carries frames of one UMEM frame
                            at most (TCP has its MSS lowered to fit on the skb
                            path; other longer frames are dropped as oversize)
-      --ring-size N        AF_XDP RX and TX ring size, power of two (default 1024;
-                           the fill ring is twice that)
+      --ring-size N        AF_XDP RX, TX and completion ring size, power of two
+                           (default: RX 4096, TX and completion 1024; the fill
+                           ring is twice the RX ring)
       --port-ring N        per-port delivery ring capacity in frames (default 1024)
       --batch N            RX/TX burst, 1..256 (default 64)
       --tx-budget N        copy-mode frames per TX kick, where the kernel supports

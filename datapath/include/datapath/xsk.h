@@ -54,9 +54,15 @@ struct XskConfig {
   // 0: a socket that only transmits (no RX ring; its fill ring is never
   // filled): a port whose frames reach vdevd another way (the skb path's
   // punt device) sends through it. Copy mode binds without an XDP program.
-  uint32_t rx_size = 1024;
+  // The RX ring holds what arrives while the datapath thread is off its CPU:
+  // 4096 entries are 4 ms at 1 Mpps, where 1024 overflowed whenever another
+  // task had the CPU for a scheduler slice (docs/architecture.md, "RX ring").
+  // Its fill ring's frames follow the traffic (Datapath::refill), so an idle
+  // port holds no more of the pool for it; the cost is the kernel's ring
+  // memory, 64 KiB more per socket.
+  uint32_t rx_size = 4096;
   uint32_t tx_size = 1024;
-  uint32_t fill_size = 2048;  // twice the RX ring: the kernel never waits for a refill
+  uint32_t fill_size = 8192;  // twice the RX ring: the kernel never waits for a refill
   uint32_t comp_size = 1024;
   uint32_t tx_budget = 0;     // copy-mode frames per sendto (XDP_MAX_TX_SKB_BUDGET); 0 = kernel default
   bool zerocopy = true;       // try zero-copy first (only a registration's first socket decides)
