@@ -12,7 +12,8 @@
 // docs/vdevctl.md name every keyword of the policy table
 // (spec/port_policy.h, kPolicyFields), identity rows first, then rates, each
 // in table order, and no keyword vdevctl does not take; a number's entry
-// states the row's range and the default the spec holds; and the names of
+// states the row's range and the default the spec holds (queues and mtu:
+// the protocol's range); and the names of
 // spec/port_spec.h that vdevctl's keywords take (port types, XDP modes,
 // hooks; the switch modes "info" prints) are all written where they belong.
 #include <gtest/gtest.h>
@@ -31,6 +32,7 @@
 
 #include "base/vlan.h"
 #include "proto/codec.h"
+#include "proto/protocol.h"
 #include "spec/port_policy.h"
 #include "spec/port_spec.h"
 #include "stats/counters.h"
@@ -396,6 +398,21 @@ TEST(ReferenceTextTest, PortAddArgumentsGiveTheRowsRangeAndDefault) {
       }
     });
   }
+}
+
+// The numbers of "port add" that are not rows of the table: their ranges
+// are the protocol's (proto/protocol.h), which vdevctl and vdevd check.
+TEST(ReferenceTextTest, PortAddArgumentsGiveTheProtocolsRanges) {
+  const std::pair<std::string, std::string> words[] = {
+      {"queues", std::to_string(vdev::proto::kMinQueues) + ".." + std::to_string(vdev::proto::kMaxQueues)},
+      {"mtu", std::to_string(vdev::proto::kMinMtu) + ".." + std::to_string(vdev::proto::kMaxMtu)},
+  };
+  for (const PortText& t : portTexts())
+    for (const auto& [w, range] : words) {
+      const auto e = t.entries.find(w);
+      ASSERT_NE(e, t.entries.end()) << t.name << ": " << w;
+      EXPECT_EQ(ranges(e->second), Names{range}) << t.name << ", " << w << ":\n" << e->second;
+    }
 }
 
 // The names of `table` that `accepts` takes, in table order.
