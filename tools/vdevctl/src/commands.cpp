@@ -709,12 +709,15 @@ std::string withKeywords(std::string help, const std::string& verb) {
 }
 
 const std::string kPortAddHelpText = withKeywords(kPortAddHelp, "add");
+// The command list's line (vdevctl --help, vdevctl port help).
+const std::string kPortAddSynopsis =
+    "port add IFNAME [type " + joinWords(portTypesTaken(), "|", "|") + "] [queues N] [xdp-mode M] [create ...]";
 const std::string kPortSetHelpText = withKeywords(kPortSetHelp, "set");
 
 // Not constexpr: the port help texts above are made at start-up.
 const std::array kCommands{
     Command{"port", "add", nullptr,
-            "port add IFNAME [type tap|veth|netkit|netdev] [queues N] [xdp-mode M] [create ...]",
+            kPortAddSynopsis.c_str(),
             "attach a port; with create, make its device", kPortAddHelpText.c_str(), cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
