@@ -12,8 +12,8 @@
 // docs/vdevctl.md name every keyword of the policy table
 // (spec/port_policy.h, kPolicyFields), identity rows first, then rates, each
 // in table order, and no keyword vdevctl does not take; a number's entry
-// states the row's range and the default the spec holds (queues and mtu:
-// the protocol's range); and the names of
+// states the row's range and the default vdevd gives (queues and mtu: the
+// protocol's range); and the names of
 // spec/port_spec.h that vdevctl's keywords take (port types, XDP modes,
 // hooks; the switch modes "info" prints) are all written where they belong.
 #include <gtest/gtest.h>
@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "base/vlan.h"
+#include "datapath/datapath.h"
 #include "proto/codec.h"
 #include "proto/protocol.h"
 #include "spec/port_policy.h"
@@ -355,6 +356,7 @@ Names ranges(const std::string& text) { return matches(text, R"((\b[0-9]+\.\.[0-
 
 TEST(ReferenceTextTest, PortAddArgumentsGiveTheRowsRangeAndDefault) {
   const vdev::spec::PortPolicy defaults{};
+  const vdev::spec::PortPolicy daemonDefaults = vdev::datapath::DatapathConfig{}.limits;
   for (const PortText& t : portTexts()) {
     vdev::spec::forEachPolicyField([&](const auto& r) {
       using T = typename std::decay_t<decltype(r)>::Type;
@@ -370,16 +372,19 @@ TEST(ReferenceTextTest, PortAddArgumentsGiveTheRowsRangeAndDefault) {
               << t.name << ", " << w << ": the least is " << r.min << ":\n" << e;
         for (const auto& rg : ranges(e))
           EXPECT_EQ(rg, std::to_string(r.min) + ".." + std::to_string(r.max)) << t.name << ", " << w << ":\n" << e;
-        // The port's default follows vdevd's option of the same name.
+        // The port's default follows vdevd's option of the same name, and
+        // the text gives that option's default after its name ("vdevd's
+        // --storm-bcast (10000)", "--police-pps, off"): the datapath's
+        // (DatapathConfig::limits; the table has no default of its own).
         const std::string flag = "--" + w;
-        EXPECT_NE(e.find(flag), std::string::npos)
-            << t.name << ", " << w << " does not name vdevd's " << flag << ":\n" << e;
-        // Where the spec has a default of its own, the text gives it.
-        if (defaults.*r.value != 0) {
-          const Names d = matches(e.substr(std::min(e.find("default"), e.size())), R"(([0-9]+))");
-          ASSERT_FALSE(d.empty()) << t.name << ", " << w << ": no default:\n" << e;
-          EXPECT_EQ(d.front(), std::to_string(defaults.*r.value)) << t.name << ", " << w << ":\n" << e;
-        }
+        const size_t at = e.find(flag);
+        ASSERT_NE(at, std::string::npos) << t.name << ", " << w << " does not name vdevd's " << flag << ":\n" << e;
+        const auto d = daemonDefaults.*r.value;
+        std::smatch m;
+        const std::string after = e.substr(at + flag.size());
+        ASSERT_TRUE(std::regex_search(after, m, std::regex(R"(^[^a-z0-9]*(off|[0-9]+))")))
+            << t.name << ", " << w << ": no default after " << flag << ":\n" << e;
+        EXPECT_EQ(m[1].str(), d ? std::to_string(d) : "off") << t.name << ", " << w << ":\n" << e;
       } else if constexpr (std::is_same_v<T, bool>) {
         // What on does ("on: ...", "`on`: ..."), and the spec's default:
         // "(default off)", "`off` (default)".
