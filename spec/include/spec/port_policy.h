@@ -214,6 +214,12 @@ inline constexpr auto kPolicyFields = std::make_tuple(
 
 inline constexpr size_t kPolicyFieldCount = std::tuple_size_v<decltype(kPolicyFields)>;
 
+// The VLAN row's vdevctl keywords, in the order texts list them: an access
+// port's VLAN, a trunk's tagged VLANs, its untagged one (the same as vlan)
+// and more untagged ones. vdevctl parses them and the reference text test
+// (tests/unit/reference_text_test.cpp) checks every text names them.
+inline constexpr std::string_view kVlanKeywords[] = {"vlan", "trunk", "native", "untagged"};
+
 // The name of a policy attribute as messages give it ("POLICE_BURST");
 // nullptr for another attribute.
 constexpr const char* policyAttrName(uint16_t attr);

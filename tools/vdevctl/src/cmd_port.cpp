@@ -1,7 +1,9 @@
 // vdevctl port add | del | set | show
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <set>
 #include <type_traits>
 
@@ -127,7 +129,8 @@ void parsePolicy(Args& a, const std::string& k, const Row&, std::optional<vdev::
 template <class Row>
 bool isPolicyKeyword(const Row& r, const std::string& k) {
   if constexpr (std::is_same_v<typename Row::Type, vdev::VlanConfig>)
-    return k == "vlan" || k == "native" || k == "trunk" || k == "untagged";
+    return std::find(std::begin(vdev::spec::kVlanKeywords), std::end(vdev::spec::kVlanKeywords), k) !=
+           std::end(vdev::spec::kVlanKeywords);
   else
     return k == r.cli;
 }
@@ -148,6 +151,19 @@ bool parseLimitOption(Args& a, const std::string& k, std::optional<bool>& isolat
     parsePolicy(a, k, r, l.*r.option);
   });
   return found;
+}
+
+// The keywords "port set" takes -- isolated and the policy
+// table's, identity rows first, then rates, each in table order.
+std::string setKeywords() {
+  std::vector<std::string> w = {"isolated"};
+  forEachPolicyFieldListed([&](const auto& r) {
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(r)>::Type, vdev::VlanConfig>)
+      for (std::string_view v : vdev::spec::kVlanKeywords) w.emplace_back(v);
+    else
+      w.emplace_back(r.cli);
+  });
+  return joinWords(w, ", ", " or ");
 }
 
 // The VLAN column: "-" without VLAN settings, else "vlan 10", "trunk
@@ -262,24 +278,27 @@ int cmdPortAdd(Context& ctx, Args& a) {
     if (!seen.insert(k).second) a.usage("'" + k + "' given twice");
     if (parseLimitOption(a, k, r.isolated, r.limits)) continue;
     if (k == "type") {
-      const std::string t = a.next("type after 'type' (tap, veth or netdev)");
+      const std::string types = joinWords(portTypesTaken(), ", ", " or ");
+      const std::string t = a.next("type after 'type' (" + types + ")");
       const auto pt = vdev::proto::parsePortType(t);
-      if (!pt) a.usage("unknown type '" + t + "' (tap, veth or netdev)");
+      if (!pt) a.usage("unknown type '" + t + "' (" + types + ")");
       r.type = *pt;
       typeGiven = true;
     } else if (k == "queues") {
       r.queues = a.u32("queues", vdev::proto::kMinQueues, vdev::proto::kMaxQueues);
     } else if (k == "xdp-mode") {
-      const std::string m = a.next("mode after 'xdp-mode' (native, generic or auto)");
+      const std::string modes = joinWords(xdpModesTaken(), ", ", " or ");
+      const std::string m = a.next("mode after 'xdp-mode' (" + modes + ")");
       const auto xm = vdev::proto::parseXdpMode(m);
-      if (!xm) a.usage("unknown xdp-mode '" + m + "' (native, generic or auto)");
+      if (!xm) a.usage("unknown xdp-mode '" + m + "' (" + modes + ")");
       r.xdp_mode = *xm;
     } else if (k == "fast-rx") {
       r.fast_rx = onOff(a, k, "off: frames the port receives always go through vdevd");
     } else if (k == "hook") {
-      const std::string v = a.next("xdp or tc after 'hook'");
+      const std::string hooks = joinWords(hooksTaken(), ", ", " or ");
+      const std::string v = a.next(hooks + " after 'hook'");
       const auto h = vdev::proto::parsePortHook(v);
-      if (!h) a.usage("hook '" + v + "': expected xdp or tc (default: tc for veths and taps, xdp otherwise)");
+      if (!h) a.usage("hook '" + v + "': expected " + hooks + " (default: tc for veths and taps, xdp otherwise)");
       r.hook = *h;
     } else if (k == "create") {
       r.create.emplace();
@@ -334,8 +353,7 @@ int cmdPortSet(Context& ctx, Args& a) {
     }
   }
   if (seen.empty())
-    a.usage("nothing to change: give isolated, allowed-mac, allowed-ip, ra-guard, dhcp-guard, vlan, trunk, native, "
-            "untagged, storm-bcast, storm-mcast, storm-unknown, police-pps, police-rate or police-burst");
+    a.usage("nothing to change: give " + setKeywords());
   if (auto st = vdev::proto::validate(r); !st) a.usage(st.error().what);
   if (auto st = ctx.client().portSet(r); !st) {
     // A vdevd from before PORT_SET answers "unknown command".

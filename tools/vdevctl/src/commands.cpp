@@ -3,6 +3,9 @@
 #include "commands.h"
 
 #include <array>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 namespace vdev::ctl {
 
@@ -12,15 +15,7 @@ constexpr const char kPortAddHelp[] = R"HELP(NAME
     vdevctl port add - attach a port to vdevd, creating its device if asked
 
 SYNOPSIS
-    vdevctl port add IFNAME [type tap|veth|netkit|netdev] [queues N]
-                     [xdp-mode native|generic|auto] [fast-rx on|off] [hook xdp|tc]
-                     [isolated on|off] [allowed-mac MAC|any]
-                     [allowed-ip ADDR[,ADDR...]|any]
-                     [ra-guard on|off] [dhcp-guard on|off]
-                     [vlan VID|none] [trunk VIDS [native VID]] [untagged VIDS]
-                     [storm-bcast PPS|off] [storm-mcast PPS|off]
-                     [storm-unknown PPS|off] [police-pps PPS|off]
-                     [police-rate RATE|off] [police-burst MS]
+@KEYWORDS@
                      [create [netns NAME|PATH|pid PID] [peer IFNAME] [peer-mac MAC]
                              [mac MAC] [mtu N] [owner USER|UID] [group GROUP|GID]
                              [multi-queue]]
@@ -256,13 +251,7 @@ constexpr const char kPortSetHelp[] = R"HELP(NAME
     vdevctl port set - change a running port's isolation and limits
 
 SYNOPSIS
-    vdevctl port set IFNAME [isolated on|off] [allowed-mac MAC|any]
-                     [allowed-ip ADDR[,ADDR...]|any]
-                     [ra-guard on|off] [dhcp-guard on|off]
-                     [vlan VID|none] [trunk VIDS [native VID]] [untagged VIDS]
-                     [storm-bcast PPS|off] [storm-mcast PPS|off]
-                     [storm-unknown PPS|off] [police-pps PPS|off]
-                     [police-rate RATE|off] [police-burst MS]
+@KEYWORDS@
 
 DESCRIPTION
     Changes what a port may send into the switch (its rates, its allowed
@@ -643,14 +632,97 @@ EXIT STATUS
     0 success; 1 vdevd cannot be reached; 2 bad usage.
 )HELP";
 
-constexpr std::array kCommands{
+// ------------------------------------------- synopses from the tables
+//
+// The keywords of "port add" and "port set" in their SYNOPSIS come from
+// the port policy table (spec/port_policy.h) and the mode names
+// (spec/port_spec.h) that vdevctl takes, so a row added there is in the
+// help at once. The arguments' descriptions stay prose, written by hand;
+// tests/unit/reference_text_test.cpp holds them, the man page and
+// docs/vdevctl.md to the table.
+
+// The value a policy keyword takes, by its row's type.
+template <class Row>
+std::string policyValue(const Row& r) {
+  using T = typename Row::Type;
+  if constexpr (std::is_same_v<T, bool>) {
+    return "on|off";
+  } else if constexpr (std::is_same_v<T, vdev::Mac>) {
+    return "MAC|any";  // any: all zeros, every source
+  } else if constexpr (std::is_same_v<T, std::vector<vdev::IpAddr>>) {
+    return "ADDR[,ADDR...]|any";  // any: none, every address
+  } else {
+    static_assert(vdev::spec::kIsNumber<T>, "a policy field of a new type: name its value here");
+    const std::string v = r.unit == "bits/s" ? "RATE" : r.unit == "milliseconds" ? "MS" : "PPS";
+    return r.min == 0 ? v + "|off" : v;  // off: 0, no limit
+  }
+}
+
+// "[K V]" for each keyword of the table, in the order every text lists
+// them (forEachPolicyFieldListed).
+std::vector<std::string> policySynopsis() {
+  std::vector<std::string> out;
+  forEachPolicyFieldListed([&](const auto& r) {
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(r)>::Type, vdev::VlanConfig>) {
+      const auto& w = vdev::spec::kVlanKeywords;  // vlan, trunk, native, untagged
+      out.push_back("[" + std::string(w[0]) + " VID|none]");
+      out.push_back("[" + std::string(w[1]) + " VIDS [" + std::string(w[2]) + " VID]]");
+      out.push_back("[" + std::string(w[3]) + " VIDS]");
+    } else {
+      out.push_back("[" + std::string(r.cli) + " " + policyValue(r) + "]");
+    }
+  });
+  return out;
+}
+
+// "    vdevctl port add IFNAME [type ...] ...", wrapped at 80 columns,
+// the next lines under IFNAME.
+std::string synopsisLines(const std::string& command, const std::vector<std::string>& words) {
+  const std::string indent(4 + command.size() + 1, ' ');
+  std::string out = "    " + command + " IFNAME";
+  size_t col = out.size();
+  for (const auto& w : words) {
+    if (col + 1 + w.size() > 80) {
+      out += "\n" + indent + w;
+      col = indent.size() + w.size();
+    } else {
+      out += " " + w;
+      col += 1 + w.size();
+    }
+  }
+  return out;
+}
+
+// `help` with its "@KEYWORDS@" line replaced by the synopsis of `verb`.
+std::string withKeywords(std::string help, const std::string& verb) {
+  std::vector<std::string> words;
+  if (verb == "add") {
+    words = {"[type " + joinWords(portTypesTaken(), "|", "|") + "]", "[queues N]",
+             "[xdp-mode " + joinWords(xdpModesTaken(), "|", "|") + "]", "[fast-rx on|off]",
+             "[hook " + joinWords(hooksTaken(), "|", "|") + "]"};
+  }
+  words.push_back("[isolated on|off]");
+  for (auto& w : policySynopsis()) words.push_back(std::move(w));
+  const std::string marker = "@KEYWORDS@";
+  help.replace(help.find(marker), marker.size(), synopsisLines("vdevctl port " + verb, words));
+  return help;
+}
+
+const std::string kPortAddHelpText = withKeywords(kPortAddHelp, "add");
+// The command list's line (vdevctl --help, vdevctl port help).
+const std::string kPortAddSynopsis =
+    "port add IFNAME [type " + joinWords(portTypesTaken(), "|", "|") + "] [queues N] [xdp-mode M] [create ...]";
+const std::string kPortSetHelpText = withKeywords(kPortSetHelp, "set");
+
+// Not constexpr: the port help texts above are made at start-up.
+const std::array kCommands{
     Command{"port", "add", nullptr,
-            "port add IFNAME [type tap|veth|netkit|netdev] [queues N] [xdp-mode M] [create ...]",
-            "attach a port; with create, make its device", kPortAddHelp, cmdPortAdd},
+            kPortAddSynopsis.c_str(),
+            "attach a port; with create, make its device", kPortAddHelpText.c_str(), cmdPortAdd},
     Command{"port", "del", "delete", "port del IFNAME",
             "detach a port (and delete the device vdevd made)", kPortDelHelp, cmdPortDel},
     Command{"port", "set", nullptr, "port set IFNAME [isolated on|off] [vlan VID|none] [allowed-mac MAC|any] [storm-* ...]",
-            "change a running port's isolation, anti-spoofing, storm control, policer", kPortSetHelp,
+            "change a running port's isolation, anti-spoofing, storm control, policer", kPortSetHelpText.c_str(),
             cmdPortSet},
     Command{"port", "show", "list ls", "port show [IFNAME]", "list ports", kPortShowHelp,
             cmdPortShow},
@@ -671,6 +743,12 @@ constexpr std::array kCommands{
 }  // namespace
 
 std::span<const Command> commandTable() { return kCommands; }
+
+std::string joinWords(const std::vector<std::string>& w, const char* sep, const char* last) {
+  std::string out;
+  for (size_t i = 0; i < w.size(); ++i) out += (i == 0 ? "" : i + 1 == w.size() ? last : sep) + w[i];
+  return out;
+}
 
 const char* objectSummary(std::string_view object) {
   if (object == "port") return "the switch's ports";

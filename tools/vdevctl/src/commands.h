@@ -2,11 +2,15 @@
 // commands.cpp) and the writers they share.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "cli.h"
 #include "output.h"
 #include "proto/codec.h"
+#include "spec/port_policy.h"
+#include "spec/port_spec.h"
 
 namespace vdev::ctl {
 
@@ -21,6 +25,42 @@ int cmdFdbAdd(Context& ctx, Args& args);
 int cmdFdbDel(Context& ctx, Args& args);
 int cmdInfo(Context& ctx, Args& args);
 int cmdCapture(Context& ctx, Args& args);
+
+// f(row) for every row of the port policy table (spec/port_policy.h) in
+// the order the help and the usage messages list them: identity rows
+// first, then rates, each in table order.
+template <class F>
+void forEachPolicyFieldListed(F&& f) {
+  for (vdev::spec::FieldGroup g : {vdev::spec::FieldGroup::kIdentity, vdev::spec::FieldGroup::kRate})
+    vdev::spec::forEachPolicyField([&](const auto& r) {
+      if (r.group == g) f(r);
+    });
+}
+
+// The names of `table` that `takes` accepts, in table order: the port
+// types, XDP modes and hooks vdevctl's keywords take (the proto parsers
+// say which; the help and the usage messages list them).
+template <class E, size_t N, class P>
+std::vector<std::string> namesTaken(const vdev::spec::Named<E> (&table)[N], P takes) {
+  std::vector<std::string> out;
+  for (const auto& n : table)
+    if (takes(n.name)) out.emplace_back(n.name);
+  return out;
+}
+inline std::vector<std::string> portTypesTaken() {
+  return namesTaken(vdev::spec::kPortTypeNames,
+                    [](const char* n) { return vdev::proto::parsePortType(n).has_value(); });
+}
+inline std::vector<std::string> xdpModesTaken() {
+  return namesTaken(vdev::spec::kXdpModeNames,
+                    [](const char* n) { return vdev::proto::parseXdpMode(n).has_value(); });
+}
+inline std::vector<std::string> hooksTaken() {
+  return namesTaken(vdev::spec::kPortHookNames,
+                    [](const char* n) { return vdev::proto::parsePortHook(n).has_value(); });
+}
+// "a|b|c" (sep "|"); "a, b or c" (sep ", ", last " or ").
+std::string joinWords(const std::vector<std::string>& w, const char* sep, const char* last);
 
 // "up" (sockets open, link up) or "down".
 const char* stateName(const vdev::proto::PortInfo& p);
