@@ -3,9 +3,12 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -18,6 +21,14 @@
 namespace vdev::bench {
 
 namespace {
+
+// A started child's CPU seconds (utime + stime), or nothing.
+std::optional<double> childCpuSeconds(const std::optional<testkit::Child>& c) {
+  if (!c) return std::nullopt;
+  auto s = taskCpuSeconds(c->pid());
+  if (!s) return std::nullopt;
+  return *s;
+}
 
 // ---- vdevd ----------------------------------------------------------------
 
@@ -91,12 +102,7 @@ class VdevdDatapath : public Datapath {
     return {};
   }
 
-  std::optional<double> processCpuSeconds() const override {
-    if (!child_) return std::nullopt;
-    auto c = taskCpuSeconds(child_->pid());
-    if (!c) return std::nullopt;
-    return *c;
-  }
+  std::optional<double> processCpuSeconds() const override { return childCpuSeconds(child_); }
 
   std::string statsJson() const override { return stats_; }
   bool transmitsXdpFrames() const override { return spec_.transmitsXdpFrames; }
@@ -129,7 +135,7 @@ VdevdSpec vdevdSpecFor(const std::string& kind, const Topology& topo, const Opti
   constexpr unsigned kSpinUs = 1'000'000;  // vdevd's maximum
   // The kernel fast path on (required): vdevd-fast and vdevd-rx-off.
   const bool fastPath = kind == "vdevd-fast" || kind == "vdevd-rx-off";
-  const bool threePorts = topo.ports().size() > 2;
+  const bool threePorts = topo.ports().size() > 2 || !topo.idlePorts().empty();
   const std::string mode = kind == "vdevd-switch" || fastPath || threePorts ? "switch" : "xconnect";
   VdevdSpec s;
   s.kind = kind;
@@ -141,6 +147,10 @@ VdevdSpec vdevdSpecFor(const std::string& kind, const Topology& topo, const Opti
   s.transmitsXdpFrames = fastPath;
   auto& args = s.args;
   for (const auto& p : topo.ports()) {
+    args.push_back("--port");
+    args.push_back(p);
+  }
+  for (const auto& p : topo.idlePorts()) {
     args.push_back("--port");
     args.push_back(p);
   }
@@ -168,6 +178,9 @@ VdevdSpec vdevdSpecFor(const std::string& kind, const Topology& topo, const Opti
   for (const auto& a : opt.vdevdArgs) args.push_back(a);
 
   s.describe = "vdevd --mode " + mode;
+  if (!topo.idlePorts().empty()) s.describe += " (+" + std::to_string(topo.idlePorts().size()) + " idle ports)";
+  // Attaching hundreds of ports takes seconds.
+  if (topo.idlePorts().size() > 16) s.readyTimeout = std::chrono::seconds(120);
   if (kind == "vdevd-spin") s.describe += " --idle-spin-us " + std::to_string(kSpinUs);
   if (fastPath) s.describe += " --fast-path";
   else if (mode == "switch") s.describe += " --no-fast-path";
@@ -196,6 +209,7 @@ class BridgeDatapath : public Datapath {
                        "ageing_time", "30000", "mcast_snooping", "0"}));
     created_ = true;
     for (const auto& p : topo_.ports()) VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", br}));
+    for (const auto& p : topo_.idlePorts()) VB_TRY(runCommand({"ip", "-n", ns, "link", "set", p, "master", br}));
     VB_TRY(runCommand({"ip", "-n", ns, "link", "set", br, "up"}));
     // A static FDB entry for the sink's MAC: forwarding, not flooding, from
     // the first frame (and no dependence on the learning frames arriving).
@@ -277,11 +291,198 @@ class XdpRedirectDatapath : public Datapath {
   std::unique_ptr<XdpLink> link_, revLink_;
 };
 
+// ---- DPDK's AF_XDP PMD ------------------------------------------------------
+
+// dpdk-testpmd (Debian: dpdk-dev, with librte-net-af-xdp23) forwarding
+// between A and B through DPDK's AF_XDP poll-mode driver, io mode (every
+// frame from one port out of the other, as vdevd --mode xconnect): another
+// userspace AF_XDP datapath, in copy mode on veths and taps as vdevd. Its
+// forwarding lcore polls without sleeping on the datapath CPU (DPDK's model;
+// its CPU column is a whole core whatever the load); the main lcore, which
+// only waits for a signal, on the generator CPU. Without hugepages
+// (--no-huge): 16,384 mbufs in 256 MiB of ordinary memory.
+class DpdkAfXdpDatapath : public Datapath {
+ public:
+  DpdkAfXdpDatapath(Topology& t, const Options& o, std::string path, std::string logPath)
+      : topo_(t), opt_(o), path_(std::move(path)), logPath_(std::move(logPath)) {}
+  ~DpdkAfXdpDatapath() override { (void)stop(); }
+  std::string name() const override { return "dpdk-af-xdp"; }
+  std::string describe() const override { return "dpdk-testpmd, AF_XDP PMD on A and B, io forwarding"; }
+
+  Status start() override {
+    const std::string prefix = topo_.dutNs().name();
+    std::vector<std::string> args{"ip", "netns", "exec", topo_.dutNs().name(), path_, "--no-huge", "-m", "256",
+                                  "--no-pci", "--file-prefix", prefix, "-l",
+                                  std::to_string(opt_.genCpu) + "," + std::to_string(opt_.dutCpu),
+                                  "--main-lcore", std::to_string(opt_.genCpu),
+                                  "--vdev", "net_af_xdp0,iface=" + topo_.portA(),
+                                  "--vdev", "net_af_xdp1,iface=" + topo_.portB(),
+                                  "--", "--forward-mode=io", "--auto-start", "--total-num-mbufs=16384",
+                                  // Statistics only at exit: the main lcore sleeps until a signal.
+                                  "--stats-period", "1000000"};
+    logInfo("+ %s", testkit::commandLine(args).c_str());
+    auto child = testkit::Child::start({.argv = args, .term_with_parent = true}, {.stdout_path = logPath_});
+    if (!child) return child.error();
+    child_.emplace(std::move(*child));
+    // testpmd says this once both ports are started and the lcore polls.
+    Status ready = child_->waitForLine("No commandline core given, start packet forwarding", std::chrono::seconds(30),
+                                       [] { return stopRequested(); });
+    if (!ready.ok()) {
+      const std::string tail = childOutputTail(logPath_, "dpdk-testpmd");
+      (void)stop();
+      return Error{0, "dpdk-testpmd did not start forwarding" + tail};
+    }
+    return {};
+  }
+
+  Status stop() override {
+    if (!child_) return {};
+    // testpmd stops its ports and exits on SIGTERM, then re-raises it.
+    std::optional<int> st = stopChild(*child_, std::chrono::seconds(15), "dpdk-testpmd");
+    child_.reset();
+    unlink(logPath_.c_str());
+    if (!st) return Error{0, "dpdk-testpmd did not exit"};
+    if (*st != 0 && *st != 128 + SIGTERM) return Error{0, "dpdk-testpmd " + childExitText(*st)};
+    return {};
+  }
+
+  std::optional<double> processCpuSeconds() const override { return childCpuSeconds(child_); }
+  pid_t pid() const override { return child_ ? child_->pid() : 0; }
+
+ private:
+  Topology& topo_;
+  const Options& opt_;
+  std::string path_, logPath_;
+  std::optional<testkit::Child> child_;  // while started
+};
+
+// ---- Open vSwitch, AF_XDP ports ----------------------------------------------
+
+// Open vSwitch's userspace datapath (datapath_type=netdev) with A and B as
+// afxdp ports (Debian's openvswitch-switch is built with them), and two
+// flows joining A and B as vdevd --mode xconnect does. ovsdb-server and
+// ovs-vswitchd run in the DUT namespace from a private directory (no host
+// service is touched); the PMD thread that polls both ports is on the
+// datapath CPU (pmd-cpu-mask), and polls without sleeping (a whole core).
+class OvsAfXdpDatapath : public Datapath {
+ public:
+  OvsAfXdpDatapath(Topology& t, const Options& o, std::string vswitchd, std::string dir)
+      : topo_(t), opt_(o), vswitchd_(std::move(vswitchd)), dir_(std::move(dir)) {}
+  ~OvsAfXdpDatapath() override { (void)stop(); }
+  std::string name() const override { return kOvsAfXdp; }
+  std::string describe() const override {
+    return "ovs-vswitchd, datapath_type=netdev, afxdp ports, flows A<->B";
+  }
+
+  Status start() override {
+    const std::string ns = topo_.dutNs().name();
+    const std::string db = dir_ + "/conf.db", sock = "unix:" + dir_ + "/db.sock";
+    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) return Error{errno, "mkdir " + dir_};
+    made_ = true;
+    VB_TRY(runCommand({"ovsdb-tool", "create", db, kOvsSchema}));
+    // OVS_RUNDIR: where both put their pid files and ovs-vswitchd the
+    // bridge's OpenFlow socket (BRIDGE.mgmt).
+    const std::string rundir = "OVS_RUNDIR=" + dir_, logdir = "OVS_LOGDIR=" + dir_, dbdir = "OVS_DBDIR=" + dir_;
+    auto dbs = testkit::Child::start({.argv = {"ip", "netns", "exec", ns, "env", rundir, logdir, dbdir, "ovsdb-server", db,
+                                               "--remote=punix:" + dir_ + "/db.sock", "--unixctl=" + dir_ + "/db.ctl",
+                                               "--log-file=" + dir_ + "/ovsdb-server.log"},
+                                      .term_with_parent = true},
+                                     {.stdout_path = dir_ + "/ovsdb-server.out"});
+    if (!dbs) return dbs.error();
+    dbServer_.emplace(std::move(*dbs));
+    // ovs-vsctl does not wait for the socket to exist.
+    for (int i = 0; ::access((dir_ + "/db.sock").c_str(), F_OK) != 0; ++i)
+      if (i == 1000 || stopRequested() || dbServer_->wait(std::chrono::milliseconds(10)))
+        return Error{0, "ovsdb-server did not open its socket" +
+                            childOutputTail(dir_ + "/ovsdb-server.log", "ovsdb-server")};
+    // ovs-vsctl waits for the socket (--timeout), then for ovs-vswitchd
+    // to have applied each change (unless --no-wait).
+    VB_TRY(vsctl({"--no-wait", "init"}));
+    VB_TRY(vsctl({"--no-wait", "set", "Open_vSwitch", ".",
+                  "other_config:pmd-cpu-mask=" + hexMask(opt_.dutCpu)}));
+    auto vsd = testkit::Child::start({.argv = {"ip", "netns", "exec", ns, "env", rundir, logdir, dbdir, vswitchd_, sock,
+                                               "--unixctl=" + dir_ + "/vswitchd.ctl",
+                                               "--log-file=" + dir_ + "/ovs-vswitchd.log"},
+                                      .term_with_parent = true},
+                                     {.stdout_path = dir_ + "/ovs-vswitchd.out"});
+    if (!vsd) return vsd.error();
+    vswitchdChild_.emplace(std::move(*vsd));
+    const std::string br = topo_.bridgeName();
+    VB_TRY(vsctl({"add-br", br, "--", "set", "bridge", br, "datapath_type=netdev"}));
+    for (const auto& p : {topo_.portA(), topo_.portB()})
+      VB_TRY(vsctl({"add-port", br, p, "--", "set", "interface", p, "type=afxdp"}));
+    for (const auto& p : {topo_.portA(), topo_.portB()}) {
+      auto err = vsctlOut({"get", "interface", p, "error"});
+      if (!err) return err.error();
+      if (*err != "[]" && !err->empty()) return Error{0, "ovs-vswitchd: " + p + ": " + *err + logTail()};
+    }
+    VB_TRY(ofctl({"del-flows", br}));
+    VB_TRY(ofctl({"add-flow", br, "in_port=" + topo_.portA() + ",actions=output:" + topo_.portB()}));
+    VB_TRY(ofctl({"add-flow", br, "in_port=" + topo_.portB() + ",actions=output:" + topo_.portA()}));
+    return {};
+  }
+
+  Status stop() override {
+    Status first;
+    if (vswitchdChild_) {
+      (void)vsctl({"--if-exists", "del-br", topo_.bridgeName()});
+      std::optional<int> st = stopChild(*vswitchdChild_, std::chrono::seconds(15), "ovs-vswitchd");
+      vswitchdChild_.reset();
+      if (!st) first = Error{0, "ovs-vswitchd did not exit"};
+    }
+    if (dbServer_) {
+      (void)stopChild(*dbServer_, std::chrono::seconds(15), "ovsdb-server");
+      dbServer_.reset();
+    }
+    if (made_) {
+      made_ = false;
+      (void)runCommand({"rm", "-rf", dir_});
+    }
+    return first;
+  }
+
+  std::optional<double> processCpuSeconds() const override { return childCpuSeconds(vswitchdChild_); }
+  pid_t pid() const override { return vswitchdChild_ ? vswitchdChild_->pid() : 0; }
+
+ private:
+  static std::string hexMask(int cpu) {
+    char b[32];
+    snprintf(b, sizeof b, "%llx", 1ull << cpu);
+    return b;
+  }
+  Status vsctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"ovs-vsctl", "--timeout=30", "--db=unix:" + dir_ + "/db.sock"});
+    return runCommand(args);
+  }
+  Result<std::string> vsctlOut(std::vector<std::string> args) {
+    args.insert(args.begin(), {"ovs-vsctl", "--timeout=30", "--db=unix:" + dir_ + "/db.sock"});
+    auto r = testkit::runCaptured({.argv = args});
+    if (!r) return r.error();
+    if (!r->ok()) return Error{0, testkit::commandLine(args) + ": " + r->err};
+    std::string out = r->out;
+    while (!out.empty() && isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+    return out;
+  }
+  Status ofctl(std::vector<std::string> args) {
+    // ovs-ofctl reaches the bridge through ovs-vswitchd's socket in dir_.
+    args.insert(args.begin(), "ovs-ofctl");
+    args[2] = "unix:" + dir_ + "/" + args[2] + ".mgmt";
+    return runCommand(args);
+  }
+  std::string logTail() const { return childOutputTail(dir_ + "/ovs-vswitchd.log", "ovs-vswitchd"); }
+
+  Topology& topo_;
+  const Options& opt_;
+  std::string vswitchd_, dir_;
+  bool made_ = false;
+  std::optional<testkit::Child> dbServer_, vswitchdChild_;  // while started
+};
+
 }  // namespace
 
 bool isKnownDatapath(const std::string& k) {
   return k == "vdevd" || k == "vdevd-switch" || k == "vdevd-spin" || k == "vdevd-fast" || k == "vdevd-rx-off" ||
-         k == "bridge" || k == "xdp-redirect";
+         k == "bridge" || k == "xdp-redirect" || k == kDpdkAfXdp || k == kOvsAfXdp;
 }
 
 bool isVdevd(const std::string& kind) { return kind.rfind("vdevd", 0) == 0; }
@@ -290,6 +491,37 @@ std::string datapathFitsScenario(const std::string& kind, Scenario sc) {
   if (sc != Scenario::kSwitch) return "";
   if (kind == "vdevd") return "vdevd --mode xconnect joins exactly two ports; the switch scenario has three";
   if (kind == "xdp-redirect") return "xdp-redirect connects exactly two ports (it does not learn)";
+  if (kind == kDpdkAfXdp) return "testpmd's io forwarding connects exactly two ports (it does not learn)";
+  if (kind == kOvsAfXdp) return "ovs-af-xdp joins two ports with two flows (no learning)";
+  return "";
+}
+
+namespace {
+std::string dpdkMissing() {
+  if (testkit::findExecutable("dpdk-testpmd").empty())
+    return "dpdk-testpmd not found (Debian: apt-get install dpdk-dev librte-net-af-xdp23)";
+  return "";
+}
+
+std::string ovsVswitchd() {
+  std::string p = testkit::findExecutable("ovs-vswitchd");
+  if (p.empty() && testkit::isExecutable("/usr/lib/openvswitch-switch/ovs-vswitchd"))
+    p = "/usr/lib/openvswitch-switch/ovs-vswitchd";
+  return p;
+}
+std::string ovsMissing() {
+  for (const char* tool : {"ovsdb-server", "ovsdb-tool", "ovs-vsctl", "ovs-ofctl"})
+    if (testkit::findExecutable(tool).empty())
+      return std::string(tool) + " not found (Debian: apt-get install openvswitch-switch)";
+  if (ovsVswitchd().empty()) return "ovs-vswitchd not found (Debian: apt-get install openvswitch-switch)";
+  if (::access(kOvsSchema, R_OK) != 0) return std::string(kOvsSchema) + " not found";
+  return "";
+}
+}  // namespace
+
+std::string datapathMissing(const std::string& kind) {
+  if (kind == kDpdkAfXdp) return dpdkMissing();
+  if (kind == kOvsAfXdp) return ovsMissing();
   return "";
 }
 
@@ -324,6 +556,13 @@ Result<std::unique_ptr<Datapath>> makeDatapath(const std::string& kind, Topology
     d = std::make_unique<BridgeDatapath>(topo, o);
   } else if (kind == "xdp-redirect") {
     d = std::make_unique<XdpRedirectDatapath>(topo);
+  } else if (kind == kDpdkAfXdp) {
+    const std::string path = testkit::findExecutable("dpdk-testpmd");
+    if (path.empty()) return makeError(ENOENT, dpdkMissing());
+    d = std::make_unique<DpdkAfXdpDatapath>(topo, o, path, workDir + "/dpdk-testpmd-" + std::to_string(++serial) + ".log");
+  } else if (kind == kOvsAfXdp) {
+    if (!ovsMissing().empty()) return makeError(ENOENT, ovsMissing());
+    d = std::make_unique<OvsAfXdpDatapath>(topo, o, ovsVswitchd(), workDir + "/ovs-" + std::to_string(++serial));
   } else {
     return makeError(EINVAL, "unknown datapath " + kind);
   }

@@ -43,7 +43,12 @@ class Datapath {
 };
 
 // Kind names: "vdevd" (xconnect), "vdevd-switch", "vdevd-spin" (never
-// sleeps; switch mode in the switch scenario), "bridge", "xdp-redirect".
+// sleeps; switch mode in the switch scenario), "bridge", "xdp-redirect",
+// "dpdk-af-xdp" (dpdk-testpmd with DPDK's AF_XDP PMD), "ovs-af-xdp" (Open
+// vSwitch's userspace datapath with afxdp ports), each where installed.
+inline constexpr const char* kDpdkAfXdp = "dpdk-af-xdp";
+inline constexpr const char* kOvsAfXdp = "ovs-af-xdp";
+inline constexpr const char* kOvsSchema = "/usr/share/openvswitch/vswitch.ovsschema";
 bool isKnownDatapath(const std::string& kind);
 bool isVdevd(const std::string& kind);
 // Why kind cannot run in scenario sc, or "" when it can.
@@ -71,6 +76,10 @@ struct VdevdSpec {
 // it prints goes to logPath.
 std::unique_ptr<Datapath> makeVdevd(VdevdSpec spec, const std::string& vdevdPath, const std::string& statsPath,
                                     const std::string& logPath);
+
+// Why kind cannot run on this host (dpdk-af-xdp, ovs-af-xdp: a tool that is
+// not installed), or "".
+std::string datapathMissing(const std::string& kind);
 
 // Where vdevd is: --vdevd, else ../../daemon/vdevd relative to this binary
 // (the build tree), else PATH. Empty when not found.

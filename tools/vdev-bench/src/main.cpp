@@ -30,7 +30,7 @@ namespace {
 // of this function, so returning (error or not) removes it.
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
-  auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall);
+  auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall, o.idlePorts);
   if (!topo) return topo.error();
   Topology& t = *topo.value();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());
@@ -192,8 +192,8 @@ int main(int argc, char** argv) {
   rep.opt = &o;
   rep.prefix = "vb" + std::to_string(getpid());
 
-  // Which datapaths run: a missing vdevd is skipped when the list is the
-  // default one, an error when it was asked for.
+  // Which datapaths run: a missing vdevd, DPDK or Open vSwitch is skipped when the
+  // list is the default one, an error when it was asked for.
   std::vector<std::string> datapaths;
   bool wantsVdevd = false;
   for (const auto& d : o.datapaths) wantsVdevd |= isVdevd(d);
@@ -204,6 +204,15 @@ int main(int argc, char** argv) {
                                             : "--vdevd " + o.vdevdPath + " is not an executable file";
       if (o.datapathsGiven) {
         fprintf(stderr, "vdev-bench: %s\n", why.c_str());
+        return 1;
+      }
+      rep.skipped.push_back({d, why});
+      logWarn("skipping %s: %s", d.c_str(), why.c_str());
+      continue;
+    }
+    if (std::string why = datapathMissing(d); !why.empty()) {
+      if (o.datapathsGiven) {
+        fprintf(stderr, "vdev-bench: %s: %s\n", d.c_str(), why.c_str());
         return 1;
       }
       rep.skipped.push_back({d, why});

@@ -42,7 +42,7 @@ constexpr const char kHelp[] = R"(NAME
 SYNOPSIS
     vdev-bench [--scenario veth-veth|veth-tap|tap-veth|switch] [--datapath LIST]
                [--duration S] [--runs N] [--frame-size B] [--latency on|off|only]
-               [--find-rate] [--rate PPS] [--json] [--vdevd PATH] [OPTIONS]
+               [--find-rate] [--rate PPS] [--idle-ports N] [--json] [--vdevd PATH] [OPTIONS]
     vdev-bench --real [--runs N] [--duration S] [--mtu LIST] [--datapath LIST]
                [--vdevd PATH] [--vdev-vm PATH] [--idle-ports N [--idle-cpu S]] [--json]
     vdev-bench --two-host [--uplink vxlan|veth|both] [--runs N] [--duration S]
@@ -76,6 +76,18 @@ DESCRIPTION
       xdp-redirect   an XDP program on A redirecting into B through a devmap (and one on
                      B back into A, for the latency probes' answers): the kernel's
                      cheapest forwarding, the upper bound. Two ports only.
+      dpdk-af-xdp    dpdk-testpmd forwarding A <-> B through DPDK's AF_XDP poll-mode
+                     driver (io mode, no hugepages): another userspace AF_XDP datapath,
+                     in copy mode on veths and taps as vdevd. Its forwarding lcore
+                     polls on the datapath CPU without ever sleeping (a whole core);
+                     the main lcore waits on the generator CPU. Needs dpdk-testpmd
+                     (Debian: dpdk-dev and librte-net-af-xdp23); two ports only.
+      ovs-af-xdp     Open vSwitch's userspace datapath (datapath_type=netdev) with A and
+                     B as afxdp ports joined by two flows (in_port=A -> B, B -> A);
+                     ovsdb-server and ovs-vswitchd started from a private directory in
+                     the DUT namespace, the PMD thread on the datapath CPU (it polls
+                     without sleeping). Needs Debian's openvswitch-switch, which is
+                     built with afxdp; no host service is used. Two ports only.
 
     Topology (P = vb<pid>; everything lives in namespaces created for the run and is
     removed at exit, also on error and SIGINT/SIGTERM):
@@ -106,10 +118,10 @@ DESCRIPTION
 OPTIONS
     -s, --scenario NAME   veth-veth (default), veth-tap, tap-veth or switch.
     -d, --datapath LIST   comma-separated datapaths, in order (default:
-                          vdevd,vdevd-switch,vdevd-fast,bridge,xdp-redirect; switch:
-                          vdevd-switch,vdevd-fast,bridge; with the
-                          default list a vdevd that cannot be found is skipped with a note,
-                          a listed one is an error).
+                          vdevd,vdevd-switch,vdevd-fast,bridge,xdp-redirect,dpdk-af-xdp,
+                          ovs-af-xdp; switch: vdevd-switch,vdevd-fast,bridge; with the
+                          default list a vdevd, DPDK or Open vSwitch that cannot be found is
+                          skipped with a note, a listed one is an error).
     -t, --duration S      measured seconds per run (default 5).
     -w, --warmup S        seconds of traffic before each measurement (default 1).
     -n, --runs N          runs per datapath (default 3); the table shows medians. Runs are
@@ -319,6 +331,11 @@ OPTIONS
                           1500 unless --mtu says, default datapaths bridge,vdevd. The
                           tables add "x 2 ports" (D+N against D) and compare D+N with
                           bridge+N. Setting up N containers takes about 50 ms each.
+                          Without --real (generated XDP frames): N more ports P-i1 .. P-iN
+                          on the device under test, veths whose far ends sit idle in one
+                          namespace, attached by every datapath (vdevd in switch mode; the
+                          bridge enslaves them); default datapaths
+                          vdevd-switch,vdevd-fast,bridge, none that joins two ports only.
         --idle-cpu S      with --idle-ports: after the traffic of each vdevd set-up, 2 s
                           to settle, then vdevd's CPU time (/proc/PID/stat, utime + stime)
                           over S seconds with no traffic (default 10; 0: not measured).
@@ -498,7 +515,7 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
            if (item.empty()) continue;
            if (!isKnownDatapath(item) && !isRealDatapath(item) && !isTwoHostDatapath(item))
              cli::fail("unknown datapath '" + item +
-                       "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect; "
+                       "' (vdevd, vdevd-switch, vdevd-spin, vdevd-fast, vdevd-rx-off, bridge, xdp-redirect, dpdk-af-xdp, ovs-af-xdp; "
                        "--real: " + realDatapathNames() + "; --two-host: bridge, vdevd, tc-redirect)");
            o->datapaths.push_back(item);
          }
@@ -638,11 +655,10 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   });
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
-    const bool realOnly =
-        o->mtusGiven || !o->vdevVmPath.empty() || o->idlePorts || o->idleCpuGiven || !o->realScenarios.empty();
+    const bool realOnly = o->mtusGiven || !o->vdevVmPath.empty() || o->idleCpuGiven || !o->realScenarios.empty();
     if (o->twoHost) {
       if (o->real) cli::fail("--two-host and --real exclude each other");
-      if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+      if (realOnly || o->idlePorts) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
       if (!o->datapathsGiven) o->datapaths = twoHostDatapaths();
       for (const auto& d : o->datapaths)
         if (!isTwoHostDatapath(d)) cli::fail(d + " is not a datapath of --two-host (bridge, vdevd, tc-redirect)");
@@ -659,13 +675,16 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
           cli::fail(d + " is not a datapath of --real (" + realDatapathNames() + ")");
       return;
     }
-    if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+    if (realOnly) cli::fail("--mtu, --only, --vdev-vm and --idle-cpu go with --real");
     for (const auto& d : o->datapaths)
       if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
-    if (!o->datapathsGiven && o->scenario == Scenario::kSwitch) o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
+    if (!o->datapathsGiven && (o->scenario == Scenario::kSwitch || o->idlePorts))
+      o->datapaths = {"vdevd-switch", "vdevd-fast", "bridge"};
     for (const auto& d : o->datapaths) {
-      std::string why = datapathFitsScenario(d, o->scenario);
-      if (!why.empty()) cli::fail(d + " in scenario " + scenarioName(o->scenario) + ": " + why);
+      std::string why = datapathFitsScenario(d, o->idlePorts ? Scenario::kSwitch : o->scenario);
+      if (!why.empty())
+        cli::fail(d + (o->idlePorts ? std::string(" with --idle-ports") : " in scenario " + std::string(scenarioName(o->scenario))) +
+                  ": " + why);
     }
     if (o->findRate && !o->latencyGiven) o->latency = LatencyMode::kOff;
     if (o->findRate && o->latency == LatencyMode::kOnly) cli::fail("--find-rate and --latency only exclude each other");

@@ -33,8 +33,9 @@ struct Options {
   // switch: vdevd-switch, vdevd-fast, bridge
   // The own path (xconnect, switch) always beside the fast path and the
   // kernel's paths: a table without it hid a fall below the bridge.
-  std::vector<std::string> datapaths{"vdevd", "vdevd-switch", "vdevd-fast", "bridge", "xdp-redirect"};
-  bool datapathsGiven = false;  // default list: a missing vdevd is skipped, not an error
+  std::vector<std::string> datapaths{"vdevd", "vdevd-switch", "vdevd-fast", "bridge", "xdp-redirect",
+                                     "dpdk-af-xdp", "ovs-af-xdp"};
+  bool datapathsGiven = false;  // default list: a missing vdevd, DPDK or OVS is skipped, not an error
   double duration = 5.0;        // measured seconds per run
   double warmup = 1.0;          // seconds of traffic before measuring
   int runs = 3;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "datapath.h"
 #include "frame.h"
 #include "sys.h"
 
@@ -196,6 +197,7 @@ std::string socketText(const DatapathResult& d, const std::string& prefix) {
     for (const auto& s : r.dutSockets)
       if (std::find(ports.begin(), ports.end(), s.port) == ports.end()) ports.push_back(s.port);
   std::string text;
+  size_t quiet = 0;
   for (const auto& port : ports) {
     std::vector<double> fill, full;
     for (const auto& r : d.runs)
@@ -205,10 +207,16 @@ std::string socketText(const DatapathResult& d, const std::string& prefix) {
           full.push_back(double(s.rxRingFull));
         }
     std::string name = port.rfind(prefix, 0) == 0 && port.size() > prefix.size() ? port.substr(prefix.size()) : port;
+    // The idle ports (--idle-ports, "i1" ...) only where they dropped.
+    if (name[0] == 'i' && median(fill) == 0 && median(full) == 0) {
+      quiet++;
+      continue;
+    }
     char buf[96];
     snprintf(buf, sizeof buf, "%s%s %.0f/%.0f", text.empty() ? "" : " ", name.c_str(), median(fill), median(full));
     text += buf;
   }
+  if (quiet) text += " (idle ports: " + std::to_string(quiet) + " at 0/0)";
   return text;
 }
 
@@ -226,6 +234,9 @@ void printTable(const Report& rep, FILE* out) {
           o.dutCpu, sinkCpu, napiText(o).c_str());
   if (o.ratePps) fprintf(out, "offered load paced at %.3f Mpps (--rate), bursts of %u\n", o.ratePps / 1e6, o.paceBatch);
   if (o.boosted()) fprintf(out, "session (autogroup) at nice -20 against other sessions' load (--boost)\n");
+  if (o.idlePorts)
+    fprintf(out, "idle ports: %u more veths on the device under test (%si1 .. %si%u), attached by every datapath\n",
+            o.idlePorts, rep.prefix.c_str(), rep.prefix.c_str(), o.idlePorts);
   fprintf(out, "bridge: net.bridge.bridge-nf-call-iptables=%s in the DUT namespace%s\n",
           rep.bridgeNfCallIptables.c_str(),
           rep.bridgeNfCallIptables == "1" ? " (br_netfilter hooks on every bridged frame)" : "");
@@ -315,7 +326,7 @@ void printTable(const Report& rep, FILE* out) {
               r.cpu.generator, r.cpu.sink);
       if (r.cpu.vdevdProcess) {
         double own = *r.cpu.vdevdProcess - r.cpu.pollInDutProcess.value_or(0);
-        fprintf(out, " (vdevd %.2f + NAPI %.2f)", own, r.cpu.datapath - own);
+        fprintf(out, " (%s %.2f + NAPI %.2f)", isVdevd(r.datapath) ? "vdevd" : "process", own, r.cpu.datapath - own);
       }
       fprintf(out, "  totals %llu/%llu", static_cast<unsigned long long>(r.forwardedTotal),
               static_cast<unsigned long long>(r.offeredTotal));
@@ -583,6 +594,7 @@ std::string toJson(const Report& rep) {
   Json c;
   c["scenario"] = scenarioName(o.scenario);
   c["frame_size"] = static_cast<uint64_t>(o.frameSize);
+  c["idle_ports"] = static_cast<uint64_t>(o.idlePorts);
   c["frame_len"] = static_cast<uint64_t>(o.frameSize - kFcsLen);
   c["duration_s"] = fixed(o.duration, 3);
   c["warmup_s"] = fixed(o.warmup, 3);

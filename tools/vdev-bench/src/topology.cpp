@@ -46,7 +46,7 @@ constexpr int kPrefixLen = 15;
 }  // namespace
 
 Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
-                                                  int bridgeNfCall) {
+                                                  int bridgeNfCall, uint32_t idlePorts) {
   std::unique_ptr<Topology> t(new Topology());
   t->scenario_ = sc;
   t->sinkMode_ = sinkMode;
@@ -62,12 +62,12 @@ Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMod
   t->genMac_ = {0x02, 0x76, 0x62, 0x00, 0x00, 0x01};
   t->sinkMac_ = {0x02, 0x76, 0x62, 0x00, 0x00, 0x02};
   t->vmMac_ = {0x02, 0x76, 0x62, 0x00, 0x00, 0x03};
-  Status s = t->build();
+  Status s = t->build(idlePorts);
   if (!s.ok()) return s.error();  // ~Topology removes what was built so far
   return t;
 }
 
-Status Topology::build() {
+Status Topology::build(uint32_t idlePorts) {
   // testkit::Netns::create turns IPv6 off in the namespace before any device
   // exists, so "default" applies to each one created here.
   auto mk = [&](std::optional<Netns>& slot, const std::string& name) -> Status {
@@ -150,8 +150,34 @@ Status Topology::build() {
   if (c1 && c2) pairs_.push_back({"container-container", c1, c2});
   if (vm && container) pairs_.push_back({"container-vm", container, vm});
 
+  VB_TRY(addIdle(idlePorts));
   VB_TRY(addressContainers());
   return waitRunning();
+}
+
+// The idle ports: a veth each, far ends in one namespace, no address (they
+// never send).
+Status Topology::addIdle(uint32_t count) {
+  if (!count) return {};
+  auto ns = Netns::create(prefix_ + "-idle");
+  if (!ns) return ns.error();
+  idleNs_.emplace(std::move(*ns));
+  idleVeths_.reserve(count);
+  for (uint32_t i = 1; i <= count; ++i) {
+    if (stopRequested()) return Error{EINTR, "setup"};
+    const std::string port = prefix_ + "i" + std::to_string(i);
+    // 02:76:62:02:hi:lo: "vb", 02 for an idle container.
+    const Mac mac{0x02, 0x76, 0x62, 0x02, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    auto veth = testkit::VethPair::create({.host_name = port,
+                                           .peer_name = "i" + std::to_string(i),
+                                           .host_ns = &*dut_,
+                                           .peer_ns = &*idleNs_,
+                                           .peer_mac = mac});
+    if (!veth) return veth.error();
+    idleVeths_.push_back(std::move(*veth));
+    idlePorts_.push_back(port);
+  }
+  return {};
 }
 
 // Each container's veth gets its address and a permanent neighbour entry for
@@ -187,6 +213,7 @@ Status Topology::waitRunning() {
   std::vector<NetDev> devs;
   if (gen_) devs.push_back({&*gen_, genIf_});
   for (const auto& p : ports()) devs.push_back({&*dut_, p});
+  for (const auto& p : idlePorts_) devs.push_back({&*dut_, p});
   if (sinkNs_) devs.push_back({&*sinkNs_, sinkIf_});
   return waitLinksRunning(devs);
 }
@@ -222,9 +249,11 @@ Topology::~Topology() {
   vmOwned_.reset();
   vethB_.reset();
   vethA_.reset();
-  for (auto* ns : {&sinkNs_, &dut_, &gen_})
+  idleVeths_.clear();
+  for (auto* ns : {&idleNs_, &sinkNs_, &dut_, &gen_})
     if (*ns)
       if (Status s = (*ns)->remove(); !s.ok()) logWarn("cleanup: %s", s.error().message().c_str());
+  idleNs_.reset();
   sinkNs_.reset();
   dut_.reset();
   gen_.reset();
@@ -235,6 +264,7 @@ std::vector<std::string> Topology::netnsNames() const {
   if (gen_) v.push_back(gen_->name());
   v.push_back(prefix_ + "-dut");
   if (sinkNs_) v.push_back(sinkNs_->name());
+  if (idleNs_) v.push_back(idleNs_->name());
   return v;
 }
 

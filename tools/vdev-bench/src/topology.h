@@ -65,8 +65,10 @@ class Topology {
   // sinkMode: how a veth sink receives (ignored when the sink is a tap).
   // bridgeNfCall: net.bridge.bridge-nf-call-{iptables,ip6tables,arptables}
   // in the DUT namespace: -1 leave as the kernel sets them, 0 or 1.
+  // idlePorts: that many more ports P-i1 .. P-iN on the device under test,
+  // veths whose far ends (i1 .. iN) sit idle in one namespace P-idle.
   static Result<std::unique_ptr<Topology>> create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
-                                                  int bridgeNfCall = -1);
+                                                  int bridgeNfCall = -1, uint32_t idlePorts = 0);
   // net.bridge.bridge-nf-call-iptables in the DUT namespace: "0", "1", or
   // "absent" (no br_netfilter).
   const std::string& bridgeNfCallIptables() const { return bridgeNf_; }
@@ -81,8 +83,10 @@ class Topology {
   const std::string& portA() const { return portA_; }    // in dutNs: ingress (veth, or tap in tap-veth)
   const std::string& portB() const { return portB_; }    // in dutNs: egress (veth or tap)
   const std::string& portC() const { return portC_; }    // switch: the VM's tap; "" otherwise
-  // Every port of the device under test, in order (A, B[, C]).
+  // Every port of the device under test that carries traffic, in order
+  // (A, B[, C]); then the idle ones, which every datapath attaches too.
   std::vector<std::string> ports() const;
+  const std::vector<std::string>& idlePorts() const { return idlePorts_; }
   bool portAIsTap() const { return scenario_ == Scenario::kTapVeth; }
   bool portBIsTap() const { return scenario_ == Scenario::kVethTap; }
   // The sink is a veth (in the sink namespace) rather than a tap.
@@ -104,7 +108,8 @@ class Topology {
 
  private:
   Topology() = default;
-  Status build();
+  Status build(uint32_t idlePorts);
+  Status addIdle(uint32_t count);
   Status addressContainers();
   Status waitRunning();
 
@@ -113,8 +118,10 @@ class Topology {
   int bridgeNfCall_ = -1;
   std::string bridgeNf_ = "absent";
   std::string prefix_;
-  std::optional<Netns> gen_, dut_, sinkNs_;
+  std::optional<Netns> gen_, dut_, sinkNs_, idleNs_;
   std::optional<testkit::VethPair> vethA_, vethB_;  // the generator's and the sink's (veth ends)
+  std::vector<testkit::VethPair> idleVeths_;        // before idleNs_ goes
+  std::vector<std::string> idlePorts_;
   std::string genIf_, portA_, portB_, portC_, sinkIf_, bridge_;
   Mac genMac_{}, sinkMac_{}, vmMac_{};
   std::unique_ptr<Sink> sink_;          // destroyed before the namespaces
