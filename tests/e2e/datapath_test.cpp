@@ -87,8 +87,8 @@ class DatapathTest : public ::testing::Test {
 
 // vdevd's `live` for a port: sockets open and link up (docs/vdevd.md).
 bool portLive(const Stats& s, std::string_view name) {
-  for (const Json& p : s.raw["ports"].asArray())
-    if (p["name"].asString() == name) return p.has("live") && p["live"].asBool();
+  for (const Json& p : s.raw.at("ports"))
+    if (p.at("name").get<std::string>() == name) return p.contains("live") && p.at("live").get<bool>();
   return false;
 }
 
@@ -243,15 +243,15 @@ TEST_P(SwitchConfigTest, UnicastBetweenEveryPairArrivesByteForByte) {
   // for, else what this kernel has.
   const auto& args = GetParam().args;
   const bool clsact = std::find(args.begin(), args.end(), "clsact") != args.end();
-  for (const Json& p : s.raw["ports"].asArray()) {
-    if (p["hook"].asString() != "tc") continue;
-    ASSERT_TRUE(p.has("tc_attach")) << p.dump();
+  for (const Json& p : s.raw.at("ports")) {
+    if (p.at("hook").get<std::string>() != "tc") continue;
+    ASSERT_TRUE(p.contains("tc_attach")) << p.dump();
     if (clsact) {
-      EXPECT_EQ(p["tc_attach"].asString(), "clsact") << p.dump();
+      EXPECT_EQ(p.at("tc_attach").get<std::string>(), "clsact") << p.dump();
     }
-    if (p["tc_attach"].asString() == "clsact") {
-      const auto f = vdevFilters(p["name"].asString());
-      ASSERT_EQ(f.size(), 1u) << p["name"].asString();
+    if (p.at("tc_attach").get<std::string>() == "clsact") {
+      const auto f = vdevFilters(p.at("name").get<std::string>());
+      ASSERT_EQ(f.size(), 1u) << p.at("name").get<std::string>();
       EXPECT_EQ(f[0].prog_name, "vdev_tc_port");
     }
   }
@@ -348,9 +348,9 @@ TEST_F(DatapathTest, NoFastRxKeepsAPortsReceivedFramesOnVdevd) {
     for (const Container* c : {&t.a, &t.b})
       EXPECT_EQ(s.port(c->port()).xdp_prog.at("fast") - before.port(c->port()).xdp_prog.at("fast"), kM)
           << c->port() << ": unicast to the --no-fast-rx port did not take the kernel path\n" << s.dump();
-    EXPECT_FALSE(s.raw["ports"].asArray().empty());
-    for (const Json& p : s.raw["ports"].asArray())
-      EXPECT_EQ(p["fast_rx"].asBool(), p["name"].asString() != t.vm.name()) << p.dump();
+    EXPECT_FALSE(s.raw.at("ports").empty());
+    for (const Json& p : s.raw.at("ports"))
+      EXPECT_EQ(p.at("fast_rx").get<bool>(), p.at("name").get<std::string>() != t.vm.name()) << p.dump();
   }
   EXPECT_EQ(d.stop(), 0) << d.logs();
   EXPECT_NE(d.child().out().find(t.vm.name()), std::string::npos);
@@ -673,7 +673,7 @@ TEST_F(DatapathTest, TinyPortRingDropsAreAccountedForEveryFrame) {
   DropLedger l1 = ledger(s1, {&t.a, &t.b}) - l0;
   uint64_t got = t.b.sock.rx().count(10);
   EXPECT_EQ(kN, got + l1.total()) << "delivered " << got << ", " << l1.describe() << "\n" << s1.dump();
-  EXPECT_GT(l1.byReason["ring_full"], 0u) << l1.describe();
+  EXPECT_GT(l1.byReason.at("ring_full"), 0u) << l1.describe();
   std::cout << "  A -> B burst of " << kN << ": delivered " << got << ", " << l1.describe() << "\n";
   EXPECT_EQ(t.vm.rx().count(10), 0u);
   EXPECT_EQ(t.a.sock.rx().count(10), 0u);
@@ -901,8 +901,8 @@ TEST_F(DatapathTest, ALinkFlappingInALoopIsReattachedWithABackoff) {
   const Endpoints all = t.all();
   learnAll(all, 1);
   const auto flapWaits = [&](const Stats& s) {
-    for (const Json& p : s.raw["ports"].asArray())
-      if (p["name"].asString() == t.b.port()) return p["link"]["flap_waits"].asU64();
+    for (const Json& p : s.raw.at("ports"))
+      if (p.at("name").get<std::string>() == t.b.port()) return p.at("link").at("flap_waits").get<uint64_t>();
     return uint64_t(0);
   };
   const std::string line = "port " + t.b.port() + ": link up; attached again";
@@ -1353,10 +1353,10 @@ TEST_F(DatapathTest, ShutdownDetachesXdpAndReturnsEveryFrame) {
     EXPECT_FALSE(li.has_xdp) << st.port << ": " << li.raw.dump();
   }
   const Json links = Json::parse(run("ip -j link show"));
-  for (const Json& l : links.asArray())
+  for (const Json& l : links)
     for (const Station& st : t.stations())
-      if (l["ifname"].asString() == st.port) {
-        EXPECT_FALSE(l.has("xdp")) << l.dump();
+      if (l.at("ifname").get<std::string>() == st.port) {
+        EXPECT_FALSE(l.contains("xdp")) << l.dump();
       }
   const Stats fin = d.finalStats();
   EXPECT_EQ(fin.pool.free(), fin.pool.total()) << fin.dump();
@@ -1390,38 +1390,38 @@ TEST_F(DatapathTest, StatsJsonHasEveryDocumentedField) {
   ASSERT_EQ(s.ports.size(), 3u) << s.dump();
   for (const Station& st : t.stations()) {
     const Json* pj = nullptr;
-    for (const Json& p : s.raw["ports"].asArray())
-      if (p["name"].asString() == st.port) pj = &p;
+    for (const Json& p : s.raw.at("ports"))
+      if (p.at("name").get<std::string>() == st.port) pj = &p;
     ASSERT_NE(pj, nullptr) << st.port << " missing: " << s.dump();
     const Json& p = *pj;
     SCOPED_TRACE(p.dump());
     for (const char* k : {"name", "ifindex", "queues", "xdp_mode", "bind_mode", "mtu", "rx_packets",
                           "rx_bytes", "tx_packets", "tx_bytes", "tx_outstanding", "drops",
                           "xdp_stats", "dev", "link"})
-      EXPECT_TRUE(p.has(k)) << k;
+      EXPECT_TRUE(p.contains(k)) << k;
     for (const char* k : {"ring_full", "tx_ring_full", "no_route", "port_down", "oversize", "runt",
                           "pool_empty", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "fast_xmit",
                           "link_local"})
-      EXPECT_TRUE(p["drops"].has(k)) << k;
+      EXPECT_TRUE(p.at("drops").contains(k)) << k;
     for (const char* k : {"rx_dropped", "rx_invalid_descs", "tx_invalid_descs", "rx_ring_full",
                           "rx_fill_ring_empty_descs", "tx_ring_empty_descs"})
-      EXPECT_TRUE(p["xdp_stats"].has(k)) << k;
-    EXPECT_TRUE(p["dev"].has("tx_dropped"));
-    EXPECT_TRUE(p["link"].has("flap_waits"));
+      EXPECT_TRUE(p.at("xdp_stats").contains(k)) << k;
+    EXPECT_TRUE(p.at("dev").contains("tx_dropped"));
+    EXPECT_TRUE(p.at("link").contains("flap_waits"));
     const LinkInfo li = linkInfo(st.port);
-    EXPECT_EQ(p["ifindex"].asU64(), uint64_t(li.ifindex));
-    EXPECT_EQ(p["mtu"].asU64(), uint64_t(li.mtu));
-    EXPECT_GE(p["queues"].asU64(), 1u);
-    const std::string xdpMode = p["xdp_mode"].asString();
+    EXPECT_EQ(p.at("ifindex").get<uint64_t>(), uint64_t(li.ifindex));
+    EXPECT_EQ(p.at("mtu").get<uint64_t>(), uint64_t(li.mtu));
+    EXPECT_GE(p.at("queues").get<uint64_t>(), 1u);
+    const std::string xdpMode = p.at("xdp_mode").get<std::string>();
     EXPECT_TRUE(xdpMode == "native" || xdpMode == "generic") << xdpMode;
     // veth and tun have native XDP; "auto" must pick it.
     EXPECT_EQ(xdpMode, "native");
-    const std::string bindMode = p["bind_mode"].asString();
+    const std::string bindMode = p.at("bind_mode").get<std::string>();
     EXPECT_TRUE(bindMode == "copy" || bindMode == "zerocopy") << bindMode;
   }
   for (const char* k : {"total", "free", "fill_ring", "kernel_rx", "rx_burst", "port_rings", "tx_ring",
                         "kernel_tx", "sum"})
-    EXPECT_TRUE(s.raw["pool"].has(k)) << k << ": " << s.dump();
+    EXPECT_TRUE(s.raw.at("pool").contains(k)) << k << ": " << s.dump();
   EXPECT_EQ(s.pool.total(), 8192u) << "--frames 8192";
   EXPECT_EQ(s.pool.reported_sum, s.pool.total());
   // SIGUSR1 also prints a table on stdout.
@@ -1445,8 +1445,8 @@ TEST_F(DatapathTest, DevicesWithoutNativeXdpTakeTheTcHookByDefault) {
   run("ip link set " + dm + " up");
   auto hooks = [](const Stats& s) {
     std::map<std::string, std::string> h;
-    for (const Json& p : s.raw["ports"].asArray())
-      h[p["name"].asString()] = p["hook"].asString() + "/" + p["xdp_mode"].asString();
+    for (const Json& p : s.raw.at("ports"))
+      h[p.at("name").get<std::string>()] = p.at("hook").get<std::string>() + "/" + p.at("xdp_mode").get<std::string>();
     return h;
   };
   // The kernel's xdp-features say so (6.3), and before 6.3 the driver.
@@ -1511,10 +1511,10 @@ TEST_F(DatapathTest, ClsactFiltersOfAKilledVdevdAreReplacedAndOthersStay) {
     first = vdevOnly();
     EXPECT_TRUE(foreign());
     const Stats s = d.stats();
-    for (const Json& p : s.raw["ports"].asArray()) {
-      EXPECT_EQ(p["hook"].asString(), "tc") << p.dump();
-      EXPECT_EQ(p["tc_attach"].asString(), "clsact") << p.dump();
-      EXPECT_EQ(p["clsact_made"].asBool(), p["name"].asString() != a) << "the test made A's qdisc\n" << p.dump();
+    for (const Json& p : s.raw.at("ports")) {
+      EXPECT_EQ(p.at("hook").get<std::string>(), "tc") << p.dump();
+      EXPECT_EQ(p.at("tc_attach").get<std::string>(), "clsact") << p.dump();
+      EXPECT_EQ(p.at("clsact_made").get<bool>(), p.at("name").get<std::string>() != a) << "the test made A's qdisc\n" << p.dump();
     }
     learnAll(all, 1);
     sendMixed(t.a.sock, t.b.sock.mac(), 10, 20);

@@ -95,26 +95,26 @@ class Ctl {
 // Reading vdevd's statistics
 
 const Json& rawPort(const Stats& s, std::string_view name) {
-  for (const Json& p : s.raw["ports"].asArray())
-    if (p["name"].asString() == name) return p;
+  for (const Json& p : s.raw.at("ports"))
+    if (p.at("name").get<std::string>() == name) return p;
   throw HarnessError("vdevd stats: no port " + std::string(name) + " in " + s.dump());
 }
 
 bool isLive(const Stats& s, std::string_view name) {
   if (!s.findPort(name)) return false;
   const Json& p = rawPort(s, name);
-  return p.has("live") && p["live"].asBool();
+  return p.contains("live") && p.at("live").get<bool>();
 }
 
 // The port's XDP program counter `key` (pass, redirect, no_socket); 0 if vdevd
 // does not report it (a port without a program).
 uint64_t progCounter(const Stats& s, std::string_view port, std::string_view key) {
   const Json& p = rawPort(s, port);
-  return p.has("xdp_prog") && p["xdp_prog"].has(key) ? p["xdp_prog"][key].asU64() : 0;
+  return p.contains("xdp_prog") && p.at("xdp_prog").contains(key) ? p.at("xdp_prog").at(key).get<uint64_t>() : 0;
 }
 
 uint64_t poolField(const Stats& s, std::string_view key) {
-  return s.raw["pool"].has(key) ? s.raw["pool"][key].asU64() : 0;
+  return s.raw.at("pool").contains(key) ? s.raw.at("pool").at(key).get<uint64_t>() : 0;
 }
 
 bool poolIdle(const Stats& s) {
@@ -262,13 +262,13 @@ struct XdpAttachment {
 std::vector<XdpAttachment> xdpPrograms(const std::string& ifname) {
   std::vector<XdpAttachment> out;
   const Json net = Json::parse(run("bpftool -j net show dev " + shellQuote(ifname)));
-  for (const Json& block : net.asArray()) {
-    if (!block.has("xdp")) continue;
-    for (const Json& x : block["xdp"].asArray()) {
+  for (const Json& block : net) {
+    if (!block.contains("xdp")) continue;
+    for (const Json& x : block.at("xdp")) {
       XdpAttachment a;
-      a.id = x["id"].asU64();
-      a.mode = x["mode"].asString();
-      a.name = Json::parse(run("bpftool -j prog show id " + std::to_string(a.id)))["name"].asString();
+      a.id = x.at("id").get<uint64_t>();
+      a.mode = x.at("mode").get<std::string>();
+      a.name = Json::parse(run("bpftool -j prog show id " + std::to_string(a.id))).at("name").get<std::string>();
       out.push_back(a);
     }
   }
@@ -280,9 +280,9 @@ bool bpfProgExists(uint64_t id) { return tryRun("bpftool -j prog show id " + std
 // The id of the statistics map (vdev_xdp_stats) of XDP program `progId`.
 uint64_t xdpStatsMap(uint64_t progId) {
   const Json prog = Json::parse(run("bpftool -j prog show id " + std::to_string(progId)));
-  for (const Json& m : prog["map_ids"].asArray()) {
-    const Json info = Json::parse(run("bpftool -j map show id " + std::to_string(m.asU64())));
-    if (info["name"].asString() == "vdev_xdp_stats") return m.asU64();
+  for (const Json& m : prog.at("map_ids")) {
+    const Json info = Json::parse(run("bpftool -j map show id " + std::to_string(m.get<uint64_t>())));
+    if (info.at("name").get<std::string>() == "vdev_xdp_stats") return m.get<uint64_t>();
   }
   throw HarnessError("XDP program " + std::to_string(progId) + " has no vdev_xdp_stats map");
 }
@@ -295,10 +295,10 @@ uint64_t xdpStatsMap(uint64_t progId) {
 std::array<uint64_t, 4> xdpStats(uint64_t mapId) {
   std::array<uint64_t, 4> sums{};
   const Json dump = Json::parse(run("bpftool -j map dump id " + std::to_string(mapId)));
-  for (const Json& e : dump.asArray()) {
-    if (!e.has("formatted")) throw HarnessError("vdev_xdp_stats has no BTF: " + e.dump());
-    const Json& f = e["formatted"];
-    for (const Json& c : f["values"].asArray()) sums[f["key"].asU64() % sums.size()] += c["value"].asU64();
+  for (const Json& e : dump) {
+    if (!e.contains("formatted")) throw HarnessError("vdev_xdp_stats has no BTF: " + e.dump());
+    const Json& f = e.at("formatted");
+    for (const Json& c : f.at("values")) sums[f.at("key").get<uint64_t>() % sums.size()] += c.at("value").get<uint64_t>();
   }
   return sums;
 }
@@ -692,9 +692,9 @@ struct Totals {
     sent += l.sent;
     delivered += l.delivered;
     drops += l.drops();
-    byKind["kernel in"] += l.inKernel;
-    byKind["ingress"] += l.ingress;
-    byKind["device/socket out"] += l.outKernel;
+    byKind.at("kernel in") += l.inKernel;
+    byKind.at("ingress") += l.ingress;
+    byKind.at("device/socket out") += l.outKernel;
     for (const auto& [k, v] : l.destByReason) byKind[k] += v;
   }
   std::string describe() const {
@@ -1861,7 +1861,7 @@ TEST_P(UplinkFramesTest, EachFrameTypeReachesTheHostTheGuestsOrBoth) {
   Container c("C");
   const std::string port = up.veth.hostName();
   Vdevd d({"--port", port, "--port", c.port(), "--hook", port + "=" + GetParam()});
-  ASSERT_EQ(rawPort(d.stats(), port)["hook"].asString(), GetParam());
+  ASSERT_EQ(rawPort(d.stats(), port).at("hook").get<std::string>(), GetParam());
   HostStack lldp(port, 0x88cc), arp(port, 0x0806), ip6(port, 0x86dd), ip4(port, 0x0800);
   HostStack guestIp6(c.port(), 0x86dd);
   PacketSocket peer(up.veth.peerName(), &up.net);
@@ -1918,7 +1918,7 @@ TEST_P(UplinkFramesTest, StormControlLimitsTheGuestsCopyNotTheHosts) {
   Container c("C");
   const std::string port = up.veth.hostName();
   Vdevd d({"--port", port, "--port", c.port(), "--hook", port + "=" + GetParam(), "--storm-bcast", "100"});
-  ASSERT_EQ(rawPort(d.stats(), port)["hook"].asString(), GetParam());
+  ASSERT_EQ(rawPort(d.stats(), port).at("hook").get<std::string>(), GetParam());
   HostStack arp(port, 0x0806);
   PacketSocket peer(up.veth.peerName(), &up.net);
   peer.setLabel("neighbour");
@@ -2021,11 +2021,11 @@ class CompletionStall {
   Queue queue() const {
     Queue q;
     const Json all = Json::parse(tcShow());
-    for (const Json& j : all.asArray())
-      if (j["kind"].asString() == "tbf") {
-        q.qlen = j["qlen"].asU64();
-        q.packets = j["packets"].asU64();
-        q.drops = j["drops"].asU64();
+    for (const Json& j : all)
+      if (j.at("kind").get<std::string>() == "tbf") {
+        q.qlen = j.at("qlen").get<uint64_t>();
+        q.packets = j.at("packets").get<uint64_t>();
+        q.drops = j.at("drops").get<uint64_t>();
       }
     return q;
   }
@@ -2130,7 +2130,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     EXPECT_EQ(sS1.tx - sS0.tx, got + txRing) << "transmitted = seen by S + still on S's TX ring";
     EXPECT_EQ(s1.pool.reported_sum, s1.pool.total());
   }
-  std::cout << "  [" << GetParam() << "] A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
+  std::cout << "  .at(" << GetParam() << ") A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
             << ", on the TX ring " << txRing << ", dropped " << (sS1.dest - sS0.dest) << " "
             << "(tx_ring_full " << dropOf(sS1, "tx_ring_full") - dropOf(sS0, "tx_ring_full") << ")\n";
 

@@ -279,7 +279,7 @@ class VdevctlTest : public VdevctlFixture {
     const Json ports = json({"port", "show"});
     for (const auto& n : names) {
       const Json* p = findPort(ports, n);
-      if (!p || !(*p)["live"].asBool()) return false;
+      if (!p || !p->at("live").get<bool>()) return false;
     }
     return true;
   }
@@ -418,19 +418,19 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
-  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
-  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
-  EXPECT_EQ((*findPort(ports, vc))["mtu"].asU64(), 1500u);
-  EXPECT_EQ((*findPort(ports, vc))["ifindex"].asU64(), uint64_t(linkInfo(vc).ifindex));
+  EXPECT_EQ(findPort(ports, vc)->at("type").get<std::string>(), "veth");
+  EXPECT_EQ(findPort(ports, vt)->at("type").get<std::string>(), "tap");
+  EXPECT_EQ(findPort(ports, vc)->at("mtu").get<uint64_t>(), 1500u);
+  EXPECT_EQ(findPort(ports, vc)->at("ifindex").get<uint64_t>(), uint64_t(linkInfo(vc).ifindex));
   const std::string table = ok({"port", "show"});
   EXPECT_EQ(table.rfind("NAME", 0), 0u) << table;
   EXPECT_NE(table.find(vc), std::string::npos) << table;
 
   // The MAC table learned both stations; a static entry comes and goes.
   const auto fdbPort = [&](const Json& fdb, const Mac& mac) -> std::string {
-    for (const Json& e : fdb.asArray())
-      if (e["mac"].asString() == macString(mac))
-        return e["port"].asString() + (e["static"].asBool() ? "/static" : "/learned");
+    for (const Json& e : fdb)
+      if (e.at("mac").get<std::string>() == macString(mac))
+        return e.at("port").get<std::string>() + (e.at("static").get<bool>() ? "/static" : "/learned");
     return "";
   };
   Json fdb = json({"fdb", "show"});
@@ -445,15 +445,15 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   EXPECT_EQ(again.status, 1) << describe({"fdb", "del"}, again);
 
   const Json info = json({"info"});
-  EXPECT_EQ(info["ports"].asU64(), 2u) << info.dump();
-  EXPECT_EQ(info["mode"].asString(), "switch");
+  EXPECT_EQ(info.at("ports").get<uint64_t>(), 2u) << info.dump();
+  EXPECT_EQ(info.at("mode").get<std::string>(), "switch");
 
   // One port: the same counters.
   const Json one = json({"stats", vc});
-  ASSERT_EQ(one["ports"].size(), 1u) << one.dump();
-  EXPECT_EQ(one["ports"][0]["name"].asString(), vc);
-  EXPECT_EQ(one["ports"][0]["rx_packets"].asU64(), s.port(vc).rx_packets);
-  EXPECT_EQ(one["ports"][0]["tx_packets"].asU64(), s.port(vc).tx_packets);
+  ASSERT_EQ(one.at("ports").size(), 1u) << one.dump();
+  EXPECT_EQ(one.at("ports").at(0).at("name").get<std::string>(), vc);
+  EXPECT_EQ(one.at("ports").at(0).at("rx_packets").get<uint64_t>(), s.port(vc).rx_packets);
+  EXPECT_EQ(one.at("ports").at(0).at("tx_packets").get<uint64_t>(), s.port(vc).tx_packets);
 
   ok({"port", "del", vc});
   ok({"port", "del", vt});
@@ -479,8 +479,8 @@ TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
     const Json ports = json({"port", "show"});
     const Json* p = findPort(ports, vt);
     ASSERT_TRUE(p) << ports.dump();
-    EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
-    EXPECT_EQ((*p)["queues"].asU64(), 2u) << ports.dump();
+    EXPECT_FALSE(p->at("live").get<bool>()) << ports.dump();
+    EXPECT_EQ(p->at("queues").get<uint64_t>(), 2u) << ports.dump();
   }
   PacketSocket ctr("eth0", &ns, ctrMac);
   ctr.setLabel("container");
@@ -490,7 +490,7 @@ TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
     const Json* p = nullptr;
     const Json ports = json({"port", "show"});
     p = findPort(ports, vt);
-    return p ? (*p)["queues_bound"].asU64() : 0;
+    return p ? p->at("queues_bound").get<uint64_t>() : 0;
   };
   ASSERT_TRUE(waitUntil([&] { return bound() == 2; }, 3s, 20ms))
       << "queue 1 never bound: " << ok({"port", "show"}) << d->logs();
@@ -626,7 +626,7 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   expectCounters([&] { return stats(); }, c1, c2, a, b);
   const Json s = json({"stats"});
   uint64_t fast = 0;
-  for (const Json& p : s["ports"].asArray()) fast += p["xdp_prog"]["fast"].asU64();
+  for (const Json& p : s.at("ports")) fast += p.at("xdp_prog").at("fast").get<uint64_t>();
   EXPECT_GE(fast, 80u) << "unicast between learned containers did not take the kernel path:\n"
                        << s.dump() << d->logs();
   // A removed port's counters (fast-path frames included) stay in vdevd's
@@ -636,12 +636,12 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   ok({"port", "del", c1});
   ok({"port", "del", c2});
   const Stats after = d->stats();
-  const Json& removed = after.raw["removed_ports"];
-  EXPECT_EQ(removed["count"].asU64(), 2u) << after.dump();
-  EXPECT_EQ(removed["rx_packets"].asU64(), p1.rx_packets + p2.rx_packets) << after.dump();
-  EXPECT_EQ(removed["tx_packets"].asU64(), p1.tx_packets + p2.tx_packets) << after.dump();
-  EXPECT_EQ(removed["tx_bytes"].asU64(), p1.tx_bytes + p2.tx_bytes) << after.dump();
-  EXPECT_GE(removed["rx_packets"].asU64(), 80u) << after.dump();
+  const Json& removed = after.raw.at("removed_ports");
+  EXPECT_EQ(removed.at("count").get<uint64_t>(), 2u) << after.dump();
+  EXPECT_EQ(removed.at("rx_packets").get<uint64_t>(), p1.rx_packets + p2.rx_packets) << after.dump();
+  EXPECT_EQ(removed.at("tx_packets").get<uint64_t>(), p1.tx_packets + p2.tx_packets) << after.dump();
+  EXPECT_EQ(removed.at("tx_bytes").get<uint64_t>(), p1.tx_bytes + p2.tx_bytes) << after.dump();
+  EXPECT_GE(removed.at("rx_packets").get<uint64_t>(), 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
@@ -731,8 +731,8 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   {
     const Json ports = json({"port", "show"});
     for (const std::string& n : {n1, n2}) {
-      EXPECT_EQ((*findPort(ports, n))["type"].asString(), "netkit") << ports.dump();
-      EXPECT_EQ((*findPort(ports, n))["hook"].asString(), "tc") << ports.dump();
+      EXPECT_EQ(findPort(ports, n)->at("type").get<std::string>(), "netkit") << ports.dump();
+      EXPECT_EQ(findPort(ports, n)->at("hook").get<std::string>(), "tc") << ports.dump();
     }
   }
   EXPECT_EQ(netkitPrograms(n1), 2u);
@@ -851,9 +851,9 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
         "peer-mac", macString(m3)});
     waitLive({c1, c2, c3});
     const Json ports = json({"port", "show"});
-    EXPECT_TRUE((*findPort(ports, c1))["isolated"].asBool()) << ports.dump();
-    EXPECT_TRUE((*findPort(ports, c2))["isolated"].asBool()) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c3))["isolated"].asBool()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("isolated").get<bool>()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c2)->at("isolated").get<bool>()) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c3)->at("isolated").get<bool>()) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
     a.setLabel("isolated 1");
     b.setLabel("isolated 2");
@@ -919,18 +919,18 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
         "police-burst", "10", "create", "netns", ns3.name(), "peer", "eth0", "peer-mac", macString(m3)});
     waitLive({c1, c2, c3});
     const Json ports = json({"port", "show"});
-    const Json& l1 = (*findPort(ports, c1))["limits"];
-    EXPECT_EQ(l1["storm_bcast_pps"].asU64(), 100u) << ports.dump();
-    EXPECT_EQ(l1["storm_unknown_pps"].asU64(), 100u) << ports.dump();
-    EXPECT_EQ(l1["police_pps"].asU64(), 0u) << ports.dump();
-    const Json& l3 = (*findPort(ports, c3))["limits"];
-    EXPECT_EQ(l3["storm_bcast_pps"].asU64(), 0u) << ports.dump();
-    EXPECT_EQ(l3["police_pps"].asU64(), 1000u) << ports.dump();
-    EXPECT_EQ(l3["police_burst_ms"].asU64(), 10u) << ports.dump();
-    const Json& l2 = (*findPort(ports, c2))["limits"];
-    EXPECT_EQ(l2["storm_bcast_pps"].asU64(), 10000u) << ports.dump();  // vdevd's default
-    EXPECT_EQ(l2["storm_mcast_pps"].asU64(), 20000u) << ports.dump();  // --storm-mcast
-    EXPECT_EQ(l2["police_pps"].asU64(), 0u) << ports.dump();
+    const Json& l1 = findPort(ports, c1)->at("limits");
+    EXPECT_EQ(l1.at("storm_bcast_pps").get<uint64_t>(), 100u) << ports.dump();
+    EXPECT_EQ(l1.at("storm_unknown_pps").get<uint64_t>(), 100u) << ports.dump();
+    EXPECT_EQ(l1.at("police_pps").get<uint64_t>(), 0u) << ports.dump();
+    const Json& l3 = findPort(ports, c3)->at("limits");
+    EXPECT_EQ(l3.at("storm_bcast_pps").get<uint64_t>(), 0u) << ports.dump();
+    EXPECT_EQ(l3.at("police_pps").get<uint64_t>(), 1000u) << ports.dump();
+    EXPECT_EQ(l3.at("police_burst_ms").get<uint64_t>(), 10u) << ports.dump();
+    const Json& l2 = findPort(ports, c2)->at("limits");
+    EXPECT_EQ(l2.at("storm_bcast_pps").get<uint64_t>(), 10000u) << ports.dump();  // vdevd's default
+    EXPECT_EQ(l2.at("storm_mcast_pps").get<uint64_t>(), 20000u) << ports.dump();  // --storm-mcast
+    EXPECT_EQ(l2.at("police_pps").get<uint64_t>(), 0u) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
     a.setLabel("storm-limited");
     b.setLabel("open");
@@ -957,8 +957,8 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
       const auto kernelDrops = [&](const Stats& s) {
         uint64_t n = 0;
         for (const auto& ps : s.ports) n += ps.xdpRxDrops();
-        if (s.raw.has("punt"))
-          n += s.raw["punt"]["xdp_stats"]["rx_dropped"].asU64() + s.raw["punt"]["xdp_stats"]["rx_ring_full"].asU64();
+        if (s.raw.contains("punt"))
+          n += s.raw.at("punt").at("xdp_stats").at("rx_dropped").get<uint64_t>() + s.raw.at("punt").at("xdp_stats").at("rx_ring_full").get<uint64_t>();
         return n;
       };
       const auto dropped = [&](const Stats& s) {
@@ -1022,12 +1022,12 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     d = startVdevd({"--fast-path", "--storm-bcast", "5000"});
     waitLive({c1, c2, c3});
     const Json again = json({"port", "show"});
-    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_bcast_pps"].asU64(), 100u) << again.dump();
-    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_unknown_pps"].asU64(), 100u) << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_bcast_pps"].asU64(), 5000u) << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_mcast_pps"].asU64(), 10000u) << again.dump();
-    EXPECT_EQ((*findPort(again, c3))["limits"]["storm_bcast_pps"].asU64(), 0u) << again.dump();
-    EXPECT_EQ((*findPort(again, c3))["limits"]["police_pps"].asU64(), 1000u) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 100u) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("storm_unknown_pps").get<uint64_t>(), 100u) << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 5000u) << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("storm_mcast_pps").get<uint64_t>(), 10000u) << again.dump();
+    EXPECT_EQ(findPort(again, c3)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 0u) << again.dump();
+    EXPECT_EQ(findPort(again, c3)->at("limits").at("police_pps").get<uint64_t>(), 1000u) << again.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1058,14 +1058,14 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     c.setLabel("c3");
     const Endpoints all = {&a, &b, &c};
     learnAll(all, 1);
-    const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port))["limits"]; };
+    const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port)).at("limits"); };
     const auto police = [&](const Stats& s) { return s.port(c1).drop("police"); };
 
     // A policer of 1000 frames/s (bucket: 10 ms, 10 frames) on c1, running.
     ok({"port", "set", c1, "police-pps", "1000", "police-burst", "10"});
-    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 1000u);
-    EXPECT_EQ(limitsOf(c1)["police_burst_ms"].asU64(), 10u);
-    EXPECT_EQ(limitsOf(c1)["storm_bcast_pps"].asU64(), 10000u) << "not given: vdevd's default stays";
+    EXPECT_EQ(limitsOf(c1).at("police_pps").get<uint64_t>(), 1000u);
+    EXPECT_EQ(limitsOf(c1).at("police_burst_ms").get<uint64_t>(), 10u);
+    EXPECT_EQ(limitsOf(c1).at("storm_bcast_pps").get<uint64_t>(), 10000u) << "not given: vdevd's default stays";
     for (uint32_t round = 0; round < 2; ++round) {  // the second with the fast path holding the MACs
       std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
       const uint32_t flow = 10 + round, n = 4000;
@@ -1090,7 +1090,7 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     }
     // Lifted: everything passes again, nothing more is counted.
     ok({"port", "set", c1, "police-pps", "off"});
-    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 0u);
+    EXPECT_EQ(limitsOf(c1).at("police_pps").get<uint64_t>(), 0u);
     const uint64_t policed = police(d->stats());
     sendMixed(a, m2, 20, 500);
     expectFlow(all, 20, {{&b, 500}}, Millis(5000));
@@ -1099,7 +1099,7 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     // Isolation, both ways at once; c3 (open) still reaches and is reached.
     ok({"port", "set", c1, "isolated", "on"});
     ok({"port", "set", c2, "isolated", "on"});
-    EXPECT_TRUE((*findPort(json({"port", "show"}), c1))["isolated"].asBool());
+    EXPECT_TRUE((*findPort(json({"port", "show"}), c1)).at("isolated").get<bool>());
     // Checked behind markers in turn: c1's reaches c3 only; c3's, sent after
     // it arrived, reaches c1 and c2 (vouching at c2 for c1's frames, at c1
     // for its own); c1's again vouches at c3 for c3's own.
@@ -1131,10 +1131,10 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     d = startVdevd({"--fast-path", "--police-pps", "5"});
     waitLive({c1, c2, c3});
     const Json again = json({"port", "show"});
-    EXPECT_TRUE((*findPort(again, c1))["isolated"].asBool()) << again.dump();
-    EXPECT_FALSE((*findPort(again, c2))["isolated"].asBool()) << again.dump();
-    EXPECT_EQ((*findPort(again, c1))["limits"]["police_pps"].asU64(), 0u) << "its own: off" << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["police_pps"].asU64(), 5u) << "vdevd's new default" << again.dump();
+    EXPECT_TRUE(findPort(again, c1)->at("isolated").get<bool>()) << again.dump();
+    EXPECT_FALSE(findPort(again, c2)->at("isolated").get<bool>()) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("police_pps").get<uint64_t>(), 0u) << "its own: off" << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("police_pps").get<uint64_t>(), 5u) << "vdevd's new default" << again.dump();
     // What a port's program dropped stays in vdevd's totals when the port
     // goes: c2 sends over its 5 frames/s, then is removed.
     // Once every frame is accounted for at c2 (policed, or passed to vdevd or
@@ -1149,7 +1149,7 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     ASSERT_GT(before.port(c2).drop("police"), 0u) << before.dump();
     ok({"port", "del", c2});
     const Stats after = d->stats();
-    EXPECT_EQ(after.raw["removed_ports"]["drops"]["police"].asU64(), before.port(c2).drop("police"))
+    EXPECT_EQ(after.raw.at("removed_ports").at("drops").at("police").get<uint64_t>(), before.port(c2).drop("police"))
         << after.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
@@ -1175,8 +1175,8 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
         macString(m2)});
     waitLive({c1, c2});
     const Json ports = json({"port", "show"});
-    EXPECT_EQ((*findPort(ports, c1))["limits"]["allowed_mac"].asString(), macString(m1)) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c2))["limits"].has("allowed_mac")) << ports.dump();
+    EXPECT_EQ(findPort(ports, c1)->at("limits").at("allowed_mac").get<std::string>(), macString(m1)) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").contains("allowed_mac")) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
     a.setLabel("locked");
     b.setLabel("open");
@@ -1202,7 +1202,7 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
     expectFlow(all, 23, {{&b, 40}});
 
     ok({"port", "set", c1, "allowed-mac", "any"});
-    EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_mac"));
+    EXPECT_FALSE((*findPort(json({"port", "show"}), c1)).at("limits").contains("allowed_mac"));
     a.sendFlow({m2, spoof, Kind::kExperimental, 30, 0, 60}, 40);
     expectFlow(all, 30, {{&b, 40}});
     EXPECT_EQ(spoofed(d->stats()), 200u);
@@ -1330,10 +1330,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     ok({"port", "set", c1, "allowed-ip", "198.18.10.1,198.18.11.1,198.18.13.1,2001:db8:a::1"});
     const Marker fromLocked{.from = &a, .kind = Kind::kIpv4Udp, .flow = kMarkerFlow + 10};
     const Json ports = json({"port", "show"});
-    const Json& ips = (*findPort(ports, c1))["limits"]["allowed_ips"];
+    const Json& ips = findPort(ports, c1)->at("limits").at("allowed_ips");
     ASSERT_EQ(ips.size(), 4u) << ports.dump();
-    EXPECT_EQ(ips[3].asString(), "2001:db8:a::1");
-    EXPECT_FALSE((*findPort(ports, c2))["limits"].has("allowed_ips")) << ports.dump();
+    EXPECT_EQ(ips[3].get<std::string>(), "2001:db8:a::1");
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").contains("allowed_ips")) << ports.dump();
     EXPECT_NE(readFile(state_).find("allowed_ips=198.18.10.1,198.18.11.1,198.18.13.1,2001:db8:a::1"),
               std::string::npos)
         << readFile(state_);
@@ -1407,7 +1407,7 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     EXPECT_GT(spoofed(d->stats()), 140u);
 
     ok({"port", "set", c1, "allowed-ip", "any"});
-    EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_ips"));
+    EXPECT_FALSE((*findPort(json({"port", "show"}), c1)).at("limits").contains("allowed_ips"));
     pumpFor(all, Millis(100));
     a.rx().clear();  // the pings' frames
     b.rx().clear();
@@ -1443,9 +1443,9 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
         macString(m2)});
     waitLive({c1, c2});
     const Json ports = json({"port", "show"});
-    EXPECT_TRUE((*findPort(ports, c1))["limits"]["ra_guard"].asBool()) << ports.dump();
-    EXPECT_TRUE((*findPort(ports, c1))["limits"]["dhcp_guard"].asBool()) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c2))["limits"]["ra_guard"].asBool()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("limits").at("ra_guard").get<bool>()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("limits").at("dhcp_guard").get<bool>()) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").at("ra_guard").get<bool>()) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
     a.setLabel("guarded");
     b.setLabel("open");
@@ -1634,10 +1634,10 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     add(u, nsU, mu, {});
     waitLive({a, b, c, t, u});
     const Json ports = json({"port", "show"});
-    EXPECT_EQ((*findPort(ports, a))["vlan"]["pvid"].asU64(), 10u) << ports.dump();
-    EXPECT_EQ((*findPort(ports, t))["vlan"]["tagged"].asString(), "10,20") << ports.dump();
-    EXPECT_EQ((*findPort(ports, t))["vlan"]["pvid"].asU64(), 0u) << ports.dump();
-    EXPECT_FALSE(findPort(ports, u)->has("vlan")) << ports.dump();
+    EXPECT_EQ(findPort(ports, a)->at("vlan").at("pvid").get<uint64_t>(), 10u) << ports.dump();
+    EXPECT_EQ(findPort(ports, t)->at("vlan").at("tagged").get<std::string>(), "10,20") << ports.dump();
+    EXPECT_EQ(findPort(ports, t)->at("vlan").at("pvid").get<uint64_t>(), 0u) << ports.dump();
+    EXPECT_FALSE(findPort(ports, u)->contains("vlan")) << ports.dump();
     EXPECT_NE(ok({"port", "show"}).find("trunk 10,20"), std::string::npos);
 
     nsA.exec("ip addr add 198.18.10.1/24 dev eth0");
@@ -1650,8 +1650,8 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     };
     const auto fastOf = [&](const std::string& port) {
       const Json s = json({"stats"});
-      for (const Json& p : s["ports"].asArray())
-        if (p["name"].asString() == port) return p["xdp_prog"]["fast"].asU64();
+      for (const Json& p : s.at("ports"))
+        if (p.at("name").get<std::string>() == port) return p.at("xdp_prog").at("fast").get<uint64_t>();
       return uint64_t(0);
     };
     CmdResult r = tryRun("ip netns exec " + nsA.name() + " ping -c 10 -i 0.05 -W 2 198.18.10.2");
@@ -1688,8 +1688,8 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     const Json fdb = json({"fdb", "show"});
     const auto where = [&](const Mac& m, uint64_t vid) {
       std::string out;
-      for (const Json& e : fdb.asArray())
-        if (e["mac"].asString() == macString(m) && e["vlan"].asU64() == vid) out += e["port"].asString();
+      for (const Json& e : fdb)
+        if (e.at("mac").get<std::string>() == macString(m) && e.at("vlan").get<uint64_t>() == vid) out += e.at("port").get<std::string>();
       return out;
     };
     EXPECT_EQ(where(mb, 10), b) << fdb.dump();
@@ -1738,7 +1738,7 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     EXPECT_TRUE(r.ok()) << "after port set vlan 10: " << r.out << r.err;
     EXPECT_NE(readFile(state_).find("vlan_pvid=10 vlan_untagged=10"), std::string::npos) << readFile(state_);
     ok({"port", "set", c, "vlan", "none"});
-    EXPECT_FALSE(findPort(json({"port", "show"}), c)->has("vlan"));
+    EXPECT_FALSE(findPort(json({"port", "show"}), c)->contains("vlan"));
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1767,7 +1767,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   const auto fastRxOf = [&](const Json& ports, const std::string& n) {
     const Json* p = findPort(ports, n);
     if (!p) throw HarnessError(n + " missing: " + ports.dump());
-    return (*p)["fast_rx"].asBool();
+    return p->at("fast_rx").get<bool>();
   };
   const Json shown = json({"port", "show"});
   EXPECT_FALSE(fastRxOf(shown, vt)) << shown.dump();
@@ -1801,9 +1801,9 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   EXPECT_EQ(c.xdp_prog.at("fast") - c0.xdp_prog.at("fast"), kM)
       << "the container's unicast to the fast-rx off port must still take the kernel path\n"
       << s.dump() << d->logs();
-  EXPECT_EQ(s.raw["ports"].asArray().size(), 2u);
-  EXPECT_FALSE(fastRxOf(s.raw["ports"], vt)) << s.dump();
-  EXPECT_TRUE(fastRxOf(s.raw["ports"], vc)) << s.dump();
+  EXPECT_EQ(s.raw.at("ports").size(), 2u);
+  EXPECT_FALSE(fastRxOf(s.raw.at("ports"), vt)) << s.dump();
+  EXPECT_TRUE(fastRxOf(s.raw.at("ports"), vc)) << s.dump();
 
   // Text and Prometheus say it too.
   const std::string text = ok({"stats", vt});
@@ -1860,7 +1860,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   ASSERT_TRUE(waitUntil([&] {
     const Json ports = json({"port", "show"});
     const Json* p = findPort(ports, vt);
-    return p && (*p)["live"].asBool() && (*p)["ifindex"].asU64() != uint64_t(oldIfindex);
+    return p && p->at("live").get<bool>() && p->at("ifindex").get<uint64_t>() != uint64_t(oldIfindex);
   }, 5s, 20ms)) << "not attached to the new device: " << ok({"port", "show"}) << d->logs();
   EXPECT_FALSE(fastRxOf(json({"port", "show"}), vt));
   ctr.rx().clear();
@@ -1894,7 +1894,7 @@ TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
   ok({"port", "add", own.hostName()});
   ASSERT_TRUE(linkExists(vc) && linkExists("eth0", &ns) && linkExists(vt));
-  EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName()))["type"].asString(), "netdev");
+  EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName())).at("type").get<std::string>(), "netdev");
   EXPECT_TRUE(linkInfo(own.hostName()).has_xdp);
 
   ok({"port", "del", vc});
@@ -1944,8 +1944,8 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
-  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
-  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
+  EXPECT_EQ(findPort(ports, vc)->at("type").get<std::string>(), "veth");
+  EXPECT_EQ(findPort(ports, vt)->at("type").get<std::string>(), "tap");
   waitLive({vc, vt});
 
   // Counters start again from zero; traffic flows as before.
@@ -1989,22 +1989,22 @@ TEST_F(VdevctlTest, SavedPortThatFailsToStartIsKept) {
   Json ports = json({"port", "show"});
   const Json* p = findPort(ports, vc);
   ASSERT_TRUE(p) << "the port that failed to start is gone: " << ports.dump() << d->logs();
-  EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
-  EXPECT_NE((*p)["link_note"].asString().find("not started"), std::string::npos) << ports.dump();
-  EXPECT_NE((*p)["link_note"].asString().find("frame pool is full"), std::string::npos) << ports.dump();
+  EXPECT_FALSE(p->at("live").get<bool>()) << ports.dump();
+  EXPECT_NE(p->at("link_note").get<std::string>().find("not started"), std::string::npos) << ports.dump();
+  EXPECT_NE(p->at("link_note").get<std::string>().find("frame pool is full"), std::string::npos) << ports.dump();
   EXPECT_NE(ok({"port", "show"}).find(vc + ": not started"), std::string::npos);
   EXPECT_NE(ok({"info"}).find(vc), std::string::npos) << ok({"info"});
   EXPECT_NE(readFile(state_).find(vc), std::string::npos) << "its record left the state file:\n" << readFile(state_);
   ok({"port", "set", vc, "isolated", "on"});  // its record, for when it starts
-  EXPECT_TRUE((*findPort(json({"port", "show"}), vc))["isolated"].asBool());
+  EXPECT_TRUE((*findPort(json({"port", "show"}), vc)).at("isolated").get<bool>());
   ASSERT_EQ(d->stop(), 0) << d->logs();
 
   d = startVdevd();
   waitLive({vc});
   ports = json({"port", "show"});
-  EXPECT_EQ((*findPort(ports, vc))["queues_bound"].asU64(), 8u) << ports.dump();
-  EXPECT_TRUE((*findPort(ports, vc))["isolated"].asBool()) << ports.dump();
-  EXPECT_FALSE((*findPort(ports, vc)).has("link_note")) << ports.dump();
+  EXPECT_EQ(findPort(ports, vc)->at("queues_bound").get<uint64_t>(), 8u) << ports.dump();
+  EXPECT_TRUE(findPort(ports, vc)->at("isolated").get<bool>()) << ports.dump();
+  EXPECT_FALSE(findPort(ports, vc)->contains("link_note")) << ports.dump();
   ASSERT_EQ(d->stop(), 0) << d->logs();
 
   d = startVdevd({"--frames", "512"});
@@ -2249,8 +2249,8 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
     const auto fast = [&] {
       const Json st = json({"stats"});
       uint64_t n = 0;
-      for (const Json& p : st["ports"].asArray())
-        if (p["name"].asString() == a || p["name"].asString() == b) n += p["xdp_prog"]["fast"].asU64();
+      for (const Json& p : st.at("ports"))
+        if (p.at("name").get<std::string>() == a || p.at("name").get<std::string>() == b) n += p.at("xdp_prog").at("fast").get<uint64_t>();
       return n;
     };
     ping(5);
@@ -2360,8 +2360,8 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   };
   auto d = startVdevd({"--default-hook", "auto", "--tc-attach", "clsact"});
   Json info = json({"info"});
-  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["clsact"].asBool()) << "no skb path yet\n" << info.dump();
+  EXPECT_EQ(info.at("tc_attach").get<std::string>(), "clsact") << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("clsact").get<bool>()) << "no skb path yet\n" << info.dump();
   ok({"port", "add", dev});
   const std::string c = uniqueName('c');
   DeviceGuard guard({c});
@@ -2371,9 +2371,9 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   const Json ports = json({"port", "show"});
   for (const std::string& n : {dev, c}) {
     const Json& p = *findPort(ports, n);
-    EXPECT_EQ(p["hook"].asString(), "tc") << p.dump();
-    EXPECT_EQ(p["tc_attach"].asString(), "clsact") << p.dump();
-    EXPECT_FALSE(p.has("hook_note")) << p.dump();
+    EXPECT_EQ(p.at("hook").get<std::string>(), "tc") << p.dump();
+    EXPECT_EQ(p.at("tc_attach").get<std::string>(), "clsact") << p.dump();
+    EXPECT_FALSE(p.contains("hook_note")) << p.dump();
     const auto f = vdevFilters(n);
     ASSERT_EQ(f.size(), 1u) << n;
     EXPECT_EQ(f[0].pref, 1u);
@@ -2381,8 +2381,8 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   }
   EXPECT_NE(ok({"port", "show", dev}).find("tc/clsact"), std::string::npos) << ok({"port", "show", dev});
   info = json({"info"});
-  EXPECT_TRUE(info["kernel_features"]["clsact"].asBool()) << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["tcx"].asBool()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("clsact").get<bool>()) << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("tcx").get<bool>()) << info.dump();
   EXPECT_NE(ok({"info"}).find("tc attach: clsact"), std::string::npos) << ok({"info"});
   EXPECT_TRUE(foreign());
   // The logs say which qdisc vdevd made: the created veth's, not the test's.
@@ -2422,15 +2422,15 @@ TEST_F(VdevctlTest, AutoFallsBackToXdpWhenTheTcAttachFails) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   const Json& b = *findPort(ports, blocked.hostName());
-  EXPECT_EQ(b["hook"].asString(), "xdp") << b.dump();
-  EXPECT_EQ(b["xdp_mode"].asString(), "native") << b.dump();
-  ASSERT_TRUE(b.has("hook_note")) << b.dump();
-  EXPECT_NE(b["hook_note"].asString().find("priority 1"), std::string::npos) << b.dump();
-  EXPECT_FALSE(b.has("tc_attach")) << b.dump();
+  EXPECT_EQ(b.at("hook").get<std::string>(), "xdp") << b.dump();
+  EXPECT_EQ(b.at("xdp_mode").get<std::string>(), "native") << b.dump();
+  ASSERT_TRUE(b.contains("hook_note")) << b.dump();
+  EXPECT_NE(b.at("hook_note").get<std::string>().find("priority 1"), std::string::npos) << b.dump();
+  EXPECT_FALSE(b.contains("tc_attach")) << b.dump();
   const Json& o = *findPort(ports, open.hostName());
-  EXPECT_EQ(o["hook"].asString(), "tc") << o.dump();
-  EXPECT_EQ(o["tc_attach"].asString(), "clsact") << o.dump();
-  EXPECT_FALSE(o.has("hook_note")) << o.dump();
+  EXPECT_EQ(o.at("hook").get<std::string>(), "tc") << o.dump();
+  EXPECT_EQ(o.at("tc_attach").get<std::string>(), "clsact") << o.dump();
+  EXPECT_FALSE(o.contains("hook_note")) << o.dump();
   const std::string table = ok({"port", "show"});
   EXPECT_NE(table.find("xdp*"), std::string::npos) << table;
   EXPECT_NE(table.find("* " + blocked.hostName() + ": at the XDP hook, not tc"), std::string::npos) << table;
@@ -2470,9 +2470,9 @@ TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
   {
     auto d = startVdevd({"--fast-path"});
     const Json info = json({"info"});
-    EXPECT_EQ(info["tc_attach"].asString(), kernelAtLeast(6, 6) ? "tcx" : "clsact") << info.dump();
-    EXPECT_EQ(info["kernel_features"]["xdp_features"].asBool(), kernelAtLeast(6, 3)) << info.dump();
-    EXPECT_FALSE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+    EXPECT_EQ(info.at("tc_attach").get<std::string>(), kernelAtLeast(6, 6) ? "tcx" : "clsact") << info.dump();
+    EXPECT_EQ(info.at("kernel_features").at("xdp_features").get<bool>(), kernelAtLeast(6, 3)) << info.dump();
+    EXPECT_FALSE(info.at("kernel_features").at("busy_poll").get<bool>()) << info.dump();
     const std::string text = ok({"info"});
     EXPECT_NE(text.find("tc attach: "), std::string::npos) << text;
     EXPECT_NE(text.find("kernel:   "), std::string::npos) << text;
@@ -2489,10 +2489,10 @@ TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
       macString(m2)});
   waitLive({c1, c2});
   Json info = json({"info"});
-  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["xdp_features"].asBool()) << info.dump();
-  EXPECT_TRUE(info["kernel_features"]["xdp_frags"].asBool()) << info.dump();
-  EXPECT_TRUE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+  EXPECT_EQ(info.at("tc_attach").get<std::string>(), "clsact") << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("xdp_features").get<bool>()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("xdp_frags").get<bool>()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("busy_poll").get<bool>()) << info.dump();
   EXPECT_NE(d->logs().find("XDP features by driver"), std::string::npos) << d->logs();
   PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
   const Endpoints all = {&a, &b};
