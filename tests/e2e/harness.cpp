@@ -487,29 +487,8 @@ std::string Child::logs() const {
          " stderr ----\n" + tail(err()) + "---- end of " + label_ + " ----\n";
 }
 
-uint64_t PortStats::drop(std::string_view reason) const {
-  return orThrow(testkit::PortStats::drop(reason), "vdevd stats");
-}
-
-uint64_t PortStats::xdp(std::string_view stat) const {
-  return orThrow(testkit::PortStats::xdp(stat), "vdevd stats");
-}
-
-uint64_t PortStats::xdpRxDrops() const { return xdp("rx_dropped") + xdp("rx_ring_full"); }
-
 Stats Stats::parse(const std::string& text) {
-  testkit::Stats k = orThrow(testkit::parseStats(text), "vdevd stats");
-  Stats s;
-  for (testkit::PortStats& p : k.ports) s.ports.push_back(PortStats{std::move(p)});
-  s.pool = k.pool;
-  s.raw = std::move(k.raw);
-  return s;
-}
-
-const PortStats* Stats::findPort(std::string_view name) const {
-  for (const auto& p : ports)
-    if (p.name == name) return &p;
-  return nullptr;
+  return Stats{orThrow(testkit::parseStats(text), "vdevd stats")};
 }
 
 const PortStats& Stats::port(std::string_view name) const {

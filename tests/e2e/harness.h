@@ -470,25 +470,15 @@ class Child {
   testkit::Child kit_;
 };
 
-// A port's counters (testkit::PortStats) with accessors that throw
-// HarnessError instead of returning an error, for assertions.
-struct PortStats : testkit::PortStats {
-  uint64_t drop(std::string_view reason) const;  // throws if vdevd did not report it
-  uint64_t xdp(std::string_view stat) const;     // xdp_stats.<stat>; throws if absent
-  uint64_t xdpRxDrops() const;                   // see testkit::PortStats::xdpRxDrops
-};
-
+// A port's counters: every row of the counter table by id,
+// p[stats::kRxPackets], p[stats::kDropRunt] (testkit/stats.h).
+using testkit::PortStats;
 using testkit::PoolStats;
 
 // vdevd's --stats-json or `vdevctl -j stats` (one schema; testkit/stats.h).
-struct Stats {
-  std::vector<PortStats> ports;
-  PoolStats pool;
-  Json raw;
-
+struct Stats : testkit::Stats {
   static Stats parse(const std::string& json);  // throws on a missing field
   const PortStats& port(std::string_view name) const;  // throws if absent
-  const PortStats* findPort(std::string_view name) const;
   std::string dump() const { return raw.dump(); }
 };
 

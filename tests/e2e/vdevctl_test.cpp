@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "base/ip.h"
+#include "stats/format.h"
 #include "flows.h"
 #include "harness.h"
 #include "vdevctl_fixture.h"
@@ -266,12 +267,12 @@ class VdevctlTest : public VdevctlFixture {
   std::function<bool()> drained(const std::string& pa, const Endpoint& a, const std::string& pb,
                                 const Endpoint& b) {
     const Stats s0 = stats();
-    const uint64_t ta = s0.port(pa).tx_packets, tb = s0.port(pb).tx_packets;
+    const uint64_t ta = s0.port(pa)[stats::kTxPackets], tb = s0.port(pb)[stats::kTxPackets];
     const uint64_t ra = a.rx().frames(), rb = b.rx().frames();
     return [this, pa, pb, &a, &b, ta, tb, ra, rb] {
       const Stats s = stats();
-      return s.port(pa).tx_packets - ta == a.rx().frames() - ra &&
-             s.port(pb).tx_packets - tb == b.rx().frames() - rb;
+      return s.port(pa)[stats::kTxPackets] - ta == a.rx().frames() - ra &&
+             s.port(pb)[stats::kTxPackets] - tb == b.rx().frames() - rb;
     };
   }
 
@@ -334,21 +335,21 @@ Stats expectCounters(const std::function<Stats()>& get, const std::string& vc,
     s = get();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rx_packets == ctr.sentFrames() && c->tx_packets == ctr.rx().frames() &&
-           v->rx_packets == vm.sentFrames() && v->tx_packets == vm.rx().frames() && poolIdle(s);
+    return c && v && (*c)[stats::kRxPackets] == ctr.sentFrames() && (*c)[stats::kTxPackets] == ctr.rx().frames() &&
+           (*v)[stats::kRxPackets] == vm.sentFrames() && (*v)[stats::kTxPackets] == vm.rx().frames() && poolIdle(s);
   };
   waitUntil(matches, 3s, 20ms);
   const PortStats& c = s.port(vc);
   const PortStats& v = s.port(vt);
-  EXPECT_EQ(c.rx_packets, ctr.sentFrames()) << s.dump();
-  EXPECT_EQ(c.rx_bytes, ctr.sentBytes()) << s.dump();
-  EXPECT_EQ(c.tx_packets, ctr.rx().frames()) << s.dump();
-  EXPECT_EQ(c.tx_bytes, ctr.rx().bytesRead()) << s.dump();
-  EXPECT_EQ(v.rx_packets, vm.sentFrames()) << s.dump();
-  EXPECT_EQ(v.rx_bytes, vm.sentBytes()) << s.dump();
-  EXPECT_EQ(v.tx_packets, vm.rx().frames()) << s.dump();
-  EXPECT_EQ(v.tx_bytes, vm.rx().bytesRead()) << s.dump();
-  EXPECT_EQ(c.dropsTotal() + v.dropsTotal(), 0u) << s.dump();
+  EXPECT_EQ(c[stats::kRxPackets], ctr.sentFrames()) << s.dump();
+  EXPECT_EQ(c[stats::kRxBytes], ctr.sentBytes()) << s.dump();
+  EXPECT_EQ(c[stats::kTxPackets], ctr.rx().frames()) << s.dump();
+  EXPECT_EQ(c[stats::kTxBytes], ctr.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(v[stats::kRxPackets], vm.sentFrames()) << s.dump();
+  EXPECT_EQ(v[stats::kRxBytes], vm.sentBytes()) << s.dump();
+  EXPECT_EQ(v[stats::kTxPackets], vm.rx().frames()) << s.dump();
+  EXPECT_EQ(v[stats::kTxBytes], vm.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(c.totalDrops() + v.totalDrops(), 0u) << s.dump();
   EXPECT_EQ(c.xdpRxDrops() + v.xdpRxDrops(), 0u) << s.dump();
   EXPECT_EQ(s.pool.reported_sum, s.pool.total()) << s.dump();
   EXPECT_TRUE(poolIdle(s)) << s.dump();
@@ -390,14 +391,17 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const auto prom = parsePrometheus(ok({"stats", "--prometheus"}));
   for (const auto& [port, st] : {std::pair{vc, &s.port(vc)}, std::pair{vt, &s.port(vt)}}) {
     SCOPED_TRACE(port);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), st->rx_packets);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), st->rx_bytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), st->tx_packets);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), st->tx_bytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), st->tx_outstanding);
-    for (const auto& [reason, n] : st->drops)
-      EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}), n)
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), (*st)[stats::kRxPackets]);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), (*st)[stats::kRxBytes]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), (*st)[stats::kTxPackets]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), (*st)[stats::kTxBytes]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), (*st)[stats::kTxOutstanding]);
+    for (uint32_t r = 0; r < stats::kNumDropReasons; ++r) {
+      const std::string reason(stats::dropName(stats::DropReason(r)));
+      EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}),
+                (*st)[stats::DropReason(r)])
           << reason;
+    }
     EXPECT_EQ(promValue(prom, "vdev_port_up", {{"port", port}}), 1u);
   }
   uint64_t places = 0;
@@ -452,8 +456,8 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const Json one = json({"stats", vc});
   ASSERT_EQ(one.at("ports").size(), 1u) << one.dump();
   EXPECT_EQ(one.at("ports").at(0).at("name").get<std::string>(), vc);
-  EXPECT_EQ(one.at("ports").at(0).at("rx_packets").get<uint64_t>(), s.port(vc).rx_packets);
-  EXPECT_EQ(one.at("ports").at(0).at("tx_packets").get<uint64_t>(), s.port(vc).tx_packets);
+  EXPECT_EQ(one.at("ports").at(0).at("rx_packets").get<uint64_t>(), s.port(vc)[stats::kRxPackets]);
+  EXPECT_EQ(one.at("ports").at(0).at("tx_packets").get<uint64_t>(), s.port(vc)[stats::kTxPackets]);
 
   ok({"port", "del", vc});
   ok({"port", "del", vt});
@@ -638,10 +642,13 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   const Stats after = d->stats();
   const Json& removed = after.raw.at("removed_ports");
   EXPECT_EQ(removed.at("count").get<uint64_t>(), 2u) << after.dump();
-  EXPECT_EQ(removed.at("rx_packets").get<uint64_t>(), p1.rx_packets + p2.rx_packets) << after.dump();
-  EXPECT_EQ(removed.at("tx_packets").get<uint64_t>(), p1.tx_packets + p2.tx_packets) << after.dump();
-  EXPECT_EQ(removed.at("tx_bytes").get<uint64_t>(), p1.tx_bytes + p2.tx_bytes) << after.dump();
-  EXPECT_GE(removed.at("rx_packets").get<uint64_t>(), 80u) << after.dump();
+  auto totals = stats::readPortCounters(removed);
+  ASSERT_TRUE(totals) << totals.error().message() << "\n" << after.dump();
+  const stats::PortValues& r = *totals;
+  EXPECT_EQ(r[stats::kRxPackets], p1[stats::kRxPackets] + p2[stats::kRxPackets]) << after.dump();
+  EXPECT_EQ(r[stats::kTxPackets], p1[stats::kTxPackets] + p2[stats::kTxPackets]) << after.dump();
+  EXPECT_EQ(r[stats::kTxBytes], p1[stats::kTxBytes] + p2[stats::kTxBytes]) << after.dump();
+  EXPECT_GE(r[stats::kRxPackets], 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
@@ -760,7 +767,7 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   // (bpf_redirect_peer into it).
   const std::map<std::string, uint64_t> sent = {{n1, 80}, {n2, 40}, {v3, 40}};
   for (const auto& [p, n] : sent)
-    EXPECT_EQ(s.port(p).xdp_prog.at("fast") - learned.port(p).xdp_prog.at("fast"), n)
+    EXPECT_EQ(s.port(p)[stats::kProgFast] - learned.port(p)[stats::kProgFast], n)
         << p << " did not send its unicast on the kernel fast path\n" << s.dump() << d->logs();
 
   // Kernel ping and TCP (1 MiB, every byte checked) between netkit
@@ -803,12 +810,12 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   // of them, and delayed ACKs as few), and punted to vdevd no more than a
   // neighbour request now and then.
   const Stats after_tcp = d->stats();
-  const auto delta = [&](const std::string& p, const char* c) {
-    return after_tcp.port(p).xdp_prog.at(c) - before_tcp.port(p).xdp_prog.at(c);
+  const auto delta = [&](const std::string& p, stats::PortCounter c) {
+    return after_tcp.port(p)[c] - before_tcp.port(p)[c];
   };
   for (const std::string& p : {n1, n2, v3}) {
-    EXPECT_GE(delta(p, "fast"), 8u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
-    EXPECT_LE(delta(p, "redirect"), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
+    EXPECT_GE(delta(p, stats::kProgFast), 8u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
+    EXPECT_LE(delta(p, stats::kProgRedirect), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
   }
 
   // SIGKILL: the BPF links close with vdevd's fds, no program is left; the
@@ -884,7 +891,7 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
                                {fromA, fromB, fromC, fromA});
       // The markers passed the same checks after the frames: the counts are final.
       const auto iso = [&](const Stats& s, const std::string& p) {
-        return s.port(p).drop("isolated") - before.port(p).drop("isolated");
+        return s.port(p)[stats::kDropIsolated] - before.port(p)[stats::kDropIsolated];
       };
       const Stats s = d->statsUntil([&](const Stats& st) { return iso(st, c1) >= 40 && iso(st, c2) >= 40; }, 5s);
       EXPECT_EQ(iso(s, c1), 40u) << s.dump();
@@ -944,10 +951,10 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     // frame was accounted for); the rest counted under `reason` at the
     // sender's port.
     const auto burst = [&](Endpoint& from, const std::string& port, const Mac& dst, uint32_t flow, uint32_t n,
-                           const std::string& reason, double rate, double burst_frames,
+                           stats::DropReason reason, double rate, double burst_frames,
                            const std::vector<Endpoint*>& to) {
-      SCOPED_TRACE("drops." + reason);
-      const auto dropOf = [&](const Stats& s, const std::string& r) { return s.port(port).drop(r); };
+      SCOPED_TRACE(stats::jsonPath(reason));
+      const auto dropOf = [&](const Stats& s, stats::DropReason r) { return s.port(port)[r]; };
       const Stats before = d->stats();
       const auto t0 = std::chrono::steady_clock::now();
       from.sendFlow({dst, from.mac(), Kind::kExperimental, flow, 0, 60}, n);
@@ -957,12 +964,15 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
       const auto kernelDrops = [&](const Stats& s) {
         uint64_t n = 0;
         for (const auto& ps : s.ports) n += ps.xdpRxDrops();
-        if (s.raw.contains("punt"))
-          n += s.raw.at("punt").at("xdp_stats").at("rx_dropped").get<uint64_t>() + s.raw.at("punt").at("xdp_stats").at("rx_ring_full").get<uint64_t>();
+        if (s.raw.contains("punt")) {
+          auto punt = stats::readPortCounters(s.raw.at("punt"));
+          if (!punt) throw HarnessError("punt: " + punt.error().message());
+          n += (*punt)[stats::kXdpRxDropped] + (*punt)[stats::kXdpRxRingFull];
+        }
         return n;
       };
       const auto dropped = [&](const Stats& s) {
-        const uint64_t k = reason == "storm_unknown" ? kernelDrops(s) - kernelDrops(before) : 0;
+        const uint64_t k = reason == stats::kDropStormUnknown ? kernelDrops(s) - kernelDrops(before) : 0;
         return dropOf(s, reason) - dropOf(before, reason) + k;
       };
       // Until every frame is accounted for at every destination: received
@@ -995,24 +1005,24 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     const Mac nobody = uniqueMac();
     // Broadcast and multicast: the program's buckets (100/s, 10 frames).
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // full again after learnAll's broadcasts
-    burst(a, c1, testframe::kBroadcast, 10, 2000, "storm_bcast", 100, 10, {&b, &c});
-    burst(a, c1, group, 11, 2000, "storm_mcast", 100, 10, {&b, &c});
+    burst(a, c1, testframe::kBroadcast, 10, 2000, stats::kDropStormBcast, 100, 10, {&b, &c});
+    burst(a, c1, group, 11, 2000, stats::kDropStormMcast, 100, 10, {&b, &c});
     // Unknown unicast: vdevd's bucket.
-    burst(a, c1, nobody, 12, 2000, "storm_unknown", 100, 10, {&b, &c});
+    burst(a, c1, nobody, 12, 2000, stats::kDropStormUnknown, 100, 10, {&b, &c});
     // Known unicast through the policer (1000/s, 10 frames), twice: the
     // second time with the kernel fast path holding the MACs.
     for (uint32_t round = 0; round < 2; ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
-      burst(c, c3, m2, 20 + round, 4000, "police", 1000, 10, {&b});
+      burst(c, c3, m2, 20 + round, 4000, stats::kDropPolice, 1000, 10, {&b});
     }
     // The open port was never limited by the others' rates: its floods all
     // arrive; and the policed port's storm control is off.
     b.sendFlow({testframe::kBroadcast, m2, Kind::kExperimental, 30, 0, 60}, 500);
     expectFlow(all, 30, {{&a, 500}, {&c, 500}}, Millis(5000));
     const Stats s = d->stats();
-    for (const char* r : {"storm_bcast", "storm_mcast", "storm_unknown", "police"})
-      EXPECT_EQ(s.port(c2).drop(r), 0u) << r << "\n" << s.dump();
-    EXPECT_EQ(s.port(c3).drop("storm_bcast"), 0u) << s.dump();
+    for (stats::DropReason r : {stats::kDropStormBcast, stats::kDropStormMcast, stats::kDropStormUnknown, stats::kDropPolice})
+      EXPECT_EQ(s.port(c2)[r], 0u) << stats::dropName(r) << "\n" << s.dump();
+    EXPECT_EQ(s.port(c3)[stats::kDropStormBcast], 0u) << s.dump();
     // The state file keeps a port's own limits only: after a restart with
     // other defaults, c1 and c3 have theirs and c2 the new defaults.
     const std::string state = readFile(state_);
@@ -1059,7 +1069,7 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     const Endpoints all = {&a, &b, &c};
     learnAll(all, 1);
     const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port)).at("limits"); };
-    const auto police = [&](const Stats& s) { return s.port(c1).drop("police"); };
+    const auto police = [&](const Stats& s) { return s.port(c1)[stats::kDropPolice]; };
 
     // A policer of 1000 frames/s (bucket: 10 ms, 10 frames) on c1, running.
     ok({"port", "set", c1, "police-pps", "1000", "police-burst", "10"});
@@ -1106,13 +1116,13 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     const Marker fromA{.from = &a, .to = Endpoints{&c}}, fromC{.from = &c};
     for (uint32_t round = 0; round < 2; ++round) {
       const uint32_t f = 30 + 10 * round;
-      const uint64_t iso0 = d->stats().port(c1).drop("isolated");
+      const uint64_t iso0 = d->stats().port(c1)[stats::kDropIsolated];
       sendMixed(a, m2, f, 40);
       sendMixed(a, m3, f + 1, 40);
       sendMixed(c, m2, f + 2, 40);
       expectFlowsBeforeMarkers(all, {{f, {}}, {f + 1, {{&c, 40}}}, {f + 2, {{&b, 40}}}}, {fromA, fromC, fromA});
-      const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1).drop("isolated") - iso0 >= 40; }, 5s);
-      EXPECT_EQ(s.port(c1).drop("isolated") - iso0, 40u) << s.dump();
+      const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1)[stats::kDropIsolated] - iso0 >= 40; }, 5s);
+      EXPECT_EQ(s.port(c1)[stats::kDropIsolated] - iso0, 40u) << s.dump();
     }
     ok({"port", "set", c2, "isolated", "off"});
     sendMixed(a, m2, 50, 40);
@@ -1142,14 +1152,14 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     b.sendFlow({m3, m2, Kind::kExperimental, 61, 0, 60}, 2000);
     const auto accounted = [&](const Stats& st) {
       const PortStats& p = st.port(c2);
-      return p.drop("police") + p.rx_packets + p.xdpRxDrops();
+      return p[stats::kDropPolice] + p[stats::kRxPackets] + p.xdpRxDrops();
     };
     const Stats before = d->statsUntil([&](const Stats& st) { return accounted(st) >= 2000; }, 20s);
     EXPECT_EQ(accounted(before), 2000u) << before.dump();
-    ASSERT_GT(before.port(c2).drop("police"), 0u) << before.dump();
+    ASSERT_GT(before.port(c2)[stats::kDropPolice], 0u) << before.dump();
     ok({"port", "del", c2});
     const Stats after = d->stats();
-    EXPECT_EQ(after.raw.at("removed_ports").at("drops").at("police").get<uint64_t>(), before.port(c2).drop("police"))
+    EXPECT_EQ(after.raw.at("removed_ports").at("drops").at("police").get<uint64_t>(), before.port(c2)[stats::kDropPolice])
         << after.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
@@ -1186,8 +1196,8 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
       sendMixed(a, m2, 10 + round, 40);
       expectFlow(all, 10 + round, {{&b, 40}});
     }
-    const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_mac"); };
-    const uint64_t locked0 = d->stats().port(c1).drop("mac_locked");
+    const auto spoofed = [&](const Stats& s) { return s.port(c1)[stats::kDropSpoofMac]; };
+    const uint64_t locked0 = d->stats().port(c1)[stats::kDropMacLocked];
     a.sendFlow({m2, spoof, Kind::kExperimental, 20, 0, 60}, 100);
     a.sendFlow({m2, m2, Kind::kIpv4Udp, 21, 0, 300}, 50);  // the other port's own MAC
     a.sendFlow({testframe::kBroadcast, spoof, Kind::kExperimental, 22, 0, 60}, 50);
@@ -1196,8 +1206,8 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
     expectFlowsBeforeMarkers(all, {{20, {}}, {21, {}}, {22, {}}}, {Marker{.from = &a}});
     const Stats s = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 200; }, 5s);
     EXPECT_EQ(spoofed(s), 200u) << s.dump();
-    EXPECT_EQ(d->stats().port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(d->stats().port(c2).drop("spoof_mac"), 0u);
+    EXPECT_EQ(d->stats().port(c1)[stats::kDropMacLocked], locked0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(d->stats().port(c2)[stats::kDropSpoofMac], 0u);
     sendMixed(a, m2, 23, 40);  // its own MAC still passes
     expectFlow(all, 23, {{&b, 40}});
 
@@ -1341,10 +1351,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
       for (uint32_t k = 0; k < 20; ++k) a.send({m2, m1, Kind::kIpv4Udp, 10 + round, 250 * k, 60});
       expectFlow(all, 10 + round, {{&b, 20}}, {fromLocked});
     }
-    const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_ip"); };
+    const auto spoofed = [&](const Stats& s) { return s.port(c1)[stats::kDropSpoofIp]; };
     const Stats s0 = d->stats();
     ASSERT_EQ(spoofed(s0), 0u) << s0.dump();
-    const uint64_t locked0 = s0.port(c1).drop("mac_locked"), bad0 = s0.port(c1).drop("bad_type");
+    const uint64_t locked0 = s0.port(c1)[stats::kDropMacLocked], bad0 = s0.port(c1)[stats::kDropBadType];
 
     const IpAddr mine = *parseIp("198.18.10.1"), other = *parseIp("198.18.10.9"), peer = *parseIp("198.18.10.2");
     const IpAddr mine6 = *parseIp("2001:db8:a::1"), other6 = *parseIp("2001:db8:a::9"),
@@ -1390,10 +1400,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     EXPECT_EQ(b.rx().count(12), 0u) << "no other EtherType either" << countsOf(all);
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 25 allowed ARP and IPv6 frames, nothing else" << countsOf(all);
     b.rx().clear();
-    EXPECT_EQ(s1.port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(s1.port(c1).drop("bad_type"), bad0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(s1.port(c2).drop("spoof_ip"), 0u);
-    EXPECT_EQ(s1.port(c1).drop("spoof_mac"), 0u) << "no allowed-mac on this port";
+    EXPECT_EQ(s1.port(c1)[stats::kDropMacLocked], locked0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(s1.port(c1)[stats::kDropBadType], bad0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(s1.port(c2)[stats::kDropSpoofIp], 0u);
+    EXPECT_EQ(s1.port(c1)[stats::kDropSpoofMac], 0u) << "no allowed-mac on this port";
 
     // The container's kernel, from its own address and from another one.
     ns1.exec("ip addr add 198.18.13.1/24 dev eth0");
@@ -1519,7 +1529,7 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     times(ipv6Frame(allRouters, m1, ll, routers, 58, rs), 5);             // allowed: RS
     times(ipv6Frame(dhcpAgents, m1, ll, dhcp6, 17, solicit), 5);          // allowed: DHCPv6 SOLICIT
     const auto drops = [&](const Stats& st) {
-      return std::pair{st.port(c1).drop("ra_guard"), st.port(c1).drop("dhcp_guard")};
+      return std::pair{st.port(c1)[stats::kDropRaGuard], st.port(c1)[stats::kDropDhcpGuard]};
     };
     // Once B has a marker from behind them, the program has decided every
     // one and B has every one that passed: the counts are final.
@@ -1529,7 +1539,7 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{50, 30})) << s1.dump();
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 15 client frames and the 10 others allowed, nothing else"
                                      << countsOf(all);
-    EXPECT_EQ(s1.port(c2).drop("ra_guard") + s1.port(c2).drop("dhcp_guard"), 0u);
+    EXPECT_EQ(s1.port(c2)[stats::kDropRaGuard] + s1.port(c2)[stats::kDropDhcpGuard], 0u);
     b.rx().clear();
 
     ok({"port", "set", c1, "ra-guard", "off"});
@@ -1711,24 +1721,24 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     r = ping(nsU, "198.18.10.1", 1);
     EXPECT_FALSE(r.ok()) << "the default VLAN reached VLAN 10: " << r.out;
     const Stats s1 = d->stats();
-    EXPECT_EQ(s1.port(c).tx_packets, s0.port(c).tx_packets) << "VLAN 10's broadcasts reached VLAN 20" << s1.dump();
-    EXPECT_EQ(s1.port(u).tx_packets, s0.port(u).tx_packets) << "VLAN 10's broadcasts reached VLAN 1" << s1.dump();
-    EXPECT_GE(s1.port(b).tx_packets - s0.port(b).tx_packets, 4u) << s1.dump();
-    EXPECT_GE(s1.port(t).tx_packets - s0.port(t).tx_packets, 4u) << s1.dump();
+    EXPECT_EQ(s1.port(c)[stats::kTxPackets], s0.port(c)[stats::kTxPackets]) << "VLAN 10's broadcasts reached VLAN 20" << s1.dump();
+    EXPECT_EQ(s1.port(u)[stats::kTxPackets], s0.port(u)[stats::kTxPackets]) << "VLAN 10's broadcasts reached VLAN 1" << s1.dump();
+    EXPECT_GE(s1.port(b)[stats::kTxPackets] - s0.port(b)[stats::kTxPackets], 4u) << s1.dump();
+    EXPECT_GE(s1.port(t)[stats::kTxPackets] - s0.port(t)[stats::kTxPackets], 4u) << s1.dump();
     size_t vlan10 = 0, other = 0;
     while (auto f = recvTagged(trunk.fd(), Millis(100))) (vidOf(*f) == 10 ? vlan10 : other)++;
     EXPECT_GE(vlan10, 4u) << "VLAN 10's ARP broadcasts on the trunk, tagged";
     EXPECT_EQ(other, 0u) << "untagged or other VLANs' frames on the trunk";
     // Not carried: VLAN 30, and untagged frames (no native VLAN).
-    const uint64_t filtered0 = s1.port(t).drop("vlan_filtered");
+    const uint64_t filtered0 = s1.port(t)[stats::kDropVlanFiltered];
     for (int i = 0; i < 5; ++i) {
       ASSERT_EQ(trunk.sendRaw(tagFrame(arpFrame(mt, *parseIp("198.18.30.5"), *parseIp("198.18.30.1")), 30)), 0);
       ASSERT_EQ(trunk.sendRaw(arpFrame(mt, *parseIp("198.18.10.5"), *parseIp("198.18.10.1"))), 0);
     }
     const Stats s2 =
-        d->statsUntil([&](const Stats& st) { return st.port(t).drop("vlan_filtered") >= filtered0 + 10; }, 5s);
-    EXPECT_EQ(s2.port(t).drop("vlan_filtered"), filtered0 + 10) << s2.dump();
-    EXPECT_EQ(s2.port(a).drop("vlan_filtered") + s2.port(b).drop("vlan_filtered"), 0u) << s2.dump();
+        d->statsUntil([&](const Stats& st) { return st.port(t)[stats::kDropVlanFiltered] >= filtered0 + 10; }, 5s);
+    EXPECT_EQ(s2.port(t)[stats::kDropVlanFiltered], filtered0 + 10) << s2.dump();
+    EXPECT_EQ(s2.port(a)[stats::kDropVlanFiltered] + s2.port(b)[stats::kDropVlanFiltered], 0u) << s2.dump();
 
     // Into VLAN 10 at run time: reachable now; saved.
     ok({"port", "set", c, "vlan", "10"});
@@ -1794,11 +1804,11 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   }
   const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
   const PortStats &v0 = before.port(vt), &c0 = before.port(vc), &v = s.port(vt), &c = s.port(vc);
-  EXPECT_EQ(v.xdp_prog.at("fast"), 0u) << "the fast-rx off port's frames took the kernel path\n"
+  EXPECT_EQ(v[stats::kProgFast], 0u) << "the fast-rx off port's frames took the kernel path\n"
                                       << s.dump() << d->logs();
-  EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN)
+  EXPECT_EQ(v[stats::kProgRedirect] - v0[stats::kProgRedirect], kN)
       << "every frame the VM sent must have gone to vdevd\n" << s.dump();
-  EXPECT_EQ(c.xdp_prog.at("fast") - c0.xdp_prog.at("fast"), kM)
+  EXPECT_EQ(c[stats::kProgFast] - c0[stats::kProgFast], kM)
       << "the container's unicast to the fast-rx off port must still take the kernel path\n"
       << s.dump() << d->logs();
   EXPECT_EQ(s.raw.at("ports").size(), 2u);
@@ -1843,8 +1853,8 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   pumpUntil(all, [&] { return ctr.rx().count(23) >= kN; }, 5s);
   EXPECT_EQ(ctr.rx().count(23), kN) << ctr.rx().describe();
   const Stats after = stats();
-  EXPECT_EQ(after.port(vt).xdp_prog.at("fast"), 0u) << after.dump();
-  EXPECT_EQ(after.port(vt).xdp_prog.at("redirect"), kN + 1) << after.dump();
+  EXPECT_EQ(after.port(vt)[stats::kProgFast], 0u) << after.dump();
+  EXPECT_EQ(after.port(vt)[stats::kProgRedirect], kN + 1) << after.dump();
 
   // The tap deleted and made again (new ifindex, new program): still off.
   const int oldIfindex = after.port(vt).ifindex;
@@ -1873,10 +1883,10 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   EXPECT_EQ(ctr.rx().count(33), kN) << ctr.rx().describe();
   EXPECT_EQ(vm2.rx().count(34), kM) << vm2.rx().describe();
   const Stats re = stats();
-  EXPECT_EQ(re.port(vt).xdp_prog.at("fast"), 0u) << "fast-rx off lost when the device came back\n"
+  EXPECT_EQ(re.port(vt)[stats::kProgFast], 0u) << "fast-rx off lost when the device came back\n"
                                                 << re.dump() << d->logs();
-  EXPECT_EQ(re.port(vt).xdp_prog.at("redirect"), kN + 1) << re.dump();
-  EXPECT_GE(re.port(vc).xdp_prog.at("fast"), uint64_t(kM)) << "the new tap is not a fast-path destination\n"
+  EXPECT_EQ(re.port(vt)[stats::kProgRedirect], kN + 1) << re.dump();
+  EXPECT_GE(re.port(vc)[stats::kProgFast], uint64_t(kM)) << "the new tap is not a fast-path destination\n"
                                                           << re.dump() << d->logs();
 
   ok({"port", "del", vc});
@@ -1956,8 +1966,8 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
     const Stats s = stats();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rx_packets == ctr.sentFrames() - ctrSent && v->tx_packets == 25 &&
-           v->rx_packets == vm.sentFrames() - vmSent && c->tx_packets == 25;
+    return c && v && (*c)[stats::kRxPackets] == ctr.sentFrames() - ctrSent && (*v)[stats::kTxPackets] == 25 &&
+           (*v)[stats::kRxPackets] == vm.sentFrames() - vmSent && (*c)[stats::kTxPackets] == 25;
   };
   EXPECT_TRUE(waitUntil(counted, 3s, 20ms)) << ok({"stats"});
 
@@ -2447,12 +2457,12 @@ TEST_F(VdevctlTest, AutoFallsBackToXdpWhenTheTcAttachFails) {
   expectFlow(all, 10, {{&c, 30}});
   expectFlow(all, 11, {{&a, 30}});
   const Stats st = d->statsUntil([&](const Stats& s) {
-    return s.port(blocked.hostName()).tx_packets == a.rx().frames() &&
-           s.port(open.hostName()).tx_packets == c.rx().frames();
+    return s.port(blocked.hostName())[stats::kTxPackets] == a.rx().frames() &&
+           s.port(open.hostName())[stats::kTxPackets] == c.rx().frames();
   }, 5s);
-  EXPECT_EQ(st.port(blocked.hostName()).rx_packets, a.sentFrames()) << st.dump();
-  EXPECT_EQ(st.port(open.hostName()).rx_packets, c.sentFrames()) << st.dump();
-  EXPECT_EQ(st.port(blocked.hostName()).dropsTotal() + st.port(open.hostName()).dropsTotal(), 0u) << st.dump();
+  EXPECT_EQ(st.port(blocked.hostName())[stats::kRxPackets], a.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(open.hostName())[stats::kRxPackets], c.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(blocked.hostName()).totalDrops() + st.port(open.hostName()).totalDrops(), 0u) << st.dump();
   for (const VethPair* v : {&blocked, &asked}) {
     EXPECT_TRUE(vdevFilters(v->hostName()).empty()) << v->hostName();
     const auto f = ingressFilters(v->hostName());
@@ -2497,7 +2507,7 @@ TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
   PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
   const Endpoints all = {&a, &b};
   learnAll(all, 1);
-  const auto fast = [&](const Stats& s, const std::string& p) { return s.port(p).xdp_prog.at("fast"); };
+  const auto fast = [&](const Stats& s, const std::string& p) { return s.port(p)[stats::kProgFast]; };
   // The fast path's devmap gets the veths within a second (FastSync): send
   // until their unicast takes it.
   uint32_t seq = 0;
