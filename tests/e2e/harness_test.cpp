@@ -118,6 +118,22 @@ TEST(Json, ParsesWhatVdevdAndIpWrite) {
     EXPECT_THROW(Json::parse(bad), Json::parse_error) << bad;
 }
 
+// PoolStats is stats::PoolValues: every place of the counter table, the
+// ones added after it was written too. A frame is at rest in the pool, a fill
+// ring or the kernel's RX; in flight at any other place.
+TEST(PoolStats, InFlightCountsEveryPlaceButTheResting) {
+  const std::set<uint32_t> resting = {stats::kPoolFree, stats::kPoolFillRing, stats::kPoolKernelRx};
+  for (const stats::CounterDef& c : stats::kPoolCounters) {
+    if (c.id == stats::kPoolTotal) continue;
+    PoolStats p;
+    p[stats::kPoolTotal] = 7;
+    p[c] = 7;
+    const bool rest = resting.count(c.id) != 0;
+    EXPECT_EQ(p.inFlight(), rest ? 0u : 7u) << c.path;
+    EXPECT_EQ(p.atRest(), rest) << c.path;
+  }
+}
+
 TEST(Names, UniqueAndShortEnoughForInterfaces) {
   std::set<std::string> seen;
   for (int i = 0; i < 100; ++i) {
