@@ -897,9 +897,8 @@ TEST_F(DatapathTest, ALinkFlappingInALoopIsReattachedWithABackoff) {
   const Endpoints all = t.all();
   learnAll(all, 1);
   const auto flapWaits = [&](const Stats& s) {
-    for (const Json& p : s.raw.at("ports"))
-      if (p.at("name").get<std::string>() == t.b.port()) return p.at("link").at("flap_waits").get<uint64_t>();
-    return uint64_t(0);
+    const PortStats* p = s.findPort(t.b.port());
+    return p ? (*p)[stats::kLinkFlapWaits] : uint64_t(0);
   };
   const std::string line = "port " + t.b.port() + ": link up; attached again";
   const auto reattaches = [&] {

@@ -628,9 +628,9 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   exchange(a, b, 1, 1, drained(c1, a, c2, b));
   exchange(a, b, 3, 40, drained(c1, a, c2, b));
   expectCounters([&] { return stats(); }, c1, c2, a, b);
-  const Json s = json({"stats"});
+  const Stats s = stats();
   uint64_t fast = 0;
-  for (const Json& p : s.at("ports")) fast += p.at("xdp_prog").at("fast").get<uint64_t>();
+  for (const PortStats& p : s.ports) fast += p[stats::kProgFast];
   EXPECT_GE(fast, 80u) << "unicast between learned containers did not take the kernel path:\n"
                        << s.dump() << d->logs();
   // A removed port's counters (fast-path frames included) stay in vdevd's
@@ -1159,8 +1159,9 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     ASSERT_GT(before.port(c2)[stats::kDropPolice], 0u) << before.dump();
     ok({"port", "del", c2});
     const Stats after = d->stats();
-    EXPECT_EQ(after.raw.at("removed_ports").at("drops").at("police").get<uint64_t>(), before.port(c2)[stats::kDropPolice])
-        << after.dump();
+    auto removed = stats::readPortCounters(after.raw.at("removed_ports"));
+    ASSERT_TRUE(removed) << removed.error().message() << "\n" << after.dump();
+    EXPECT_EQ((*removed)[stats::kDropPolice], before.port(c2)[stats::kDropPolice]) << after.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1659,10 +1660,8 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
       return tryRun("ip netns exec " + ns.name() + " ping -c 2 -i 0.2 -W " + std::to_string(wait_s) + " " + to);
     };
     const auto fastOf = [&](const std::string& port) {
-      const Json s = json({"stats"});
-      for (const Json& p : s.at("ports"))
-        if (p.at("name").get<std::string>() == port) return p.at("xdp_prog").at("fast").get<uint64_t>();
-      return uint64_t(0);
+      const PortStats* p = stats().findPort(port);
+      return p ? (*p)[stats::kProgFast] : uint64_t(0);
     };
     CmdResult r = tryRun("ip netns exec " + nsA.name() + " ping -c 10 -i 0.05 -W 2 198.18.10.2");
     EXPECT_TRUE(r.ok()) << "VLAN 10 to VLAN 10: " << r.out << r.err;
@@ -2257,10 +2256,9 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
       EXPECT_TRUE(r.ok()) << r.out << r.err;
     };
     const auto fast = [&] {
-      const Json st = json({"stats"});
       uint64_t n = 0;
-      for (const Json& p : st.at("ports"))
-        if (p.at("name").get<std::string>() == a || p.at("name").get<std::string>() == b) n += p.at("xdp_prog").at("fast").get<uint64_t>();
+      for (const PortStats& p : stats().ports)
+        if (p.name == a || p.name == b) n += p[stats::kProgFast];
       return n;
     };
     ping(5);
