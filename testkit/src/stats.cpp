@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "stats/format.h"
 #include "testkit/files.h"
 #include "testkit/wait.h"
 
@@ -32,25 +33,6 @@ Result<uint64_t> counter(const nlohmann::json& node, std::string_view name) {
 
 namespace {
 
-Result<uint64_t> mapped(const std::map<std::string, uint64_t>& m, const std::string& port, const char* group,
-                        std::string_view key) {
-  const auto it = m.find(std::string(key));
-  if (it == m.end()) return Error{ENOENT, "statistics: port " + port + " has no " + group + "." + std::string(key)};
-  return it->second;
-}
-
-// Every counter of `group` ("drops", ...) in a port object, by name.
-Status readGroup(const nlohmann::json& port, const char* group, std::map<std::string, uint64_t>& out) {
-  const auto g = port.find(group);
-  if (g == port.end() || !g->is_object()) return Error{ENOENT, std::string("statistics: no ") + group};
-  for (const auto& [key, value] : g->items()) {
-    auto v = counter(port, std::string(group) + "." + key);
-    if (!v) return v.error();
-    out[key] = *v;
-  }
-  return {};
-}
-
 std::string stringOf(const nlohmann::json& o, const char* key) {
   const auto it = o.find(key);
   return it != o.end() && it->is_string() ? it->get<std::string>() : "";
@@ -61,60 +43,42 @@ Result<PortStats> parsePort(const nlohmann::json& p) {
   if (!p.is_object() || !p.contains("name") || !p["name"].is_string())
     return Error{EINVAL, "statistics: a port without a name: " + text(p)};
   ps.name = p["name"].get<std::string>();
-  const auto need = [&](const char* name, uint64_t& out) -> Status {
-    auto v = counter(p, name);
-    if (!v) return Error{EINVAL, "port " + ps.name + ": " + v.error().what};
-    out = *v;
-    return {};
-  };
-  // Optional: absent from older documents and the descriptive fields.
+  const auto bad = [&](const Error& e) { return Error{EINVAL, "port " + ps.name + ": " + e.what}; };
+  // What every document has; the counters' values come from the table below.
+  for (const char* name : {"rx_packets", "rx_bytes", "tx_packets", "tx_bytes"})
+    if (auto v = counter(p, name); !v) return bad(v.error());
+  if (!p.contains("drops") || !p["drops"].is_object()) return bad(Error{ENOENT, "statistics: no drops"});
+  auto values = stats::readPortCounters(p);
+  if (!values) return bad(values.error());
+  static_cast<stats::PortValues&>(ps) = *values;
+  // The descriptive fields: absent from older documents.
   const auto optional = [&](const char* name) { return p.contains(name) ? counter(p, name) : Result<uint64_t>(0); };
-  uint64_t ifindex = 0;
-  for (auto [name, out] : {std::pair{"ifindex", &ifindex}, std::pair{"rx_packets", &ps.rx_packets},
-                           std::pair{"rx_bytes", &ps.rx_bytes}, std::pair{"tx_packets", &ps.tx_packets},
-                           std::pair{"tx_bytes", &ps.tx_bytes}})
-    if (Status s = need(name, *out); !s) return s.error();
-  ps.ifindex = int(ifindex);
-  auto queues = optional("queues"), mtu = optional("mtu"), outstanding = optional("tx_outstanding");
-  for (auto* r : {&queues, &mtu, &outstanding})
-    if (!*r) return r->error();
+  auto ifindex = counter(p, "ifindex"), queues = optional("queues"), mtu = optional("mtu");
+  for (auto* r : {&ifindex, &queues, &mtu})
+    if (!*r) return bad(r->error());
+  ps.ifindex = int(*ifindex);
   ps.queues = int(*queues);
   ps.mtu = int(*mtu);
-  ps.tx_outstanding = *outstanding;
   ps.xdp_mode = stringOf(p, "xdp_mode");
   ps.bind_mode = stringOf(p, "bind_mode");
-  if (Status s = readGroup(p, "drops", ps.drops); !s) return Error{EINVAL, "port " + ps.name + ": " + s.error().what};
-  for (auto [group, out] : {std::pair{"xdp_stats", &ps.xdp_stats}, std::pair{"xdp_prog", &ps.xdp_prog}})
-    if (p.contains(group))
-      if (Status s = readGroup(p, group, *out); !s) return Error{EINVAL, "port " + ps.name + ": " + s.error().what};
-  if (p.contains("dev")) {
-    auto v = counter(p, "dev.tx_dropped");
-    if (!v) return Error{EINVAL, "port " + ps.name + ": " + v.error().what};
-    ps.dev_tx_dropped = *v;
-  }
   return ps;
+}
+
+// The counter at `path` in the table, or ENOENT naming it.
+Result<uint64_t> byPath(const PortStats& p, const std::string& path) {
+  const auto id = stats::findPortCounter(path);
+  if (!id) return Error{ENOENT, "statistics: no counter " + path + " in the counter table"};
+  return p[stats::PortCounter(*id)];
 }
 
 }  // namespace
 
-Result<uint64_t> PortStats::drop(std::string_view reason) const { return mapped(drops, name, "drops", reason); }
-
-uint64_t PortStats::dropsTotal() const {
-  uint64_t n = 0;
-  for (const auto& [k, v] : drops) n += v;
-  return n;
+Result<uint64_t> PortStats::drop(std::string_view reason) const {
+  return byPath(*this, "drops." + std::string(reason));
 }
 
-Result<uint64_t> PortStats::xdp(std::string_view stat) const { return mapped(xdp_stats, name, "xdp_stats", stat); }
-
-Result<uint64_t> PortStats::xdpRxDrops() const {
-  uint64_t n = 0;
-  for (const char* k : {"rx_dropped", "rx_ring_full"}) {
-    auto v = xdp(k);
-    if (!v) return v.error();
-    n += *v;
-  }
-  return n;
+Result<uint64_t> PortStats::xdp(std::string_view stat) const {
+  return byPath(*this, "xdp_stats." + std::string(stat));
 }
 
 const PortStats* Stats::findPort(std::string_view name) const {

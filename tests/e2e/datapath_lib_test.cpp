@@ -276,12 +276,6 @@ TEST_F(DatapathLibTest, AFullMacTablesChurnKeepsTheFastPathsMapEqualToIt) {
   EXPECT_EQ(sync.setErrors(), 0u);
 }
 
-uint64_t poolSum(const dp::PoolStats& p) {
-  uint64_t n = 0;
-  for (uint32_t id = stats::kPoolFree; id < stats::kNumPoolCounters; id++) n += p[stats::PoolCounter(id)];
-  return n;
-}
-
 // A closed socket's frames are returned once the kernel has let go of its
 // queue. On a zero-copy NIC the driver may DMA into them until then; veth
 // sockets are copy mode, so here they are held as a zero-copy socket's
@@ -311,7 +305,7 @@ TEST_F(DatapathLibTest, AClosedSocketsFramesAreHeldUntilTheKernelReleasesTheQueu
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   for (;;) {
     const dp::DatapathStats s = d->stats();
-    ASSERT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+    ASSERT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
     if (!port(s, b.port()).live && closed == std::chrono::steady_clock::time_point{})
       closed = std::chrono::steady_clock::now();
     maxHeld = std::max(maxHeld, s.pool[stats::kPoolKernelHeld]);
@@ -382,7 +376,7 @@ TEST_F(DatapathLibTest, APortThatReceivesFastGetsAFillRingThatCoversItsTraffic) 
   // B, which receives nothing, keeps 192; A holds at most its target.
   EXPECT_GT(after, before) << "A's fill target did not follow its traffic";
   EXPECT_LE(after, 448u + 192u);
-  EXPECT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+  EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
   d->stop();
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }
@@ -428,7 +422,7 @@ TEST_F(DatapathLibTest, FramesCrossUmemRegistrationsByAddress) {
   sendMixed(c.sock, b.sock.mac(), 13, kN);  // from the punt device's registration
   expectFlow(all, 13, {{&b.sock, kN}});
   const dp::DatapathStats s = d->stats();
-  EXPECT_EQ(poolSum(s.pool), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+  EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
   for (const Container* st : {&a, &b, &c}) {
     const dp::PortStats& p = port(s, st->port());
     SCOPED_TRACE(st->sock.label());

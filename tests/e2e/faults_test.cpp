@@ -95,26 +95,15 @@ class Ctl {
 // Reading vdevd's statistics
 
 const Json& rawPort(const Stats& s, std::string_view name) {
-  for (const Json& p : s.raw["ports"].asArray())
-    if (p["name"].asString() == name) return p;
+  for (const Json& p : s.raw.at("ports"))
+    if (p.at("name").get<std::string>() == name) return p;
   throw HarnessError("vdevd stats: no port " + std::string(name) + " in " + s.dump());
 }
 
 bool isLive(const Stats& s, std::string_view name) {
   if (!s.findPort(name)) return false;
   const Json& p = rawPort(s, name);
-  return p.has("live") && p["live"].asBool();
-}
-
-// The port's XDP program counter `key` (pass, redirect, no_socket); 0 if vdevd
-// does not report it (a port without a program).
-uint64_t progCounter(const Stats& s, std::string_view port, std::string_view key) {
-  const Json& p = rawPort(s, port);
-  return p.has("xdp_prog") && p["xdp_prog"].has(key) ? p["xdp_prog"][key].asU64() : 0;
-}
-
-uint64_t poolField(const Stats& s, std::string_view key) {
-  return s.raw["pool"].has(key) ? s.raw["pool"][key].asU64() : 0;
+  return p.contains("live") && p.at("live").get<bool>();
 }
 
 bool poolIdle(const Stats& s) {
@@ -130,9 +119,10 @@ Stats idleStats(Vdevd& d, Millis timeout = 2s) { return d.statsUntil(poolIdle, t
 // Drop reasons charged to the ingress port (docs/vdevd.md); every other
 // reason is charged to the destination. `oversize` is charged to the ingress
 // only for frames longer than a UMEM frame, which these tests never send.
-bool isIngressReason(std::string_view r) {
-  static const std::set<std::string, std::less<>> kIngress = {
-      "no_route", "runt", "invalid_src", "bad_type", "mac_limit", "mac_locked", "inflight_limit", "link_local"};
+bool isIngressReason(stats::DropReason r) {
+  static const std::set<stats::DropReason> kIngress = {
+      stats::kDropNoRoute,   stats::kDropRunt,      stats::kDropInvalidSrc, stats::kDropBadType,
+      stats::kDropMacLimit,  stats::kDropMacLocked, stats::kDropInflight,   stats::kDropLinkLocal};
   return kIngress.count(r) != 0;
 }
 
@@ -262,13 +252,13 @@ struct XdpAttachment {
 std::vector<XdpAttachment> xdpPrograms(const std::string& ifname) {
   std::vector<XdpAttachment> out;
   const Json net = Json::parse(run("bpftool -j net show dev " + shellQuote(ifname)));
-  for (const Json& block : net.asArray()) {
-    if (!block.has("xdp")) continue;
-    for (const Json& x : block["xdp"].asArray()) {
+  for (const Json& block : net) {
+    if (!block.contains("xdp")) continue;
+    for (const Json& x : block.at("xdp")) {
       XdpAttachment a;
-      a.id = x["id"].asU64();
-      a.mode = x["mode"].asString();
-      a.name = Json::parse(run("bpftool -j prog show id " + std::to_string(a.id)))["name"].asString();
+      a.id = x.at("id").get<uint64_t>();
+      a.mode = x.at("mode").get<std::string>();
+      a.name = Json::parse(run("bpftool -j prog show id " + std::to_string(a.id))).at("name").get<std::string>();
       out.push_back(a);
     }
   }
@@ -280,9 +270,9 @@ bool bpfProgExists(uint64_t id) { return tryRun("bpftool -j prog show id " + std
 // The id of the statistics map (vdev_xdp_stats) of XDP program `progId`.
 uint64_t xdpStatsMap(uint64_t progId) {
   const Json prog = Json::parse(run("bpftool -j prog show id " + std::to_string(progId)));
-  for (const Json& m : prog["map_ids"].asArray()) {
-    const Json info = Json::parse(run("bpftool -j map show id " + std::to_string(m.asU64())));
-    if (info["name"].asString() == "vdev_xdp_stats") return m.asU64();
+  for (const Json& m : prog.at("map_ids")) {
+    const Json info = Json::parse(run("bpftool -j map show id " + std::to_string(m.get<uint64_t>())));
+    if (info.at("name").get<std::string>() == "vdev_xdp_stats") return m.get<uint64_t>();
   }
   throw HarnessError("XDP program " + std::to_string(progId) + " has no vdev_xdp_stats map");
 }
@@ -295,10 +285,10 @@ uint64_t xdpStatsMap(uint64_t progId) {
 std::array<uint64_t, 4> xdpStats(uint64_t mapId) {
   std::array<uint64_t, 4> sums{};
   const Json dump = Json::parse(run("bpftool -j map dump id " + std::to_string(mapId)));
-  for (const Json& e : dump.asArray()) {
-    if (!e.has("formatted")) throw HarnessError("vdev_xdp_stats has no BTF: " + e.dump());
-    const Json& f = e["formatted"];
-    for (const Json& c : f["values"].asArray()) sums[f["key"].asU64() % sums.size()] += c["value"].asU64();
+  for (const Json& e : dump) {
+    if (!e.contains("formatted")) throw HarnessError("vdev_xdp_stats has no BTF: " + e.dump());
+    const Json& f = e.at("formatted");
+    for (const Json& c : f.at("values")) sums[f.at("key").get<uint64_t>() % sums.size()] += c.at("value").get<uint64_t>();
   }
   return sums;
 }
@@ -572,20 +562,21 @@ struct PortSample {
   uint64_t dest = 0;       // vdevd drops charged to it as a destination
   uint64_t inKernel = 0;   // lost on the way in: container tx_dropped, xdp rx drops, no_socket
   uint64_t outKernel = 0;  // lost on the way out: dev.tx_dropped, socket receive-buffer drops
-  std::map<std::string, uint64_t> drops;
+  stats::PortValues counters;  // the port's, for its drops by reason
 };
 
 PortSample sample(const Stats& s, const PortView& v) {
   PortSample r;
   const PortStats& p = s.port(v.port);
-  r.rx = p.rx_packets;
-  r.tx = p.tx_packets;
-  for (const auto& [k, n] : p.drops) (isIngressReason(k) ? r.ingress : r.dest) += n;
-  r.drops = p.drops;
-  r.inKernel = p.xdpRxDrops() + progCounter(s, v.port, "no_socket");
+  r.rx = p[stats::kRxPackets];
+  r.tx = p[stats::kTxPackets];
+  for (uint32_t k = 0; k < stats::kNumDropReasons; ++k)
+    (isIngressReason(stats::DropReason(k)) ? r.ingress : r.dest) += p[stats::DropReason(k)];
+  r.counters = p;
+  r.inKernel = p.xdpRxDrops() + p[stats::kProgNoSocket];
   if (!v.peerIf.empty() && v.peerNs && linkExists(v.peerIf, v.peerNs))
     r.inKernel += linkInfo(v.peerIf, v.peerNs).tx_dropped;
-  r.outKernel = p.dev_tx_dropped;
+  r.outKernel = p[stats::kDevTxDropped];
   if (v.sock) r.outKernel += v.sock->kernelDrops();
   return r;
 }
@@ -614,10 +605,7 @@ struct FlowLedger {
   }
 };
 
-uint64_t dropOf(const PortSample& s, const std::string& reason) {
-  const auto it = s.drops.find(reason);
-  return it == s.drops.end() ? 0 : it->second;
-}
+uint64_t dropOf(const PortSample& s, stats::DropReason reason) { return s.counters[reason]; }
 
 // The ledger of `flow` (`sent` frames) from the samples of its sender's port
 // (s0, s1) and its destination's (d0, d1); delivered is what `dst` read.
@@ -634,8 +622,9 @@ FlowLedger ledger(const std::string& name, uint64_t sent, uint32_t flow, const P
   l.txDst = d1.tx - d0.tx;
   l.dest = d1.dest - d0.dest;
   l.outKernel = d1.outKernel - d0.outKernel;
-  for (const auto& [k, v] : d1.drops)
-    if (!isIngressReason(k)) l.destByReason[k] = v - (d0.drops.count(k) ? d0.drops.at(k) : 0);
+  for (uint32_t k = 0; k < stats::kNumDropReasons; ++k)
+    if (const auto r = stats::DropReason(k); !isIngressReason(r))
+      l.destByReason[std::string(stats::dropName(r))] = d1.counters[r] - d0.counters[r];
   return l;
 }
 
@@ -692,9 +681,9 @@ struct Totals {
     sent += l.sent;
     delivered += l.delivered;
     drops += l.drops();
-    byKind["kernel in"] += l.inKernel;
-    byKind["ingress"] += l.ingress;
-    byKind["device/socket out"] += l.outKernel;
+    byKind.at("kernel in") += l.inKernel;
+    byKind.at("ingress") += l.ingress;
+    byKind.at("device/socket out") += l.outKernel;
     for (const auto& [k, v] : l.destByReason) byKind[k] += v;
   }
   std::string describe() const {
@@ -1178,7 +1167,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   const auto counted = [&](const Stats& s) {
     for (size_t i = 0; i < all.size(); ++i) {
       const PortStats* p = s.findPort(ports[i]);
-      if (!p || p->rx_packets != all[i]->sentFrames() - sent0[all[i]] || p->tx_packets != all[i]->rx().frames())
+      if (!p || (*p)[stats::kRxPackets] != all[i]->sentFrames() - sent0[all[i]] || (*p)[stats::kTxPackets] != all[i]->rx().frames())
         return false;
     }
     return true;
@@ -1186,7 +1175,7 @@ TEST_F(FaultsTest, VfSigkillThenRestartReplacesOrphanedProgramsAndRestoresPorts)
   const Stats s = d->statsUntil(counted, 3s);
   EXPECT_TRUE(counted(s)) << s.dump();
   for (const PortStats& p : s.ports) {
-    EXPECT_EQ(p.dropsTotal(), 0u) << s.dump();
+    EXPECT_EQ(p.totalDrops(), 0u) << s.dump();
     EXPECT_EQ(p.xdpRxDrops(), 0u) << s.dump();
   }
   EXPECT_EQ(s.pool.reported_sum, s.pool.total()) << s.dump();
@@ -1307,8 +1296,8 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
     traffic.set({12}, false);
   }
   const Stats vmDone =
-      d.statsUntil([&](const Stats& s) { return s.port(vm.name()).rx_packets == vm.sentFrames(); }, 10s);
-  ASSERT_EQ(vmDone.port(vm.name()).rx_packets, vm.sentFrames()) << vmDone.dump();
+      d.statsUntil([&](const Stats& s) { return s.port(vm.name())[stats::kRxPackets] == vm.sentFrames(); }, 10s);
+  ASSERT_EQ(vmDone.port(vm.name())[stats::kRxPackets], vm.sentFrames()) << vmDone.dump();
   {
     auto lk = traffic.hold();
     traffic.pollReaders();
@@ -1360,7 +1349,7 @@ TEST_F(FaultsTest, VfTapReaderGoneCountsItsFramesKeepsForwardingAndComesBack) {
   EXPECT_EQ(s1.pool.reported_sum, s1.pool.total()) << s1.dump();
   const Stats idle = idleStats(d);
   EXPECT_TRUE(poolIdle(idle)) << "frames held for the VM that left: " << idle.dump();
-  EXPECT_EQ(idle.port(vm.name()).tx_outstanding, 0u) << idle.dump();
+  EXPECT_EQ(idle.port(vm.name())[stats::kTxOutstanding], 0u) << idle.dump();
 
   // A VM attaches again: the port comes back with its MAC; nothing stale.
   const uint64_t stale = vm.rx().count(11);
@@ -1446,13 +1435,13 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   const auto settled = [&](const Stats& s) {
     uint64_t in = 0, out = 0;
     for (const PortStats& p : s.ports) {
-      in += p.rx_packets;
-      out += p.tx_packets + p.dropsTotal();
+      in += p[stats::kRxPackets];
+      out += p[stats::kTxPackets] + p.totalDrops();
     }
     uint64_t in0 = 0, out0 = 0;
     for (const PortStats& p : s0.ports) {
-      in0 += p.rx_packets;
-      out0 += p.tx_packets + p.dropsTotal();
+      in0 += p[stats::kRxPackets];
+      out0 += p[stats::kTxPackets] + p.totalDrops();
     }
     return in - in0 == out - out0 && poolIdle(s);
   };
@@ -1474,7 +1463,7 @@ TEST_F(FaultsTest, VfContainerNetnsDeletedUnderTrafficIsDetectedAndItsFramesAcco
   const PortSample a1 = sample(s1, pA), b1 = sample(s1, pBGone), v1 = sample(s1, pVm);
   const PortSample &a0 = at0[pA.port], &b0 = at0[pB.port], &v0 = at0[pVm.port];
   const uint64_t sentAB = traffic.flow(10).sent, sentBV = traffic.flow(11).sent;
-  const uint64_t txB = b1.tx - b0.tx, portDownB = dropOf(b1, "port_down") - dropOf(b0, "port_down");
+  const uint64_t txB = b1.tx - b0.tx, portDownB = dropOf(b1, stats::kDropPortDown) - dropOf(b0, stats::kDropPortDown);
   const uint64_t destB = b1.dest - b0.dest, destVm = v1.dest - v0.dest;
   bDrops -= bDrops0;
   const int64_t unread = int64_t(txB) - int64_t(bGot) - int64_t(bDrops);
@@ -1565,9 +1554,9 @@ TEST_F(FaultsTest, VfUplinkHostTrafficWorksWhileVdevdRunsAndAfterItStops) {
   const Stats s0 = d->stats();
   EXPECT_EQ(up.ping(5), 5) << "host traffic on the uplink stopped when vdevd attached";
   const Stats s1 = d->stats();
-  EXPECT_GE(progCounter(s1, port, "pass") - progCounter(s0, port, "pass"), 5u)
+  EXPECT_GE(s1.port(port)[stats::kProgPass] - s0.port(port)[stats::kProgPass], 5u)
       << "the echo requests went to the host stack through vdevd's program (XDP_PASS)";
-  EXPECT_EQ(s1.port(port).rx_packets - s0.port(port).rx_packets, 0u) << "host traffic reached vdevd: " << s1.dump();
+  EXPECT_EQ(s1.port(port)[stats::kRxPackets] - s0.port(port)[stats::kRxPackets], 0u) << "host traffic reached vdevd: " << s1.dump();
   c.sock->poll();
   EXPECT_EQ(c.sock->rx().frames(), 0u) << "host traffic was switched to a container: " << c.sock->rx().describe();
 
@@ -1714,7 +1703,7 @@ TEST_F(FaultsTest, VfUplinkNeighbourResolvesTheHostIpv6AddressWhileVdevdRunsAndA
   EXPECT_EQ(got, 3) << "the neighbour could not resolve the host's IPv6 address through the uplink while vdevd runs: "
                     << tryRun("ip -n " + up.net.name() + " -6 neigh show").out;
   EXPECT_EQ(leaked, 0) << "Neighbour Solicitations for the host's address were switched to the container";
-  EXPECT_GE(progCounter(s1, host, "pass") - progCounter(s0, host, "pass"), 1u)
+  EXPECT_GE(s1.port(host)[stats::kProgPass] - s0.port(host)[stats::kProgPass], 1u)
       << "the solicitation (and echo requests) went to the host stack through vdevd's program (XDP_PASS)";
   const std::string neigh = up.net.ip("-6 neigh show " + hostAddr6 + " dev " + peer);
   EXPECT_NE(neigh.find(macString(up.veth.hostMac())), std::string::npos)
@@ -1861,7 +1850,7 @@ TEST_P(UplinkFramesTest, EachFrameTypeReachesTheHostTheGuestsOrBoth) {
   Container c("C");
   const std::string port = up.veth.hostName();
   Vdevd d({"--port", port, "--port", c.port(), "--hook", port + "=" + GetParam()});
-  ASSERT_EQ(rawPort(d.stats(), port)["hook"].asString(), GetParam());
+  ASSERT_EQ(rawPort(d.stats(), port).at("hook").get<std::string>(), GetParam());
   HostStack lldp(port, 0x88cc), arp(port, 0x0806), ip6(port, 0x86dd), ip4(port, 0x0800);
   HostStack guestIp6(c.port(), 0x86dd);
   PacketSocket peer(up.veth.peerName(), &up.net);
@@ -1886,10 +1875,10 @@ TEST_P(UplinkFramesTest, EachFrameTypeReachesTheHostTheGuestsOrBoth) {
   EXPECT_EQ(ip6.count("vdev-neighbour"), 1) << "the Router Advertisement did not reach the host";
   EXPECT_EQ(ip4.count("vdev-neighbour"), 1) << "the broadcast DHCP reply did not reach the host";
   const Stats s1 = d.stats();
-  EXPECT_EQ(progCounter(s1, port, "pass") - progCounter(s0, port, "pass"), 4u) << s1.dump();
-  EXPECT_EQ(s1.port(port).rx_packets - s0.port(port).rx_packets, 4u)
+  EXPECT_EQ(s1.port(port)[stats::kProgPass] - s0.port(port)[stats::kProgPass], 4u) << s1.dump();
+  EXPECT_EQ(s1.port(port)[stats::kRxPackets] - s0.port(port)[stats::kRxPackets], 4u)
       << "vdevd received the three copies and the other ARP\n" << s1.dump();
-  EXPECT_EQ(s1.port(port).dropsTotal(), 0u) << s1.dump();
+  EXPECT_EQ(s1.port(port).totalDrops(), 0u) << s1.dump();
 
   // From the guest: its RA goes to the neighbour, never to the host's stack;
   // its LLDP goes nowhere, counted.
@@ -1898,8 +1887,8 @@ TEST_P(UplinkFramesTest, EachFrameTypeReachesTheHostTheGuestsOrBoth) {
   ASSERT_EQ(c.sock->sendRaw(g.ra), 0);
   ASSERT_EQ(c.sock->sendRaw(g.lldp), 0);
   EXPECT_EQ(rawWithMark(peer, "vdev-guest", 500ms), 1) << "the guest's RA, switched; not its LLDP";
-  const Stats s3 = d.statsUntil([&](const Stats& s) { return s.port(c.port()).drop("link_local") >= 1; }, 3s);
-  EXPECT_EQ(s3.port(c.port()).drop("link_local") - s2.port(c.port()).drop("link_local"), 1u) << s3.dump();
+  const Stats s3 = d.statsUntil([&](const Stats& s) { return s.port(c.port())[stats::kDropLinkLocal] >= 1; }, 3s);
+  EXPECT_EQ(s3.port(c.port())[stats::kDropLinkLocal] - s2.port(c.port())[stats::kDropLinkLocal], 1u) << s3.dump();
   EXPECT_EQ(guestIp6.count("vdev-guest"), 0) << "a guest's RA reached the host's stack";
   EXPECT_EQ(ip6.count("vdev-guest"), 0) << "a guest's RA reached the host's stack on the uplink";
   expectCleanStop(d);
@@ -1918,7 +1907,7 @@ TEST_P(UplinkFramesTest, StormControlLimitsTheGuestsCopyNotTheHosts) {
   Container c("C");
   const std::string port = up.veth.hostName();
   Vdevd d({"--port", port, "--port", c.port(), "--hook", port + "=" + GetParam(), "--storm-bcast", "100"});
-  ASSERT_EQ(rawPort(d.stats(), port)["hook"].asString(), GetParam());
+  ASSERT_EQ(rawPort(d.stats(), port).at("hook").get<std::string>(), GetParam());
   HostStack arp(port, 0x0806);
   PacketSocket peer(up.veth.peerName(), &up.net);
   peer.setLabel("neighbour");
@@ -1926,7 +1915,7 @@ TEST_P(UplinkFramesTest, StormControlLimitsTheGuestsCopyNotTheHosts) {
   ASSERT_EQ(::inet_pton(AF_INET, up.peerAddr.c_str(), &peerIp), 1);
   const KindFrames n = kindFrames(peer.mac(), peerIp, peerIp, "vdev-storm");
   const Stats s0 = d.stats();
-  const auto dropped = [&](const Stats& s) { return s.port(port).drop("storm_bcast") - s0.port(port).drop("storm_bcast"); };
+  const auto dropped = [&](const Stats& s) { return s.port(port)[stats::kDropStormBcast] - s0.port(port)[stats::kDropStormBcast]; };
   constexpr int kN = 1000;
   const auto t0 = Clock::now();
   for (int i = 0; i < kN; ++i) ASSERT_EQ(peer.sendRaw(n.garp), 0) << "frame " << i;
@@ -1947,7 +1936,7 @@ TEST_P(UplinkFramesTest, StormControlLimitsTheGuestsCopyNotTheHosts) {
   ASSERT_TRUE(expectCleanStop(d));
   // vdevd's last statistics come after it detached every program: the
   // drops the copy program counted (at XDP, in its own map) stay the port's.
-  EXPECT_GE(d.finalStats().port(port).drop("storm_bcast") - s0.port(port).drop("storm_bcast"), dropped(s1))
+  EXPECT_GE(d.finalStats().port(port)[stats::kDropStormBcast] - s0.port(port)[stats::kDropStormBcast], dropped(s1))
       << d.finalStats().dump();
 }
 
@@ -2021,11 +2010,11 @@ class CompletionStall {
   Queue queue() const {
     Queue q;
     const Json all = Json::parse(tcShow());
-    for (const Json& j : all.asArray())
-      if (j["kind"].asString() == "tbf") {
-        q.qlen = j["qlen"].asU64();
-        q.packets = j["packets"].asU64();
-        q.drops = j["drops"].asU64();
+    for (const Json& j : all)
+      if (j.at("kind").get<std::string>() == "tbf") {
+        q.qlen = j.at("qlen").get<uint64_t>();
+        q.packets = j.at("packets").get<uint64_t>();
+        q.drops = j.at("drops").get<uint64_t>();
       }
     return q;
   }
@@ -2108,14 +2097,14 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     q1 = stall->queue();
     got = s.sock->rx().count(11);
     const PortSample at = sample(s1, pA), atS = sample(s1, pS);
-    const uint64_t held = poolField(s1, "kernel_tx");
+    const uint64_t held = s1.pool[stats::kPoolKernelTx];
     return sent == (at.rx - a0.rx) + (at.inKernel - a0.inKernel) &&
            at.rx - a0.rx == (atS.tx - sS0.tx) + (atS.dest - sS0.dest) + (at.ingress - a0.ingress) &&
-           atS.tx - sS0.tx == got + poolField(s1, "tx_ring") && got == held && held + 1 == q1.qlen;
+           atS.tx - sS0.tx == got + s1.pool[stats::kPoolTxRing] && got == held && held + 1 == q1.qlen;
   }, 10s);
   EXPECT_TRUE(accounted) << "A's frames not all accounted for within 10 s";
   const PortSample a1 = sample(s1, pA), sS1 = sample(s1, pS);
-  const uint64_t kernelTx = poolField(s1, "kernel_tx"), txRing = poolField(s1, "tx_ring");
+  const uint64_t kernelTx = s1.pool[stats::kPoolKernelTx], txRing = s1.pool[stats::kPoolTxRing];
   {
     SCOPED_TRACE(s1.dump());
     EXPECT_EQ(q1.packets, 1u) << "the token bucket let test frames out";
@@ -2123,16 +2112,16 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     EXPECT_EQ(kernelTx, q1.qlen - 1) << "frames out of the pool in the kernel must be the skbs it holds";
     EXPECT_EQ(got, kernelTx) << "S's interface saw every frame the kernel took from the TX ring";
     EXPECT_EQ(s.sock->rx().duplicates(11), 0u);
-    EXPECT_EQ(s1.port(s.port()).tx_outstanding, kernelTx + txRing + poolField(s1, "comp_ring"));
+    EXPECT_EQ(s1.port(s.port())[stats::kTxOutstanding], kernelTx + txRing + s1.pool[stats::kPoolCompRing]);
     EXPECT_GT(sS1.dest - sS0.dest, 0u) << "S's TX ring never filled: the stall was too short to test drops";
     EXPECT_EQ(sent, (a1.rx - a0.rx) + (a1.inKernel - a0.inKernel));
     EXPECT_EQ(a1.rx - a0.rx, (sS1.tx - sS0.tx) + (sS1.dest - sS0.dest) + (a1.ingress - a0.ingress));
     EXPECT_EQ(sS1.tx - sS0.tx, got + txRing) << "transmitted = seen by S + still on S's TX ring";
     EXPECT_EQ(s1.pool.reported_sum, s1.pool.total());
   }
-  std::cout << "  [" << GetParam() << "] A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
+  std::cout << "  .at(" << GetParam() << ") A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
             << ", on the TX ring " << txRing << ", dropped " << (sS1.dest - sS0.dest) << " "
-            << "(tx_ring_full " << dropOf(sS1, "tx_ring_full") - dropOf(sS0, "tx_ring_full") << ")\n";
+            << "(tx_ring_full " << dropOf(sS1, stats::kDropTxRingFull) - dropOf(sS0, stats::kDropTxRingFull) << ")\n";
 
   // It persists, and vdevd does not wait for it: a second later nothing has
   // changed for S, and B -> A is exact. B's marker goes to A alone: a
@@ -2142,8 +2131,8 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   sendMixed(*b.sock, a.mac(), 20, 100);
   expectFlow(all, 20, {{a.sock.get(), 100}}, {Marker{.to = Endpoints{a.sock.get()}, .dst = a.mac()}});
   const Stats s2 = d.stats();
-  EXPECT_EQ(poolField(s2, "kernel_tx"), kernelTx) << s2.dump();
-  EXPECT_EQ(s2.port(s.port()).tx_outstanding, s1.port(s.port()).tx_outstanding) << s2.dump();
+  EXPECT_EQ(s2.pool[stats::kPoolKernelTx], kernelTx) << s2.dump();
+  EXPECT_EQ(s2.port(s.port())[stats::kTxOutstanding], s1.port(s.port())[stats::kTxOutstanding]) << s2.dump();
 
   // S's link goes down: vdevd takes the frames back without a completion.
   s.ns->ip("link set dev " + s.veth->peerName() + " down");
@@ -2152,9 +2141,9 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   {
     SCOPED_TRACE(s3.dump());
     EXPECT_TRUE(poolIdle(s3)) << "frames the kernel holds must come back when the port goes down";
-    EXPECT_EQ(poolField(s3, "kernel_tx") + poolField(s3, "tx_ring"), 0u);
-    EXPECT_EQ(s3.port(s.port()).tx_outstanding, 0u);
-    EXPECT_EQ(dropOf(sS3, "port_down") - dropOf(sS1, "port_down"), txRing)
+    EXPECT_EQ(s3.pool[stats::kPoolKernelTx] + s3.pool[stats::kPoolTxRing], 0u);
+    EXPECT_EQ(s3.port(s.port())[stats::kTxOutstanding], 0u);
+    EXPECT_EQ(dropOf(sS3, stats::kDropPortDown) - dropOf(sS1, stats::kDropPortDown), txRing)
         << "the frames left on S's TX ring are counted as port_down";
     // Every frame of A's: delivered (seen by S), or dropped and counted, once.
     EXPECT_EQ(sent, got + (sS3.dest - sS0.dest) + (a3.inKernel - a0.inKernel) + (a3.ingress - a0.ingress));
@@ -2177,8 +2166,8 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
   // frame back, without the completions.
   stall->hold();
   sendMixed(*a.sock, s.mac(), 40, 500);
-  const Stats held = d.statsUntil([&](const Stats& st) { return poolField(st, "kernel_tx") > 0; }, 10s);
-  EXPECT_GT(poolField(held, "kernel_tx"), 0u) << held.dump();
+  const Stats held = d.statsUntil([&](const Stats& st) { return st.pool[stats::kPoolKernelTx] > 0; }, 10s);
+  EXPECT_GT(held.pool[stats::kPoolKernelTx], 0u) << held.dump();
   const auto stopAt = Clock::now();
   EXPECT_EQ(d.stop(), 0) << d.logs();
   EXPECT_LT(Clock::now() - stopAt, 3s) << "vdevd waited for completions that never come";

@@ -182,7 +182,7 @@ TEST_F(HardeningTest, GroupMembersChangeOnlyWhatIsTheirOwn) {
   EXPECT_EQ(readFile("/sys/class/net/" + mine + "/owner"), "65534\n");
   const Json* p = port(mine);
   ASSERT_TRUE(p);
-  EXPECT_EQ((*p)["owner_uid"].asU64(), kNobody);
+  EXPECT_EQ(p->at("owner_uid").get<uint64_t>(), kNobody);
   EXPECT_NE(readFile(state_).find("name=" + mine), std::string::npos);
   EXPECT_NE(readFile(state_).find("uid=65534"), std::string::npos) << readFile(state_);
 
@@ -224,13 +224,13 @@ TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
   const auto expectDefaults = [&](const std::string& why) {
     const Json* p = port(vt);
     ASSERT_TRUE(p) << why;
-    EXPECT_EQ((*p)["owner_uid"].asU64(), kNobody) << why;
-    EXPECT_EQ((*p)["mtu"].asU64(), 1400u) << why;
-    EXPECT_FALSE((*p)["isolated"].asBool()) << why;
-    const Json& l = (*p)["limits"];
-    EXPECT_EQ(l["police_pps"].asU64(), 20000u) << why << ": " << l.dump();
-    EXPECT_EQ(l["storm_bcast_pps"].asU64(), 500u) << why << ": " << l.dump();
-    EXPECT_FALSE(l.has("vlan")) << why << ": " << l.dump();
+    EXPECT_EQ(p->at("owner_uid").get<uint64_t>(), kNobody) << why;
+    EXPECT_EQ(p->at("mtu").get<uint64_t>(), 1400u) << why;
+    EXPECT_FALSE(p->at("isolated").get<bool>()) << why;
+    const Json& l = p->at("limits");
+    EXPECT_EQ(l.at("police_pps").get<uint64_t>(), 20000u) << why << ": " << l.dump();
+    EXPECT_EQ(l.at("storm_bcast_pps").get<uint64_t>(), 500u) << why << ": " << l.dump();
+    EXPECT_FALSE(l.contains("vlan")) << why << ": " << l.dump();
   };
   expectDefaults("added");
   expectRefused({"port", "set", vt, "police-pps", "0"}, "only root may set police-pps on a port");
@@ -247,7 +247,7 @@ TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
   d = startVdevd(opts);
   const Json info = json({"info"});
   std::string issues;
-  for (const Json& i : info["start_issues"].asArray()) issues += i.asString() + "\n";
+  for (const Json& i : info.at("start_issues")) issues += i.get<std::string>() + "\n";
   EXPECT_NE(issues.find("port " + forged), std::string::npos) << issues;
   EXPECT_NE(issues.find("only root may set"), std::string::npos) << issues;
   EXPECT_FALSE(port(forged));
@@ -255,7 +255,7 @@ TEST_F(HardeningTest, GroupMembersSetOnlyTheirOwnFields) {
   expectDefaults("restored");
   // Root may.
   ok({"port", "set", vt, "police-pps", "0"});
-  EXPECT_EQ((*port(vt))["limits"]["police_pps"].asU64(), 0u);
+  EXPECT_EQ((*port(vt)).at("limits").at("police_pps").get<uint64_t>(), 0u);
   ok({"port", "del", vt}, kNobodyCreds);
   EXPECT_FALSE(linkExists(vt));
   expectCleanStop(*d);
@@ -293,17 +293,17 @@ TEST_F(HardeningTest, GroupMembersAreCappedPerUid) {
   EXPECT_NE(c.err.find("--uid-max-capture"), std::string::npos) << describe(cap, c);
 
   const Json info = json({"info"});
-  const Json& caps = info["uid_caps"];
-  EXPECT_EQ(caps["ports"].asU64(), 2u) << info.dump();
-  EXPECT_EQ(caps["fdb"].asU64(), 7u) << info.dump();
-  EXPECT_EQ(caps["capture_bytes"].asU64(), 1u << 20) << info.dump();
-  EXPECT_EQ(caps["rate"].asU64(), 100u) << info.dump();
-  ASSERT_EQ(info["uid_use"].asArray().size(), 1u) << info.dump();
-  const Json& use = info["uid_use"].asArray()[0];
-  EXPECT_EQ(use["uid"].asU64(), kNobody);
-  EXPECT_EQ(use["ports"].asU64(), 2u);
-  EXPECT_EQ(use["fdb"].asU64(), 0u);
-  EXPECT_EQ(use["capture_bytes"].asU64(), 0u);
+  const Json& caps = info.at("uid_caps");
+  EXPECT_EQ(caps.at("ports").get<uint64_t>(), 2u) << info.dump();
+  EXPECT_EQ(caps.at("fdb").get<uint64_t>(), 7u) << info.dump();
+  EXPECT_EQ(caps.at("capture_bytes").get<uint64_t>(), 1u << 20) << info.dump();
+  EXPECT_EQ(caps.at("rate").get<uint64_t>(), 100u) << info.dump();
+  ASSERT_EQ(info.at("uid_use").size(), 1u) << info.dump();
+  const Json& use = info.at("uid_use").at(0);
+  EXPECT_EQ(use.at("uid").get<uint64_t>(), kNobody);
+  EXPECT_EQ(use.at("ports").get<uint64_t>(), 2u);
+  EXPECT_EQ(use.at("fdb").get<uint64_t>(), 0u);
+  EXPECT_EQ(use.at("capture_bytes").get<uint64_t>(), 0u);
   EXPECT_NE(ok({"info"}).find("uid 65534: ports 2"), std::string::npos);
 
   // A port deleted is room for the next.
@@ -358,7 +358,7 @@ TEST_F(HardeningTest, AMembersPortWaitsForItsOwnDeviceNotOneThatTookItsName) {
   ASSERT_TRUE(linkExists(t));
   EXPECT_NE(readFile(state_).find(" id="), std::string::npos) << readFile(state_);
   run("ip tuntap del dev " + shellQuote(t) + " mode tap");
-  ASSERT_TRUE(waitUntil([&] { const Json* p = port(t); return p && p->has("link_note"); }, 3s, 20ms))
+  ASSERT_TRUE(waitUntil([&] { const Json* p = port(t); return p && p->contains("link_note"); }, 3s, 20ms))
       << json({"port", "show"}).dump();
   run("ip tuntap add dev " + shellQuote(t) + " mode tap");  // root's, no owner, no mark
   run("ip link set dev " + shellQuote(t) + " up");
@@ -366,11 +366,11 @@ TEST_F(HardeningTest, AMembersPortWaitsForItsOwnDeviceNotOneThatTookItsName) {
   const auto expectWaiting = [&](const char* when) {
     const Json* p = port(t);
     ASSERT_TRUE(p) << when;
-    EXPECT_NE((*p)["ifindex"].asU64(), rootIdx) << when << ": attached to root's tap: " << p->dump();
-    EXPECT_FALSE((*p)["live"].asBool()) << when << ": " << p->dump();
-    EXPECT_EQ((*p)["owner_uid"].asU64(), kNobody) << when;
-    ASSERT_TRUE(p->has("link_note")) << when << ": " << p->dump();
-    const std::string note = (*p)["link_note"].asString();
+    EXPECT_NE(p->at("ifindex").get<uint64_t>(), rootIdx) << when << ": attached to root's tap: " << p->dump();
+    EXPECT_FALSE(p->at("live").get<bool>()) << when << ": " << p->dump();
+    EXPECT_EQ(p->at("owner_uid").get<uint64_t>(), kNobody) << when;
+    ASSERT_TRUE(p->contains("link_note")) << when << ": " << p->dump();
+    const std::string note = p->at("link_note").get<std::string>();
     EXPECT_NE(note.find("waits for its own device"), std::string::npos) << when << ": " << note;
     EXPECT_NE(note.find("ifindex " + std::to_string(rootIdx)), std::string::npos) << when << ": " << note;
   };
@@ -379,8 +379,8 @@ TEST_F(HardeningTest, AMembersPortWaitsForItsOwnDeviceNotOneThatTookItsName) {
   const auto refused = [&] {
     return waitUntil([&] {
       const Json* p = port(t);
-      return p && p->has("link_note") &&
-             (*p)["link_note"].asString().find("ifindex " + std::to_string(rootIdx)) != std::string::npos;
+      return p && p->contains("link_note") &&
+             p->at("link_note").get<std::string>().find("ifindex " + std::to_string(rootIdx)) != std::string::npos;
     }, 5s, 20ms);
   };
   ASSERT_TRUE(refused()) << json({"port", "show"}).dump();
@@ -449,7 +449,7 @@ TEST_F(HardeningTest, StartsWithWhatCanBeRestoredAndReportsTheRest) {
   auto d = startVdevd({"--port", cmd.hostName()});
   const Json info = json({"info"});
   std::string issues;
-  for (const Json& i : info["start_issues"].asArray()) issues += i.asString() + "\n";
+  for (const Json& i : info.at("start_issues")) issues += i.get<std::string>() + "\n";
   EXPECT_NE(issues.find("invalid type 'blue'"), std::string::npos) << issues;
   EXPECT_NE(issues.find("given with --port"), std::string::npos) << issues;
   EXPECT_NE(issues.find(".rejected"), std::string::npos) << issues;
@@ -469,7 +469,7 @@ TEST_F(HardeningTest, StartsWithWhatCanBeRestoredAndReportsTheRest) {
   d = startVdevd();
   std::string big;
   const Json info2 = json({"info"});
-  for (const Json& i : info2["start_issues"].asArray()) big += i.asString();
+  for (const Json& i : info2.at("start_issues")) big += i.get<std::string>();
   EXPECT_NE(big.find("larger than 1 MiB"), std::string::npos) << big;
   expectCleanStop(*d);
 }
@@ -502,8 +502,8 @@ TEST_F(HardeningTest, OpenFileLimitIsRaisedAndReported) {
   EXPECT_EQ(soft, hard) << limits;
   EXPECT_EQ(hard, old.rlim_max) << limits;
   const Json before = json({"info"});
-  EXPECT_EQ(before["fd_limit"].asU64(), soft);
-  const uint64_t left = before["ports_fd_left"].asU64();
+  EXPECT_EQ(before.at("fd_limit").get<uint64_t>(), soft);
+  const uint64_t left = before.at("ports_fd_left").get<uint64_t>();
   EXPECT_GT(left, 0u);
   const auto fds = [&] {
     return std::distance(std::filesystem::directory_iterator("/proc/" + std::to_string(d->pid()) + "/fd"),
@@ -519,7 +519,7 @@ TEST_F(HardeningTest, OpenFileLimitIsRaisedAndReported) {
         [&] {
           const Json ports = json({"port", "show"});
           const Json* p = findPort(ports, name);
-          return p && (*p)["live"].asBool();
+          return p && p->at("live").get<bool>();
         },
         10s, 20ms))
         << name << " not live: " << ok({"port", "show"});
@@ -536,7 +536,7 @@ TEST_F(HardeningTest, OpenFileLimitIsRaisedAndReported) {
   EXPECT_LE(n4 - n3, kFdsPerPort) << "a port at the tc hook takes more descriptors than kFdsPerPort";
   EXPECT_GT(n4 - n3, 0);
   const Json after = json({"info"});
-  EXPECT_LT(after["ports_fd_left"].asU64(), left + 1);
+  EXPECT_LT(after.at("ports_fd_left").get<uint64_t>(), left + 1);
   EXPECT_NE(ok({"info"}).find("room for"), std::string::npos);
   for (const auto& p : {vt, vt2, vt3, vt4}) ok({"port", "del", p});
   expectCleanStop(*d);
@@ -556,7 +556,7 @@ TEST(HardeningCni, VersionAcceptsLibcniPlaceholders) {
   if (cni::pluginBinary().empty()) GTEST_SKIP() << "vdev-cni not built";
   const Outcome o = runPlugin({"VERSION", "dummy", "dummy", "dummy", "", "", {}}, R"({"cniVersion":"1.0.0"})");
   ASSERT_EQ(o.status, 0) << o.describe();
-  EXPECT_EQ(o.json()["cniVersion"], "1.0.0");
+  EXPECT_EQ(o.json().at("cniVersion"), "1.0.0");
   // ADD still wants a real path.
   const Outcome a = runPlugin({"ADD", "ctr1", "dummy", "eth0", "", "", {}},
                               R"({"cniVersion":"1.0.0","name":"n1","type":"vdev-cni"})");
@@ -578,12 +578,12 @@ TEST(HardeningCni, NonUtf8InputGetsAnErrorJson) {
     const Outcome o = runPlugin(inv, conf);
     EXPECT_EQ(o.status, 1) << o.describe();
     const OJson j = o.json();  // throws if there is no JSON answer
-    EXPECT_EQ(j["code"], 4) << o.out;
+    EXPECT_EQ(j.at("code"), 4) << o.out;
   }
   const Outcome bad = runPlugin({"ADD", "ctr1", "/run/netns/x", "eth0", "", "", {}},
                                 "{\"cniVersion\":\"1.0.0\",\"name\":\"n\xff\"}");
   EXPECT_EQ(bad.status, 1) << bad.describe();
-  EXPECT_EQ(bad.json()["code"], 6) << bad.out;
+  EXPECT_EQ(bad.json().at("code"), 6) << bad.out;
 }
 
 // vdev-cni's port names start with "vc" and 3 base32 characters of the
@@ -628,14 +628,14 @@ TEST_F(HardeningCniTest, GcLeavesAnotherNetworksPortsWhosePrefixCollides) {
   const auto add = [&](const std::string& net, const std::string& ctr, const Netns& ns) {
     const Outcome o = runPlugin({"ADD", ctr, "/run/netns/" + ns.name(), "eth0", "", "", {}}, conf(net).dump());
     EXPECT_EQ(o.status, 0) << o.describe();
-    return o.status == 0 ? o.json()["interfaces"][0]["name"].get<std::string>() : std::string();
+    return o.status == 0 ? o.json().at("interfaces").at(0).at("name").get<std::string>() : std::string();
   };
   const std::string pa = add(n1, "ctr-a", a), pb = add(n2, "ctr-b", b);
   Devices guard({pa, pb});
   ASSERT_EQ(pa.substr(0, 5), pb.substr(0, 5)) << "the two networks' port names do not collide";
   const Json* p = port(pb);
   ASSERT_TRUE(p);
-  EXPECT_EQ((*p)["tag"].asString(), "cni:" + n2);
+  EXPECT_EQ(p->at("tag").get<std::string>(), "cni:" + n2);
   OJson gc = conf(n1);
   gc["cni.dev/valid-attachments"] = OJson::array();
   const Outcome g = runPlugin({"GC", "", "", "", "", "", {}}, gc.dump());

@@ -58,139 +58,6 @@ std::string hex(std::span<const uint8_t> b, size_t max) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// JSON
-
-namespace {
-const char* typeName(Json::Type t) {
-  switch (t) {
-    case Json::Type::kNull: return "null";
-    case Json::Type::kBool: return "bool";
-    case Json::Type::kNumber: return "number";
-    case Json::Type::kString: return "string";
-    case Json::Type::kArray: return "array";
-    case Json::Type::kObject: return "object";
-  }
-  return "?";
-}
-[[noreturn]] void mismatch(const Json& j, const char* want) {
-  throw JsonError(std::string("JSON: expected ") + want + ", got " + typeName(j.type()) + ": " +
-                  j.dump().substr(0, 200));
-}
-}  // namespace
-
-Json::Json(const nlohmann::json& j) {
-  switch (j.type()) {
-    case nlohmann::json::value_t::object:
-      type_ = Type::kObject;
-      for (const auto& [k, v] : j.items()) object_.emplace(k, Json(v));
-      break;
-    case nlohmann::json::value_t::array:
-      type_ = Type::kArray;
-      array_.reserve(j.size());
-      for (const auto& v : j) array_.emplace_back(v);
-      break;
-    case nlohmann::json::value_t::string:
-      type_ = Type::kString;
-      string_ = j.get<std::string>();
-      break;
-    case nlohmann::json::value_t::boolean: type_ = Type::kBool; break;
-    case nlohmann::json::value_t::number_integer:
-    case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float: type_ = Type::kNumber; break;
-    default: type_ = Type::kNull; break;
-  }
-  if (type_ != Type::kObject && type_ != Type::kArray) scalar_ = j;
-}
-
-Json Json::parse(std::string_view text) {
-  try {
-    return Json(nlohmann::json::parse(text));
-  } catch (const nlohmann::json::exception& e) {
-    throw JsonError(std::string("JSON: ") + e.what());
-  }
-}
-
-bool Json::asBool() const {
-  if (type_ != Type::kBool) mismatch(*this, "bool");
-  return scalar_.get<bool>();
-}
-
-uint64_t Json::asU64() const {
-  if (!scalar_.is_number_unsigned()) mismatch(*this, "unsigned integer");
-  return scalar_.get<uint64_t>();
-}
-
-int64_t Json::asI64() const {
-  if (scalar_.is_number_unsigned() && scalar_.get<uint64_t>() <= uint64_t(INT64_MAX))
-    return int64_t(scalar_.get<uint64_t>());
-  if (!scalar_.is_number_integer() || scalar_.is_number_unsigned()) mismatch(*this, "integer");
-  return scalar_.get<int64_t>();
-}
-
-double Json::asDouble() const {
-  if (type_ != Type::kNumber) mismatch(*this, "number");
-  return scalar_.get<double>();
-}
-
-const std::string& Json::asString() const {
-  if (type_ != Type::kString) mismatch(*this, "string");
-  return string_;
-}
-
-const std::vector<Json>& Json::asArray() const {
-  if (type_ != Type::kArray) mismatch(*this, "array");
-  return array_;
-}
-
-const std::map<std::string, Json, std::less<>>& Json::asObject() const {
-  if (type_ != Type::kObject) mismatch(*this, "object");
-  return object_;
-}
-
-bool Json::has(std::string_view key) const {
-  return type_ == Type::kObject && object_.find(key) != object_.end();
-}
-
-const Json& Json::operator[](std::string_view key) const {
-  const auto& o = asObject();
-  const auto it = o.find(key);
-  if (it == o.end()) throw JsonError("JSON: no key \"" + std::string(key) + "\" in " + dump().substr(0, 300));
-  return it->second;
-}
-
-const Json& Json::operator[](size_t i) const {
-  const auto& a = asArray();
-  if (i >= a.size()) throw JsonError("JSON: index " + std::to_string(i) + " out of range");
-  return a[i];
-}
-
-size_t Json::size() const {
-  if (type_ == Type::kArray) return array_.size();
-  if (type_ == Type::kObject) return object_.size();
-  mismatch(*this, "array or object");
-}
-
-nlohmann::json Json::toNlohmann() const {
-  switch (type_) {
-    case Type::kArray: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const Json& v : array_) a.push_back(v.toNlohmann());
-      return a;
-    }
-    case Type::kObject: {
-      nlohmann::json o = nlohmann::json::object();
-      for (const auto& [k, v] : object_) o[k] = v.toNlohmann();
-      return o;
-    }
-    default: return scalar_;
-  }
-}
-
-std::string Json::dump() const {
-  return toNlohmann().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// ---------------------------------------------------------------------------
 // Privileges
 
 std::optional<std::string> privilegeProblem() {
@@ -271,20 +138,20 @@ bool linkExists(const std::string& ifname, const Netns* ns) { return testkit::li
 std::vector<TcFilter> ingressFilters(const std::string& ifname) {
   const Json j = Json::parse(run("tc -j filter show dev " + ifname + " ingress"));
   std::vector<TcFilter> out;
-  for (const Json& f : j.asArray()) {
+  for (const Json& f : j) {
     // tc lists each priority's classifier once without options (its head),
     // then each filter with them.
-    if (!f.has("options")) continue;
-    const Json& o = f["options"];
+    if (!f.contains("options")) continue;
+    const Json& o = f.at("options");
     TcFilter t;
-    t.pref = uint32_t(f["pref"].asU64());
-    t.kind = f["kind"].asString();
-    if (o.has("handle")) t.handle = o["handle"].asString();
-    if (o.has("fh")) t.handle = o["fh"].asString();
-    if (o.has("prog")) {
-      const Json& prog = o["prog"];
-      if (prog.has("name")) t.prog_name = prog["name"].asString();
-      if (prog.has("id")) t.prog_id = prog["id"].asU64();
+    t.pref = uint32_t(f.at("pref").get<uint64_t>());
+    t.kind = f.at("kind").get<std::string>();
+    if (o.contains("handle")) t.handle = o.at("handle").get<std::string>();
+    if (o.contains("fh")) t.handle = o.at("fh").get<std::string>();
+    if (o.contains("prog")) {
+      const Json& prog = o.at("prog");
+      if (prog.contains("name")) t.prog_name = prog.at("name").get<std::string>();
+      if (prog.contains("id")) t.prog_id = prog.at("id").get<uint64_t>();
     }
     out.push_back(std::move(t));
   }
@@ -300,8 +167,8 @@ std::vector<TcFilter> vdevFilters(const std::string& ifname) {
 
 bool hasClsact(const std::string& ifname) {
   const Json j = Json::parse(run("tc -j qdisc show dev " + ifname));
-  for (const Json& q : j.asArray())
-    if (q["kind"].asString() == "clsact") return true;
+  for (const Json& q : j)
+    if (q.at("kind").get<std::string>() == "clsact") return true;
   return false;
 }
 
@@ -620,29 +487,8 @@ std::string Child::logs() const {
          " stderr ----\n" + tail(err()) + "---- end of " + label_ + " ----\n";
 }
 
-uint64_t PortStats::drop(std::string_view reason) const {
-  return orThrow(testkit::PortStats::drop(reason), "vdevd stats");
-}
-
-uint64_t PortStats::xdp(std::string_view stat) const {
-  return orThrow(testkit::PortStats::xdp(stat), "vdevd stats");
-}
-
-uint64_t PortStats::xdpRxDrops() const { return xdp("rx_dropped") + xdp("rx_ring_full"); }
-
 Stats Stats::parse(const std::string& text) {
-  testkit::Stats k = orThrow(testkit::parseStats(text), "vdevd stats");
-  Stats s;
-  for (testkit::PortStats& p : k.ports) s.ports.push_back(PortStats{std::move(p)});
-  s.pool = k.pool;
-  s.raw = Json(k.raw);
-  return s;
-}
-
-const PortStats* Stats::findPort(std::string_view name) const {
-  for (const auto& p : ports)
-    if (p.name == name) return &p;
-  return nullptr;
+  return Stats{orThrow(testkit::parseStats(text), "vdevd stats")};
 }
 
 const PortStats& Stats::port(std::string_view name) const {

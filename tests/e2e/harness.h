@@ -95,53 +95,14 @@ class HarnessError : public std::runtime_error {
 // ---------------------------------------------------------------------------
 // JSON (vdevd's --stats-json, vdevctl -j, `ip -j`, bpftool -j)
 
-class JsonError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A parsed JSON document with typed accessors that throw JsonError on a
-// type mismatch or a missing member. nlohmann_json parses; unsigned integers
-// stay exact (counters are uint64), object members are sorted by key.
-class Json {
- public:
-  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
-
-  Json() = default;
-  explicit Json(const nlohmann::json& j);
-  // Parses a whole document; trailing non-space is an error.
-  static Json parse(std::string_view text);
-
-  Type type() const { return type_; }
-  bool isNull() const { return type_ == Type::kNull; }
-  bool isObject() const { return type_ == Type::kObject; }
-  bool isArray() const { return type_ == Type::kArray; }
-
-  // Typed access; throws JsonError naming the expected type on mismatch.
-  bool asBool() const;
-  uint64_t asU64() const;  // a non-negative integer that fits
-  int64_t asI64() const;
-  double asDouble() const;
-  const std::string& asString() const;
-  const std::vector<Json>& asArray() const;
-  const std::map<std::string, Json, std::less<>>& asObject() const;
-
-  bool has(std::string_view key) const;                // false if not an object
-  const Json& operator[](std::string_view key) const;  // throws if missing
-  const Json& operator[](size_t i) const;              // throws if out of range
-  size_t size() const;                                 // array or object size
-
-  // Compact re-serialisation, for failure messages.
-  std::string dump() const;
-
- private:
-  nlohmann::json toNlohmann() const;
-  Type type_ = Type::kNull;
-  nlohmann::json scalar_;  // null, bool, number or string
-  std::string string_;
-  std::vector<Json> array_;
-  std::map<std::string, Json, std::less<>> object_;
-};
+// Documents are nlohmann::json, which the product reads them with too
+// (stats/format.h). Read members with .at(): it throws out_of_range for a
+// missing one, where const operator[] is undefined. get<T>() throws
+// type_error across kinds (a string for a number) but converts between number
+// kinds; counters are read through stats:: (testkit/stats.h), which insists
+// on unsigned integers. Unsigned integers stay exact; object members are
+// sorted by key. Every failure throws a Json::exception, which gtest reports.
+using Json = nlohmann::json;
 
 // ---------------------------------------------------------------------------
 // Privileges
@@ -509,25 +470,15 @@ class Child {
   testkit::Child kit_;
 };
 
-// A port's counters (testkit::PortStats) with accessors that throw
-// HarnessError instead of returning an error, for assertions.
-struct PortStats : testkit::PortStats {
-  uint64_t drop(std::string_view reason) const;  // throws if vdevd did not report it
-  uint64_t xdp(std::string_view stat) const;     // xdp_stats.<stat>; throws if absent
-  uint64_t xdpRxDrops() const;                   // see testkit::PortStats::xdpRxDrops
-};
-
+// A port's counters: every row of the counter table by id,
+// p[stats::kRxPackets], p[stats::kDropRunt] (testkit/stats.h).
+using testkit::PortStats;
 using testkit::PoolStats;
 
 // vdevd's --stats-json or `vdevctl -j stats` (one schema; testkit/stats.h).
-struct Stats {
-  std::vector<PortStats> ports;
-  PoolStats pool;
-  Json raw;
-
+struct Stats : testkit::Stats {
   static Stats parse(const std::string& json);  // throws on a missing field
   const PortStats& port(std::string_view name) const;  // throws if absent
-  const PortStats* findPort(std::string_view name) const;
   std::string dump() const { return raw.dump(); }
 };
 

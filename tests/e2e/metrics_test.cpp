@@ -59,28 +59,28 @@ Scrape scrape(const std::string& url, const std::string& method = "GET") {
                                   "\n" + r.err + "\n" + r.out);
   const Json j = Json::parse(r.out);
   Scrape s;
-  s.status = int(j["status"].asU64());
-  s.content_type = j["content_type"].asString();
-  s.allow = j["allow"].asString();
-  s.body = j["body"].asString();
-  if (j.has("families")) s.families = j["families"];
+  s.status = int(j.at("status").get<uint64_t>());
+  s.content_type = j.at("content_type").get<std::string>();
+  s.allow = j.at("allow").get<std::string>();
+  s.body = j.at("body").get<std::string>();
+  if (j.contains("families")) s.families = j.at("families");
   return s;
 }
 
 // The value of the one sample `name` whose labels include `labels`.
 uint64_t sample(const Json& families, const std::string& name, const std::map<std::string, std::string>& labels) {
   const Json* found = nullptr;
-  for (const Json& f : families.asArray())
-    for (const Json& s : f["samples"].asArray()) {
-      if (s["name"].asString() != name) continue;
+  for (const Json& f : families)
+    for (const Json& s : f.at("samples")) {
+      if (s.at("name").get<std::string>() != name) continue;
       bool match = true;
-      for (const auto& [k, v] : labels) match = match && s["labels"].has(k) && s["labels"][k].asString() == v;
+      for (const auto& [k, v] : labels) match = match && s.at("labels").contains(k) && s.at("labels").at(k).get<std::string>() == v;
       if (!match) continue;
       if (found) throw HarnessError("two samples " + name);
       found = &s;
     }
   if (!found) throw HarnessError("no sample " + name);
-  return (*found)["value"].asU64();
+  return found->at("value").get<uint64_t>();
 }
 
 // The exposition text with the values of the samples that change by
@@ -171,19 +171,19 @@ TEST_F(MetricsTest, ScrapeCountsTheTrafficAndEqualsVdevctl) {
     EXPECT_EQ(sample(s.families, "vdev_port_tx_bytes_total", port), c->sock.rx().bytesRead());
     EXPECT_EQ(sample(s.families, "vdev_port_up", port), 1u);
     uint64_t drops = 0;
-    for (const Json& f : s.families.asArray())
-      if (f["name"].asString() == "vdev_port_drops")
-        for (const Json& x : f["samples"].asArray())
-          if (x["labels"]["port"].asString() == c->port()) drops += x["value"].asU64();
+    for (const Json& f : s.families)
+      if (f.at("name").get<std::string>() == "vdev_port_drops")
+        for (const Json& x : f.at("samples"))
+          if (x.at("labels").at("port").get<std::string>() == c->port()) drops += x.at("value").get<uint64_t>();
     EXPECT_EQ(drops, 0u) << s.body;
   }
   EXPECT_EQ(a.sock.sentFrames(), b.sock.rx().frames());
   EXPECT_EQ(b.sock.sentFrames(), a.sock.rx().frames());
   // Prometheus' parser took every family with its TYPE and HELP.
   std::set<std::string> types;
-  for (const Json& f : s.families.asArray()) {
-    types.insert(f["type"].asString());
-    EXPECT_FALSE(f["help"].asString().empty()) << f["name"].asString();
+  for (const Json& f : s.families) {
+    types.insert(f.at("type").get<std::string>());
+    EXPECT_FALSE(f.at("help").get<std::string>().empty()) << f.at("name").get<std::string>();
   }
   EXPECT_EQ(types, (std::set<std::string>{"counter", "gauge"}));
 
@@ -355,10 +355,10 @@ TEST_F(MetricsUidTest, AMembersUseOfItsCapsIsInMetrics) {
   // same samples through vdevctl, in the text and in info -j.
   EXPECT_EQ(uidLines(ok({"stats", "--prometheus"})), uidLines(s.body));
   const Json info = json({"info"});
-  ASSERT_EQ(info["uid_use"].asArray().size(), 1u) << info.dump();
-  const Json& use = info["uid_use"].asArray()[0];
-  EXPECT_EQ(use["requests"].asU64(), sample(s.families, "vdev_uid_requests_total", {{"uid", uid}})) << info.dump();
-  EXPECT_EQ(use["requests_refused"].asU64(), 3u) << info.dump();
+  ASSERT_EQ(info.at("uid_use").size(), 1u) << info.dump();
+  const Json& use = info.at("uid_use").at(0);
+  EXPECT_EQ(use.at("requests").get<uint64_t>(), sample(s.families, "vdev_uid_requests_total", {{"uid", uid}})) << info.dump();
+  EXPECT_EQ(use.at("requests_refused").get<uint64_t>(), 3u) << info.dump();
 
   ok({"port", "del", t});
   EXPECT_TRUE(expectCleanStop(*d));

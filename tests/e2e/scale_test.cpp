@@ -240,28 +240,28 @@ TEST_P(ScaleTest, TwoHundredFiftyPortsAllForwardAndGoAwayTwice) {
     // and nothing was dropped anywhere, by vdevd or on the way in.
     const Stats after = d.statsUntil(
         [&](const Stats& s) {
-          return s.port(names.front()).tx_packets - before.port(names.front()).tx_packets >= 3 * kN &&
+          return s.port(names.front())[stats::kTxPackets] - before.port(names.front())[stats::kTxPackets] >= 3 * kN &&
                  s.pool.inFlight() == 0;
         },
         30s);
     ASSERT_EQ(after.ports.size(), size_t(kPorts)) << after.dump();
     EXPECT_EQ(after.pool.reported_sum, after.pool.total()) << after.dump();
-    const auto delta = [&](const std::string& port, uint64_t PortStats::*f) {
-      return after.port(port).*f - before.port(port).*f;
+    const auto delta = [&](const std::string& port, stats::PortCounter c) {
+      return after.port(port)[c] - before.port(port)[c];
     };
-    EXPECT_EQ(delta(vm.name(), &PortStats::rx_packets), 2 * kN);
-    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::rx_packets), kN);
-    EXPECT_EQ(delta(names.front(), &PortStats::rx_packets), 2 * kN);
-    EXPECT_EQ(delta(names.front(), &PortStats::tx_packets), 3 * kN);
-    EXPECT_EQ(delta(vm.name(), &PortStats::tx_packets), 2 * kN);  // the other's flood, and the answers
-    EXPECT_EQ(delta(names[kVeths - 1], &PortStats::tx_packets), 2 * kN);
+    EXPECT_EQ(delta(vm.name(), stats::kRxPackets), 2 * kN);
+    EXPECT_EQ(delta(names[kVeths - 1], stats::kRxPackets), kN);
+    EXPECT_EQ(delta(names.front(), stats::kRxPackets), 2 * kN);
+    EXPECT_EQ(delta(names.front(), stats::kTxPackets), 3 * kN);
+    EXPECT_EQ(delta(vm.name(), stats::kTxPackets), 2 * kN);  // the other's flood, and the answers
+    EXPECT_EQ(delta(names[kVeths - 1], stats::kTxPackets), 2 * kN);
     uint64_t drops = 0, rx_drops = 0;
     for (const std::string& n : names) {
-      drops += after.port(n).dropsTotal() - before.port(n).dropsTotal();
+      drops += after.port(n).totalDrops() - before.port(n).totalDrops();
       rx_drops += after.port(n).xdpRxDrops() - before.port(n).xdpRxDrops();
       // The first frames of both senders were flooded: every other port got them.
       if (n != names.front() && n != vm.name() && n != names[kVeths - 1]) {
-        EXPECT_EQ(delta(n, &PortStats::tx_packets), 2 * kN) << n;
+        EXPECT_EQ(delta(n, stats::kTxPackets), 2 * kN) << n;
       }
     }
     EXPECT_EQ(drops, 0u) << after.dump();

@@ -122,7 +122,7 @@ TEST_F(StateFileTest, ANewerFilesKeysAndRecordsSurviveThisVdevd) {
   d = startVdevd();
   Json ports = json({"port", "show"});
   ASSERT_TRUE(findPort(ports, t1)) << ports.dump() << d->logs();
-  EXPECT_FALSE((*findPort(ports, t1)).has("link_note")) << "started with what it knows: " << ports.dump();
+  EXPECT_FALSE(findPort(ports, t1)->contains("link_note")) << "started with what it knows: " << ports.dump();
   const std::string info = ok({"info"});
   EXPECT_NE(info.find("keys this vdevd does not know (a newer one's) kept in the file, not applied: mtu=9000 "
                       "qos_class=gold"),
@@ -139,7 +139,7 @@ TEST_F(StateFileTest, ANewerFilesKeysAndRecordsSurviveThisVdevd) {
   ASSERT_TRUE(expectCleanStop(*d));
 
   d = startVdevd();
-  EXPECT_TRUE((*findPort(json({"port", "show"}), t1))["isolated"].asBool());
+  EXPECT_TRUE((*findPort(json({"port", "show"}), t1)).at("isolated").get<bool>());
   ok({"port", "del", t2});
   text = readFile(state_);
   EXPECT_EQ(text.find("port name=" + t2), std::string::npos) << text;

@@ -88,8 +88,8 @@ class VdevctlFixture : public ::testing::Test {
 
   // The port's object in `port show -j`, or nullptr.
   static const Json* findPort(const Json& ports, const std::string& name) {
-    for (const Json& p : ports.asArray())
-      if (p["name"].asString() == name) return &p;
+    for (const Json& p : ports)
+      if (p.at("name").get<std::string>() == name) return &p;
     return nullptr;
   }
 

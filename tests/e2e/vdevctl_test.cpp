@@ -38,6 +38,7 @@
 #include <thread>
 
 #include "base/ip.h"
+#include "stats/format.h"
 #include "flows.h"
 #include "harness.h"
 #include "vdevctl_fixture.h"
@@ -266,12 +267,12 @@ class VdevctlTest : public VdevctlFixture {
   std::function<bool()> drained(const std::string& pa, const Endpoint& a, const std::string& pb,
                                 const Endpoint& b) {
     const Stats s0 = stats();
-    const uint64_t ta = s0.port(pa).tx_packets, tb = s0.port(pb).tx_packets;
+    const uint64_t ta = s0.port(pa)[stats::kTxPackets], tb = s0.port(pb)[stats::kTxPackets];
     const uint64_t ra = a.rx().frames(), rb = b.rx().frames();
     return [this, pa, pb, &a, &b, ta, tb, ra, rb] {
       const Stats s = stats();
-      return s.port(pa).tx_packets - ta == a.rx().frames() - ra &&
-             s.port(pb).tx_packets - tb == b.rx().frames() - rb;
+      return s.port(pa)[stats::kTxPackets] - ta == a.rx().frames() - ra &&
+             s.port(pb)[stats::kTxPackets] - tb == b.rx().frames() - rb;
     };
   }
 
@@ -279,7 +280,7 @@ class VdevctlTest : public VdevctlFixture {
     const Json ports = json({"port", "show"});
     for (const auto& n : names) {
       const Json* p = findPort(ports, n);
-      if (!p || !(*p)["live"].asBool()) return false;
+      if (!p || !p->at("live").get<bool>()) return false;
     }
     return true;
   }
@@ -334,21 +335,21 @@ Stats expectCounters(const std::function<Stats()>& get, const std::string& vc,
     s = get();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rx_packets == ctr.sentFrames() && c->tx_packets == ctr.rx().frames() &&
-           v->rx_packets == vm.sentFrames() && v->tx_packets == vm.rx().frames() && poolIdle(s);
+    return c && v && (*c)[stats::kRxPackets] == ctr.sentFrames() && (*c)[stats::kTxPackets] == ctr.rx().frames() &&
+           (*v)[stats::kRxPackets] == vm.sentFrames() && (*v)[stats::kTxPackets] == vm.rx().frames() && poolIdle(s);
   };
   waitUntil(matches, 3s, 20ms);
   const PortStats& c = s.port(vc);
   const PortStats& v = s.port(vt);
-  EXPECT_EQ(c.rx_packets, ctr.sentFrames()) << s.dump();
-  EXPECT_EQ(c.rx_bytes, ctr.sentBytes()) << s.dump();
-  EXPECT_EQ(c.tx_packets, ctr.rx().frames()) << s.dump();
-  EXPECT_EQ(c.tx_bytes, ctr.rx().bytesRead()) << s.dump();
-  EXPECT_EQ(v.rx_packets, vm.sentFrames()) << s.dump();
-  EXPECT_EQ(v.rx_bytes, vm.sentBytes()) << s.dump();
-  EXPECT_EQ(v.tx_packets, vm.rx().frames()) << s.dump();
-  EXPECT_EQ(v.tx_bytes, vm.rx().bytesRead()) << s.dump();
-  EXPECT_EQ(c.dropsTotal() + v.dropsTotal(), 0u) << s.dump();
+  EXPECT_EQ(c[stats::kRxPackets], ctr.sentFrames()) << s.dump();
+  EXPECT_EQ(c[stats::kRxBytes], ctr.sentBytes()) << s.dump();
+  EXPECT_EQ(c[stats::kTxPackets], ctr.rx().frames()) << s.dump();
+  EXPECT_EQ(c[stats::kTxBytes], ctr.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(v[stats::kRxPackets], vm.sentFrames()) << s.dump();
+  EXPECT_EQ(v[stats::kRxBytes], vm.sentBytes()) << s.dump();
+  EXPECT_EQ(v[stats::kTxPackets], vm.rx().frames()) << s.dump();
+  EXPECT_EQ(v[stats::kTxBytes], vm.rx().bytesRead()) << s.dump();
+  EXPECT_EQ(c.totalDrops() + v.totalDrops(), 0u) << s.dump();
   EXPECT_EQ(c.xdpRxDrops() + v.xdpRxDrops(), 0u) << s.dump();
   EXPECT_EQ(s.pool.reported_sum, s.pool.total()) << s.dump();
   EXPECT_TRUE(poolIdle(s)) << s.dump();
@@ -390,14 +391,17 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const auto prom = parsePrometheus(ok({"stats", "--prometheus"}));
   for (const auto& [port, st] : {std::pair{vc, &s.port(vc)}, std::pair{vt, &s.port(vt)}}) {
     SCOPED_TRACE(port);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), st->rx_packets);
-    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), st->rx_bytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), st->tx_packets);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), st->tx_bytes);
-    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), st->tx_outstanding);
-    for (const auto& [reason, n] : st->drops)
-      EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}), n)
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_packets_total", {{"port", port}}), (*st)[stats::kRxPackets]);
+    EXPECT_EQ(promValue(prom, "vdev_port_rx_bytes_total", {{"port", port}}), (*st)[stats::kRxBytes]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_packets_total", {{"port", port}}), (*st)[stats::kTxPackets]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_bytes_total", {{"port", port}}), (*st)[stats::kTxBytes]);
+    EXPECT_EQ(promValue(prom, "vdev_port_tx_outstanding", {{"port", port}}), (*st)[stats::kTxOutstanding]);
+    for (uint32_t r = 0; r < stats::kNumDropReasons; ++r) {
+      const std::string reason(stats::dropName(stats::DropReason(r)));
+      EXPECT_EQ(promValue(prom, "vdev_port_drops_total", {{"port", port}, {"reason", reason}}),
+                (*st)[stats::DropReason(r)])
           << reason;
+    }
     EXPECT_EQ(promValue(prom, "vdev_port_up", {{"port", port}}), 1u);
   }
   uint64_t places = 0;
@@ -418,19 +422,19 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
-  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
-  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
-  EXPECT_EQ((*findPort(ports, vc))["mtu"].asU64(), 1500u);
-  EXPECT_EQ((*findPort(ports, vc))["ifindex"].asU64(), uint64_t(linkInfo(vc).ifindex));
+  EXPECT_EQ(findPort(ports, vc)->at("type").get<std::string>(), "veth");
+  EXPECT_EQ(findPort(ports, vt)->at("type").get<std::string>(), "tap");
+  EXPECT_EQ(findPort(ports, vc)->at("mtu").get<uint64_t>(), 1500u);
+  EXPECT_EQ(findPort(ports, vc)->at("ifindex").get<uint64_t>(), uint64_t(linkInfo(vc).ifindex));
   const std::string table = ok({"port", "show"});
   EXPECT_EQ(table.rfind("NAME", 0), 0u) << table;
   EXPECT_NE(table.find(vc), std::string::npos) << table;
 
   // The MAC table learned both stations; a static entry comes and goes.
   const auto fdbPort = [&](const Json& fdb, const Mac& mac) -> std::string {
-    for (const Json& e : fdb.asArray())
-      if (e["mac"].asString() == macString(mac))
-        return e["port"].asString() + (e["static"].asBool() ? "/static" : "/learned");
+    for (const Json& e : fdb)
+      if (e.at("mac").get<std::string>() == macString(mac))
+        return e.at("port").get<std::string>() + (e.at("static").get<bool>() ? "/static" : "/learned");
     return "";
   };
   Json fdb = json({"fdb", "show"});
@@ -445,15 +449,15 @@ TEST_F(VdevctlTest, ContainerAndVmPortsPassTrafficAndReportIt) {
   EXPECT_EQ(again.status, 1) << describe({"fdb", "del"}, again);
 
   const Json info = json({"info"});
-  EXPECT_EQ(info["ports"].asU64(), 2u) << info.dump();
-  EXPECT_EQ(info["mode"].asString(), "switch");
+  EXPECT_EQ(info.at("ports").get<uint64_t>(), 2u) << info.dump();
+  EXPECT_EQ(info.at("mode").get<std::string>(), "switch");
 
   // One port: the same counters.
   const Json one = json({"stats", vc});
-  ASSERT_EQ(one["ports"].size(), 1u) << one.dump();
-  EXPECT_EQ(one["ports"][0]["name"].asString(), vc);
-  EXPECT_EQ(one["ports"][0]["rx_packets"].asU64(), s.port(vc).rx_packets);
-  EXPECT_EQ(one["ports"][0]["tx_packets"].asU64(), s.port(vc).tx_packets);
+  ASSERT_EQ(one.at("ports").size(), 1u) << one.dump();
+  EXPECT_EQ(one.at("ports").at(0).at("name").get<std::string>(), vc);
+  EXPECT_EQ(one.at("ports").at(0).at("rx_packets").get<uint64_t>(), s.port(vc)[stats::kRxPackets]);
+  EXPECT_EQ(one.at("ports").at(0).at("tx_packets").get<uint64_t>(), s.port(vc)[stats::kTxPackets]);
 
   ok({"port", "del", vc});
   ok({"port", "del", vt});
@@ -479,8 +483,8 @@ TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
     const Json ports = json({"port", "show"});
     const Json* p = findPort(ports, vt);
     ASSERT_TRUE(p) << ports.dump();
-    EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
-    EXPECT_EQ((*p)["queues"].asU64(), 2u) << ports.dump();
+    EXPECT_FALSE(p->at("live").get<bool>()) << ports.dump();
+    EXPECT_EQ(p->at("queues").get<uint64_t>(), 2u) << ports.dump();
   }
   PacketSocket ctr("eth0", &ns, ctrMac);
   ctr.setLabel("container");
@@ -490,7 +494,7 @@ TEST_F(VdevctlTest, MultiQueueTapBindsQueuesAsTheVmOpensThem) {
     const Json* p = nullptr;
     const Json ports = json({"port", "show"});
     p = findPort(ports, vt);
-    return p ? (*p)["queues_bound"].asU64() : 0;
+    return p ? p->at("queues_bound").get<uint64_t>() : 0;
   };
   ASSERT_TRUE(waitUntil([&] { return bound() == 2; }, 3s, 20ms))
       << "queue 1 never bound: " << ok({"port", "show"}) << d->logs();
@@ -624,9 +628,9 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   exchange(a, b, 1, 1, drained(c1, a, c2, b));
   exchange(a, b, 3, 40, drained(c1, a, c2, b));
   expectCounters([&] { return stats(); }, c1, c2, a, b);
-  const Json s = json({"stats"});
+  const Stats s = stats();
   uint64_t fast = 0;
-  for (const Json& p : s["ports"].asArray()) fast += p["xdp_prog"]["fast"].asU64();
+  for (const PortStats& p : s.ports) fast += p[stats::kProgFast];
   EXPECT_GE(fast, 80u) << "unicast between learned containers did not take the kernel path:\n"
                        << s.dump() << d->logs();
   // A removed port's counters (fast-path frames included) stay in vdevd's
@@ -636,12 +640,15 @@ TEST_F(VdevctlTest, FastPathCarriesUnicastBetweenCreatedContainers) {
   ok({"port", "del", c1});
   ok({"port", "del", c2});
   const Stats after = d->stats();
-  const Json& removed = after.raw["removed_ports"];
-  EXPECT_EQ(removed["count"].asU64(), 2u) << after.dump();
-  EXPECT_EQ(removed["rx_packets"].asU64(), p1.rx_packets + p2.rx_packets) << after.dump();
-  EXPECT_EQ(removed["tx_packets"].asU64(), p1.tx_packets + p2.tx_packets) << after.dump();
-  EXPECT_EQ(removed["tx_bytes"].asU64(), p1.tx_bytes + p2.tx_bytes) << after.dump();
-  EXPECT_GE(removed["rx_packets"].asU64(), 80u) << after.dump();
+  const Json& removed = after.raw.at("removed_ports");
+  EXPECT_EQ(removed.at("count").get<uint64_t>(), 2u) << after.dump();
+  auto totals = stats::readPortCounters(removed);
+  ASSERT_TRUE(totals) << totals.error().message() << "\n" << after.dump();
+  const stats::PortValues& r = *totals;
+  EXPECT_EQ(r[stats::kRxPackets], p1[stats::kRxPackets] + p2[stats::kRxPackets]) << after.dump();
+  EXPECT_EQ(r[stats::kTxPackets], p1[stats::kTxPackets] + p2[stats::kTxPackets]) << after.dump();
+  EXPECT_EQ(r[stats::kTxBytes], p1[stats::kTxBytes] + p2[stats::kTxBytes]) << after.dump();
+  EXPECT_GE(r[stats::kRxPackets], 80u) << after.dump();
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
@@ -731,8 +738,8 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   {
     const Json ports = json({"port", "show"});
     for (const std::string& n : {n1, n2}) {
-      EXPECT_EQ((*findPort(ports, n))["type"].asString(), "netkit") << ports.dump();
-      EXPECT_EQ((*findPort(ports, n))["hook"].asString(), "tc") << ports.dump();
+      EXPECT_EQ(findPort(ports, n)->at("type").get<std::string>(), "netkit") << ports.dump();
+      EXPECT_EQ(findPort(ports, n)->at("hook").get<std::string>(), "tc") << ports.dump();
     }
   }
   EXPECT_EQ(netkitPrograms(n1), 2u);
@@ -760,7 +767,7 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   // (bpf_redirect_peer into it).
   const std::map<std::string, uint64_t> sent = {{n1, 80}, {n2, 40}, {v3, 40}};
   for (const auto& [p, n] : sent)
-    EXPECT_EQ(s.port(p).xdp_prog.at("fast") - learned.port(p).xdp_prog.at("fast"), n)
+    EXPECT_EQ(s.port(p)[stats::kProgFast] - learned.port(p)[stats::kProgFast], n)
         << p << " did not send its unicast on the kernel fast path\n" << s.dump() << d->logs();
 
   // Kernel ping and TCP (1 MiB, every byte checked) between netkit
@@ -803,12 +810,12 @@ TEST_F(VdevctlTest, NetkitContainersReachEachOtherAndAVethContainerOnTheKernelFa
   // of them, and delayed ACKs as few), and punted to vdevd no more than a
   // neighbour request now and then.
   const Stats after_tcp = d->stats();
-  const auto delta = [&](const std::string& p, const char* c) {
-    return after_tcp.port(p).xdp_prog.at(c) - before_tcp.port(p).xdp_prog.at(c);
+  const auto delta = [&](const std::string& p, stats::PortCounter c) {
+    return after_tcp.port(p)[c] - before_tcp.port(p)[c];
   };
   for (const std::string& p : {n1, n2, v3}) {
-    EXPECT_GE(delta(p, "fast"), 8u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
-    EXPECT_LE(delta(p, "redirect"), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
+    EXPECT_GE(delta(p, stats::kProgFast), 8u) << p << "'s TCP did not take the kernel fast path\n" << after_tcp.dump();
+    EXPECT_LE(delta(p, stats::kProgRedirect), 4u) << p << "'s TCP went to vdevd\n" << after_tcp.dump();
   }
 
   // SIGKILL: the BPF links close with vdevd's fds, no program is left; the
@@ -851,9 +858,9 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
         "peer-mac", macString(m3)});
     waitLive({c1, c2, c3});
     const Json ports = json({"port", "show"});
-    EXPECT_TRUE((*findPort(ports, c1))["isolated"].asBool()) << ports.dump();
-    EXPECT_TRUE((*findPort(ports, c2))["isolated"].asBool()) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c3))["isolated"].asBool()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("isolated").get<bool>()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c2)->at("isolated").get<bool>()) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c3)->at("isolated").get<bool>()) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
     a.setLabel("isolated 1");
     b.setLabel("isolated 2");
@@ -884,7 +891,7 @@ TEST_F(VdevctlTest, IsolatedPortsReachOnlyPortsThatAreNot) {
                                {fromA, fromB, fromC, fromA});
       // The markers passed the same checks after the frames: the counts are final.
       const auto iso = [&](const Stats& s, const std::string& p) {
-        return s.port(p).drop("isolated") - before.port(p).drop("isolated");
+        return s.port(p)[stats::kDropIsolated] - before.port(p)[stats::kDropIsolated];
       };
       const Stats s = d->statsUntil([&](const Stats& st) { return iso(st, c1) >= 40 && iso(st, c2) >= 40; }, 5s);
       EXPECT_EQ(iso(s, c1), 40u) << s.dump();
@@ -919,18 +926,18 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
         "police-burst", "10", "create", "netns", ns3.name(), "peer", "eth0", "peer-mac", macString(m3)});
     waitLive({c1, c2, c3});
     const Json ports = json({"port", "show"});
-    const Json& l1 = (*findPort(ports, c1))["limits"];
-    EXPECT_EQ(l1["storm_bcast_pps"].asU64(), 100u) << ports.dump();
-    EXPECT_EQ(l1["storm_unknown_pps"].asU64(), 100u) << ports.dump();
-    EXPECT_EQ(l1["police_pps"].asU64(), 0u) << ports.dump();
-    const Json& l3 = (*findPort(ports, c3))["limits"];
-    EXPECT_EQ(l3["storm_bcast_pps"].asU64(), 0u) << ports.dump();
-    EXPECT_EQ(l3["police_pps"].asU64(), 1000u) << ports.dump();
-    EXPECT_EQ(l3["police_burst_ms"].asU64(), 10u) << ports.dump();
-    const Json& l2 = (*findPort(ports, c2))["limits"];
-    EXPECT_EQ(l2["storm_bcast_pps"].asU64(), 10000u) << ports.dump();  // vdevd's default
-    EXPECT_EQ(l2["storm_mcast_pps"].asU64(), 20000u) << ports.dump();  // --storm-mcast
-    EXPECT_EQ(l2["police_pps"].asU64(), 0u) << ports.dump();
+    const Json& l1 = findPort(ports, c1)->at("limits");
+    EXPECT_EQ(l1.at("storm_bcast_pps").get<uint64_t>(), 100u) << ports.dump();
+    EXPECT_EQ(l1.at("storm_unknown_pps").get<uint64_t>(), 100u) << ports.dump();
+    EXPECT_EQ(l1.at("police_pps").get<uint64_t>(), 0u) << ports.dump();
+    const Json& l3 = findPort(ports, c3)->at("limits");
+    EXPECT_EQ(l3.at("storm_bcast_pps").get<uint64_t>(), 0u) << ports.dump();
+    EXPECT_EQ(l3.at("police_pps").get<uint64_t>(), 1000u) << ports.dump();
+    EXPECT_EQ(l3.at("police_burst_ms").get<uint64_t>(), 10u) << ports.dump();
+    const Json& l2 = findPort(ports, c2)->at("limits");
+    EXPECT_EQ(l2.at("storm_bcast_pps").get<uint64_t>(), 10000u) << ports.dump();  // vdevd's default
+    EXPECT_EQ(l2.at("storm_mcast_pps").get<uint64_t>(), 20000u) << ports.dump();  // --storm-mcast
+    EXPECT_EQ(l2.at("police_pps").get<uint64_t>(), 0u) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2), c("eth0", &ns3, m3);
     a.setLabel("storm-limited");
     b.setLabel("open");
@@ -944,10 +951,10 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     // frame was accounted for); the rest counted under `reason` at the
     // sender's port.
     const auto burst = [&](Endpoint& from, const std::string& port, const Mac& dst, uint32_t flow, uint32_t n,
-                           const std::string& reason, double rate, double burst_frames,
+                           stats::DropReason reason, double rate, double burst_frames,
                            const std::vector<Endpoint*>& to) {
-      SCOPED_TRACE("drops." + reason);
-      const auto dropOf = [&](const Stats& s, const std::string& r) { return s.port(port).drop(r); };
+      SCOPED_TRACE(stats::jsonPath(reason));
+      const auto dropOf = [&](const Stats& s, stats::DropReason r) { return s.port(port)[r]; };
       const Stats before = d->stats();
       const auto t0 = std::chrono::steady_clock::now();
       from.sendFlow({dst, from.mac(), Kind::kExperimental, flow, 0, 60}, n);
@@ -957,12 +964,15 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
       const auto kernelDrops = [&](const Stats& s) {
         uint64_t n = 0;
         for (const auto& ps : s.ports) n += ps.xdpRxDrops();
-        if (s.raw.has("punt"))
-          n += s.raw["punt"]["xdp_stats"]["rx_dropped"].asU64() + s.raw["punt"]["xdp_stats"]["rx_ring_full"].asU64();
+        if (s.raw.contains("punt")) {
+          auto punt = stats::readPortCounters(s.raw.at("punt"));
+          if (!punt) throw HarnessError("punt: " + punt.error().message());
+          n += (*punt)[stats::kXdpRxDropped] + (*punt)[stats::kXdpRxRingFull];
+        }
         return n;
       };
       const auto dropped = [&](const Stats& s) {
-        const uint64_t k = reason == "storm_unknown" ? kernelDrops(s) - kernelDrops(before) : 0;
+        const uint64_t k = reason == stats::kDropStormUnknown ? kernelDrops(s) - kernelDrops(before) : 0;
         return dropOf(s, reason) - dropOf(before, reason) + k;
       };
       // Until every frame is accounted for at every destination: received
@@ -995,24 +1005,24 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     const Mac nobody = uniqueMac();
     // Broadcast and multicast: the program's buckets (100/s, 10 frames).
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // full again after learnAll's broadcasts
-    burst(a, c1, testframe::kBroadcast, 10, 2000, "storm_bcast", 100, 10, {&b, &c});
-    burst(a, c1, group, 11, 2000, "storm_mcast", 100, 10, {&b, &c});
+    burst(a, c1, testframe::kBroadcast, 10, 2000, stats::kDropStormBcast, 100, 10, {&b, &c});
+    burst(a, c1, group, 11, 2000, stats::kDropStormMcast, 100, 10, {&b, &c});
     // Unknown unicast: vdevd's bucket.
-    burst(a, c1, nobody, 12, 2000, "storm_unknown", 100, 10, {&b, &c});
+    burst(a, c1, nobody, 12, 2000, stats::kDropStormUnknown, 100, 10, {&b, &c});
     // Known unicast through the policer (1000/s, 10 frames), twice: the
     // second time with the kernel fast path holding the MACs.
     for (uint32_t round = 0; round < 2; ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
-      burst(c, c3, m2, 20 + round, 4000, "police", 1000, 10, {&b});
+      burst(c, c3, m2, 20 + round, 4000, stats::kDropPolice, 1000, 10, {&b});
     }
     // The open port was never limited by the others' rates: its floods all
     // arrive; and the policed port's storm control is off.
     b.sendFlow({testframe::kBroadcast, m2, Kind::kExperimental, 30, 0, 60}, 500);
     expectFlow(all, 30, {{&a, 500}, {&c, 500}}, Millis(5000));
     const Stats s = d->stats();
-    for (const char* r : {"storm_bcast", "storm_mcast", "storm_unknown", "police"})
-      EXPECT_EQ(s.port(c2).drop(r), 0u) << r << "\n" << s.dump();
-    EXPECT_EQ(s.port(c3).drop("storm_bcast"), 0u) << s.dump();
+    for (stats::DropReason r : {stats::kDropStormBcast, stats::kDropStormMcast, stats::kDropStormUnknown, stats::kDropPolice})
+      EXPECT_EQ(s.port(c2)[r], 0u) << stats::dropName(r) << "\n" << s.dump();
+    EXPECT_EQ(s.port(c3)[stats::kDropStormBcast], 0u) << s.dump();
     // The state file keeps a port's own limits only: after a restart with
     // other defaults, c1 and c3 have theirs and c2 the new defaults.
     const std::string state = readFile(state_);
@@ -1022,12 +1032,12 @@ TEST_F(VdevctlTest, StormControlAndPolicerPassTheirRateAndCountTheRest) {
     d = startVdevd({"--fast-path", "--storm-bcast", "5000"});
     waitLive({c1, c2, c3});
     const Json again = json({"port", "show"});
-    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_bcast_pps"].asU64(), 100u) << again.dump();
-    EXPECT_EQ((*findPort(again, c1))["limits"]["storm_unknown_pps"].asU64(), 100u) << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_bcast_pps"].asU64(), 5000u) << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["storm_mcast_pps"].asU64(), 10000u) << again.dump();
-    EXPECT_EQ((*findPort(again, c3))["limits"]["storm_bcast_pps"].asU64(), 0u) << again.dump();
-    EXPECT_EQ((*findPort(again, c3))["limits"]["police_pps"].asU64(), 1000u) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 100u) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("storm_unknown_pps").get<uint64_t>(), 100u) << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 5000u) << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("storm_mcast_pps").get<uint64_t>(), 10000u) << again.dump();
+    EXPECT_EQ(findPort(again, c3)->at("limits").at("storm_bcast_pps").get<uint64_t>(), 0u) << again.dump();
+    EXPECT_EQ(findPort(again, c3)->at("limits").at("police_pps").get<uint64_t>(), 1000u) << again.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1058,14 +1068,14 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     c.setLabel("c3");
     const Endpoints all = {&a, &b, &c};
     learnAll(all, 1);
-    const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port))["limits"]; };
-    const auto police = [&](const Stats& s) { return s.port(c1).drop("police"); };
+    const auto limitsOf = [&](const std::string& port) { return (*findPort(json({"port", "show"}), port)).at("limits"); };
+    const auto police = [&](const Stats& s) { return s.port(c1)[stats::kDropPolice]; };
 
     // A policer of 1000 frames/s (bucket: 10 ms, 10 frames) on c1, running.
     ok({"port", "set", c1, "police-pps", "1000", "police-burst", "10"});
-    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 1000u);
-    EXPECT_EQ(limitsOf(c1)["police_burst_ms"].asU64(), 10u);
-    EXPECT_EQ(limitsOf(c1)["storm_bcast_pps"].asU64(), 10000u) << "not given: vdevd's default stays";
+    EXPECT_EQ(limitsOf(c1).at("police_pps").get<uint64_t>(), 1000u);
+    EXPECT_EQ(limitsOf(c1).at("police_burst_ms").get<uint64_t>(), 10u);
+    EXPECT_EQ(limitsOf(c1).at("storm_bcast_pps").get<uint64_t>(), 10000u) << "not given: vdevd's default stays";
     for (uint32_t round = 0; round < 2; ++round) {  // the second with the fast path holding the MACs
       std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a full bucket again
       const uint32_t flow = 10 + round, n = 4000;
@@ -1090,7 +1100,7 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     }
     // Lifted: everything passes again, nothing more is counted.
     ok({"port", "set", c1, "police-pps", "off"});
-    EXPECT_EQ(limitsOf(c1)["police_pps"].asU64(), 0u);
+    EXPECT_EQ(limitsOf(c1).at("police_pps").get<uint64_t>(), 0u);
     const uint64_t policed = police(d->stats());
     sendMixed(a, m2, 20, 500);
     expectFlow(all, 20, {{&b, 500}}, Millis(5000));
@@ -1099,20 +1109,20 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     // Isolation, both ways at once; c3 (open) still reaches and is reached.
     ok({"port", "set", c1, "isolated", "on"});
     ok({"port", "set", c2, "isolated", "on"});
-    EXPECT_TRUE((*findPort(json({"port", "show"}), c1))["isolated"].asBool());
+    EXPECT_TRUE((*findPort(json({"port", "show"}), c1)).at("isolated").get<bool>());
     // Checked behind markers in turn: c1's reaches c3 only; c3's, sent after
     // it arrived, reaches c1 and c2 (vouching at c2 for c1's frames, at c1
     // for its own); c1's again vouches at c3 for c3's own.
     const Marker fromA{.from = &a, .to = Endpoints{&c}}, fromC{.from = &c};
     for (uint32_t round = 0; round < 2; ++round) {
       const uint32_t f = 30 + 10 * round;
-      const uint64_t iso0 = d->stats().port(c1).drop("isolated");
+      const uint64_t iso0 = d->stats().port(c1)[stats::kDropIsolated];
       sendMixed(a, m2, f, 40);
       sendMixed(a, m3, f + 1, 40);
       sendMixed(c, m2, f + 2, 40);
       expectFlowsBeforeMarkers(all, {{f, {}}, {f + 1, {{&c, 40}}}, {f + 2, {{&b, 40}}}}, {fromA, fromC, fromA});
-      const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1).drop("isolated") - iso0 >= 40; }, 5s);
-      EXPECT_EQ(s.port(c1).drop("isolated") - iso0, 40u) << s.dump();
+      const Stats s = d->statsUntil([&](const Stats& st) { return st.port(c1)[stats::kDropIsolated] - iso0 >= 40; }, 5s);
+      EXPECT_EQ(s.port(c1)[stats::kDropIsolated] - iso0, 40u) << s.dump();
     }
     ok({"port", "set", c2, "isolated", "off"});
     sendMixed(a, m2, 50, 40);
@@ -1131,10 +1141,10 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     d = startVdevd({"--fast-path", "--police-pps", "5"});
     waitLive({c1, c2, c3});
     const Json again = json({"port", "show"});
-    EXPECT_TRUE((*findPort(again, c1))["isolated"].asBool()) << again.dump();
-    EXPECT_FALSE((*findPort(again, c2))["isolated"].asBool()) << again.dump();
-    EXPECT_EQ((*findPort(again, c1))["limits"]["police_pps"].asU64(), 0u) << "its own: off" << again.dump();
-    EXPECT_EQ((*findPort(again, c2))["limits"]["police_pps"].asU64(), 5u) << "vdevd's new default" << again.dump();
+    EXPECT_TRUE(findPort(again, c1)->at("isolated").get<bool>()) << again.dump();
+    EXPECT_FALSE(findPort(again, c2)->at("isolated").get<bool>()) << again.dump();
+    EXPECT_EQ(findPort(again, c1)->at("limits").at("police_pps").get<uint64_t>(), 0u) << "its own: off" << again.dump();
+    EXPECT_EQ(findPort(again, c2)->at("limits").at("police_pps").get<uint64_t>(), 5u) << "vdevd's new default" << again.dump();
     // What a port's program dropped stays in vdevd's totals when the port
     // goes: c2 sends over its 5 frames/s, then is removed.
     // Once every frame is accounted for at c2 (policed, or passed to vdevd or
@@ -1142,15 +1152,16 @@ TEST_F(VdevctlTest, PortSetChangesARunningPortsLimitsAndIsolation) {
     b.sendFlow({m3, m2, Kind::kExperimental, 61, 0, 60}, 2000);
     const auto accounted = [&](const Stats& st) {
       const PortStats& p = st.port(c2);
-      return p.drop("police") + p.rx_packets + p.xdpRxDrops();
+      return p[stats::kDropPolice] + p[stats::kRxPackets] + p.xdpRxDrops();
     };
     const Stats before = d->statsUntil([&](const Stats& st) { return accounted(st) >= 2000; }, 20s);
     EXPECT_EQ(accounted(before), 2000u) << before.dump();
-    ASSERT_GT(before.port(c2).drop("police"), 0u) << before.dump();
+    ASSERT_GT(before.port(c2)[stats::kDropPolice], 0u) << before.dump();
     ok({"port", "del", c2});
     const Stats after = d->stats();
-    EXPECT_EQ(after.raw["removed_ports"]["drops"]["police"].asU64(), before.port(c2).drop("police"))
-        << after.dump();
+    auto removed = stats::readPortCounters(after.raw.at("removed_ports"));
+    ASSERT_TRUE(removed) << removed.error().message() << "\n" << after.dump();
+    EXPECT_EQ((*removed)[stats::kDropPolice], before.port(c2)[stats::kDropPolice]) << after.dump();
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1175,8 +1186,8 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
         macString(m2)});
     waitLive({c1, c2});
     const Json ports = json({"port", "show"});
-    EXPECT_EQ((*findPort(ports, c1))["limits"]["allowed_mac"].asString(), macString(m1)) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c2))["limits"].has("allowed_mac")) << ports.dump();
+    EXPECT_EQ(findPort(ports, c1)->at("limits").at("allowed_mac").get<std::string>(), macString(m1)) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").contains("allowed_mac")) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
     a.setLabel("locked");
     b.setLabel("open");
@@ -1186,8 +1197,8 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
       sendMixed(a, m2, 10 + round, 40);
       expectFlow(all, 10 + round, {{&b, 40}});
     }
-    const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_mac"); };
-    const uint64_t locked0 = d->stats().port(c1).drop("mac_locked");
+    const auto spoofed = [&](const Stats& s) { return s.port(c1)[stats::kDropSpoofMac]; };
+    const uint64_t locked0 = d->stats().port(c1)[stats::kDropMacLocked];
     a.sendFlow({m2, spoof, Kind::kExperimental, 20, 0, 60}, 100);
     a.sendFlow({m2, m2, Kind::kIpv4Udp, 21, 0, 300}, 50);  // the other port's own MAC
     a.sendFlow({testframe::kBroadcast, spoof, Kind::kExperimental, 22, 0, 60}, 50);
@@ -1196,13 +1207,13 @@ TEST_F(VdevctlTest, AllowedMacDropsEveryOtherSourceAtThePortsProgram) {
     expectFlowsBeforeMarkers(all, {{20, {}}, {21, {}}, {22, {}}}, {Marker{.from = &a}});
     const Stats s = d->statsUntil([&](const Stats& st) { return spoofed(st) >= 200; }, 5s);
     EXPECT_EQ(spoofed(s), 200u) << s.dump();
-    EXPECT_EQ(d->stats().port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(d->stats().port(c2).drop("spoof_mac"), 0u);
+    EXPECT_EQ(d->stats().port(c1)[stats::kDropMacLocked], locked0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(d->stats().port(c2)[stats::kDropSpoofMac], 0u);
     sendMixed(a, m2, 23, 40);  // its own MAC still passes
     expectFlow(all, 23, {{&b, 40}});
 
     ok({"port", "set", c1, "allowed-mac", "any"});
-    EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_mac"));
+    EXPECT_FALSE((*findPort(json({"port", "show"}), c1)).at("limits").contains("allowed_mac"));
     a.sendFlow({m2, spoof, Kind::kExperimental, 30, 0, 60}, 40);
     expectFlow(all, 30, {{&b, 40}});
     EXPECT_EQ(spoofed(d->stats()), 200u);
@@ -1330,10 +1341,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     ok({"port", "set", c1, "allowed-ip", "198.18.10.1,198.18.11.1,198.18.13.1,2001:db8:a::1"});
     const Marker fromLocked{.from = &a, .kind = Kind::kIpv4Udp, .flow = kMarkerFlow + 10};
     const Json ports = json({"port", "show"});
-    const Json& ips = (*findPort(ports, c1))["limits"]["allowed_ips"];
+    const Json& ips = findPort(ports, c1)->at("limits").at("allowed_ips");
     ASSERT_EQ(ips.size(), 4u) << ports.dump();
-    EXPECT_EQ(ips[3].asString(), "2001:db8:a::1");
-    EXPECT_FALSE((*findPort(ports, c2))["limits"].has("allowed_ips")) << ports.dump();
+    EXPECT_EQ(ips[3].get<std::string>(), "2001:db8:a::1");
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").contains("allowed_ips")) << ports.dump();
     EXPECT_NE(readFile(state_).find("allowed_ips=198.18.10.1,198.18.11.1,198.18.13.1,2001:db8:a::1"),
               std::string::npos)
         << readFile(state_);
@@ -1341,10 +1352,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
       for (uint32_t k = 0; k < 20; ++k) a.send({m2, m1, Kind::kIpv4Udp, 10 + round, 250 * k, 60});
       expectFlow(all, 10 + round, {{&b, 20}}, {fromLocked});
     }
-    const auto spoofed = [&](const Stats& s) { return s.port(c1).drop("spoof_ip"); };
+    const auto spoofed = [&](const Stats& s) { return s.port(c1)[stats::kDropSpoofIp]; };
     const Stats s0 = d->stats();
     ASSERT_EQ(spoofed(s0), 0u) << s0.dump();
-    const uint64_t locked0 = s0.port(c1).drop("mac_locked"), bad0 = s0.port(c1).drop("bad_type");
+    const uint64_t locked0 = s0.port(c1)[stats::kDropMacLocked], bad0 = s0.port(c1)[stats::kDropBadType];
 
     const IpAddr mine = *parseIp("198.18.10.1"), other = *parseIp("198.18.10.9"), peer = *parseIp("198.18.10.2");
     const IpAddr mine6 = *parseIp("2001:db8:a::1"), other6 = *parseIp("2001:db8:a::9"),
@@ -1390,10 +1401,10 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     EXPECT_EQ(b.rx().count(12), 0u) << "no other EtherType either" << countsOf(all);
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 25 allowed ARP and IPv6 frames, nothing else" << countsOf(all);
     b.rx().clear();
-    EXPECT_EQ(s1.port(c1).drop("mac_locked"), locked0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(s1.port(c1).drop("bad_type"), bad0) << "spoofed frames reached vdevd";
-    EXPECT_EQ(s1.port(c2).drop("spoof_ip"), 0u);
-    EXPECT_EQ(s1.port(c1).drop("spoof_mac"), 0u) << "no allowed-mac on this port";
+    EXPECT_EQ(s1.port(c1)[stats::kDropMacLocked], locked0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(s1.port(c1)[stats::kDropBadType], bad0) << "spoofed frames reached vdevd";
+    EXPECT_EQ(s1.port(c2)[stats::kDropSpoofIp], 0u);
+    EXPECT_EQ(s1.port(c1)[stats::kDropSpoofMac], 0u) << "no allowed-mac on this port";
 
     // The container's kernel, from its own address and from another one.
     ns1.exec("ip addr add 198.18.13.1/24 dev eth0");
@@ -1407,7 +1418,7 @@ TEST_F(VdevctlTest, AllowedIpDropsOtherSourcesAndEtherTypesAtThePortsProgram) {
     EXPECT_GT(spoofed(d->stats()), 140u);
 
     ok({"port", "set", c1, "allowed-ip", "any"});
-    EXPECT_FALSE((*findPort(json({"port", "show"}), c1))["limits"].has("allowed_ips"));
+    EXPECT_FALSE((*findPort(json({"port", "show"}), c1)).at("limits").contains("allowed_ips"));
     pumpFor(all, Millis(100));
     a.rx().clear();  // the pings' frames
     b.rx().clear();
@@ -1443,9 +1454,9 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
         macString(m2)});
     waitLive({c1, c2});
     const Json ports = json({"port", "show"});
-    EXPECT_TRUE((*findPort(ports, c1))["limits"]["ra_guard"].asBool()) << ports.dump();
-    EXPECT_TRUE((*findPort(ports, c1))["limits"]["dhcp_guard"].asBool()) << ports.dump();
-    EXPECT_FALSE((*findPort(ports, c2))["limits"]["ra_guard"].asBool()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("limits").at("ra_guard").get<bool>()) << ports.dump();
+    EXPECT_TRUE(findPort(ports, c1)->at("limits").at("dhcp_guard").get<bool>()) << ports.dump();
+    EXPECT_FALSE(findPort(ports, c2)->at("limits").at("ra_guard").get<bool>()) << ports.dump();
     PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
     a.setLabel("guarded");
     b.setLabel("open");
@@ -1519,7 +1530,7 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     times(ipv6Frame(allRouters, m1, ll, routers, 58, rs), 5);             // allowed: RS
     times(ipv6Frame(dhcpAgents, m1, ll, dhcp6, 17, solicit), 5);          // allowed: DHCPv6 SOLICIT
     const auto drops = [&](const Stats& st) {
-      return std::pair{st.port(c1).drop("ra_guard"), st.port(c1).drop("dhcp_guard")};
+      return std::pair{st.port(c1)[stats::kDropRaGuard], st.port(c1)[stats::kDropDhcpGuard]};
     };
     // Once B has a marker from behind them, the program has decided every
     // one and B has every one that passed: the counts are final.
@@ -1529,7 +1540,7 @@ TEST_F(VdevctlTest, RaAndDhcpGuardDropServersMessagesFromAGuest) {
     EXPECT_EQ(drops(s1), (std::pair<uint64_t, uint64_t>{50, 30})) << s1.dump();
     EXPECT_EQ(b.rx().foreign(), 25u) << "the 15 client frames and the 10 others allowed, nothing else"
                                      << countsOf(all);
-    EXPECT_EQ(s1.port(c2).drop("ra_guard") + s1.port(c2).drop("dhcp_guard"), 0u);
+    EXPECT_EQ(s1.port(c2)[stats::kDropRaGuard] + s1.port(c2)[stats::kDropDhcpGuard], 0u);
     b.rx().clear();
 
     ok({"port", "set", c1, "ra-guard", "off"});
@@ -1634,10 +1645,10 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     add(u, nsU, mu, {});
     waitLive({a, b, c, t, u});
     const Json ports = json({"port", "show"});
-    EXPECT_EQ((*findPort(ports, a))["vlan"]["pvid"].asU64(), 10u) << ports.dump();
-    EXPECT_EQ((*findPort(ports, t))["vlan"]["tagged"].asString(), "10,20") << ports.dump();
-    EXPECT_EQ((*findPort(ports, t))["vlan"]["pvid"].asU64(), 0u) << ports.dump();
-    EXPECT_FALSE(findPort(ports, u)->has("vlan")) << ports.dump();
+    EXPECT_EQ(findPort(ports, a)->at("vlan").at("pvid").get<uint64_t>(), 10u) << ports.dump();
+    EXPECT_EQ(findPort(ports, t)->at("vlan").at("tagged").get<std::string>(), "10,20") << ports.dump();
+    EXPECT_EQ(findPort(ports, t)->at("vlan").at("pvid").get<uint64_t>(), 0u) << ports.dump();
+    EXPECT_FALSE(findPort(ports, u)->contains("vlan")) << ports.dump();
     EXPECT_NE(ok({"port", "show"}).find("trunk 10,20"), std::string::npos);
 
     nsA.exec("ip addr add 198.18.10.1/24 dev eth0");
@@ -1649,10 +1660,8 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
       return tryRun("ip netns exec " + ns.name() + " ping -c 2 -i 0.2 -W " + std::to_string(wait_s) + " " + to);
     };
     const auto fastOf = [&](const std::string& port) {
-      const Json s = json({"stats"});
-      for (const Json& p : s["ports"].asArray())
-        if (p["name"].asString() == port) return p["xdp_prog"]["fast"].asU64();
-      return uint64_t(0);
+      const PortStats* p = stats().findPort(port);
+      return p ? (*p)[stats::kProgFast] : uint64_t(0);
     };
     CmdResult r = tryRun("ip netns exec " + nsA.name() + " ping -c 10 -i 0.05 -W 2 198.18.10.2");
     EXPECT_TRUE(r.ok()) << "VLAN 10 to VLAN 10: " << r.out << r.err;
@@ -1688,8 +1697,8 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     const Json fdb = json({"fdb", "show"});
     const auto where = [&](const Mac& m, uint64_t vid) {
       std::string out;
-      for (const Json& e : fdb.asArray())
-        if (e["mac"].asString() == macString(m) && e["vlan"].asU64() == vid) out += e["port"].asString();
+      for (const Json& e : fdb)
+        if (e.at("mac").get<std::string>() == macString(m) && e.at("vlan").get<uint64_t>() == vid) out += e.at("port").get<std::string>();
       return out;
     };
     EXPECT_EQ(where(mb, 10), b) << fdb.dump();
@@ -1711,24 +1720,24 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     r = ping(nsU, "198.18.10.1", 1);
     EXPECT_FALSE(r.ok()) << "the default VLAN reached VLAN 10: " << r.out;
     const Stats s1 = d->stats();
-    EXPECT_EQ(s1.port(c).tx_packets, s0.port(c).tx_packets) << "VLAN 10's broadcasts reached VLAN 20" << s1.dump();
-    EXPECT_EQ(s1.port(u).tx_packets, s0.port(u).tx_packets) << "VLAN 10's broadcasts reached VLAN 1" << s1.dump();
-    EXPECT_GE(s1.port(b).tx_packets - s0.port(b).tx_packets, 4u) << s1.dump();
-    EXPECT_GE(s1.port(t).tx_packets - s0.port(t).tx_packets, 4u) << s1.dump();
+    EXPECT_EQ(s1.port(c)[stats::kTxPackets], s0.port(c)[stats::kTxPackets]) << "VLAN 10's broadcasts reached VLAN 20" << s1.dump();
+    EXPECT_EQ(s1.port(u)[stats::kTxPackets], s0.port(u)[stats::kTxPackets]) << "VLAN 10's broadcasts reached VLAN 1" << s1.dump();
+    EXPECT_GE(s1.port(b)[stats::kTxPackets] - s0.port(b)[stats::kTxPackets], 4u) << s1.dump();
+    EXPECT_GE(s1.port(t)[stats::kTxPackets] - s0.port(t)[stats::kTxPackets], 4u) << s1.dump();
     size_t vlan10 = 0, other = 0;
     while (auto f = recvTagged(trunk.fd(), Millis(100))) (vidOf(*f) == 10 ? vlan10 : other)++;
     EXPECT_GE(vlan10, 4u) << "VLAN 10's ARP broadcasts on the trunk, tagged";
     EXPECT_EQ(other, 0u) << "untagged or other VLANs' frames on the trunk";
     // Not carried: VLAN 30, and untagged frames (no native VLAN).
-    const uint64_t filtered0 = s1.port(t).drop("vlan_filtered");
+    const uint64_t filtered0 = s1.port(t)[stats::kDropVlanFiltered];
     for (int i = 0; i < 5; ++i) {
       ASSERT_EQ(trunk.sendRaw(tagFrame(arpFrame(mt, *parseIp("198.18.30.5"), *parseIp("198.18.30.1")), 30)), 0);
       ASSERT_EQ(trunk.sendRaw(arpFrame(mt, *parseIp("198.18.10.5"), *parseIp("198.18.10.1"))), 0);
     }
     const Stats s2 =
-        d->statsUntil([&](const Stats& st) { return st.port(t).drop("vlan_filtered") >= filtered0 + 10; }, 5s);
-    EXPECT_EQ(s2.port(t).drop("vlan_filtered"), filtered0 + 10) << s2.dump();
-    EXPECT_EQ(s2.port(a).drop("vlan_filtered") + s2.port(b).drop("vlan_filtered"), 0u) << s2.dump();
+        d->statsUntil([&](const Stats& st) { return st.port(t)[stats::kDropVlanFiltered] >= filtered0 + 10; }, 5s);
+    EXPECT_EQ(s2.port(t)[stats::kDropVlanFiltered], filtered0 + 10) << s2.dump();
+    EXPECT_EQ(s2.port(a)[stats::kDropVlanFiltered] + s2.port(b)[stats::kDropVlanFiltered], 0u) << s2.dump();
 
     // Into VLAN 10 at run time: reachable now; saved.
     ok({"port", "set", c, "vlan", "10"});
@@ -1738,7 +1747,7 @@ TEST_F(VdevctlTest, VlansKeepTenantsApartAndATrunkCarriesThemTagged) {
     EXPECT_TRUE(r.ok()) << "after port set vlan 10: " << r.out << r.err;
     EXPECT_NE(readFile(state_).find("vlan_pvid=10 vlan_untagged=10"), std::string::npos) << readFile(state_);
     ok({"port", "set", c, "vlan", "none"});
-    EXPECT_FALSE(findPort(json({"port", "show"}), c)->has("vlan"));
+    EXPECT_FALSE(findPort(json({"port", "show"}), c)->contains("vlan"));
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }
@@ -1767,7 +1776,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   const auto fastRxOf = [&](const Json& ports, const std::string& n) {
     const Json* p = findPort(ports, n);
     if (!p) throw HarnessError(n + " missing: " + ports.dump());
-    return (*p)["fast_rx"].asBool();
+    return p->at("fast_rx").get<bool>();
   };
   const Json shown = json({"port", "show"});
   EXPECT_FALSE(fastRxOf(shown, vt)) << shown.dump();
@@ -1794,16 +1803,16 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   }
   const Stats s = expectCounters([&] { return stats(); }, vc, vt, ctr, vm);
   const PortStats &v0 = before.port(vt), &c0 = before.port(vc), &v = s.port(vt), &c = s.port(vc);
-  EXPECT_EQ(v.xdp_prog.at("fast"), 0u) << "the fast-rx off port's frames took the kernel path\n"
+  EXPECT_EQ(v[stats::kProgFast], 0u) << "the fast-rx off port's frames took the kernel path\n"
                                       << s.dump() << d->logs();
-  EXPECT_EQ(v.xdp_prog.at("redirect") - v0.xdp_prog.at("redirect"), kN)
+  EXPECT_EQ(v[stats::kProgRedirect] - v0[stats::kProgRedirect], kN)
       << "every frame the VM sent must have gone to vdevd\n" << s.dump();
-  EXPECT_EQ(c.xdp_prog.at("fast") - c0.xdp_prog.at("fast"), kM)
+  EXPECT_EQ(c[stats::kProgFast] - c0[stats::kProgFast], kM)
       << "the container's unicast to the fast-rx off port must still take the kernel path\n"
       << s.dump() << d->logs();
-  EXPECT_EQ(s.raw["ports"].asArray().size(), 2u);
-  EXPECT_FALSE(fastRxOf(s.raw["ports"], vt)) << s.dump();
-  EXPECT_TRUE(fastRxOf(s.raw["ports"], vc)) << s.dump();
+  EXPECT_EQ(s.raw.at("ports").size(), 2u);
+  EXPECT_FALSE(fastRxOf(s.raw.at("ports"), vt)) << s.dump();
+  EXPECT_TRUE(fastRxOf(s.raw.at("ports"), vc)) << s.dump();
 
   // Text and Prometheus say it too.
   const std::string text = ok({"stats", vt});
@@ -1843,8 +1852,8 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   pumpUntil(all, [&] { return ctr.rx().count(23) >= kN; }, 5s);
   EXPECT_EQ(ctr.rx().count(23), kN) << ctr.rx().describe();
   const Stats after = stats();
-  EXPECT_EQ(after.port(vt).xdp_prog.at("fast"), 0u) << after.dump();
-  EXPECT_EQ(after.port(vt).xdp_prog.at("redirect"), kN + 1) << after.dump();
+  EXPECT_EQ(after.port(vt)[stats::kProgFast], 0u) << after.dump();
+  EXPECT_EQ(after.port(vt)[stats::kProgRedirect], kN + 1) << after.dump();
 
   // The tap deleted and made again (new ifindex, new program): still off.
   const int oldIfindex = after.port(vt).ifindex;
@@ -1860,7 +1869,7 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   ASSERT_TRUE(waitUntil([&] {
     const Json ports = json({"port", "show"});
     const Json* p = findPort(ports, vt);
-    return p && (*p)["live"].asBool() && (*p)["ifindex"].asU64() != uint64_t(oldIfindex);
+    return p && p->at("live").get<bool>() && p->at("ifindex").get<uint64_t>() != uint64_t(oldIfindex);
   }, 5s, 20ms)) << "not attached to the new device: " << ok({"port", "show"}) << d->logs();
   EXPECT_FALSE(fastRxOf(json({"port", "show"}), vt));
   ctr.rx().clear();
@@ -1873,10 +1882,10 @@ TEST_F(VdevctlTest, FastRxOffKeepsAPortsReceivedFramesOffTheFastPath) {
   EXPECT_EQ(ctr.rx().count(33), kN) << ctr.rx().describe();
   EXPECT_EQ(vm2.rx().count(34), kM) << vm2.rx().describe();
   const Stats re = stats();
-  EXPECT_EQ(re.port(vt).xdp_prog.at("fast"), 0u) << "fast-rx off lost when the device came back\n"
+  EXPECT_EQ(re.port(vt)[stats::kProgFast], 0u) << "fast-rx off lost when the device came back\n"
                                                 << re.dump() << d->logs();
-  EXPECT_EQ(re.port(vt).xdp_prog.at("redirect"), kN + 1) << re.dump();
-  EXPECT_GE(re.port(vc).xdp_prog.at("fast"), uint64_t(kM)) << "the new tap is not a fast-path destination\n"
+  EXPECT_EQ(re.port(vt)[stats::kProgRedirect], kN + 1) << re.dump();
+  EXPECT_GE(re.port(vc)[stats::kProgFast], uint64_t(kM)) << "the new tap is not a fast-path destination\n"
                                                           << re.dump() << d->logs();
 
   ok({"port", "del", vc});
@@ -1894,7 +1903,7 @@ TEST_F(VdevctlTest, PortDelRemovesOnlyDevicesVdevCreated) {
   ok({"port", "add", vt, "type", "tap", "create", "owner", "nobody"});
   ok({"port", "add", own.hostName()});
   ASSERT_TRUE(linkExists(vc) && linkExists("eth0", &ns) && linkExists(vt));
-  EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName()))["type"].asString(), "netdev");
+  EXPECT_EQ((*findPort(json({"port", "show"}), own.hostName())).at("type").get<std::string>(), "netdev");
   EXPECT_TRUE(linkInfo(own.hostName()).has_xdp);
 
   ok({"port", "del", vc});
@@ -1944,8 +1953,8 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   ASSERT_TRUE(findPort(ports, vc) && findPort(ports, vt)) << ports.dump();
-  EXPECT_EQ((*findPort(ports, vc))["type"].asString(), "veth");
-  EXPECT_EQ((*findPort(ports, vt))["type"].asString(), "tap");
+  EXPECT_EQ(findPort(ports, vc)->at("type").get<std::string>(), "veth");
+  EXPECT_EQ(findPort(ports, vt)->at("type").get<std::string>(), "tap");
   waitLive({vc, vt});
 
   // Counters start again from zero; traffic flows as before.
@@ -1956,8 +1965,8 @@ TEST_F(VdevctlTest, RestartRestoresPortsFromState) {
     const Stats s = stats();
     const PortStats* c = s.findPort(vc);
     const PortStats* v = s.findPort(vt);
-    return c && v && c->rx_packets == ctr.sentFrames() - ctrSent && v->tx_packets == 25 &&
-           v->rx_packets == vm.sentFrames() - vmSent && c->tx_packets == 25;
+    return c && v && (*c)[stats::kRxPackets] == ctr.sentFrames() - ctrSent && (*v)[stats::kTxPackets] == 25 &&
+           (*v)[stats::kRxPackets] == vm.sentFrames() - vmSent && (*c)[stats::kTxPackets] == 25;
   };
   EXPECT_TRUE(waitUntil(counted, 3s, 20ms)) << ok({"stats"});
 
@@ -1989,22 +1998,22 @@ TEST_F(VdevctlTest, SavedPortThatFailsToStartIsKept) {
   Json ports = json({"port", "show"});
   const Json* p = findPort(ports, vc);
   ASSERT_TRUE(p) << "the port that failed to start is gone: " << ports.dump() << d->logs();
-  EXPECT_FALSE((*p)["live"].asBool()) << ports.dump();
-  EXPECT_NE((*p)["link_note"].asString().find("not started"), std::string::npos) << ports.dump();
-  EXPECT_NE((*p)["link_note"].asString().find("frame pool is full"), std::string::npos) << ports.dump();
+  EXPECT_FALSE(p->at("live").get<bool>()) << ports.dump();
+  EXPECT_NE(p->at("link_note").get<std::string>().find("not started"), std::string::npos) << ports.dump();
+  EXPECT_NE(p->at("link_note").get<std::string>().find("frame pool is full"), std::string::npos) << ports.dump();
   EXPECT_NE(ok({"port", "show"}).find(vc + ": not started"), std::string::npos);
   EXPECT_NE(ok({"info"}).find(vc), std::string::npos) << ok({"info"});
   EXPECT_NE(readFile(state_).find(vc), std::string::npos) << "its record left the state file:\n" << readFile(state_);
   ok({"port", "set", vc, "isolated", "on"});  // its record, for when it starts
-  EXPECT_TRUE((*findPort(json({"port", "show"}), vc))["isolated"].asBool());
+  EXPECT_TRUE((*findPort(json({"port", "show"}), vc)).at("isolated").get<bool>());
   ASSERT_EQ(d->stop(), 0) << d->logs();
 
   d = startVdevd();
   waitLive({vc});
   ports = json({"port", "show"});
-  EXPECT_EQ((*findPort(ports, vc))["queues_bound"].asU64(), 8u) << ports.dump();
-  EXPECT_TRUE((*findPort(ports, vc))["isolated"].asBool()) << ports.dump();
-  EXPECT_FALSE((*findPort(ports, vc)).has("link_note")) << ports.dump();
+  EXPECT_EQ(findPort(ports, vc)->at("queues_bound").get<uint64_t>(), 8u) << ports.dump();
+  EXPECT_TRUE(findPort(ports, vc)->at("isolated").get<bool>()) << ports.dump();
+  EXPECT_FALSE(findPort(ports, vc)->contains("link_note")) << ports.dump();
   ASSERT_EQ(d->stop(), 0) << d->logs();
 
   d = startVdevd({"--frames", "512"});
@@ -2247,10 +2256,9 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
       EXPECT_TRUE(r.ok()) << r.out << r.err;
     };
     const auto fast = [&] {
-      const Json st = json({"stats"});
       uint64_t n = 0;
-      for (const Json& p : st["ports"].asArray())
-        if (p["name"].asString() == a || p["name"].asString() == b) n += p["xdp_prog"]["fast"].asU64();
+      for (const PortStats& p : stats().ports)
+        if (p.name == a || p.name == b) n += p[stats::kProgFast];
       return n;
     };
     ping(5);
@@ -2360,8 +2368,8 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   };
   auto d = startVdevd({"--default-hook", "auto", "--tc-attach", "clsact"});
   Json info = json({"info"});
-  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["clsact"].asBool()) << "no skb path yet\n" << info.dump();
+  EXPECT_EQ(info.at("tc_attach").get<std::string>(), "clsact") << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("clsact").get<bool>()) << "no skb path yet\n" << info.dump();
   ok({"port", "add", dev});
   const std::string c = uniqueName('c');
   DeviceGuard guard({c});
@@ -2371,9 +2379,9 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   const Json ports = json({"port", "show"});
   for (const std::string& n : {dev, c}) {
     const Json& p = *findPort(ports, n);
-    EXPECT_EQ(p["hook"].asString(), "tc") << p.dump();
-    EXPECT_EQ(p["tc_attach"].asString(), "clsact") << p.dump();
-    EXPECT_FALSE(p.has("hook_note")) << p.dump();
+    EXPECT_EQ(p.at("hook").get<std::string>(), "tc") << p.dump();
+    EXPECT_EQ(p.at("tc_attach").get<std::string>(), "clsact") << p.dump();
+    EXPECT_FALSE(p.contains("hook_note")) << p.dump();
     const auto f = vdevFilters(n);
     ASSERT_EQ(f.size(), 1u) << n;
     EXPECT_EQ(f[0].pref, 1u);
@@ -2381,8 +2389,8 @@ TEST_F(VdevctlTest, ClassicTcPortsAreShownAndPortDelRemovesOnlyVdevsFilter) {
   }
   EXPECT_NE(ok({"port", "show", dev}).find("tc/clsact"), std::string::npos) << ok({"port", "show", dev});
   info = json({"info"});
-  EXPECT_TRUE(info["kernel_features"]["clsact"].asBool()) << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["tcx"].asBool()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("clsact").get<bool>()) << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("tcx").get<bool>()) << info.dump();
   EXPECT_NE(ok({"info"}).find("tc attach: clsact"), std::string::npos) << ok({"info"});
   EXPECT_TRUE(foreign());
   // The logs say which qdisc vdevd made: the created veth's, not the test's.
@@ -2422,15 +2430,15 @@ TEST_F(VdevctlTest, AutoFallsBackToXdpWhenTheTcAttachFails) {
   const Json ports = json({"port", "show"});
   ASSERT_EQ(ports.size(), 2u) << ports.dump();
   const Json& b = *findPort(ports, blocked.hostName());
-  EXPECT_EQ(b["hook"].asString(), "xdp") << b.dump();
-  EXPECT_EQ(b["xdp_mode"].asString(), "native") << b.dump();
-  ASSERT_TRUE(b.has("hook_note")) << b.dump();
-  EXPECT_NE(b["hook_note"].asString().find("priority 1"), std::string::npos) << b.dump();
-  EXPECT_FALSE(b.has("tc_attach")) << b.dump();
+  EXPECT_EQ(b.at("hook").get<std::string>(), "xdp") << b.dump();
+  EXPECT_EQ(b.at("xdp_mode").get<std::string>(), "native") << b.dump();
+  ASSERT_TRUE(b.contains("hook_note")) << b.dump();
+  EXPECT_NE(b.at("hook_note").get<std::string>().find("priority 1"), std::string::npos) << b.dump();
+  EXPECT_FALSE(b.contains("tc_attach")) << b.dump();
   const Json& o = *findPort(ports, open.hostName());
-  EXPECT_EQ(o["hook"].asString(), "tc") << o.dump();
-  EXPECT_EQ(o["tc_attach"].asString(), "clsact") << o.dump();
-  EXPECT_FALSE(o.has("hook_note")) << o.dump();
+  EXPECT_EQ(o.at("hook").get<std::string>(), "tc") << o.dump();
+  EXPECT_EQ(o.at("tc_attach").get<std::string>(), "clsact") << o.dump();
+  EXPECT_FALSE(o.contains("hook_note")) << o.dump();
   const std::string table = ok({"port", "show"});
   EXPECT_NE(table.find("xdp*"), std::string::npos) << table;
   EXPECT_NE(table.find("* " + blocked.hostName() + ": at the XDP hook, not tc"), std::string::npos) << table;
@@ -2447,12 +2455,12 @@ TEST_F(VdevctlTest, AutoFallsBackToXdpWhenTheTcAttachFails) {
   expectFlow(all, 10, {{&c, 30}});
   expectFlow(all, 11, {{&a, 30}});
   const Stats st = d->statsUntil([&](const Stats& s) {
-    return s.port(blocked.hostName()).tx_packets == a.rx().frames() &&
-           s.port(open.hostName()).tx_packets == c.rx().frames();
+    return s.port(blocked.hostName())[stats::kTxPackets] == a.rx().frames() &&
+           s.port(open.hostName())[stats::kTxPackets] == c.rx().frames();
   }, 5s);
-  EXPECT_EQ(st.port(blocked.hostName()).rx_packets, a.sentFrames()) << st.dump();
-  EXPECT_EQ(st.port(open.hostName()).rx_packets, c.sentFrames()) << st.dump();
-  EXPECT_EQ(st.port(blocked.hostName()).dropsTotal() + st.port(open.hostName()).dropsTotal(), 0u) << st.dump();
+  EXPECT_EQ(st.port(blocked.hostName())[stats::kRxPackets], a.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(open.hostName())[stats::kRxPackets], c.sentFrames()) << st.dump();
+  EXPECT_EQ(st.port(blocked.hostName()).totalDrops() + st.port(open.hostName()).totalDrops(), 0u) << st.dump();
   for (const VethPair* v : {&blocked, &asked}) {
     EXPECT_TRUE(vdevFilters(v->hostName()).empty()) << v->hostName();
     const auto f = ingressFilters(v->hostName());
@@ -2470,9 +2478,9 @@ TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
   {
     auto d = startVdevd({"--fast-path"});
     const Json info = json({"info"});
-    EXPECT_EQ(info["tc_attach"].asString(), kernelAtLeast(6, 6) ? "tcx" : "clsact") << info.dump();
-    EXPECT_EQ(info["kernel_features"]["xdp_features"].asBool(), kernelAtLeast(6, 3)) << info.dump();
-    EXPECT_FALSE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+    EXPECT_EQ(info.at("tc_attach").get<std::string>(), kernelAtLeast(6, 6) ? "tcx" : "clsact") << info.dump();
+    EXPECT_EQ(info.at("kernel_features").at("xdp_features").get<bool>(), kernelAtLeast(6, 3)) << info.dump();
+    EXPECT_FALSE(info.at("kernel_features").at("busy_poll").get<bool>()) << info.dump();
     const std::string text = ok({"info"});
     EXPECT_NE(text.find("tc attach: "), std::string::npos) << text;
     EXPECT_NE(text.find("kernel:   "), std::string::npos) << text;
@@ -2489,15 +2497,15 @@ TEST_F(VdevctlTest, InfoSaysHowTheKernelIsUsed) {
       macString(m2)});
   waitLive({c1, c2});
   Json info = json({"info"});
-  EXPECT_EQ(info["tc_attach"].asString(), "clsact") << info.dump();
-  EXPECT_FALSE(info["kernel_features"]["xdp_features"].asBool()) << info.dump();
-  EXPECT_TRUE(info["kernel_features"]["xdp_frags"].asBool()) << info.dump();
-  EXPECT_TRUE(info["kernel_features"]["busy_poll"].asBool()) << info.dump();
+  EXPECT_EQ(info.at("tc_attach").get<std::string>(), "clsact") << info.dump();
+  EXPECT_FALSE(info.at("kernel_features").at("xdp_features").get<bool>()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("xdp_frags").get<bool>()) << info.dump();
+  EXPECT_TRUE(info.at("kernel_features").at("busy_poll").get<bool>()) << info.dump();
   EXPECT_NE(d->logs().find("XDP features by driver"), std::string::npos) << d->logs();
   PacketSocket a("eth0", &ns1, m1), b("eth0", &ns2, m2);
   const Endpoints all = {&a, &b};
   learnAll(all, 1);
-  const auto fast = [&](const Stats& s, const std::string& p) { return s.port(p).xdp_prog.at("fast"); };
+  const auto fast = [&](const Stats& s, const std::string& p) { return s.port(p)[stats::kProgFast]; };
   // The fast path's devmap gets the veths within a second (FastSync): send
   // until their unicast takes it.
   uint32_t seq = 0;

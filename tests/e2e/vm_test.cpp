@@ -253,8 +253,8 @@ class VmTest : public ::testing::Test {
         conf_.dump());
     if (o.status != 0) throw HarnessError("CNI ADD: " + o.describe());
     const OJson r = o.json();
-    port_ = r["interfaces"][0]["name"];
-    const std::string cidr = r["ips"][0]["address"];
+    port_ = r.at("interfaces").at(0).at("name");
+    const std::string cidr = r.at("ips").at(0).at("address");
     return cidr.substr(0, cidr.find('/'));
   }
   void delContainer(const Netns& ns) {

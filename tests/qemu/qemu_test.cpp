@@ -388,10 +388,10 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       try {
         const e2e::Stats s = vdevd_->stats();
         for (const auto& p : s.ports) {
-          d += "\nvdevd port " + p.name + ": rx " + std::to_string(p.rx_packets) + " tx " +
-               std::to_string(p.tx_packets) + " drops " + std::to_string(p.dropsTotal());
-          for (const auto& [k, v] : p.xdp_prog)
-            if (v) d += " xdp_prog." + k + " " + std::to_string(v);
+          d += "\nvdevd port " + p.name + ": rx " + std::to_string(p[stats::kRxPackets]) + " tx " +
+               std::to_string(p[stats::kTxPackets]) + " drops " + std::to_string(p.totalDrops());
+          for (const stats::CounterDef& c : stats::kPortCounters)
+            if (c.group() == "xdp_prog" && p[c]) d += std::string(" ") + c.path + " " + std::to_string(p[c]);
         }
       } catch (const std::exception& e) {
         d += std::string("\nvdevd stats: ") + e.what();

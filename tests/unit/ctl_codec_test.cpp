@@ -8,7 +8,9 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/codec.h"
@@ -1462,76 +1464,103 @@ TEST(CtlCounters, OlderPeersReplyDecodesTheLaterCountersAsZero) {
 }
 
 // The attribute numbers are the protocol's ABI (protocol.h): those of the
-// counters that exist never change, whatever is added.
+// counters that exist never change, whatever is added. The lists pin them;
+// the checks below hold them against the table at compile time, row by row,
+// both ways: a new counter that is not listed (with its number, which is then
+// fixed), a listed one that is gone, renamed or renumbered, or a number
+// listed twice does not build.
+struct PinnedAttr {
+  std::string_view path;
+  uint16_t attr;
+};
+constexpr PinnedAttr kPinnedPort[] = {
+    {"rx_packets", 1},
+    {"rx_bytes", 2},
+    {"tx_packets", 3},
+    {"tx_bytes", 4},
+    {"tx_outstanding", 5},
+    {"drops.ring_full", 6},
+    {"drops.tx_ring_full", 7},
+    {"drops.no_route", 8},
+    {"drops.port_down", 9},
+    {"drops.oversize", 10},
+    {"drops.runt", 11},
+    {"drops.pool_empty", 12},
+    {"drops.invalid_src", 13},
+    {"xdp_stats.rx_dropped", 14},
+    {"xdp_stats.rx_invalid_descs", 15},
+    {"xdp_stats.tx_invalid_descs", 16},
+    {"xdp_stats.rx_ring_full", 17},
+    {"xdp_stats.rx_fill_ring_empty_descs", 18},
+    {"xdp_stats.tx_ring_empty_descs", 19},
+    {"xdp_prog.pass", 20},
+    {"xdp_prog.redirect", 21},
+    {"xdp_prog.no_socket", 22},
+    {"dev.tx_dropped", 23},
+    {"drops.bad_type", 24},
+    {"drops.mac_limit", 25},
+    {"drops.mac_locked", 26},
+    {"drops.inflight_limit", 27},
+    {"drops.fast_xmit", 28},
+    {"xdp_prog.fast", 29},
+    {"link.flap_waits", 30},
+    {"drops.link_local", 31},
+    {"drops.isolated", 32},
+    {"drops.storm_bcast", 33},
+    {"drops.storm_mcast", 34},
+    {"drops.storm_unknown", 35},
+    {"drops.police", 36},
+    {"drops.spoof_mac", 37},
+    {"drops.spoof_ip", 38},
+    {"drops.ra_guard", 39},
+    {"drops.dhcp_guard", 40},
+    {"drops.vlan_filtered", 41},
+};
+constexpr PinnedAttr kPinnedPool[] = {
+    {"total", 1},   {"free", 2},       {"fill_ring", 3}, {"kernel_rx", 4},  {"rx_ring", 5},
+    {"rx_burst", 6}, {"port_rings", 7}, {"tx_ring", 8},   {"kernel_tx", 9}, {"comp_ring", 10},
+    {"kernel_held", 11},
+};
+
+// Every row of `rows` is pinned with its number, every pin is a row, and
+// no path is pinned twice (so the counts match row for row).
+template <size_t N>
+constexpr bool pinsMatch(const PinnedAttr (&pins)[N], std::span<const stats::CounterDef> rows) {
+  if (rows.size() != N) return false;
+  for (const stats::CounterDef& c : rows) {
+    size_t found = 0;
+    for (const PinnedAttr& p : pins)
+      if (p.path == c.path) found += p.attr == c.attr ? 1 : 2;
+    if (found != 1) return false;
+  }
+  return true;
+}
+static_assert(pinsMatch(kPinnedPort, stats::kPortCounters),
+              "kPinnedPort and stats::kPortCounters differ: pin a new counter's attribute here");
+static_assert(pinsMatch(kPinnedPool, stats::kPoolCounters),
+              "kPinnedPool and stats::kPoolCounters differ: pin a new counter's attribute here");
+
+// The same at run time, naming the counter that differs.
 TEST(CtlCounters, AttributeNumbersNeverChange) {
-  const std::pair<const char*, uint16_t> kPort[] = {
-      {"rx_packets", 1},
-      {"rx_bytes", 2},
-      {"tx_packets", 3},
-      {"tx_bytes", 4},
-      {"tx_outstanding", 5},
-      {"drops.ring_full", 6},
-      {"drops.tx_ring_full", 7},
-      {"drops.no_route", 8},
-      {"drops.port_down", 9},
-      {"drops.oversize", 10},
-      {"drops.runt", 11},
-      {"drops.pool_empty", 12},
-      {"drops.invalid_src", 13},
-      {"xdp_stats.rx_dropped", 14},
-      {"xdp_stats.rx_invalid_descs", 15},
-      {"xdp_stats.tx_invalid_descs", 16},
-      {"xdp_stats.rx_ring_full", 17},
-      {"xdp_stats.rx_fill_ring_empty_descs", 18},
-      {"xdp_stats.tx_ring_empty_descs", 19},
-      {"xdp_prog.pass", 20},
-      {"xdp_prog.redirect", 21},
-      {"xdp_prog.no_socket", 22},
-      {"dev.tx_dropped", 23},
-      {"drops.bad_type", 24},
-      {"drops.mac_limit", 25},
-      {"drops.mac_locked", 26},
-      {"drops.inflight_limit", 27},
-      {"drops.fast_xmit", 28},
-      {"xdp_prog.fast", 29},
-      {"link.flap_waits", 30},
-      {"drops.link_local", 31},
-      {"drops.isolated", 32},
-      {"drops.storm_bcast", 33},
-      {"drops.storm_mcast", 34},
-      {"drops.storm_unknown", 35},
-      {"drops.police", 36},
-      {"drops.spoof_mac", 37},
-      {"drops.spoof_ip", 38},
-      {"drops.ra_guard", 39},
-      {"drops.dhcp_guard", 40},
-      {"drops.vlan_filtered", 41},
-  };
-  for (const auto& [path, attr] : kPort) {
+  for (const auto& [path, attr] : kPinnedPort) {
     const auto id = stats::findPortCounter(path);
     ASSERT_TRUE(id) << path;
     EXPECT_EQ(stats::portCounter(*id).attr, attr) << path;
   }
-  const std::pair<const char*, uint16_t> kPool[] = {
-      {"total", 1},   {"free", 2},       {"fill_ring", 3}, {"kernel_rx", 4},  {"rx_ring", 5},
-      {"rx_burst", 6}, {"port_rings", 7}, {"tx_ring", 8},   {"kernel_tx", 9}, {"comp_ring", 10},
-      {"kernel_held", 11},
-  };
-  for (const auto& [path, attr] : kPool) {
+  for (const auto& [path, attr] : kPinnedPool) {
     const auto id = stats::findPoolCounter(path);
     ASSERT_TRUE(id) << path;
     EXPECT_EQ(stats::poolCounter(*id).attr, attr) << path;
   }
-  // Every counter of the table is in the lists above: a new one is added
-  // there with its number, which is then fixed.
   auto listed = [](const auto& list, const char* path) {
-    return std::any_of(std::begin(list), std::end(list),
-                       [&](const auto& e) { return std::string_view(e.first) == path; });
+    return std::any_of(std::begin(list), std::end(list), [&](const PinnedAttr& e) { return e.path == path; });
   };
   for (const stats::CounterDef& c : stats::kPortCounters)
-    EXPECT_TRUE(listed(kPort, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPort";
+    EXPECT_TRUE(listed(kPinnedPort, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPinnedPort";
   for (const stats::CounterDef& c : stats::kPoolCounters)
-    EXPECT_TRUE(listed(kPool, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPool";
+    EXPECT_TRUE(listed(kPinnedPool, c.path)) << c.path << " (attribute " << c.attr << ") is not in kPinnedPool";
+  EXPECT_EQ(std::size(kPinnedPort), std::size(stats::kPortCounters));
+  EXPECT_EQ(std::size(kPinnedPool), std::size(stats::kPoolCounters));
 }
 
 // ------------------------------------------------------------------ names

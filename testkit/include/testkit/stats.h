@@ -2,13 +2,15 @@
 // vdevd writes on SIGUSR1 and at exit, and `vdevctl -j stats`, which has the
 // same field names (docs/vdevd.md, docs/vdevctl.md).
 //
-// Every counter is read by its JSON name through counter(), the one place
-// that knows where a counter lives in the document.
+// Counters are the product's: a port's and the pool's are read row by row of
+// the counter table (stats/counters.h) -- the ports' by stats::readPortCounters,
+// the reader the product itself uses -- and held by id in stats::PortValues /
+// stats::PoolValues, so a counter added to the table is read here without a
+// change. counter() reads one value at a path, for what is not a table row.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,27 +29,28 @@ namespace vdev::testkit {
 // the document has no such counter, EINVAL when it is not an unsigned integer.
 Result<uint64_t> counter(const nlohmann::json& node, std::string_view name);
 
-struct PortStats {
+// A port of a statistics document: its descriptive fields, and every row of
+// the counter table (stats::kPortCounters) by id -- p[stats::kRxPackets],
+// p[stats::kDropRunt], p.totalDrops() -- as the product reads them
+// (stats::readPortCounters): a counter the document does not have is 0.
+struct PortStats : stats::PortValues {
   std::string name;
   int ifindex = 0;
   int queues = 0;  // descriptive fields: 0 or "" when absent
   std::string xdp_mode, bind_mode;
   int mtu = 0;
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
-  uint64_t tx_outstanding = 0;                // 0 when absent
-  std::map<std::string, uint64_t> drops;      // by reason
-  std::map<std::string, uint64_t> xdp_stats;  // XDP_STATISTICS, summed over queues; may be empty
-  std::map<std::string, uint64_t> xdp_prog;   // the XDP program's counters; may be empty
-  uint64_t dev_tx_dropped = 0;                // 0 when absent
 
-  // ENOENT when vdevd did not report it.
+  // A counter by name, for callers that hold names ("runt";
+  // "rx_ring_full"): the drop reason "drops.<reason>", the XDP_STATISTICS
+  // counter "xdp_stats.<stat>". ENOENT when the table has no such counter.
   Result<uint64_t> drop(std::string_view reason) const;
-  uint64_t dropsTotal() const;  // every reason
-  Result<uint64_t> xdp(std::string_view stat) const;  // xdp_stats.<stat>
+  Result<uint64_t> xdp(std::string_view stat) const;
   // Frames the kernel dropped on the way into the port's AF_XDP sockets:
   // rx_dropped (no fill buffer, too long) + rx_ring_full. Not
   // rx_fill_ring_empty_descs: that counts the same events as rx_dropped.
-  Result<uint64_t> xdpRxDrops() const;
+  uint64_t xdpRxDrops() const {
+    return (*this)[stats::kXdpRxDropped] + (*this)[stats::kXdpRxRingFull];
+  }
 };
 
 // The pool: every row of the counter table (stats::kPoolCounters, each read
@@ -78,9 +81,9 @@ struct Stats {
   const PortStats* findPort(std::string_view name) const;
 };
 
-// Parses a statistics document. EINVAL when it is not JSON or lacks a field
+// Parses a statistics document. EINVAL when it is not JSON, lacks a field
 // every document has (a port's name, ifindex, rx/tx counters and drops; the
-// pool).
+// pool) or has a counter that is not an unsigned integer.
 Result<Stats> parseStats(std::string_view text);
 
 // Asks a running vdevd for statistics: removes `path` (its --stats-json
