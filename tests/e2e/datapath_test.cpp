@@ -1244,8 +1244,9 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
   // ... and that unicast went through the kernel, past the same checks
   // (the VM's to B only where a veth the test made can be a destination).
   const Stats s2 = d.stats();
-  for (const PortStats& p : s2.ports)
+  for (const PortStats& p : s2.ports) {
     if (p.name != t.vm.name() || !xdpFeaturesByDriver(d)) EXPECT_GE(p[stats::kProgFast], 5u) << p.name << s2.dump();
+  }
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
 
