@@ -306,9 +306,7 @@ bool Datapath::hasPort(const std::string& name) {
 Datapath::PortRoom Datapath::portRoom() {
   PortRoom r;
   runOnDatapath([&] {
-    const uint64_t floor = fillFloor(cfg_.port.xsk.fill_size);
-    const uint64_t used = fillFloors();
-    r.pool = uint32_t(used < fillFloorBudget() ? (fillFloorBudget() - used) / floor : 0);
+    r.pool = fill_.room(cfg_.port.xsk.fill_size);
     // Indexes are reused lowest first, so the ports inside the maps are the
     // ones with an index below their size.
     uint32_t inside = 0;

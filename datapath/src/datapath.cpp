@@ -82,7 +82,8 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       held_(std::make_unique<HeldFrames>(*pool_)),
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
            cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
-      burst_(cfg.port.batch) {
+      burst_(cfg.port.batch),
+      fill_(pool_->total(), ports_, punt_) {
   fdb_.setGroupLimit(cfg.fdb_max_per_group);
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   cfg_.port.held = held_.get();
@@ -243,7 +244,10 @@ void Datapath::run() {
     // The clock after work and every 16th idle spin: reading it on every
     // empty spin cost 15% of the thread when bursts come close together
     // (perf, vdev-bench); 15 spins late is well inside the idle budget.
-    if ((spins & 15) == 0) fill_now_ns_ = now = monotonicNs();
+    if ((spins & 15) == 0) {
+      now = monotonicNs();
+      fill_.setNow(now);
+    }
     uint32_t work = 0;
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues())

@@ -47,6 +47,7 @@
 #include "datapath/fast_path.h"
 #include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
+#include "datapath/fill_budget.h"
 #include "datapath/frame_pool.h"
 #include "datapath/held_frames.h"
 #include "datapath/host_addrs.h"
@@ -320,11 +321,9 @@ class Datapath {
   // forward() without the final flushPending(): frames of one ingress port,
   // switched into the per-destination batches.
   void switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
-  // Tops q's fill ring up to its target, which follows its traffic (see
-  // "fill rings" below).
+  // Tops q's fill ring up to its target, which follows its traffic
+  // (FillBudget::want).
   void refill(Port::Queue& q) noexcept;
-  // Whether q received a quarter of its fill target within kFillRateNs.
-  bool receivesFast(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   // One destination's batch to Port::xmitBulk: what it refuses for being
   // down is dropped here, what it takes is copied to its capture.
@@ -346,33 +345,6 @@ class Datapath {
     c.drops[why].add(fs.size());
     pool_->freeBulk(fs);
   }
-
-  // The fill rings' share of the pool (switching.cpp, refill). Every
-  // receiving queue keeps at least its floor (kFillFloor frames, or its whole
-  // fill ring if smaller); the floors of all of them take at most half the
-  // pool, which is what port add checks (a port whose floor does not fit is
-  // refused). Above its floor a queue holds what its traffic needs: it starts
-  // with half of what is left of a shared extra (a quarter of the pool),
-  // doubles while the kernel empties its ring faster than vdevd refills it
-  // or while it receives a quarter of its target within a millisecond
-  // (receivesFast: the target covers 4 ms of its traffic), and halves after
-  // a second without that -- frames a quiet queue holds come back as it
-  // receives them. The last quarter of the pool is for
-  // frames in flight (RX bursts, delivery rings, TX rings).
-  static constexpr uint32_t kFillFloor = 64;
-  static constexpr uint64_t kFillCalmNs = 1000ull * 1000 * 1000;
-  static constexpr uint64_t kFillRateNs = 1000ull * 1000;  // receivesFast()'s window
-  uint32_t fillFloor(uint32_t fill_size) const noexcept { return std::min(kFillFloor, fill_size); }
-  uint64_t fillFloorBudget() const noexcept { return pool_->total() / 2; }
-  uint64_t fillExtraBudget() const noexcept { return pool_->total() / 4; }
-  // The floors of every receiving queue of the ports and the punt device.
-  uint64_t fillFloors() const;
-  // Sums every queue's Port::Queue::fill_extra into fill_extra_ again (after
-  // sockets were closed, whose queues gave their frames back).
-  void recountFillExtra();
-  // ENOSPC, naming the limit, if a port with pc's queues, receiving at the
-  // XDP hook, would not get its floor.
-  Status checkFillRoom(const std::string& ifname, const PortConfig& pc) const;
 
   // The host's view of each port (host_addrs.cpp): after host_.refresh(),
   // every port's program learns whether the host is behind it.
@@ -508,9 +480,7 @@ class Datapath {
   std::vector<uint32_t> pending_n_;
   std::vector<uint16_t> pending_ports_;  // indexes of the ports with pending frames this burst
   std::vector<Frame*> burst_;
-  uint64_t fill_extra_ = 0;     // frames above their floor that fill rings hold (refill)
-  bool fill_recount_ = false;   // sockets were closed since fill_extra_ was summed
-  uint64_t fill_now_ns_ = 0;    // the loop's clock, for refill's adaptation
+  FillBudget fill_;  // the fill rings' share of the pool (refill, port add)
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)

@@ -178,7 +178,7 @@ class Port {
     // (or it took its whole target within a second), and rx_got then.
     uint32_t fill_target = 0, fill_extra = 0;
     uint64_t fill_busy_ns = 0, fill_busy_rx = 0;
-    // The start of the current rate window (Datapath::receivesFast) and
+    // The start of the current rate window (FillBudget::receivesFast) and
     // rx_got then.
     uint64_t fill_rate_ns = 0, fill_rate_rx = 0;
     // The lowest target (0: the datapath's floor). The punt socket's is its
