@@ -13,8 +13,10 @@
 // stop()/teardown() from the thread that called start().
 //
 // The class is a façade over one file per concern (datapath/src):
-//   datapath.cpp      creation, the thread and its loop, housekeeping, idle sleep
+//   datapath.cpp      creation, the thread and its loop, housekeeping
+//   idle_sleep.cpp    the idle sleep: doorbells and one epoll_wait (IdleSleep)
 //   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination batches
+//   fill_budget.cpp   the fill rings' share of the pool and each queue's target (FillBudget)
 //   port_table.cpp    the ports by index (PortTable), adding and removing ports
 //   link.cpp          the link state machine's checks (Link, link_state.h), the relink timer
 //   host_addrs.cpp    the host's MACs and IP addresses (HostAddrs)
@@ -51,6 +53,7 @@
 #include "datapath/frame_pool.h"
 #include "datapath/held_frames.h"
 #include "datapath/host_addrs.h"
+#include "datapath/idle_sleep.h"
 #include "datapath/link_state.h"
 #include "datapath/port.h"
 #include "datapath/port_table.h"
@@ -305,6 +308,7 @@ class Datapath {
   // The thread (datapath.cpp).
   void run();
   void housekeeping(uint64_t now_ns);
+  // The idle sleep (IdleSleep) with what else decides it.
   void sleepUntilWork();
 
   // The hot path (switching.cpp).
@@ -375,9 +379,6 @@ class Datapath {
   // Looks again at the ports waiting for the kernel to release their old
   // sockets (LinkState::kReleasing), when relink_ is due.
   void relink();
-  // The idle sleep's pieces (datapath.cpp).
-  void syncEpoll();
-  int idleTimeoutMs() const;
 
   // A link event's look at one port: its refused device forgotten, its
   // link and MTU checked (control.cpp).
@@ -484,15 +485,7 @@ class Datapath {
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)
-  // The idle sleep (sleepUntilWork): wake_fd_ and the receiving sockets of
-  // live ports, registered again when that set changes or a socket was
-  // opened or closed (epoll_gen_ against XskSocket::generation()). One
-  // epoll_wait whatever the port count: a poll() over 250 sockets cost more
-  // than everything else vdevd does idle, and a copy-mode socket's poll
-  // even runs a TX pass (xsk_poll).
-  FileDesc epoll_fd_;
-  uint64_t epoll_gen_ = ~0ull;
-  std::vector<int> epoll_want_, epoll_have_;  // the fds to watch; those watched
+  IdleSleep idle_;  // the thread's sleep while there is no work (sleepUntilWork)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
