@@ -102,8 +102,8 @@ void Datapath::applyFastVid(Port& p) {
 
 Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
                                         const CaptureAdmit& admit) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  if (captures_.size() >= kMaxCaptures)
+  auto l = captures_.lock();
+  if (captures_.full())
     return Error{ENOSPC, std::to_string(kMaxCaptures) + " captures run already (vdevd's limit)"};
   // Three steps, so that the datapath thread never allocates (nor zeroes)
   // the slots -- 16384 of 64 KiB each are a gigabyte: the port's slot
@@ -149,7 +149,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
     on_fast = on_fast && fast_->setCapture(index, dirs, cap->snaplen()).ok();
     p->setCapture(cap.get(), on_fast);
     if (on_fast) {
-      fast_captures_++;
+      captures_.fastStarted();
       return;
     }
     // As for new VLAN settings, but the port's stations stay learned (the
@@ -160,9 +160,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
     fdb_.notePort(p->index());
   });
   if (!st) return st.error();  // admit's reservation: the caller's to give back
-  const uint32_t id = next_capture_++;
-  captures_.emplace(id, std::move(cap));
-  return id;
+  return captures_.add(std::move(cap));
 }
 
 void Datapath::detachCapture(Port& p, bool removing) {
@@ -170,7 +168,7 @@ void Datapath::detachCapture(Port& p, bool removing) {
   p.setCapture(nullptr);
   if (on_fast) {
     (void)fast_->setCapture(p.index(), 0, 0);
-    fast_captures_--;
+    captures_.fastStopped();
     return;
   }
   if (removing) return;
@@ -185,26 +183,21 @@ void Datapath::fastCaptured(void* ctx, uint16_t port_index, uint8_t dir, uint64_
   Capture* cap = p ? p->capture() : nullptr;
   if (!cap) return;  // stopped while its copies were on their way
   cap->copyBytes(dir == VDEV_CAP_TX ? Capture::kTx : Capture::kRx, bytes, kept, wire_len,
-                 time_ns + d->capture_clock_offset_ns_);
+                 d->captures_.realtime(time_ns));
 }
 
-Capture* Datapath::captureGet(uint32_t id) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  auto it = captures_.find(id);
-  return it == captures_.end() ? nullptr : it->second.get();
-}
+Capture* Datapath::captureGet(uint32_t id) { return captures_.get(id); }
 
 void Datapath::captureStop(uint32_t id) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  auto it = captures_.find(id);
-  if (it == captures_.end()) return;
-  Capture* cap = it->second.get();
+  auto l = captures_.lock();
+  Capture* cap = captures_.find(id);
+  if (!cap) return;
   runOnDatapath([&] {
     if (cap->ended()) return;  // its port is gone
     Port* p = ports_.get(cap->portIndex());
     if (p && p->capture() == cap) detachCapture(*p);
   });
-  captures_.erase(it);  // the datapath thread no longer knows it
+  captures_.erase(id);  // the datapath thread no longer knows it
 }
 
 std::vector<uint32_t> Datapath::fdbGroupUse(std::span<const uint16_t> groups) {

@@ -157,7 +157,7 @@ void Datapath::housekeeping(uint64_t now_ns) {
 
 void Datapath::sleepUntilWork() {
   IdleSleep::Wake w;
-  if (fast_captures_) w.capture_fd = fast_->captureReaderFd();
+  if (captures_.fast()) w.capture_fd = fast_->captureReaderFd();
   w.poll = !link_events_ || cfg_.port.completion == CompletionMode::kLazy;
   if (relink_.armed()) w.relink_ms = relink_.timeoutMs(monotonicNs());
   idle_.sleepUntilWork(w);
@@ -191,13 +191,9 @@ void Datapath::run() {
       if (pp->live()) work += pp->drainTx(*pool_);
     if (fast_ && fdb_.journalPending()) [[unlikely]]
       fast_sync_.syncFdb(fdb_, now);
-    if (fast_captures_) [[unlikely]] {
+    if (captures_.fast()) [[unlikely]] {
       // The fast path's copies of captured ports' frames (no syscall).
-      struct timespec rt, mono;
-      clock_gettime(CLOCK_REALTIME, &rt);
-      clock_gettime(CLOCK_MONOTONIC, &mono);
-      capture_clock_offset_ns_ = uint64_t(rt.tv_sec - mono.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec) -
-                                 uint64_t(mono.tv_nsec);
+      captures_.readClocks();
       fast_->consumeCaptures();
     }
     if (punt_ && punt_->live())

@@ -45,6 +45,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "datapath/capture_registry.h"
 #include "datapath/control_channel.h"
 #include "datapath/fast_path.h"
 #include "datapath/fast_sync.h"
@@ -253,7 +254,7 @@ class Datapath {
   // the capture, or null (stopped, or never started); its frames are read
   // from the calling thread (Capture::read). captureStop: ends it; the
   // unread frames go with it.
-  static constexpr size_t kMaxCaptures = 8;
+  static constexpr size_t kMaxCaptures = CaptureRegistry::kMax;
   using CaptureAdmit = std::function<Status(uint64_t bytes)>;
   Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
                                 const CaptureAdmit& admit = {});
@@ -496,17 +497,8 @@ class Datapath {
   bool xdp_feature_events_ = false;  // setXdpFeatureEvents
   bool addr_events_ = false;  // setAddrEvents
   RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
-  // Running captures by id (control path; the ports point at theirs,
-  // datapath thread). A capture whose port is removed stays until stopped,
-  // ended (Capture::end).
-  std::mutex captures_mu_;
-  std::map<uint32_t, std::unique_ptr<Capture>> captures_;
-  uint32_t next_capture_ = 1;
-  // Captures whose copies the fast path's programs make (datapath
-  // thread): while any runs, the loop empties the perf buffers and its
-  // sleep wakes for them.
-  uint32_t fast_captures_ = 0;
-  uint64_t capture_clock_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, as the loop last read them
+  // Running captures by id, and those whose copies the fast path makes.
+  CaptureRegistry captures_;
   // The port's capture stopped: its programs stop copying, or, unless the
   // port is being removed, its fast path comes back. Datapath thread.
   void detachCapture(Port& p, bool removing = false);
