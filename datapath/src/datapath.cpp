@@ -80,7 +80,7 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       held_(std::make_unique<HeldFrames>(*pool_)),
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
            cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
-      burst_(cfg.port.batch),
+      batches_(cfg.port.batch),
       fill_(pool_->total(), ports_, punt_),
       idle_(ports_, punt_, kPollingSleepMs, kQuietSleepMs) {
   fdb_.setGroupLimit(cfg.fdb_max_per_group);

@@ -68,13 +68,7 @@ void PortTable::rebuildActive() {
 
 void Datapath::adoptPort(std::unique_ptr<Port> p) {
   for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
-  const size_t index = p->index();
-  if (index >= pending_.size()) {
-    pending_.resize(index + 1);
-    pending_n_.resize(index + 1, 0);
-  }
-  pending_[index].assign(cfg_.port.batch, nullptr);
-  pending_n_[index] = 0;
+  batches_.openPort(p->index());
   ports_.put(std::move(p));
 }
 

@@ -122,7 +122,8 @@ void Datapath::refill(Port::Queue& q) noexcept {
 uint32_t Datapath::takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept {
   struct xsk_ring_cons& rx = s.rx();
   uint32_t idx = 0;
-  uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  std::span<Frame*> burst = batches_.burst();
+  uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst.size()), &idx);
   descs = 0;
   bytes = 0;
   if (n == 0) {
@@ -164,7 +165,7 @@ uint32_t Datapath::takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexce
       head->more += f->len;
     } else {
       head = f;
-      burst_[k++] = f;
+      burst[k++] = f;
     }
     tail = f;
     if (!(d->options & kXdpPktContd)) head = nullptr;
@@ -179,12 +180,13 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   uint64_t bytes;
   const uint32_t k = takeRx(*q.xsk, descs, bytes);
   if (descs == 0) return 0;
-  for (uint32_t i = 0; i < k; i++) burst_[i]->in_port_index = p.index();
+  Frame** burst = batches_.burst().data();
+  for (uint32_t i = 0; i < k; i++) burst[i]->in_port_index = p.index();
   q.rx_got += descs;
   PortCounters& c = p.counters();
   c[kRxPackets].add(k);
   c[kRxBytes].add(bytes);
-  forward(p, burst_.data(), k, now_ns);
+  forward(p, burst, k, now_ns);
   return k;
 }
 
@@ -195,15 +197,8 @@ void Datapath::enqueue(Port& dst, Frame* f) noexcept {
     drop(dst.counters(), kDropOversize, f);
     return;
   }
-  const uint16_t i = dst.index();
-  uint32_t& n = pending_n_[i];
-  if (n == 0) pending_ports_.push_back(i);
-  pending_[i][n++] = f;
-  if (n == pending_[i].size()) {
-    // A full batch goes now (no flush: more may follow in this burst).
-    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), 0);
-    n = 0;  // stays in pending_ports_; flushPending rings the doorbell
-  }
+  // A full batch goes now (no flush: more may follow in this burst).
+  if (auto full = batches_.add(dst.index(), f); !full.empty()) xmitPending(dst, full, 0);
 }
 
 void Datapath::enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept {
@@ -215,13 +210,7 @@ void Datapath::enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept {
 }
 
 void Datapath::flushPending() noexcept {
-  for (uint16_t i : pending_ports_) {
-    Port& dst = *ports_[i];
-    uint32_t& n = pending_n_[i];
-    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), kXmitFlush);
-    n = 0;
-  }
-  pending_ports_.clear();
+  batches_.flush([&](uint16_t i, std::span<Frame* const> batch) { xmitPending(*ports_[i], batch, kXmitFlush); });
 }
 
 uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
@@ -231,11 +220,12 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
   if (descs == 0) return 0;
   // Runs of frames from one port are switched together; the batches per
   // destination are handed over once, after the whole burst. (A run is
-  // gathered at the front of burst_, never ahead of the frame read.)
+  // gathered at the front of the burst, never ahead of the frame read.)
+  Frame** burst = batches_.burst().data();
   Port* run_port = nullptr;
   uint32_t run = 0;
   for (uint32_t i = 0; i < n; i++) {
-    Frame* f = burst_[i];
+    Frame* f = burst[i];
     uint8_t* data = pool_->data(f);
     // The tag the port's tc program gave it: 802.1Q, VID = index + 1.
     Port* in = nullptr;
@@ -255,14 +245,14 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
     c[kRxPackets].add(1);
     c[kRxBytes].add(wireLen(f));
     if (in != run_port) {
-      if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+      if (run) switchFrames(*run_port, burst, run, now_ns);
       run_port = in;
       run = 0;
     }
-    burst_[run++] = f;
+    burst[run++] = f;
   }
   q.rx_got += descs;
-  if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+  if (run) switchFrames(*run_port, burst, run, now_ns);
   flushPending();
   return n;
 }

@@ -45,6 +45,7 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "datapath/batches.h"
 #include "datapath/capture_registry.h"
 #include "datapath/control_channel.h"
 #include "datapath/fast_path.h"
@@ -319,7 +320,7 @@ class Datapath {
   // switched as that port's.
   uint32_t rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept;
   // The whole frames on the socket's RX ring, up to a burst's descriptors
-  // (a chain longer than that alone), as vdevd's: their heads in burst_,
+  // (a chain longer than that alone), as vdevd's: their heads in the burst,
   // each chain linked (Frame::next). Returns the frames; descs: the
   // descriptors released, bytes: the frames' bytes.
   uint32_t takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept;
@@ -477,11 +478,7 @@ class Datapath {
   PortCounterSnapshot removed_;  // summed counters of removed ports
   uint64_t removed_ports_ = 0;
   HostAddrs host_;
-  // Hot path, per destination port index: frames collected during one burst.
-  std::vector<std::vector<Frame*>> pending_;
-  std::vector<uint32_t> pending_n_;
-  std::vector<uint16_t> pending_ports_;  // indexes of the ports with pending frames this burst
-  std::vector<Frame*> burst_;
+  Batches batches_;  // hot path: the RX burst, and its frames per destination port
   FillBudget fill_;  // the fill rings' share of the pool (refill, port add)
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
