@@ -334,12 +334,4 @@ std::optional<PortHook> Datapath::portHook(const std::string& ifname) {
   return h;
 }
 
-std::string Datapath::portName(uint16_t index) {
-  std::string n;
-  runOnDatapath([&] {
-    if (const Port* p = ports_.get(index)) n = p->name();
-  });
-  return n;
-}
-
 }  // namespace vdev::datapath

@@ -262,8 +262,6 @@ class Datapath {
   Capture* captureGet(uint32_t id);
   void captureStop(uint32_t id);
 
-  // The name of the port at index ("" if none), as FDB entries name it.
-  std::string portName(uint16_t index);
   // The hook the port is at now (kXdp or kTc; kAuto while its device has
   // never been attached); nullopt: no such port. Control path.
   std::optional<PortHook> portHook(const std::string& ifname);
@@ -279,6 +277,13 @@ class Datapath {
   // counters and ring accounting (no syscall); the BPF map and sysfs reads
   // run on the calling thread (see collectOwned below).
   DatapathStats stats();
+  FramePool& pool() { return *pool_; }
+
+ private:
+  // Tests reach inside through it (tests/unit/datapath_test_access.h):
+  // forward(), fdb_, ports_, adoptPort(), runOnDatapath(), statsSplit().
+  friend struct DatapathTestAccess;
+
   // How stats() took them so far: off_thread, with the BPF and sysfs reads
   // on the calling thread; fallback, all on the datapath thread (the ports
   // changed during kStatsRetries tries in a row); kernel_reads_on_datapath:
@@ -296,15 +301,12 @@ class Datapath {
   // is not running) and returns once it has run. Control path only.
   void runOnDatapath(const std::function<void()>& fn);
 
-  // Exposed for unit tests of the switching logic.
+  // An RX burst's frames of one ingress port switched and handed over
+  // (switchFrames, then flushPending).
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
-  FramePool& pool() { return *pool_; }
-  Fdb& fdb() { return fdb_; }
-  Port& port(size_t index) { return *ports_[index]; }
-  // Adds a port object built elsewhere (tests: a Port without a device).
+  // Adds a port object built elsewhere (addPortNow; tests: a Port without a device).
   void adoptPort(std::unique_ptr<Port> p);
 
- private:
   explicit Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool);
 
   // The thread (datapath.cpp).
