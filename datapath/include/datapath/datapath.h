@@ -10,18 +10,25 @@
 // TX kicks.
 //
 // Thread safety: addPort() before start(); stats() from any thread;
-// stop()/teardown() from the thread that called start().
+// stop()/teardown() from the thread that called start(). The public
+// methods are vdevd's; unit tests reach further in through
+// DatapathTestAccess (tests/unit/datapath_test_access.h).
 //
-// The class is a façade over one file per concern (datapath/src):
+// The class is a façade over objects that own one concern each, with the
+// invariant in their header (FillBudget, IdleSleep, CaptureRegistry,
+// Batches, PortTable, HostAddrs, FastSync, HeldFrames, ControlChannel), and
+// over one file per concern (datapath/src):
 //   datapath.cpp      creation, the thread and its loop, housekeeping
 //   idle_sleep.cpp    the idle sleep: doorbells and one epoll_wait (IdleSleep)
-//   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination batches
+//   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination
+//                     batches (Batches, batches.h)
 //   fill_budget.cpp   the fill rings' share of the pool and each queue's target (FillBudget)
 //   port_table.cpp    the ports by index (PortTable), adding and removing ports
 //   link.cpp          the link state machine's checks (Link, link_state.h), the relink timer
 //   host_addrs.cpp    the host's MACs and IP addresses (HostAddrs)
 //   fast_sync.cpp     the kernel fast path kept in step with ports and FDB (FastSync)
 //   control.cpp       control requests run on the datapath thread (ControlChannel)
+//   capture.cpp       captures: start, stop, the fast path's copies (CaptureRegistry)
 //   teardown.cpp      shutdown: drain, close, every frame back
 //   held_frames.cpp   a closed zero-copy socket's frames until the kernel lets go (HeldFrames)
 //   stats.cpp         statistics
