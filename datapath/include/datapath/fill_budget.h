@@ -13,10 +13,13 @@
 // back as it receives them. The last quarter of the pool is for frames in
 // flight (RX bursts, delivery rings, TX rings).
 //
-// Invariant: floors() <= floorBudget() (half the pool), and the extra that
-// targets hand out stays within extraBudget() (a quarter): extra_ is the
-// sum of every live queue's Port::Queue::fill_extra, or, after sockets were
-// closed (noteClosed), at least that sum until the next recount.
+// Invariants: floors() <= floorBudget() (half the pool): checkRoom refuses
+// the port that would pass it. No target is raised past what keeps extra_
+// within extraBudget() (a quarter); extra_ stands above it only while a
+// queue still holds frames given under a higher target, which come back as
+// it receives them. extra_ is the sum of every queue's
+// Port::Queue::fill_extra, or, after sockets were closed (noteClosed), at
+// least that sum until the next recount.
 //
 // The per-queue state (fill_target, fill_extra, the busy and rate windows)
 // lives in Port::Queue; this object holds what the queues share. want() is

@@ -172,7 +172,7 @@ class Port {
     // Owner-thread bookkeeping (cumulative frame counts).
     uint64_t fill_given = 0, rx_got = 0;
     uint64_t tx_submitted = 0, tx_completed = 0;
-    // The fill ring's target (Datapath::refill; 0 until its first refill),
+    // The fill ring's target (FillBudget::want; 0 until its first refill),
     // the frames above the floor it counts against the datapath's shared
     // extra, when the kernel last emptied it faster than it was refilled
     // (or it took its whole target within a second), and rx_got then.
