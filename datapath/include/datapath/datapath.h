@@ -284,6 +284,7 @@ class Datapath {
   // counters and ring accounting (no syscall); the BPF map and sysfs reads
   // run on the calling thread (see collectOwned below).
   DatapathStats stats();
+  // The frame pool (vdevd: its size, at exit).
   FramePool& pool() { return *pool_; }
 
  private:
