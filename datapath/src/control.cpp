@@ -100,113 +100,6 @@ void Datapath::applyFastVid(Port& p) {
   if (p.xdp()) (void)p.xdp()->setVlan(p.fastVid(), p.vlanOn());
 }
 
-Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
-                                        const CaptureAdmit& admit) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  if (captures_.size() >= kMaxCaptures)
-    return Error{ENOSPC, std::to_string(kMaxCaptures) + " captures run already (vdevd's limit)"};
-  // Three steps, so that the datapath thread never allocates (nor zeroes)
-  // the slots -- 16384 of 64 KiB each are a gigabyte: the port's slot
-  // length asked of the datapath thread, the capture made here, then
-  // handed over. Only the control thread adds and removes ports and
-  // captures, so the port found first is the port handed the capture; its
-  // MTU may have changed in between, which only cuts frames (as below).
-  Status st;
-  uint16_t index = 0;
-  uint32_t snap = 0;
-  auto find = [&]() -> Port* {
-    Port* p = ports_.find(ifname);
-    if (!p) st = Error{ENOENT, "no port " + ifname};
-    else if (p->capture()) st = Error{EBUSY, "port " + ifname + " has a capture running already (one per port)"};
-    return st ? p : nullptr;
-  };
-  runOnDatapath([&] {
-    Port* p = find();
-    if (!p) return;
-    // No slot longer than the port's frames: one UMEM frame, or its MTU
-    // with Ethernet and VLAN headers (jumbo frames are chains of UMEM
-    // frames). A frame longer than that (the MTU raised since) is cut,
-    // its length kept.
-    const uint32_t longest = std::max(pool_->frameSize(), p->mtu() + 18);
-    index = p->index();
-    snap = std::min(snaplen, longest);
-  });
-  if (!st) return st.error();
-  if (admit)
-    if (auto a = admit(Capture::bytesFor(slots, snap)); !a) return a.error();
-  auto cap = std::make_unique<Capture>(index, dirs, slots, snap);
-  // The fast path's copies: its reader made here, once (its buffers), and
-  // the capture's share of the misses counted from now.
-  bool on_fast = fast_ && index < kFastPathPorts && fast_->openCaptureReader(&Datapath::fastCaptured, this).ok();
-  if (on_fast) cap->setFastMissed(fast_->captureMissedRow(index));
-  runOnDatapath([&] {
-    Port* p = find();
-    if (!p) return;
-    if (p->index() != index) {
-      st = Error{ENOENT, "port " + ifname + " was replaced while its capture was made"};
-      return;
-    }
-    on_fast = on_fast && fast_->setCapture(index, dirs, cap->snaplen()).ok();
-    p->setCapture(cap.get(), on_fast);
-    if (on_fast) {
-      fast_captures_++;
-      return;
-    }
-    // As for new VLAN settings, but the port's stations stay learned (the
-    // journal takes their kernel entries out at the next sync, and puts
-    // them back when the capture stops): a capture changes where its
-    // frames are switched, not where they go.
-    applyFastVid(*p);
-    fdb_.notePort(p->index());
-  });
-  if (!st) return st.error();  // admit's reservation: the caller's to give back
-  const uint32_t id = next_capture_++;
-  captures_.emplace(id, std::move(cap));
-  return id;
-}
-
-void Datapath::detachCapture(Port& p, bool removing) {
-  const bool on_fast = p.captureOnFast();
-  p.setCapture(nullptr);
-  if (on_fast) {
-    (void)fast_->setCapture(p.index(), 0, 0);
-    fast_captures_--;
-    return;
-  }
-  if (removing) return;
-  applyFastVid(p);
-  fdb_.notePort(p.index());
-}
-
-void Datapath::fastCaptured(void* ctx, uint16_t port_index, uint8_t dir, uint64_t time_ns, uint32_t wire_len,
-                            const uint8_t* bytes, uint32_t kept) {
-  auto* d = static_cast<Datapath*>(ctx);
-  Port* p = d->ports_.get(port_index);
-  Capture* cap = p ? p->capture() : nullptr;
-  if (!cap) return;  // stopped while its copies were on their way
-  cap->copyBytes(dir == VDEV_CAP_TX ? Capture::kTx : Capture::kRx, bytes, kept, wire_len,
-                 time_ns + d->capture_clock_offset_ns_);
-}
-
-Capture* Datapath::captureGet(uint32_t id) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  auto it = captures_.find(id);
-  return it == captures_.end() ? nullptr : it->second.get();
-}
-
-void Datapath::captureStop(uint32_t id) {
-  std::lock_guard<std::mutex> l(captures_mu_);
-  auto it = captures_.find(id);
-  if (it == captures_.end()) return;
-  Capture* cap = it->second.get();
-  runOnDatapath([&] {
-    if (cap->ended()) return;  // its port is gone
-    Port* p = ports_.get(cap->portIndex());
-    if (p && p->capture() == cap) detachCapture(*p);
-  });
-  captures_.erase(it);  // the datapath thread no longer knows it
-}
-
 std::vector<uint32_t> Datapath::fdbGroupUse(std::span<const uint16_t> groups) {
   std::vector<uint32_t> out(groups.size());
   runOnDatapath([&] {
@@ -306,9 +199,7 @@ bool Datapath::hasPort(const std::string& name) {
 Datapath::PortRoom Datapath::portRoom() {
   PortRoom r;
   runOnDatapath([&] {
-    const uint64_t floor = fillFloor(cfg_.port.xsk.fill_size);
-    const uint64_t used = fillFloors();
-    r.pool = uint32_t(used < fillFloorBudget() ? (fillFloorBudget() - used) / floor : 0);
+    r.pool = fill_.room(cfg_.port.xsk.fill_size);
     // Indexes are reused lowest first, so the ports inside the maps are the
     // ones with an index below their size.
     uint32_t inside = 0;
@@ -341,14 +232,6 @@ std::optional<PortHook> Datapath::portHook(const std::string& ifname) {
     if (const Port* p = ports_.find(ifname)) h = p->hook();
   });
   return h;
-}
-
-std::string Datapath::portName(uint16_t index) {
-  std::string n;
-  runOnDatapath([&] {
-    if (const Port* p = ports_.get(index)) n = p->name();
-  });
-  return n;
 }
 
 }  // namespace vdev::datapath

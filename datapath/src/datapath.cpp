@@ -1,9 +1,8 @@
-// Datapath (datapath.h): creation, the datapath thread and its loop,
-// housekeeping and the idle sleep. The other concerns are in their own
+// Datapath (datapath.h): creation, the datapath thread and its loop and
+// housekeeping. The other concerns are in their own
 // files (see datapath.h).
 #include "datapath/datapath.h"
 
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -70,8 +69,7 @@ Result<std::unique_ptr<Datapath>> Datapath::create(const DatapathConfig& cfg) {
   dp->wake_fd_raw_ = dp->wake_fd_.get();
   dp->ctl_sock_ = FileDesc(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!dp->ctl_sock_.valid()) return errnoError("socket for link state");
-  dp->epoll_fd_ = FileDesc(::epoll_create1(EPOLL_CLOEXEC));
-  if (!dp->epoll_fd_.valid()) return errnoError("epoll_create1");
+  if (Status st = dp->idle_.open(dp->wake_fd_.get()); !st) return st.error();
   return dp;
 }
 
@@ -82,7 +80,9 @@ Datapath::Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool)
       held_(std::make_unique<HeldFrames>(*pool_)),
       fdb_(cfg.fdb_size, cfg.fdb_ageing_ns, cfg.fdb_max_per_port, cfg.fdb_hold_ns,
            cfg.fdb_key ? *cfg.fdb_key : FdbKey::random()),
-      burst_(cfg.port.batch) {
+      batches_(cfg.port.batch),
+      fill_(pool_->total(), ports_, punt_),
+      idle_(ports_, punt_, kPollingSleepMs, kQuietSleepMs) {
   fdb_.setGroupLimit(cfg.fdb_max_per_group);
   if (cfg_.max_inflight == 0) cfg_.max_inflight = std::max(cfg_.frames / 4, cfg_.port.batch);
   cfg_.port.held = held_.get();
@@ -156,81 +156,11 @@ void Datapath::housekeeping(uint64_t now_ns) {
 }
 
 void Datapath::sleepUntilWork() {
-  // Arm every delivery ring's doorbell; if one already holds frames, the
-  // sleep is off (no lost wake-up: the ring re-checks after arming).
-  std::vector<ringbuf::PtrRing<Frame>*> armed;
-  bool work = false;
-  for (Port* pp : ports_.active()) {
-    if (!pp->live()) continue;
-    for (auto& q : pp->queues()) {
-      if (!q->ring.armDoorbell()) {
-        work = true;
-        break;
-      }
-      armed.push_back(&q->ring);
-    }
-    if (work) break;
-  }
-  if (!work) {
-    syncEpoll();
-    int timeout_ms = idleTimeoutMs();
-    if (relink_.armed()) timeout_ms = std::min(timeout_ms, relink_.timeoutMs(monotonicNs()));
-    epoll_event evs[8];
-    (void)::epoll_wait(epoll_fd_.get(), evs, 8, timeout_ms);
-    uint64_t v;
-    ssize_t rc = ::read(wake_fd_.get(), &v, sizeof v);
-    (void)rc;
-  }
-  for (auto* r : armed) r->disarmDoorbell();
-}
-
-void Datapath::syncEpoll() {
-  // The sockets to watch: those that receive, of live ports (a dead one's
-  // socket may report an error for ever, which would end every sleep).
-  epoll_want_.clear();  // keeps its capacity
-  if (punt_ && punt_->live())
-    for (auto& q : punt_->queues())
-      if (q->xsk) epoll_want_.push_back(q->xsk->fd());
-  for (Port* pp : ports_.active()) {
-    if (!pp->live() || !pp->receives()) continue;
-    for (auto& q : pp->queues())
-      if (q->xsk) epoll_want_.push_back(q->xsk->fd());
-  }
-  // The fast path's capture copies, while a capture takes them.
-  if (fast_captures_) epoll_want_.push_back(fast_->captureReaderFd());
-  if (epoll_gen_ == XskSocket::generation() && epoll_want_ == epoll_have_) return;
-  // Built afresh: a closed fd has left the set by itself, and its number
-  // may be a new socket's now.
-  FileDesc ep(::epoll_create1(EPOLL_CLOEXEC));
-  if (!ep.valid()) return;  // the old set stays; tried again at the next sleep
-  const auto add = [&](int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    (void)::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev);
-  };
-  add(wake_fd_.get());
-  for (int fd : epoll_want_) add(fd);
-  epoll_fd_ = std::move(ep);
-  epoll_gen_ = XskSocket::generation();
-  epoll_have_ = epoll_want_;
-}
-
-int Datapath::idleTimeoutMs() const {
-  // Polled every 100 ms: link state without rtnetlink events, ports that are
-  // down, absent or waiting for queues, lazy completions, frames a backed-up
-  // device left on a TX ring (retried by a kick: the poll() this sleep once
-  // was did that by itself, xsk_poll running a TX pass). Otherwise nothing
-  // needs the thread before the once-a-second work (host addresses, the
-  // fast path's timestamps, FDB ageing): a frame, a doorbell, a control
-  // request or a link event wakes it at once. A capture whose copies the
-  // fast path makes wakes it only every FastPath::kCaptureWakeup copies:
-  // the last few wait at most kCaptureIdleMs.
-  if (fast_captures_) return FastPath::kCaptureIdleMs;
-  if (!link_events_ || cfg_.port.completion == CompletionMode::kLazy) return kPollingSleepMs;
-  for (const Port* p : ports_.active())
-    if (!p->live() || p->unboundQueues() || p->txPending()) return kPollingSleepMs;
-  return kQuietSleepMs;
+  IdleSleep::Wake w;
+  if (captures_.fast()) w.capture_fd = fast_->captureReaderFd();
+  w.poll = !link_events_ || cfg_.port.completion == CompletionMode::kLazy;
+  if (relink_.armed()) w.relink_ms = relink_.timeoutMs(monotonicNs());
+  idle_.sleepUntilWork(w);
 }
 
 void Datapath::run() {
@@ -243,7 +173,10 @@ void Datapath::run() {
     // The clock after work and every 16th idle spin: reading it on every
     // empty spin cost 15% of the thread when bursts come close together
     // (perf, vdev-bench); 15 spins late is well inside the idle budget.
-    if ((spins & 15) == 0) fill_now_ns_ = now = monotonicNs();
+    if ((spins & 15) == 0) {
+      now = monotonicNs();
+      fill_.setNow(now);
+    }
     uint32_t work = 0;
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues())
@@ -258,13 +191,9 @@ void Datapath::run() {
       if (pp->live()) work += pp->drainTx(*pool_);
     if (fast_ && fdb_.journalPending()) [[unlikely]]
       fast_sync_.syncFdb(fdb_, now);
-    if (fast_captures_) [[unlikely]] {
+    if (captures_.fast()) [[unlikely]] {
       // The fast path's copies of captured ports' frames (no syscall).
-      struct timespec rt, mono;
-      clock_gettime(CLOCK_REALTIME, &rt);
-      clock_gettime(CLOCK_MONOTONIC, &mono);
-      capture_clock_offset_ns_ = uint64_t(rt.tv_sec - mono.tv_sec) * 1000000000ull + uint64_t(rt.tv_nsec) -
-                                 uint64_t(mono.tv_nsec);
+      captures_.readClocks();
       fast_->consumeCaptures();
     }
     if (punt_ && punt_->live())

@@ -77,7 +77,7 @@ void Datapath::checkUplinkMtus() {
 void Datapath::killPort(Port& p, const char* why, bool forget_macs) {
   std::fprintf(stderr, "vdevd: port %s: %s; detached, its frames returned\n", p.name().c_str(), why);
   p.shutdown(*pool_);
-  fill_recount_ = true;  // its fill rings' frames are back
+  fill_.noteClosed();  // its fill rings' frames are back
   fast_sync_.syncPort(p);
   // A link that is only down keeps its learned MACs: frames for them are
   // counted as port_down rather than flooded to every other port (another

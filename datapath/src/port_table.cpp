@@ -68,13 +68,7 @@ void PortTable::rebuildActive() {
 
 void Datapath::adoptPort(std::unique_ptr<Port> p) {
   for (auto& q : p->queues()) q->ring.setNotifier(notifyDatapath, &wake_fd_raw_);
-  const size_t index = p->index();
-  if (index >= pending_.size()) {
-    pending_.resize(index + 1);
-    pending_n_.resize(index + 1, 0);
-  }
-  pending_[index].assign(cfg_.port.batch, nullptr);
-  pending_n_[index] = 0;
+  batches_.openPort(p->index());
   ports_.put(std::move(p));
 }
 
@@ -118,7 +112,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   const bool at_tc = tc_ && (pc.hook == PortHook::kTc ||
                              (pc.hook == PortHook::kAuto && index < kFastPathPorts && wantsSkbPath(ifname, features_)));
   if (!at_tc)
-    if (Status st = checkFillRoom(ifname, pc); !st) return st;
+    if (Status st = fill_.checkRoom(ifname, pc); !st) return st;
   // A device vdev made for the port: the one of its name must be it.
   int foreign = 0;
   std::string foreign_why;
@@ -148,7 +142,7 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (at_tc && (*port)->hook() == PortHook::kXdp) {
     // `auto` took it to XDP (its tc attach failed): it receives on its own
     // sockets now, and needs the floor it was not asked for above.
-    if (Status st = checkFillRoom(ifname, pc); !st) {
+    if (Status st = fill_.checkRoom(ifname, pc); !st) {
       (*port)->detachXdp();
       (*port)->shutdown(*pool_);
       return Error{st.error().err, st.error().what + " (" + (*port)->hookNote() + ")"};
@@ -204,7 +198,7 @@ Status Datapath::removePortNow(const std::string& ifname) {
   removed_ += portSnapshot(*p);  // its counters stay in the totals
   removed_ports_++;
   ports_.remove(index);
-  fill_recount_ = true;  // its fill rings' frames are back
+  fill_.noteClosed();  // its fill rings' frames are back
   return {};
 }
 
@@ -265,40 +259,6 @@ Status Datapath::ensureTcPath() {
   for (auto& q : punt_->queues()) refill(*q);
   host_.refresh(cfg_.host_macs, ports_.active(), tc_.get());
   return {};
-}
-
-uint64_t Datapath::fillFloors() const {
-  uint64_t n = 0;
-  const auto add = [&](const Port& p) {
-    if (p.receives()) n += uint64_t(p.queues().size()) * fillFloor(p.fillSize());
-  };
-  if (punt_) add(*punt_);
-  for (const Port* p : ports_.active()) add(*p);
-  return n;
-}
-
-void Datapath::recountFillExtra() {
-  uint64_t n = 0;
-  const auto add = [&](const Port& p) {
-    for (const auto& q : p.queues()) n += q->fill_extra;
-  };
-  if (punt_) add(*punt_);
-  for (const Port* p : ports_.active()) add(*p);
-  fill_extra_ = n;
-  fill_recount_ = false;
-}
-
-Status Datapath::checkFillRoom(const std::string& ifname, const PortConfig& pc) const {
-  // queues 0: every RX queue the device has, each a socket of its own.
-  const uint64_t need = uint64_t(pc.queues ? pc.queues : deviceQueues(ifname)) * fillFloor(pc.xsk.fill_size);
-  const uint64_t have = fillFloors();
-  if (have + need <= fillFloorBudget()) return {};
-  return Error{ENOSPC, "port " + ifname + ": the frame pool is full: its " + std::to_string(pool_->total()) +
-                           " frames (--frames) keep at most half of them, " + std::to_string(fillFloorBudget()) +
-                           ", for the fill rings' floors of " + std::to_string(fillFloor(pc.xsk.fill_size)) +
-                           " frames per receiving queue, and " + std::to_string(have / fillFloor(pc.xsk.fill_size)) +
-                           " queues hold " + std::to_string(have) +
-                           "; raise --frames, or attach the port at the tc hook (hook tc), which takes none"};
 }
 
 UmemAnchors Datapath::anchors() const {

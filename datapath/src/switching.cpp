@@ -85,87 +85,13 @@ void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t fl
     captureFrames(*cap, Capture::kTx, batch.first(size_t(taken)));
 }
 
-bool Datapath::receivesFast(Port::Queue& q) noexcept {
-  // "given" alone cannot tell a busy queue: it counts the frames on the RX
-  // ring too, and falls below the target by at most one burst plus what a
-  // lazy refill left out (64 + 63), so a target above 254 never grew again,
-  // under any load: a port kept the target it started with or had halved
-  // to under light traffic, and the kernel dropped what found its fill ring
-  // empty while its RX ring was not full (vdev-bench --find-rate, xconnect:
-  // 1.45% as rx_fill_ring_empty_descs at 0.47 Mpps, loss-free at 0.21 Mpps
-  // of a 1.87 Mpps peak, and at the peak 10 million in 4 s with the target
-  // stuck near 1,024 and rx_ring_full 0). The rate is what tells it: a queue that receives a
-  // quarter of its target within kFillRateNs gets twice the target, so the
-  // target holds at least 4 ms of the queue's frames (up to the ring, and
-  // the shared extra) within a few milliseconds of the traffic starting.
-  if (fill_now_ns_ - q.fill_rate_ns > kFillRateNs) {
-    q.fill_rate_ns = fill_now_ns_;  // a new window
-    q.fill_rate_rx = q.rx_got;
-    return false;
-  }
-  return q.rx_got - q.fill_rate_rx >= q.fill_target / 4;
-}
-
 void Datapath::refill(Port::Queue& q) noexcept {
   if (!q.xsk || !q.xsk->receives()) return;
   XskSocket& s = *q.xsk;
   struct xsk_ring_prod& fill = s.fill();
-  // Frames in the fill ring, in the kernel and on the RX ring are all "given".
   const uint64_t given = q.fill_given - q.rx_got;
-  const uint32_t floor = fillFloor(fill.size);
-  // The target's lowest: the floor, or the queue's own minimum (the punt
-  // socket's RX ring: its target halved between streams, and a stream's
-  // first bursts emptied the ring before it had grown back -- 8,500-32,000
-  // rx_fill_ring_empty_descs per vdev-bench --real --datapath vdevd-own
-  // setup, 0-3,300 with the minimum).
-  const uint32_t low = std::max(floor, std::min(q.fill_min, fill.size));
-  const uint64_t budget = fillExtraBudget();
-  if (q.fill_target == 0) [[unlikely]] {
-    // A new socket: its floor, and half of the shared extra that is left.
-    if (fill_recount_) recountFillExtra();
-    const uint64_t left = fill_extra_ < budget ? budget - fill_extra_ : 0;
-    q.fill_target = uint32_t(std::max<uint64_t>(low, std::min<uint64_t>(fill.size, floor + left / 2)));
-    q.fill_busy_ns = q.fill_rate_ns = fill_now_ns_;
-    q.fill_busy_rx = q.fill_rate_rx = q.rx_got;
-  } else if (given >= q.fill_target) {
-    return;
-  } else if (given < q.fill_target / 2 || receivesFast(q)) {
-    // Busy: the kernel took more than half the ring since the last refill,
-    // or the queue received a quarter of its target within a millisecond
-    // (receivesFast). More frames keep it from running dry.
-    q.fill_busy_ns = q.fill_rate_ns = fill_now_ns_;
-    q.fill_busy_rx = q.fill_rate_rx = q.rx_got;
-    if (q.fill_target < fill.size) {
-      uint64_t others = fill_extra_ - q.fill_extra;
-      if (fill_recount_ && others + (2 * uint64_t(q.fill_target) - floor) > budget) {
-        recountFillExtra();  // sockets closed since: their frames are back
-        others = fill_extra_ - q.fill_extra;
-      }
-      const uint64_t room = budget > others ? budget - others : 0;
-      q.fill_target = uint32_t(
-          std::max<uint64_t>(low, std::min<uint64_t>({fill.size, 2 * uint64_t(q.fill_target), floor + room})));
-    }
-  } else if (q.fill_target > low && fill_now_ns_ - q.fill_busy_ns > kFillCalmNs) {
-    // A second since it was last busy. Calm -- it received less than its
-    // target in that second -- : half the target. The frames above it go
-    // back to the pool as the queue receives them (they are not replaced).
-    // Still receiving its target's worth a second or more, refilled often
-    // enough never to fall below half of it: the target stays. Halving
-    // it then (as before) took the punt socket's ring down to its floor
-    // under a steady TCP stream, and the ring ran dry while this thread
-    // was in a long TX kick: 36,000 frames a 4 s stream lost as
-    // rx_fill_ring_empty_descs, and as many retransmissions.
-    if (q.rx_got - q.fill_busy_rx < q.fill_target) q.fill_target = std::max(low, q.fill_target / 2);
-    q.fill_busy_ns = fill_now_ns_;
-    q.fill_busy_rx = q.rx_got;
-  }
-  // What the queue holds above its floor, at most: its target, or more
-  // while it still holds frames given under a higher one.
-  const uint32_t held = uint32_t(std::max<uint64_t>(q.fill_target, given) - floor);
-  fill_extra_ = fill_extra_ - q.fill_extra + held;
-  q.fill_extra = held;
-  if (given >= q.fill_target) return;
-  uint32_t want = uint32_t(q.fill_target - given);
+  uint32_t want = fill_.want(q, fill.size);
+  if (!want) return;
   // Refill in batches (at most half a small ring at a time).
   if (want < std::min(cfg_.port.batch, q.fill_target / 2) && given > 0) return;
   uint32_t submitted = 0;
@@ -196,7 +122,8 @@ void Datapath::refill(Port::Queue& q) noexcept {
 uint32_t Datapath::takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept {
   struct xsk_ring_cons& rx = s.rx();
   uint32_t idx = 0;
-  uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst_.size()), &idx);
+  std::span<Frame*> burst = batches_.burst();
+  uint32_t n = xsk_ring_cons__peek(&rx, uint32_t(burst.size()), &idx);
   descs = 0;
   bytes = 0;
   if (n == 0) {
@@ -238,7 +165,7 @@ uint32_t Datapath::takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexce
       head->more += f->len;
     } else {
       head = f;
-      burst_[k++] = f;
+      burst[k++] = f;
     }
     tail = f;
     if (!(d->options & kXdpPktContd)) head = nullptr;
@@ -253,12 +180,13 @@ uint32_t Datapath::rxBurst(Port& p, Port::Queue& q, uint64_t now_ns) noexcept {
   uint64_t bytes;
   const uint32_t k = takeRx(*q.xsk, descs, bytes);
   if (descs == 0) return 0;
-  for (uint32_t i = 0; i < k; i++) burst_[i]->in_port_index = p.index();
+  Frame** burst = batches_.burst().data();
+  for (uint32_t i = 0; i < k; i++) burst[i]->in_port_index = p.index();
   q.rx_got += descs;
   PortCounters& c = p.counters();
   c[kRxPackets].add(k);
   c[kRxBytes].add(bytes);
-  forward(p, burst_.data(), k, now_ns);
+  forward(p, burst, k, now_ns);
   return k;
 }
 
@@ -269,15 +197,8 @@ void Datapath::enqueue(Port& dst, Frame* f) noexcept {
     drop(dst.counters(), kDropOversize, f);
     return;
   }
-  const uint16_t i = dst.index();
-  uint32_t& n = pending_n_[i];
-  if (n == 0) pending_ports_.push_back(i);
-  pending_[i][n++] = f;
-  if (n == pending_[i].size()) {
-    // A full batch goes now (no flush: more may follow in this burst).
-    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), 0);
-    n = 0;  // stays in pending_ports_; flushPending rings the doorbell
-  }
+  // A full batch goes now (no flush: more may follow in this burst).
+  if (auto full = batches_.add(dst.index(), f); !full.empty()) xmitPending(dst, full, 0);
 }
 
 void Datapath::enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept {
@@ -289,13 +210,7 @@ void Datapath::enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept {
 }
 
 void Datapath::flushPending() noexcept {
-  for (uint16_t i : pending_ports_) {
-    Port& dst = *ports_[i];
-    uint32_t& n = pending_n_[i];
-    xmitPending(dst, std::span<Frame* const>(pending_[i].data(), n), kXmitFlush);
-    n = 0;
-  }
-  pending_ports_.clear();
+  batches_.flush([&](uint16_t i, std::span<Frame* const> batch) { xmitPending(*ports_[i], batch, kXmitFlush); });
 }
 
 uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
@@ -305,11 +220,12 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
   if (descs == 0) return 0;
   // Runs of frames from one port are switched together; the batches per
   // destination are handed over once, after the whole burst. (A run is
-  // gathered at the front of burst_, never ahead of the frame read.)
+  // gathered at the front of the burst, never ahead of the frame read.)
+  Frame** burst = batches_.burst().data();
   Port* run_port = nullptr;
   uint32_t run = 0;
   for (uint32_t i = 0; i < n; i++) {
-    Frame* f = burst_[i];
+    Frame* f = burst[i];
     uint8_t* data = pool_->data(f);
     // The tag the port's tc program gave it: 802.1Q, VID = index + 1.
     Port* in = nullptr;
@@ -329,14 +245,14 @@ uint32_t Datapath::rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept {
     c[kRxPackets].add(1);
     c[kRxBytes].add(wireLen(f));
     if (in != run_port) {
-      if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+      if (run) switchFrames(*run_port, burst, run, now_ns);
       run_port = in;
       run = 0;
     }
-    burst_[run++] = f;
+    burst[run++] = f;
   }
   q.rx_got += descs;
-  if (run) switchFrames(*run_port, burst_.data(), run, now_ns);
+  if (run) switchFrames(*run_port, burst, run, now_ns);
   flushPending();
   return n;
 }

@@ -9,6 +9,7 @@
 
 #include "daemon_control.h"
 #include "datapath/datapath.h"
+#include "datapath_test_access.h"
 
 namespace vdev::daemon {
 namespace {
@@ -30,7 +31,8 @@ class DaemonControlTest : public ::testing::Test {
     ASSERT_TRUE(d.ok()) << d.error().message();
     dp = std::move(d.value());
     for (uint16_t i = 0; i < 3; i++)
-      dp->adoptPort(std::make_unique<datapath::Port>("p" + std::to_string(i), i, 1, cfg.port, 1500));
+      datapath::DatapathTestAccess::adoptPort(
+          *dp, std::make_unique<datapath::Port>("p" + std::to_string(i), i, 1, cfg.port, 1500));
     state.ports.push_back({.name = "p1", .type = "veth", .managed = true});
     state.ports.push_back({.name = "p2", .type = "tap", .managed = true, .owner_uid = 1000, .tag = "cni:net1"});
     ControlContext ctx;
@@ -219,7 +221,7 @@ TEST_F(DaemonControlTest, ACaptureBelongsToItsConnection) {
   ASSERT_TRUE(std::holds_alternative<CaptureMsg>(started)) << std::get<ErrorReply>(started).msg;
   const CaptureMsg& m = std::get<CaptureMsg>(started);
   EXPECT_EQ(m.snaplen, 100u);
-  EXPECT_EQ(dp->port(2).fastVid(), 0);
+  EXPECT_EQ(datapath::DatapathTestAccess::port(*dp, 2).fastVid(), 0);
   const auto noSuch = [](const Reply& r) {
     const auto* e = std::get_if<ErrorReply>(&r);
     return e && e->err == ENOENT && e->msg.find("of this connection") != std::string::npos;
@@ -235,8 +237,8 @@ TEST_F(DaemonControlTest, ACaptureBelongsToItsConnection) {
   ASSERT_TRUE(busy);
   EXPECT_EQ(busy->err, EBUSY);
   control->disconnected(5);
-  EXPECT_EQ(dp->port(2).capture(), nullptr);
-  EXPECT_EQ(dp->port(2).fastVid(), kVidDefault);
+  EXPECT_EQ(datapath::DatapathTestAccess::port(*dp, 2).capture(), nullptr);
+  EXPECT_EQ(datapath::DatapathTestAccess::port(*dp, 2).fastVid(), kVidDefault);
   EXPECT_TRUE(noSuch(ask(CaptureReadRequest{m.id}, 1000, 5)));
   // Root's, stopped: the final counts.
   const Reply root = ask(CaptureStartRequest{"p0"}, 0, 8);
@@ -244,7 +246,7 @@ TEST_F(DaemonControlTest, ACaptureBelongsToItsConnection) {
   const Reply stopped = ask(CaptureStopRequest{std::get<CaptureMsg>(root).id}, 0, 8);
   ASSERT_TRUE(std::holds_alternative<CaptureMsg>(stopped));
   EXPECT_EQ(std::get<CaptureMsg>(stopped).taken, 0u);
-  EXPECT_EQ(dp->port(0).capture(), nullptr);
+  EXPECT_EQ(datapath::DatapathTestAccess::port(*dp, 0).capture(), nullptr);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "datapath/datapath.h"
+#include "datapath_test_access.h"
 
 namespace vdev::datapath {
 namespace {
@@ -36,7 +37,7 @@ std::unique_ptr<Datapath> startWithPorts(uint16_t n) {
   for (uint16_t i = 0; i < n; i++) {
     auto p = std::make_unique<Port>("p" + std::to_string(i), i, 1, cfg.port, 1500);
     p->setLive(true);
-    dp->adoptPort(std::move(p));
+    DatapathTestAccess::adoptPort(*dp, std::move(p));
   }
   dp->start();
   return dp;
@@ -67,7 +68,7 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
                                     std::chrono::steady_clock::now() < deadline);
          r++) {
       rounds = r + 1;
-      dp.runOnDatapath([&] {
+      DatapathTestAccess::runOnDatapath(dp, [&] {
         Frame* fs[kPerRound];
         ASSERT_EQ(dp.pool().allocBulk(fs), uint32_t(kPerRound));
         for (int i = 0; i < kPerRound; i++) {
@@ -79,11 +80,11 @@ TEST(DatapathConcurrency, ControlStatsAndFdbWhileTheThreadForwards) {
           b[12] = 0x88, b[13] = 0xb5;
           fs[i]->len = 64;
         }
-        dp.forward(dp.port(0), fs, kPerRound, 1'000'000'000ull + uint64_t(r));
+        DatapathTestAccess::forward(dp, DatapathTestAccess::port(dp, 0), fs, kPerRound, 1'000'000'000ull + uint64_t(r));
         for (size_t port : {1, 2}) {
           Frame* out[64];
           uint32_t n;
-          while ((n = dp.port(port).queues()[0]->ring.consumeBatch(out)) > 0) {
+          while ((n = DatapathTestAccess::port(dp, port).queues()[0]->ring.consumeBatch(out)) > 0) {
             delivered += n;
             dp.pool().freeBulk(std::span<Frame* const>(out, n));
           }
@@ -153,7 +154,7 @@ TEST(DatapathConcurrency, StatsReadTheKernelOffTheDatapathThread) {
     ASSERT_EQ(s.ports.size(), 2u);
     EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]);
   }
-  Datapath::StatsSplit sp = dp.statsSplit();
+  auto sp = DatapathTestAccess::statsSplit(dp);
   EXPECT_EQ(sp.off_thread, uint64_t(kQuiet)) << "nothing changed: no snapshot should need another try";
   EXPECT_EQ(sp.fallback, 0u);
   EXPECT_EQ(sp.kernel_reads_on_datapath, 0u) << "BPF/sysfs reads ran on the datapath thread";
@@ -163,7 +164,8 @@ TEST(DatapathConcurrency, StatsReadTheKernelOffTheDatapathThread) {
   std::atomic<uint64_t> counted{0};
   std::thread churn([&] {
     while (!done) {
-      dp.runOnDatapath([&] { dp.port(0).counters().drops[kDropInvalidSrc].add(1); });
+      DatapathTestAccess::runOnDatapath(
+          dp, [&] { DatapathTestAccess::port(dp, 0).counters().drops[kDropInvalidSrc].add(1); });
       counted.fetch_add(1, std::memory_order_relaxed);
     }
   });
@@ -178,7 +180,7 @@ TEST(DatapathConcurrency, StatsReadTheKernelOffTheDatapathThread) {
   done = true;
   churn.join();
   EXPECT_EQ(dp.stats().ports[0].counters[kDropInvalidSrc], counted.load());
-  sp = dp.statsSplit();
+  sp = DatapathTestAccess::statsSplit(dp);
   EXPECT_EQ(sp.off_thread + sp.fallback, uint64_t(kQuiet + 200 + 1));
   EXPECT_EQ(sp.kernel_reads_on_datapath, sp.fallback) << "only the fallback reads on the datapath thread";
   dp.stop();

@@ -9,6 +9,7 @@
 
 #include "datapath/datapath.h"
 #include "datapath/fdb.h"
+#include "datapath_test_access.h"
 
 namespace vdev::datapath {
 namespace {
@@ -35,7 +36,7 @@ struct SwitchTest : ::testing::Test {
     for (uint32_t i = 0; i < nports; i++) {
       auto p = std::make_unique<Port>("p" + std::to_string(i), uint16_t(i), 1, cfg.port, 1500);
       p->setLive(true);
-      dp->adoptPort(std::move(p));
+      DatapathTestAccess::adoptPort(*dp, std::move(p));
     }
   }
   Frame* frame(const uint8_t* dst, const uint8_t* src, uint32_t len, uint8_t fill = 0x5a) {
@@ -49,14 +50,16 @@ struct SwitchTest : ::testing::Test {
     f->len = len;
     return f;
   }
-  void send(uint32_t in, std::vector<Frame*> fs) {
-    dp->forward(dp->port(in), fs.data(), uint32_t(fs.size()), now);
-  }
+  // Inside the datapath (datapath_test_access.h).
+  Port& port(uint32_t i) { return DatapathTestAccess::port(*dp, i); }
+  Fdb& fdb() { return DatapathTestAccess::fdb(*dp); }
+  void forward(uint32_t in, Frame** fs, uint32_t n) { DatapathTestAccess::forward(*dp, port(in), fs, n, now); }
+  void send(uint32_t in, std::vector<Frame*> fs) { forward(in, fs.data(), uint32_t(fs.size())); }
   // Frames waiting in port i's delivery ring (taken out and freed).
   std::vector<std::vector<uint8_t>> drain(uint32_t i) {
     std::vector<std::vector<uint8_t>> out;
     Frame* fs[64];
-    uint32_t n = dp->port(i).queues()[0]->ring.consumeBatch(fs);
+    uint32_t n = port(i).queues()[0]->ring.consumeBatch(fs);
     for (uint32_t k = 0; k < n; k++) {
       out.emplace_back();
       for (const Frame* c = fs[k]; c; c = c->next)  // every chunk of a chain
@@ -91,7 +94,7 @@ struct SwitchTest : ::testing::Test {
     }
     return head;
   }
-  uint64_t drops(uint32_t port, DropReason r) { return dp->port(port).snapshot()[r]; }
+  uint64_t drops(uint32_t p, DropReason r) { return port(p).snapshot()[r]; }
   void expectPoolFull() { EXPECT_EQ(dp->pool().available(), dp->pool().total()); }
 
   std::unique_ptr<Datapath> dp;
@@ -126,8 +129,8 @@ TEST_F(SwitchTest, LearnedUnicastStopsFlooding) {
   send(0, {frame(kMacB, kMacA, 64)});  // B learned on port 1 now
   EXPECT_EQ(drain(1).size(), 1u);
   EXPECT_TRUE(drain(2).empty());
-  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacA), now), 0);
-  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacB), now), 1);
+  EXPECT_EQ(fdb().lookup(vlan1(kMacA), now), 0);
+  EXPECT_EQ(fdb().lookup(vlan1(kMacB), now), 1);
   expectPoolFull();
 }
 
@@ -135,7 +138,7 @@ TEST_F(SwitchTest, AgedEntryFloodsAgain) {
   build(SwitchMode::kSwitch, 3);
   send(1, {frame(kMacA, kMacB, 64)});
   drain(0), drain(2);
-  now += dp->fdb().ageingNs() + 1;
+  now += fdb().ageingNs() + 1;
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
   EXPECT_EQ(drain(2).size(), 1u) << "aged out: unknown again";
@@ -162,14 +165,14 @@ TEST_F(SwitchTest, AHostMacAsSourceIsNotLearned) {
   EXPECT_EQ(drops(0, kDropInvalidSrc), 2u);
   EXPECT_TRUE(drain(1).empty());
   EXPECT_TRUE(drain(2).empty());
-  EXPECT_LT(dp->fdb().lookup(vlan1(kMacC), now), 0) << "the host's MAC was learned behind a guest";
+  EXPECT_LT(fdb().lookup(vlan1(kMacC), now), 0) << "the host's MAC was learned behind a guest";
   // A frame to it from another port is flooded (unknown), not sent to port 0 alone.
   send(1, {frame(kMacC, kMacB, 64)});
   EXPECT_EQ(drain(0).size(), 1u);
   EXPECT_EQ(drain(2).size(), 1u);
   // Guests' own MACs are learned as before.
   send(0, {frame(kBcast, kMacA, 64)});
-  EXPECT_GE(dp->fdb().lookup(vlan1(kMacA), now), 0);
+  EXPECT_GE(fdb().lookup(vlan1(kMacA), now), 0);
   drain(1);
   drain(2);
   expectPoolFull();
@@ -177,7 +180,7 @@ TEST_F(SwitchTest, AHostMacAsSourceIsNotLearned) {
 
 TEST_F(SwitchTest, RuntOversizeAndBadSourceAreDroppedAndCounted) {
   build(SwitchMode::kSwitch, 2);
-  dp->port(1).setMtu(1000);
+  port(1).setMtu(1000);
   send(0, {frame(kMacB, kMacA, 13),                   // runt
            frame(kMacB, kMacA, 0),                    // empty
            frame(kBcast, kMacA, 1000 + 14 + 1),       // over port 1's MTU
@@ -201,7 +204,7 @@ TEST_F(SwitchTest, RuntOversizeAndBadSourceAreDroppedAndCounted) {
 
 TEST_F(SwitchTest, VlanTaggedFrameGetsFourMoreBytes) {
   build(SwitchMode::kSwitch, 2);
-  dp->port(1).setMtu(1000);
+  port(1).setMtu(1000);
   Frame* f = frame(kBcast, kMacA, 1000 + 18);
   dp->pool().data(f)[12] = 0x81, dp->pool().data(f)[13] = 0x00;
   send(0, {f});
@@ -211,7 +214,7 @@ TEST_F(SwitchTest, VlanTaggedFrameGetsFourMoreBytes) {
 
 TEST_F(SwitchTest, NoOtherPortIsNoRoute) {
   build(SwitchMode::kSwitch, 2);
-  dp->port(1).setLive(false);
+  port(1).setLive(false);
   send(0, {frame(kBcast, kMacA, 64)});
   EXPECT_EQ(drops(0, kDropNoRoute), 1u);
   expectPoolFull();
@@ -233,7 +236,7 @@ TEST_F(SwitchTest, DownDestinationCountsPortDown) {
   build(SwitchMode::kSwitch, 3);
   send(1, {frame(kMacA, kMacB, 64)});
   drain(0), drain(2);
-  dp->port(1).setLive(false);
+  port(1).setLive(false);
   send(0, {frame(kMacB, kMacA, 64), frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drops(1, kDropPortDown), 2u);
   expectPoolFull();
@@ -247,7 +250,7 @@ TEST_F(SwitchTest, RingFullDropsAreExactUnderABurst) {
   for (int i = 0; i < 100; i++) burst.push_back(frame(kMacB, kMacA, 64));
   // forward() in bursts of at most the batch, as the RX loop does.
   for (size_t i = 0; i < burst.size(); i += 16)
-    dp->forward(dp->port(0), burst.data() + i, uint32_t(std::min<size_t>(16, burst.size() - i)), now);
+    forward(0, burst.data() + i, uint32_t(std::min<size_t>(16, burst.size() - i)));
   auto got = drain(1);
   EXPECT_EQ(got.size(), 64u);
   EXPECT_EQ(drops(1, kDropRingFull), 36u);
@@ -309,8 +312,8 @@ TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   Datapath::PortChange c;
   c.limits.storm_unknown = 100;
   ASSERT_TRUE(dp->setPort("p0", c).ok());
-  EXPECT_EQ(dp->port(0).limits().storm_unknown, 100u);
-  EXPECT_EQ(dp->port(0).limits().storm_bcast, 0u) << "not given: kept";
+  EXPECT_EQ(port(0).limits().storm_unknown, 100u);
+  EXPECT_EQ(port(0).limits().storm_bcast, 0u) << "not given: kept";
   for (int i = 0; i < 30; i++) send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 11u);
   drain(2);
@@ -328,8 +331,8 @@ TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   iso.isolated = true;
   ASSERT_TRUE(dp->setPort("p0", iso).ok());
   ASSERT_TRUE(dp->setPort("p1", iso).ok());
-  EXPECT_TRUE(dp->port(0).isolated());
-  EXPECT_EQ(dp->port(0).limits().storm_unknown, 0u) << "limits not given: kept";
+  EXPECT_TRUE(port(0).isolated());
+  EXPECT_EQ(port(0).limits().storm_unknown, 0u) << "limits not given: kept";
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_TRUE(drain(1).empty());
   EXPECT_EQ(drops(0, kDropIsolated), 1u);
@@ -337,7 +340,7 @@ TEST_F(SwitchTest, SetPortChangesLimitsAndIsolationAtOnce) {
   ASSERT_TRUE(dp->setPort("p1", iso).ok());
   send(0, {frame(kMacB, kMacA, 64)});
   EXPECT_EQ(drain(1).size(), 1u);
-  EXPECT_EQ(dp->fdb().lookup(vlan1(kMacB), now), 1) << "nothing forgotten";
+  EXPECT_EQ(fdb().lookup(vlan1(kMacB), now), 1) << "nothing forgotten";
   EXPECT_EQ(dp->setPort("nope", iso).error().err, ENOENT);
   expectPoolFull();
 }
@@ -434,10 +437,10 @@ TEST_F(VlanSwitchTest, TrunkCarriesEachVlanTaggedAndItsNativeUntagged) {
   EXPECT_EQ(tagOf(r1[0]), 0);
   EXPECT_EQ(r1[0][12], 0x88) << "the tag was taken off";
   EXPECT_EQ(drops(0, kDropVlanFiltered), 1u);
-  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
-  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 20), now), 0);
-  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 5), now), 0);
-  EXPECT_LT(dp->fdb().lookup(vlan1(kMacA), now), 0);
+  EXPECT_EQ(fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
+  EXPECT_EQ(fdb().lookup(fdbKey(macKey(kMacA), 20), now), 0);
+  EXPECT_EQ(fdb().lookup(fdbKey(macKey(kMacA), 5), now), 0);
+  EXPECT_LT(fdb().lookup(vlan1(kMacA), now), 0);
   // A trunk without a native VLAN takes no untagged frame.
   setVlan(0, "t10,20");
   send(0, {frame(kBcast, kMacA, 64)});
@@ -455,17 +458,17 @@ TEST_F(VlanSwitchTest, TheSameMacLivesInTwoVlansOnTwoPorts) {
   send(2, {frame(kBcast, kMacA, 64)});  // no mac_locked: another VLAN
   drain(0);
   EXPECT_EQ(drops(2, kDropMacLocked), 0u);
-  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 1);
-  EXPECT_EQ(dp->fdb().lookup(fdbKey(macKey(kMacA), 20), now), 2);
+  EXPECT_EQ(fdb().lookup(fdbKey(macKey(kMacA), 10), now), 1);
+  EXPECT_EQ(fdb().lookup(fdbKey(macKey(kMacA), 20), now), 2);
   send(0, {tagged(kMacA, kMacB, 20, 80), tagged(kMacA, kMacB, 20, 80), tagged(kMacA, kMacB, 10, 80)});
   EXPECT_EQ(drain(2).size(), 2u);
   EXPECT_EQ(drain(1).size(), 1u);
   // New VLAN settings: the port's stations are learned again.
   setVlan(1, "a20");
-  EXPECT_LT(dp->fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
+  EXPECT_LT(fdb().lookup(fdbKey(macKey(kMacA), 10), now), 0);
   // And taken away: the default VLAN, tags are payload again.
   setVlan(1, "");
-  EXPECT_FALSE(dp->port(1).vlanOn());
+  EXPECT_FALSE(port(1).vlanOn());
   setVlan(0, "");
   send(0, {tagged(kBcast, kMacB, 30, 80)});
   auto r1 = drain(1);
@@ -765,8 +768,8 @@ TEST_F(SwitchTest, MacFloodFromOneGroupsPortsIsCappedAndCounted) {
     c.fdb_max_per_port = 4;
     c.fdb_max_per_group = 6;
   });
-  dp->fdb().setPortGroup(0, 1);
-  dp->fdb().setPortGroup(1, 1);
+  fdb().setPortGroup(0, 1);
+  fdb().setPortGroup(1, 1);
   uint8_t src[6] = {0x02, 0xf1, 0, 0, 0, 0};
   for (uint32_t in = 0; in < 2; in++) {
     std::vector<Frame*> flood;
@@ -778,7 +781,7 @@ TEST_F(SwitchTest, MacFloodFromOneGroupsPortsIsCappedAndCounted) {
   }
   EXPECT_EQ(drops(0, kDropMacLimit), 0u);
   EXPECT_EQ(drops(1, kDropMacLimit), 2u) << "port 1 learned 2 of its 4: the group's 6 were full";
-  EXPECT_EQ(dp->fdb().learnedInGroup(1), 6u);
+  EXPECT_EQ(fdb().learnedInGroup(1), 6u);
   EXPECT_EQ(drain(2).size(), 6u);
   EXPECT_EQ(drain(3).size(), 6u);
   drain(0), drain(1);
@@ -801,7 +804,7 @@ TEST_F(SwitchTest, CollidingMacsCannotMakeAVictimsUnicastFlood) {
   });
   std::vector<Frame*> flood;
   uint8_t src[6];
-  for (uint64_t m : collidingMacs(dp->fdb(), dp->fdb().home(fdbKey(macKey(kMacA), kVidDefault)), 48, kVidDefault)) {
+  for (uint64_t m : collidingMacs(fdb(), fdb().home(fdbKey(macKey(kMacA), kVidDefault)), 48, kVidDefault)) {
     std::memcpy(src, &m, 6);
     flood.push_back(frame(kBcast, src, 64));
   }
@@ -860,7 +863,7 @@ TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
   std::vector<Frame*> flood;
   for (int i = 0; i < 40; i++) flood.push_back(frame(kBcast, kMacA, 64));
   for (size_t i = 0; i < flood.size(); i += 16)
-    dp->forward(dp->port(0), flood.data() + i, uint32_t(std::min<size_t>(16, flood.size() - i)), now);
+    forward(0, flood.data() + i, uint32_t(std::min<size_t>(16, flood.size() - i)));
   EXPECT_EQ(dp->pool().inflight(0), 32u);
   EXPECT_EQ(drops(0, kDropInflight), 24u);
   // Port 1's frames still go through.
@@ -882,7 +885,7 @@ TEST_F(SwitchTest, OnePortsFramesInFlightAreBounded) {
 // chunk comes back to the pool.
 TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   build(SwitchMode::kSwitch, 3);
-  for (uint32_t i = 0; i < 3; i++) dp->port(i).setMtu(9000);
+  for (uint32_t i = 0; i < 3; i++) port(i).setMtu(9000);
   send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
   drain(0), drain(2);
   auto id = dp->captureStart("p1", Capture::kTx, 9100, 4);
@@ -895,8 +898,8 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   auto got = drain(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], bytes);
-  EXPECT_EQ(dp->port(1).snapshot()[kTxBytes], 0u) << "counted when the port's thread sends it";
-  EXPECT_EQ(dp->port(0).snapshot()[kRxBytes], 0u) << "rx is counted where the burst is taken";
+  EXPECT_EQ(port(1).snapshot()[kTxBytes], 0u) << "counted when the port's thread sends it";
+  EXPECT_EQ(port(0).snapshot()[kRxBytes], 0u) << "rx is counted where the burst is taken";
   std::vector<uint8_t> seen;
   uint32_t wire = 0;
   dp->captureGet(*id)->read([&](uint64_t, uint32_t len, uint8_t, std::span<const uint8_t> b) {
@@ -920,7 +923,7 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   EXPECT_EQ(got[0], bytes);
   EXPECT_EQ(dp->pool().inflight(0), 0u);
   // p2 at MTU 1500: the chain fits p1 only; p2's oversize.
-  dp->port(2).setMtu(1500);
+  port(2).setMtu(1500);
   send(0, {chain(kBcast, kMacA, 3000, bytes)});
   EXPECT_EQ(drain(1).size(), 1u);
   EXPECT_EQ(drain(2).size(), 0u);
@@ -938,14 +941,14 @@ TEST_F(SwitchTest, ACaptureCopiesWhatAPortReceivesAndIsSent) {
   build(SwitchMode::kSwitch, 3);
   send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
   drain(0), drain(2);
-  EXPECT_EQ(dp->port(0).fastVid(), kVidDefault);
+  EXPECT_EQ(port(0).fastVid(), kVidDefault);
   auto id = dp->captureStart("p0", Capture::kRx | Capture::kTx, 100, 16);
   ASSERT_TRUE(id.ok()) << id.error().message();
   Capture* cap = dp->captureGet(*id);
   ASSERT_NE(cap, nullptr);
-  EXPECT_EQ(dp->port(0).fastVid(), dp->fastPath() ? kVidDefault : 0)
+  EXPECT_EQ(port(0).fastVid(), dp->fastPath() ? kVidDefault : 0)
       << "a captured port keeps the fast path where its programs copy what they carry";
-  EXPECT_EQ(dp->port(0).captureOnFast(), dp->fastPath());
+  EXPECT_EQ(port(0).captureOnFast(), dp->fastPath());
   EXPECT_EQ(dp->captureStart("p0", Capture::kRx, 100, 16).error().err, EBUSY);
   EXPECT_EQ(dp->captureStart("nope", Capture::kRx, 100, 16).error().err, ENOENT);
   // p0 sends a unicast to B, a runt (dropped by the switch, still
@@ -1000,8 +1003,8 @@ TEST_F(SwitchTest, ACaptureCopiesWhatAPortReceivesAndIsSent) {
   EXPECT_EQ(cap->read([&](uint64_t, uint32_t, uint8_t, std::span<const uint8_t>) { return one++ == 0; }), 1u);
   dp->captureStop(*id);
   EXPECT_EQ(dp->captureGet(*id), nullptr);
-  EXPECT_EQ(dp->port(0).capture(), nullptr);
-  EXPECT_EQ(dp->port(0).fastVid(), kVidDefault) << "back on the fast path";
+  EXPECT_EQ(port(0).capture(), nullptr);
+  EXPECT_EQ(port(0).fastVid(), kVidDefault) << "back on the fast path";
   // Receive only; its port removed: the capture ends, and stays until stopped.
   id = dp->captureStart("p1", Capture::kRx, 2048, 16);
   ASSERT_TRUE(id.ok());

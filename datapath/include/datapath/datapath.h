@@ -10,16 +10,25 @@
 // TX kicks.
 //
 // Thread safety: addPort() before start(); stats() from any thread;
-// stop()/teardown() from the thread that called start().
+// stop()/teardown() from the thread that called start(). The public
+// methods are vdevd's; unit tests reach further in through
+// DatapathTestAccess (tests/unit/datapath_test_access.h).
 //
-// The class is a façade over one file per concern (datapath/src):
-//   datapath.cpp      creation, the thread and its loop, housekeeping, idle sleep
-//   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination batches
+// The class is a façade over objects that own one concern each, with the
+// invariant in their header (FillBudget, IdleSleep, CaptureRegistry,
+// Batches, PortTable, HostAddrs, FastSync, HeldFrames, ControlChannel), and
+// over one file per concern (datapath/src):
+//   datapath.cpp      creation, the thread and its loop, housekeeping
+//   idle_sleep.cpp    the idle sleep: doorbells and one epoll_wait (IdleSleep)
+//   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination
+//                     batches (Batches, batches.h)
+//   fill_budget.cpp   the fill rings' share of the pool and each queue's target (FillBudget)
 //   port_table.cpp    the ports by index (PortTable), adding and removing ports
 //   link.cpp          the link state machine's checks (Link, link_state.h), the relink timer
 //   host_addrs.cpp    the host's MACs and IP addresses (HostAddrs)
 //   fast_sync.cpp     the kernel fast path kept in step with ports and FDB (FastSync)
 //   control.cpp       control requests run on the datapath thread (ControlChannel)
+//   capture.cpp       captures: start, stop, the fast path's copies (CaptureRegistry)
 //   teardown.cpp      shutdown: drain, close, every frame back
 //   held_frames.cpp   a closed zero-copy socket's frames until the kernel lets go (HeldFrames)
 //   stats.cpp         statistics
@@ -43,13 +52,17 @@
 
 #include "base/fd.h"
 #include "base/result.h"
+#include "datapath/batches.h"
+#include "datapath/capture_registry.h"
 #include "datapath/control_channel.h"
 #include "datapath/fast_path.h"
 #include "datapath/fast_sync.h"
 #include "datapath/fdb.h"
+#include "datapath/fill_budget.h"
 #include "datapath/frame_pool.h"
 #include "datapath/held_frames.h"
 #include "datapath/host_addrs.h"
+#include "datapath/idle_sleep.h"
 #include "datapath/link_state.h"
 #include "datapath/port.h"
 #include "datapath/port_table.h"
@@ -249,15 +262,13 @@ class Datapath {
   // the capture, or null (stopped, or never started); its frames are read
   // from the calling thread (Capture::read). captureStop: ends it; the
   // unread frames go with it.
-  static constexpr size_t kMaxCaptures = 8;
+  static constexpr size_t kMaxCaptures = CaptureRegistry::kMax;
   using CaptureAdmit = std::function<Status(uint64_t bytes)>;
   Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
                                 const CaptureAdmit& admit = {});
   Capture* captureGet(uint32_t id);
   void captureStop(uint32_t id);
 
-  // The name of the port at index ("" if none), as FDB entries name it.
-  std::string portName(uint16_t index);
   // The hook the port is at now (kXdp or kTc; kAuto while its device has
   // never been attached); nullopt: no such port. Control path.
   std::optional<PortHook> portHook(const std::string& ifname);
@@ -273,6 +284,14 @@ class Datapath {
   // counters and ring accounting (no syscall); the BPF map and sysfs reads
   // run on the calling thread (see collectOwned below).
   DatapathStats stats();
+  // The frame pool (vdevd: its size, at exit).
+  FramePool& pool() { return *pool_; }
+
+ private:
+  // Tests reach inside through it (tests/unit/datapath_test_access.h):
+  // forward(), fdb_, ports_, adoptPort(), runOnDatapath(), statsSplit().
+  friend struct DatapathTestAccess;
+
   // How stats() took them so far: off_thread, with the BPF and sysfs reads
   // on the calling thread; fallback, all on the datapath thread (the ports
   // changed during kStatsRetries tries in a row); kernel_reads_on_datapath:
@@ -290,20 +309,18 @@ class Datapath {
   // is not running) and returns once it has run. Control path only.
   void runOnDatapath(const std::function<void()>& fn);
 
-  // Exposed for unit tests of the switching logic.
+  // An RX burst's frames of one ingress port switched and handed over
+  // (switchFrames, then flushPending).
   void forward(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
-  FramePool& pool() { return *pool_; }
-  Fdb& fdb() { return fdb_; }
-  Port& port(size_t index) { return *ports_[index]; }
-  // Adds a port object built elsewhere (tests: a Port without a device).
+  // Adds a port object built elsewhere (addPortNow; tests: a Port without a device).
   void adoptPort(std::unique_ptr<Port> p);
 
- private:
   explicit Datapath(const DatapathConfig& cfg, std::unique_ptr<FramePool> pool);
 
   // The thread (datapath.cpp).
   void run();
   void housekeeping(uint64_t now_ns);
+  // The idle sleep (IdleSleep) with what else decides it.
   void sleepUntilWork();
 
   // The hot path (switching.cpp).
@@ -313,18 +330,16 @@ class Datapath {
   // switched as that port's.
   uint32_t rxPuntBurst(Port::Queue& q, uint64_t now_ns) noexcept;
   // The whole frames on the socket's RX ring, up to a burst's descriptors
-  // (a chain longer than that alone), as vdevd's: their heads in burst_,
+  // (a chain longer than that alone), as vdevd's: their heads in the burst,
   // each chain linked (Frame::next). Returns the frames; descs: the
   // descriptors released, bytes: the frames' bytes.
   uint32_t takeRx(XskSocket& s, uint32_t& descs, uint64_t& bytes) noexcept;
   // forward() without the final flushPending(): frames of one ingress port,
   // switched into the per-destination batches.
   void switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_ns) noexcept;
-  // Tops q's fill ring up to its target, which follows its traffic (see
-  // "fill rings" below).
+  // Tops q's fill ring up to its target, which follows its traffic
+  // (FillBudget::want).
   void refill(Port::Queue& q) noexcept;
-  // Whether q received a quarter of its fill target within kFillRateNs.
-  bool receivesFast(Port::Queue& q) noexcept;
   void enqueue(Port& dst, Frame* f) noexcept;
   // One destination's batch to Port::xmitBulk: what it refuses for being
   // down is dropped here, what it takes is copied to its capture.
@@ -346,33 +361,6 @@ class Datapath {
     c.drops[why].add(fs.size());
     pool_->freeBulk(fs);
   }
-
-  // The fill rings' share of the pool (switching.cpp, refill). Every
-  // receiving queue keeps at least its floor (kFillFloor frames, or its whole
-  // fill ring if smaller); the floors of all of them take at most half the
-  // pool, which is what port add checks (a port whose floor does not fit is
-  // refused). Above its floor a queue holds what its traffic needs: it starts
-  // with half of what is left of a shared extra (a quarter of the pool),
-  // doubles while the kernel empties its ring faster than vdevd refills it
-  // or while it receives a quarter of its target within a millisecond
-  // (receivesFast: the target covers 4 ms of its traffic), and halves after
-  // a second without that -- frames a quiet queue holds come back as it
-  // receives them. The last quarter of the pool is for
-  // frames in flight (RX bursts, delivery rings, TX rings).
-  static constexpr uint32_t kFillFloor = 64;
-  static constexpr uint64_t kFillCalmNs = 1000ull * 1000 * 1000;
-  static constexpr uint64_t kFillRateNs = 1000ull * 1000;  // receivesFast()'s window
-  uint32_t fillFloor(uint32_t fill_size) const noexcept { return std::min(kFillFloor, fill_size); }
-  uint64_t fillFloorBudget() const noexcept { return pool_->total() / 2; }
-  uint64_t fillExtraBudget() const noexcept { return pool_->total() / 4; }
-  // The floors of every receiving queue of the ports and the punt device.
-  uint64_t fillFloors() const;
-  // Sums every queue's Port::Queue::fill_extra into fill_extra_ again (after
-  // sockets were closed, whose queues gave their frames back).
-  void recountFillExtra();
-  // ENOSPC, naming the limit, if a port with pc's queues, receiving at the
-  // XDP hook, would not get its floor.
-  Status checkFillRoom(const std::string& ifname, const PortConfig& pc) const;
 
   // The host's view of each port (host_addrs.cpp): after host_.refresh(),
   // every port's program learns whether the host is behind it.
@@ -403,9 +391,6 @@ class Datapath {
   // Looks again at the ports waiting for the kernel to release their old
   // sockets (LinkState::kReleasing), when relink_ is due.
   void relink();
-  // The idle sleep's pieces (datapath.cpp).
-  void syncEpoll();
-  int idleTimeoutMs() const;
 
   // A link event's look at one port: its refused device forgotten, its
   // link and MTU checked (control.cpp).
@@ -503,26 +488,12 @@ class Datapath {
   PortCounterSnapshot removed_;  // summed counters of removed ports
   uint64_t removed_ports_ = 0;
   HostAddrs host_;
-  // Hot path, per destination port index: frames collected during one burst.
-  std::vector<std::vector<Frame*>> pending_;
-  std::vector<uint32_t> pending_n_;
-  std::vector<uint16_t> pending_ports_;  // indexes of the ports with pending frames this burst
-  std::vector<Frame*> burst_;
-  uint64_t fill_extra_ = 0;     // frames above their floor that fill rings hold (refill)
-  bool fill_recount_ = false;   // sockets were closed since fill_extra_ was summed
-  uint64_t fill_now_ns_ = 0;    // the loop's clock, for refill's adaptation
+  Batches batches_;  // hot path: the RX burst, and its frames per destination port
+  FillBudget fill_;  // the fill rings' share of the pool (refill, port add)
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)
-  // The idle sleep (sleepUntilWork): wake_fd_ and the receiving sockets of
-  // live ports, registered again when that set changes or a socket was
-  // opened or closed (epoll_gen_ against XskSocket::generation()). One
-  // epoll_wait whatever the port count: a poll() over 250 sockets cost more
-  // than everything else vdevd does idle, and a copy-mode socket's poll
-  // even runs a TX pass (xsk_poll).
-  FileDesc epoll_fd_;
-  uint64_t epoll_gen_ = ~0ull;
-  std::vector<int> epoll_want_, epoll_have_;  // the fds to watch; those watched
+  IdleSleep idle_;  // the thread's sleep while there is no work (sleepUntilWork)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -533,17 +504,8 @@ class Datapath {
   bool xdp_feature_events_ = false;  // setXdpFeatureEvents
   bool addr_events_ = false;  // setAddrEvents
   RelinkTimer relink_;  // ports in LinkState::kReleasing are looked at again when due
-  // Running captures by id (control path; the ports point at theirs,
-  // datapath thread). A capture whose port is removed stays until stopped,
-  // ended (Capture::end).
-  std::mutex captures_mu_;
-  std::map<uint32_t, std::unique_ptr<Capture>> captures_;
-  uint32_t next_capture_ = 1;
-  // Captures whose copies the fast path's programs make (datapath
-  // thread): while any runs, the loop empties the perf buffers and its
-  // sleep wakes for them.
-  uint32_t fast_captures_ = 0;
-  uint64_t capture_clock_offset_ns_ = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC, as the loop last read them
+  // Running captures by id, and those whose copies the fast path makes.
+  CaptureRegistry captures_;
   // The port's capture stopped: its programs stop copying, or, unless the
   // port is being removed, its fast path comes back. Datapath thread.
   void detachCapture(Port& p, bool removing = false);

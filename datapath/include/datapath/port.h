@@ -172,13 +172,13 @@ class Port {
     // Owner-thread bookkeeping (cumulative frame counts).
     uint64_t fill_given = 0, rx_got = 0;
     uint64_t tx_submitted = 0, tx_completed = 0;
-    // The fill ring's target (Datapath::refill; 0 until its first refill),
+    // The fill ring's target (FillBudget::want; 0 until its first refill),
     // the frames above the floor it counts against the datapath's shared
     // extra, when the kernel last emptied it faster than it was refilled
     // (or it took its whole target within a second), and rx_got then.
     uint32_t fill_target = 0, fill_extra = 0;
     uint64_t fill_busy_ns = 0, fill_busy_rx = 0;
-    // The start of the current rate window (Datapath::receivesFast) and
+    // The start of the current rate window (FillBudget::receivesFast) and
     // rx_got then.
     uint64_t fill_rate_ns = 0, fill_rate_rx = 0;
     // The lowest target (0: the datapath's floor). The punt socket's is its
