@@ -1126,7 +1126,6 @@ TEST_F(DatapathTest, FramesLongerThanAUmemFrameCrossAsChains) {
   learnAll(all, 1);
   Endpoint& a = t.a.sock;
   Endpoint& b = t.b.sock;
-  Endpoint& vm = t.vm;
   const Stats s0 = d.stats();
   a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 10, 0, 1900}, 12);
   a.sendFlow({b.mac(), a.mac(), Kind::kExperimental, 11, 0, 1792}, 3);   // one chunk, exactly
@@ -1245,7 +1244,9 @@ TEST_F(DatapathTest, HostileGuestFramesAreDroppedCountedAndNeverForwarded) {
   // (the VM's to B only where a veth the test made can be a destination).
   const Stats s2 = d.stats();
   for (const PortStats& p : s2.ports) {
-    if (p.name != t.vm.name() || !xdpFeaturesByDriver(d)) EXPECT_GE(p[stats::kProgFast], 5u) << p.name << s2.dump();
+    if (p.name != t.vm.name() || !xdpFeaturesByDriver(d)) {
+      EXPECT_GE(p[stats::kProgFast], 5u) << p.name << s2.dump();
+    }
   }
   EXPECT_EQ(d.stop(), 0) << d.logs();
 }
