@@ -121,6 +121,11 @@ PoolStats Datapath::poolStats() const {
 // options of sockets it may close at any time), and each port's PortRows
 // for the calling thread's part. Memory reads only.
 void Datapath::collectOwned(DatapathStats& out, std::vector<PortRows>& rows) {
+  // What the kernel completed goes back to the pool first (no syscall): a
+  // completion that came after the thread went to sleep would otherwise
+  // show as a frame in flight in a snapshot of an idle datapath.
+  for (Port* p : ports_.active())
+    if (p->live()) p->reapCompletions(*pool_);
   out.pool = poolStats();
   out.ports.clear();
   rows.clear();
