@@ -351,6 +351,7 @@ int Port::xmitBulk(std::span<Frame* const> frames, uint32_t flags) noexcept {
   if (chained) [[unlikely]]
     q.chained.fetch_add(chained, std::memory_order_relaxed);
   const uint32_t n = q.ring.produceBulk(frames);  // the one producer lock of the batch
+  tx_handed_.store(true, std::memory_order_release);  // drainTx looks at this port's rings
   if (n < frames.size()) [[unlikely]] {
     Counter& drops = counters().drops[kDropRingFull];
     uint64_t back = 0;
@@ -427,6 +428,9 @@ uint32_t Port::reapCompletions(FramePool& pool) noexcept {
 }
 
 uint32_t Port::drainTx(FramePool& pool) noexcept {
+  // Cleared before the rings are read (a full barrier): a batch handed over
+  // after this either is seen below or sets it again.
+  tx_handed_.exchange(false, std::memory_order_acq_rel);
   uint32_t sent = 0;
   const uint32_t batch = uint32_t(scratch_.size());
   for (auto& qp : queues_) {
@@ -516,6 +520,9 @@ uint32_t Port::drainTx(FramePool& pool) noexcept {
     if (qsent && (!s.zerocopy() || xsk_ring_prod__needs_wakeup(&tx))) kick(q);
     sent += qsent;
   }
+  bool busy = false;
+  for (auto& qp : queues_) busy |= qp->tx_submitted != qp->tx_completed || qp->ring.size() != 0;
+  tx_busy_ = busy;
   return sent;
 }
 

@@ -368,5 +368,35 @@ TEST(HeldFrames, WhereTheKernelCannotSayTheyComeBackAfterTheFallbackOrOnARebind)
   EXPECT_EQ(pool.tags().inUse(), 0u);
 }
 
+// The datapath loop looks at a port's TX side only while txBusy() (or in
+// its scan rounds): a batch handed over makes it busy until drainTx finds
+// its rings empty. Its RX side is quiet after Port::kQuietRounds rounds
+// without a frame, and busy again at the next one.
+TEST_F(Fixture, AHandedBatchKeepsThePortBusyUntilItsRingsAreEmpty) {
+  Port port("p0", 0, 1, cfg);
+  port.setLive(true);
+  EXPECT_FALSE(port.txBusy());
+  auto frames = take(4);
+  EXPECT_EQ(port.xmitBulk(frames, kXmitFlush), 4);
+  EXPECT_TRUE(port.txBusy());
+  port.drainTx(*pool);  // no socket: the frames stay on the delivery ring
+  EXPECT_TRUE(port.txBusy());
+  std::vector<Frame*> out(8);
+  EXPECT_EQ(port.queues()[0]->ring.consumeBatch(out), 4u);
+  EXPECT_TRUE(port.txBusy());  // until drainTx has looked
+  port.drainTx(*pool);
+  EXPECT_FALSE(port.txBusy());
+  pool->freeBulk(frames);
+
+  for (uint32_t i = 1; i < Port::kQuietRounds; i++) port.noteRx(0);
+  EXPECT_FALSE(port.rxQuiet());
+  port.noteRx(0);
+  EXPECT_TRUE(port.rxQuiet());
+  port.noteRx(0);
+  EXPECT_TRUE(port.rxQuiet());
+  port.noteRx(3);
+  EXPECT_FALSE(port.rxQuiet());
+}
+
 }  // namespace
 }  // namespace vdev::datapath

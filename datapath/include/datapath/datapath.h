@@ -490,6 +490,13 @@ class Datapath {
   HostAddrs host_;
   Batches batches_;  // hot path: the RX burst, and its frames per destination port
   FillBudget fill_;  // the fill rings' share of the pool (refill, port add)
+  // The loop's rounds, and how often a quiet port is looked at (run()):
+  // its RX rings only after a round that received at least kBusyRound frames
+  // (below that every port is looked at every round, in index order, as
+  // the frames of a light load came).
+  static constexpr uint32_t kScanRounds = 16;
+  static constexpr uint32_t kBusyRound = 64;
+  uint32_t round_ = 0;
   FileDesc wake_fd_;       // eventfd: doorbells and control requests
   int wake_fd_raw_ = -1;   // its number, the notifier context of every delivery ring
   FileDesc ctl_sock_;      // for SIOCGIFFLAGS (link state) and ethtool (driver names)

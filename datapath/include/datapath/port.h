@@ -217,6 +217,17 @@ class Port {
   // Owner thread: moves frames from the delivery rings onto the TX rings,
   // kicks the kernel when it needs it, reaps completions. Returns frames sent.
   uint32_t drainTx(FramePool& pool) noexcept;
+  // Whether drainTx has anything to do: frames were handed over since it
+  // last ran (xmitBulk), or some it put on a TX ring are not completed yet,
+  // or its delivery ring still holds some. A port with none of these is
+  // quiet on its TX side: the datapath loop leaves it alone (the loop's
+  // quiet ports, docs/architecture.md). Owner thread.
+  bool txBusy() const noexcept { return tx_busy_ || tx_handed_.load(std::memory_order_relaxed); }
+  // The receive side's counterpart, kept by the datapath loop: rounds in a
+  // row in which none of its queues received, up to kQuietRounds.
+  static constexpr uint32_t kQuietRounds = 16;
+  bool rxQuiet() const noexcept { return rx_quiet_ >= kQuietRounds; }
+  void noteRx(uint32_t got) noexcept { rx_quiet_ = got ? 0 : rx_quiet_ + (rx_quiet_ < kQuietRounds); }
   // Owner thread: reaps every completion on every queue. Returns frames freed.
   uint32_t reapCompletions(FramePool& pool) noexcept;
 
@@ -439,6 +450,11 @@ class Port {
 
   std::string name_;
   uint16_t index_;
+  // What the datapath loop reads of every port in every round, together:
+  // rxQuiet(), txBusy().
+  uint32_t rx_quiet_ = 0;
+  bool tx_busy_ = false;                 // drainTx's last look: frames in flight or left
+  std::atomic<bool> tx_handed_{false};   // xmitBulk handed frames over since drainTx took them
   int ifindex_ = 0;
   std::atomic<uint32_t> mtu_;
   uint8_t mac_[6] = {};

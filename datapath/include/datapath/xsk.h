@@ -59,7 +59,7 @@ struct XskConfig {
   // task had the CPU for a scheduler slice (docs/architecture.md, "RX ring").
   // Its fill ring's frames follow the traffic (Datapath::refill), so an idle
   // port holds no more of the pool for it; the cost is the kernel's ring
-  // memory, 64 KiB more per socket.
+  // memory, 96 KiB more per socket (RX and fill ring).
   uint32_t rx_size = 4096;
   uint32_t tx_size = 1024;
   uint32_t fill_size = 8192;  // twice the RX ring: the kernel never waits for a refill
