@@ -95,7 +95,7 @@ Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::s
   }
   // tc: a veth starts with GRO off (veth turns it off at creation); make
   // sure, so that skbs take the per-CPU backlog as at a container's veth.
-  VB_TRY(setGro(ns, ifname, false));
+  VB_TRY(setOffloads(ns, ifname, {.gro = false}));
   s->gro_ = false;
   auto tc = TcIngress::attach(ns, ifname, sinkTcProgram(s->skel_.get()));
   if (!tc) return tc.error();
@@ -155,7 +155,7 @@ Status VethSink::prepare(const SinkRun& run) {
     // option parser: skbs would still take the backlog, see --help.)
     bool want = run.xdpFrames;
     if (want != gro_) {
-      VB_TRY(setGro(ns_, ifname_, want));
+      VB_TRY(setOffloads(ns_, ifname_, {.gro = want}));
       gro_ = want;
       logInfo("GRO %s on %s", want ? "on" : "off", ifname_.c_str());
     }
