@@ -161,7 +161,6 @@ Result<SinkSkel> loadSink() {
   if (err) return makeError(-err, "load sink BPF object");
   return s;
 }
-bpf_program* sinkProgram(vb_sink* s) { return s->progs.vb_sink; }
 bpf_program* sinkTcProgram(vb_sink* s) { return s->progs.vb_sink_tc; }
 int sinkCountersFd(vb_sink* s) { return bpf_map__fd(s->maps.sink_counters); }
 

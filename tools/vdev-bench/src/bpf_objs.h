@@ -100,7 +100,6 @@ Status genSetRelay(vb_gen* s, const Netns& ns, const std::string& ifname, uint32
 void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t framesPerSlot);
 
 Result<SinkSkel> loadSink();
-bpf_program* sinkProgram(vb_sink* s);    // vb_sink: XDP, counts and XDP_DROP
 bpf_program* sinkTcProgram(vb_sink* s);  // vb_sink_tc: tc ingress, counts and TC_ACT_SHOT
 int sinkCountersFd(vb_sink* s);
 

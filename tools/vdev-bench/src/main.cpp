@@ -30,7 +30,7 @@ namespace {
 // of this function, so returning (error or not) removes it.
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
-  auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall, o.idlePorts);
+  auto topo = Topology::create(o.scenario, rep->prefix, o.bridgeNfCall, o.idlePorts);
   if (!topo) return topo.error();
   Topology& t = *topo.value();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());

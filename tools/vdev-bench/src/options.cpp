@@ -107,8 +107,9 @@ DESCRIPTION
     on a veth pair of its own (Pgw -> Pgr, in P-gen), and an XDP program on Pgr clones
     each frame into --relay-copies XDP frames out of Pg (BPF_F_BROADCAST over a devmap
     whose entries all name Pg): Pa still receives XDP frames through ndo_xdp_xmit, in
-    bulk. The sink is a BPF program on Ps that counts and drops (veth-veth; on tc ingress
-    by default, see --sink), or a thread reading the tap (veth-tap), standing in for a VM.
+    bulk. The sink is a BPF program on Ps's tc ingress that counts and drops (veth-veth;
+    Ps has no XDP program and GRO off, as a container's veth, except for xdp-redirect,
+    which needs NAPI there), or a thread reading the tap (veth-tap), standing in for a VM.
     Offered load is sampled every 10 ms and gaps are reported.
 
     Frames: Ethernet/IPv4/UDP, 198.18.0.1 -> 198.18.1.1, port 1024 -> 9, locally
@@ -131,19 +132,6 @@ OPTIONS
                           RFC 2544: 64 (default) .. 1518. The buffer is B - 4 bytes.
                           Latency probes have the same size.
     -j, --json            print one JSON document on stdout instead of the table.
-        --sink MODE       veth-veth sink (ignored for veth-tap):
-                          tc (default): a BPF program on Ps's clsact ingress counts and
-                          returns TC_ACT_SHOT. Ps has no XDP program and GRO off, as a
-                          container's veth: frames arrive as skbs through netif_rx (the
-                          backlog of the CPU that transmitted). For xdp-redirect, which
-                          transmits xdp_frames into Pb (ndo_xdp_xmit), GRO is turned on for
-                          its runs: that gives Ps NAPI without an XDP program, and Ps then
-                          builds an skb per frame. Checked against Ps's rx_packets.
-                          xdp: native XDP on Ps counts and returns XDP_DROP. veth must copy
-                          every skb whose head is not a page fragment with 256 bytes of
-                          headroom (vdevd's copy-mode AF_XDP skbs) into a page before the
-                          program runs, a cost a container does not pay. Checked against
-                          rx_queue_N_xdp_drops.
         --vdevd PATH      the vdevd binary (default: ../../daemon/vdevd relative to
                           vdev-bench in the build tree, then PATH).
         --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--batch=128.
@@ -165,10 +153,9 @@ OPTIONS
                           installed), as a unit with CPUSchedulingPolicy=fifo would. A
                           vdevd at normal priority shares its CPU with whatever else runs
                           there; the kernel paths run in softirq.
-        --sink-cpu N      CPU of the sink's receive work: the tap reader thread, or the
-                          sink veth's threaded NAPI kthread (default: the generator CPU).
-                          In softirq mode the sink veth's receive work (its NAPI, or the
-                          backlog for the tc sink) runs on the CPU that transmitted into it.
+        --sink-cpu N      CPU of the tap reader thread (default: the generator CPU). The
+                          sink veth's receive work (its NAPI, or the backlog) runs on the
+                          CPU that transmitted into it.
         --sink-prio N     SCHED_FIFO priority of that work, 0 for normal (default 50): the
                           sink takes what it needs from the CPU it shares with the
                           generator, which offers with the rest, so the sink is not what
@@ -177,14 +164,7 @@ OPTIONS
                           the CPU that queued the frames, as for any veth: the kernel
                           paths then run on the generator's CPU (run to completion), and
                           vdevd's ingress XDP program too. threaded: the ingress port's
-                          NAPI runs in a kthread pinned to the datapath CPU and, with --sink
-                          xdp, the sink veth's in one pinned to the sink CPU (at
-                          --sink-prio), so every datapath is confined to exactly one CPU.
-        --sink-napi MODE  the sink veth's NAPI alone: softirq or threaded (default: as
-                          --napi with --sink xdp, softirq with --sink tc). "--sink-napi
-                          threaded" keeps the sink's receive work off the datapath CPU while
-                          the ports' NAPI stays in softirq. Needs --sink xdp: with the tc
-                          sink, skbs reach Ps through the per-CPU backlog whatever its NAPI.
+                          NAPI runs in a kthread pinned to the datapath CPU.
         --gen-threads N   generator threads calling BPF_PROG_RUN, or writing into the
                           relay (default 2; with 1 the offered load has a gap while each
                           BPF_PROG_RUN call sets up and tears down its page pool, see
@@ -440,7 +420,6 @@ EXAMPLES
     vdev-bench
     vdev-bench --scenario veth-tap --size 1518 --runs 5 --json > tap.json
     vdev-bench --datapath bridge,xdp-redirect --duration 2 --runs 1
-    vdev-bench --sink xdp
     vdev-bench --scenario switch --frame-size 512
     vdev-bench --latency only --datapath vdevd,vdevd-spin,bridge
     vdev-bench --find-rate --runs 3
@@ -539,8 +518,6 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
        [&](std::string_view v) { o->napiThreaded = napi(v, "--napi: threaded or softirq"); }},
       {"sink-prio", 0, Arg::kRequired,
        [&](std::string_view v) { o->sinkPrio = int(integer(v, 0, 99, "--sink-prio: 0 .. 99")); }},
-      {"sink-napi", 0, Arg::kRequired,
-       [&](std::string_view v) { o->sinkNapiThreaded = napi(v, "--sink-napi: threaded or softirq") ? 1 : 0; }},
       {"gen-threads", 0, Arg::kRequired,
        [&](std::string_view v) { o->genThreads = int(integer(v, 1, 16, "--gen-threads: 1 .. 16")); }},
       {"repeat", 0, Arg::kRequired, [&](std::string_view v) {
@@ -554,11 +531,6 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       {"gap-fraction", 0, Arg::kRequired,
        [&](std::string_view v) { o->gapFraction = seconds(v, 0, 1, "--gap-fraction: 0 .. 1"); }},
       {"timeline", 0, Arg::kNone, [&](std::string_view) { o->timeline = true; }},
-      {"sink", 0, Arg::kRequired, [&](std::string_view v) {
-         if (v == "tc") o->sinkMode = SinkMode::kTc;
-         else if (v == "xdp") o->sinkMode = SinkMode::kXdp;
-         else cli::fail("--sink: tc or xdp");
-       }},
       {"napi-timing", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "split") o->napiTiming = NapiTiming::kSplit;
          else if (v == "on") o->napiTiming = NapiTiming::kOn;
@@ -691,9 +663,6 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
     if (o->findRate && o->ratePps) cli::fail("--find-rate sets the rate itself; drop --rate");
     if (o->napiThreaded && o->scenario == Scenario::kTapVeth)
       cli::fail("--napi threaded: the ingress port of tap-veth is a tap (no NAPI; the VM's write() does the work)");
-    if (o->scenario != Scenario::kVethTap && o->sinkMode == SinkMode::kTc && o->sinkNapiThreaded == 1)
-      cli::fail("--sink-napi threaded needs --sink xdp (with the tc sink, skbs reach the sink veth through "
-                "the per-CPU backlog of the transmitting CPU, not through its NAPI)");
   };
   return parser.parse(argc, argv, check).exit;
 }

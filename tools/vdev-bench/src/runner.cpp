@@ -130,7 +130,6 @@ Status Runner::prepareSink(const Datapath& dp) {
   SinkRun sr;
   sr.cpu = opt_.sinkCpu >= 0 ? opt_.sinkCpu : opt_.genCpu;
   sr.prio = opt_.sinkPrio;
-  sr.threadedNapi = opt_.sinkThreaded();
   sr.xdpFrames = dp.transmitsXdpFrames();
   return topo_.sink().prepare(sr);
 }

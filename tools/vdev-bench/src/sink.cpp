@@ -51,49 +51,15 @@ void reflectProbe(uint8_t* buf, size_t len) {
   std::swap(udp->source, udp->dest);
 }
 
-namespace {
-// Finds and pins the threaded-NAPI kthreads of ifname ("napi/<ifname>-<id>",
-// cut to the 15 characters a comm holds).
-Result<std::vector<pid_t>> pinNapiThreads(const std::string& ifname, int cpu, int prio) {
-  std::string prefix = "napi/" + ifname + "-";
-  if (prefix.size() > 15) prefix.resize(15);
-  std::vector<pid_t> tids = findTasksByComm(prefix);
-  if (tids.empty()) return makeError(ESRCH, "no threaded NAPI kthread for " + ifname);
-  for (pid_t t : tids) {
-    VB_TRY(pinTask(t, cpu));
-    VB_TRY(setRealtime(t, prio));
-  }
-  return tids;
-}
-
-double sumTaskCpu(const std::vector<pid_t>& tids) {
-  double sum = 0;
-  for (pid_t t : tids)
-    if (auto c = threadCpuSeconds(t)) sum += c.value();
-  return sum;
-}
-}  // namespace
-
 // ---- VethSink ---------------------------------------------------------------
 
-const char* sinkModeName(SinkMode m) { return m == SinkMode::kTc ? "tc" : "xdp"; }
-
-Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname, SinkMode mode) {
-  std::unique_ptr<VethSink> s(new VethSink(ns, ifname, mode));
+Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname) {
+  std::unique_ptr<VethSink> s(new VethSink(ns, ifname));
   auto skel = loadSink();
   if (!skel) return skel.error();
   s->skel_ = std::move(skel.value());
   s->countersFd_ = sinkCountersFd(s->skel_.get());
-  if (mode == SinkMode::kXdp) {
-    auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
-    if (!link) return link.error();
-    s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
-    auto st = EthtoolStats::open(ns, ifname);
-    if (st) s->stats_.emplace(std::move(st.value()));
-    else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.error().message().c_str());
-    return s;
-  }
-  // tc: a veth starts with GRO off (veth turns it off at creation); make
+  // A veth starts with GRO off (veth turns it off at creation); make
   // sure, so that skbs take the per-CPU backlog as at a container's veth.
   VB_TRY(setOffloads(ns, ifname, {.gro = false}));
   s->gro_ = false;
@@ -107,23 +73,14 @@ Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::s
 }
 
 std::string VethSink::describe() const {
-  if (mode_ == SinkMode::kXdp) return "XDP_DROP counter on " + ifname_;
   return "tc ingress (clsact) TC_ACT_SHOT counter on " + ifname_;
 }
 
 std::string VethSink::receivePath() const {
-  if (mode_ == SinkMode::kXdp) return "xdp: native XDP on the sink veth";
   return gro_ ? "tc: skb from the sink veth's NAPI (GRO on)" : "tc: skb via netif_rx backlog (GRO off)";
 }
 
 std::optional<uint64_t> VethSink::kernelCount() const {
-  if (mode_ == SinkMode::kXdp) {
-    if (!stats_) return std::nullopt;
-    auto m = stats_->read();
-    if (!m) return std::nullopt;
-    // veth counts XDP verdicts per receive queue; the sink drops every frame.
-    return EthtoolStats::sumQueues(m.value(), "rx_queue_", "_xdp_drops");
-  }
   if (!linkStats_) return std::nullopt;
   auto l = linkStats_->read();
   if (!l) return std::nullopt;
@@ -131,7 +88,7 @@ std::optional<uint64_t> VethSink::kernelCount() const {
 }
 
 std::string VethSink::kernelCounter() const {
-  return mode_ == SinkMode::kXdp ? "rx_queue_N_xdp_drops" : "rx_packets";
+  return "rx_packets";
 }
 
 Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
@@ -145,29 +102,14 @@ Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
   return {};
 }
 
-double VethSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
-
 Status VethSink::prepare(const SinkRun& run) {
-  napiThreads_.clear();
-  if (mode_ == SinkMode::kTc) {
-    // NAPI only where the datapath needs it: ndo_xdp_xmit into a veth
-    // without NAPI fails. (Threaded NAPI is refused for the tc sink by the
-    // option parser: skbs would still take the backlog, see --help.)
-    bool want = run.xdpFrames;
-    if (want != gro_) {
-      VB_TRY(setOffloads(ns_, ifname_, {.gro = want}));
-      gro_ = want;
-      logInfo("GRO %s on %s", want ? "on" : "off", ifname_.c_str());
-    }
-    return {};
+  // NAPI only where the datapath needs it: ndo_xdp_xmit into a veth without
+  // NAPI fails.
+  if (run.xdpFrames != gro_) {
+    VB_TRY(setOffloads(ns_, ifname_, {.gro = run.xdpFrames}));
+    gro_ = run.xdpFrames;
+    logInfo("GRO %s on %s", gro_ ? "on" : "off", ifname_.c_str());
   }
-  // softirq mode: the sink's NAPI runs in softirq on the CPU that
-  // transmitted into the sink veth (the datapath's), nothing to pin.
-  if (!run.threadedNapi) return {};
-  VB_TRY(testkit::writeSysfsNet(ifname_, "threaded", "1", &ns_));
-  auto tids = pinNapiThreads(ifname_, run.cpu, run.prio);
-  if (!tids) return tids.error();
-  napiThreads_ = std::move(tids.value());
   return {};
 }
 

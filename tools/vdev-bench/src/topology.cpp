@@ -45,11 +45,10 @@ constexpr uint32_t kVmIp = 0xc6120201;    // 198.18.2.1: the VM in the switch sc
 constexpr int kPrefixLen = 15;
 }  // namespace
 
-Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, const std::string& prefix,
                                                   int bridgeNfCall, uint32_t idlePorts) {
   std::unique_ptr<Topology> t(new Topology());
   t->scenario_ = sc;
-  t->sinkMode_ = sinkMode;
   t->bridgeNfCall_ = bridgeNfCall;
   t->prefix_ = prefix;
   t->genIf_ = prefix + "g";
@@ -122,7 +121,7 @@ Status Topology::build(uint32_t idlePorts) {
         {.host_name = portB_, .peer_name = sinkIf_, .host_ns = &*dut_, .peer_ns = &*sinkNs_, .peer_mac = sinkMac_});
     if (!veth) return veth.error();
     vethB_.emplace(std::move(*veth));
-    auto sink = VethSink::create(*sinkNs_, sinkIf_, sinkMode_);
+    auto sink = VethSink::create(*sinkNs_, sinkIf_);
     if (!sink) return sink.error();
     sink_ = std::move(*sink);
     endpoints_.push_back({"container2", &*sinkNs_, sinkIf_, sinkMac_, kSinkIp, nullptr});

@@ -62,12 +62,11 @@ struct LatencyPair {
 
 class Topology {
  public:
-  // sinkMode: how a veth sink receives (ignored when the sink is a tap).
   // bridgeNfCall: net.bridge.bridge-nf-call-{iptables,ip6tables,arptables}
   // in the DUT namespace: -1 leave as the kernel sets them, 0 or 1.
   // idlePorts: that many more ports P-i1 .. P-iN on the device under test,
   // veths whose far ends (i1 .. iN) sit idle in one namespace P-idle.
-  static Result<std::unique_ptr<Topology>> create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+  static Result<std::unique_ptr<Topology>> create(Scenario sc, const std::string& prefix,
                                                   int bridgeNfCall = -1, uint32_t idlePorts = 0);
   // net.bridge.bridge-nf-call-iptables in the DUT namespace: "0", "1", or
   // "absent" (no br_netfilter).
@@ -114,7 +113,6 @@ class Topology {
   Status waitRunning();
 
   Scenario scenario_ = Scenario::kVethVeth;
-  SinkMode sinkMode_ = SinkMode::kTc;
   int bridgeNfCall_ = -1;
   std::string bridgeNf_ = "absent";
   std::string prefix_;
