@@ -18,25 +18,21 @@
 
 namespace vdev::bench {
 
-bool isBenchFrame(const uint8_t* buf, size_t len) {
+namespace {
+// An IPv4/UDP frame to dport whose payload starts with VB_MAGIC.
+bool isOurUdp(const uint8_t* buf, size_t len, uint16_t dport) {
   if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
   auto* eth = reinterpret_cast<const ethhdr*>(buf);
   auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
   auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
   auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
   return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
-         udp->dest == htons(VB_UDP_DPORT) && pl->magic == htonl(VB_MAGIC);
+         udp->dest == htons(dport) && pl->magic == htonl(VB_MAGIC);
 }
+}  // namespace
 
-bool isProbeFrame(const uint8_t* buf, size_t len) {
-  if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
-  auto* eth = reinterpret_cast<const ethhdr*>(buf);
-  auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
-  auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
-  auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
-  return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
-         udp->dest == htons(VB_UDP_ECHO_PORT) && pl->magic == htonl(VB_MAGIC);
-}
+bool isBenchFrame(const uint8_t* buf, size_t len) { return isOurUdp(buf, len, VB_UDP_DPORT); }
+bool isProbeFrame(const uint8_t* buf, size_t len) { return isOurUdp(buf, len, VB_UDP_ECHO_PORT); }
 
 void reflectProbe(uint8_t* buf, size_t len) {
   if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr)) return;
