@@ -120,7 +120,6 @@ Result<GenSkel> loadGenerator(const GenProgConfig& cfg) {
   if (err) return makeError(-err, "load generator BPF object");
   return s;
 }
-bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
 bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
 int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
 int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }

@@ -81,7 +81,6 @@ struct GenProgConfig {
   uint32_t sportCount = 0;  // > 1: vary the source port per frame
 };
 Result<GenSkel> loadGenerator(const GenProgConfig& cfg);
-bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
 bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
 int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);

@@ -118,7 +118,6 @@ class TapSink : public Sink {
   int fd() const { return tap_.fd(); }
   const std::string& ifname() const { return ifname_; }
   Mac mac() const { return mac_; }
-  uint64_t probesReflected() const { return probes_.load(std::memory_order_relaxed); }
   pid_t readerTid() const { return tid_.load(std::memory_order_relaxed); }
   std::vector<pid_t> taskIds() const override {
     pid_t t = readerTid();
@@ -138,7 +137,7 @@ class TapSink : public Sink {
   std::atomic<pid_t> tid_{0};
   // Written by the reader thread only (relaxed stores), read by the sampler;
   // each is a monotonic counter, no ordering with other data is needed.
-  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0}, probes_{0};
+  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0};
 };
 
 // True when buf is a vdev-bench frame (same test as bpf/sink.bpf.c).

@@ -258,15 +258,6 @@ Topology::~Topology() {
   gen_.reset();
 }
 
-std::vector<std::string> Topology::netnsNames() const {
-  std::vector<std::string> v;
-  if (gen_) v.push_back(gen_->name());
-  v.push_back(prefix_ + "-dut");
-  if (sinkNs_) v.push_back(sinkNs_->name());
-  if (idleNs_) v.push_back(idleNs_->name());
-  return v;
-}
-
 std::vector<std::string> leftovers(const std::string& prefix) {
   std::vector<std::string> out;
   // The prefix is "vb<pid>"; a name that continues with a digit belongs to

@@ -81,7 +81,6 @@ class Topology {
   const std::string& genIf() const { return genIf_; }    // in genNs
   const std::string& portA() const { return portA_; }    // in dutNs: ingress (veth, or tap in tap-veth)
   const std::string& portB() const { return portB_; }    // in dutNs: egress (veth or tap)
-  const std::string& portC() const { return portC_; }    // switch: the VM's tap; "" otherwise
   // Every port of the device under test that carries traffic, in order
   // (A, B[, C]); then the idle ones, which every datapath attaches too.
   std::vector<std::string> ports() const;
@@ -92,18 +91,13 @@ class Topology {
   bool vethSink() const { return !portBIsTap(); }
   const std::string& bridgeName() const { return bridge_; }
   const std::string& sinkIf() const { return sinkIf_; }  // in the sink netns (veth sink)
-  const Netns* sinkNs() const { return sinkNs_ ? &*sinkNs_ : nullptr; }
   Mac genMac() const { return genMac_; }
   Mac sinkMac() const { return sinkMac_; }
   // The sink that counts the forwarded frames (on port B's far side).
   Sink& sink() { return *sink_; }
   // The VM's tap (port B in veth-tap, A in tap-veth, C in switch), or null.
   TapSink* vm() { return vm_; }
-  const std::vector<Endpoint>& endpoints() const { return endpoints_; }
   const std::vector<LatencyPair>& latencyPairs() const { return pairs_; }
-
-  // Names of everything this topology created (for the leftover check).
-  std::vector<std::string> netnsNames() const;
 
  private:
   Topology() = default;
