@@ -104,7 +104,6 @@ OPTIONS
         --relay-copies N  XDP frames the relay makes of each frame written, 1..64
                           (default 64).
         --gap-fraction F  a 10 ms interval below F x the median rate is a gap (default 0.1).
-        --timeline        add every run's 10 ms offered/forwarded rates to the JSON.
         --napi-timing split|on|off
                           when the NAPI polls in softirq are timed: in a CPU window after
                           the measured one (split, default), during it, or never.
@@ -291,7 +290,6 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
        [&](std::string_view v) { o->relayCopies = integer(v, 1, 64, "--relay-copies: 1 .. 64"); }},
       {"gap-fraction", 0, Arg::kRequired,
        [&](std::string_view v) { o->gapFraction = seconds(v, 0, 1, "--gap-fraction: 0 .. 1"); }},
-      {"timeline", 0, Arg::kNone, [&](std::string_view) { o->timeline = true; }},
       {"napi-timing", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "split") o->napiTiming = NapiTiming::kSplit;
          else if (v == "on") o->napiTiming = NapiTiming::kOn;

@@ -53,7 +53,6 @@ struct Options {
   uint32_t batch = 64;
   uint32_t sportCount = 0;
   double gapFraction = 0.1;     // a 10 ms interval below this x median is a gap
-  bool timeline = false;        // per-10ms rates in the JSON
   NapiTiming napiTiming = NapiTiming::kSplit;
   double cpuWindow = 2.0;       // --cpu-window: seconds of the CPU window (split timing)
   int bridgeNfCall = -1;        // --bridge-nf-call: -1 leave as is, 0 off, 1 on (DUT netns)

@@ -496,16 +496,6 @@ Json runJson(const RunResult& r) {
   j["noisy"] = r.noisy;
   j["offered_flow"] = flowJson(r.offeredFlow);
   j["forwarded_flow"] = flowJson(r.forwardedFlow);
-  if (!r.timelineT.empty()) {
-    Json t;
-    for (auto [name, v] : {std::pair{"t_s", &r.timelineT}, std::pair{"offered_mpps", &r.timelineOffered},
-                           std::pair{"forwarded_mpps", &r.timelineForwarded}}) {
-      Json a = Json::array();
-      for (double x : *v) a.push_back(fixed(x, 3));
-      t[name] = std::move(a);
-    }
-    j["timeline"] = std::move(t);
-  }
   j["stop_problem"] = orNull(r.stopProblem);
   j["datapath_stats"] = statsDocument(r.datapathStats);
   return j;
