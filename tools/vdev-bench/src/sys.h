@@ -96,6 +96,10 @@ Result<double> threadCpuSeconds(pid_t tid);
 std::vector<pid_t> findTasksByComm(const std::string& prefix);
 
 double monotonicSeconds();
+
+// The names in directory `path` ("." and ".." left out), or nullopt when it
+// cannot be read: /proc's pids, a process's tasks or fds, /run/netns.
+std::optional<std::vector<std::string>> dirEntries(const std::string& path);
 // CLOCK_MONOTONIC in nanoseconds; inline: pacing and probe loops call it.
 inline uint64_t nowNs() {
   struct timespec ts;

@@ -1,7 +1,6 @@
 // topology.cpp - see topology.h.
 #include "topology.h"
 
-#include <dirent.h>
 #include <net/if.h>
 
 #include <algorithm>
@@ -265,15 +264,9 @@ std::vector<std::string> leftovers(const std::string& prefix) {
   auto ours = [&](const std::string& n) {
     return n.compare(0, prefix.size(), prefix) == 0 && !(n.size() > prefix.size() && isdigit(n[prefix.size()]));
   };
-  for (const char* dir : {"/run/netns", "/sys/class/net"}) {
-    DIR* d = opendir(dir);
-    if (!d) continue;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (ours(n)) out.push_back(std::string(dir) + "/" + n);
-    }
-    closedir(d);
-  }
+  for (const std::string dir : {"/run/netns", "/sys/class/net"})
+    for (const std::string& n : dirEntries(dir).value_or(std::vector<std::string>{}))
+      if (ours(n)) out.push_back(dir + "/" + n);
   return out;
 }
 
