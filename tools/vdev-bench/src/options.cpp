@@ -83,6 +83,7 @@ OPTIONS
     -b, --size, --frame-size B
                           frame size on the wire with the FCS, 64 (default) .. 1518.
     -j, --json            one JSON document on stdout instead of the tables.
+        --sink tc         the veth-veth sink: a counter at tc ingress (the only one).
         --vdevd PATH      the vdevd binary (default: next to vdev-bench in the build
                           tree, then PATH).
         --vdevd-arg ARG   pass ARG to vdevd (repeatable), e.g. --vdevd-arg=--busy-poll=50.
@@ -290,6 +291,11 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
        [&](std::string_view v) { o->relayCopies = integer(v, 1, 64, "--relay-copies: 1 .. 64"); }},
       {"gap-fraction", 0, Arg::kRequired,
        [&](std::string_view v) { o->gapFraction = seconds(v, 0, 1, "--gap-fraction: 0 .. 1"); }},
+      // The tc sink is the only one; "--sink tc" stays accepted, as
+      // scripts/bench-datapath.sh passes it.
+      {"sink", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v != "tc") cli::fail("--sink: tc (the only sink; --sink xdp was dropped)");
+       }},
       {"napi-timing", 0, Arg::kRequired, [&](std::string_view v) {
          if (v == "split") o->napiTiming = NapiTiming::kSplit;
          else if (v == "on") o->napiTiming = NapiTiming::kOn;
