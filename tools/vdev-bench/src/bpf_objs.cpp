@@ -120,7 +120,6 @@ Result<GenSkel> loadGenerator(const GenProgConfig& cfg) {
   if (err) return makeError(-err, "load generator BPF object");
   return s;
 }
-bpf_program* genProgram(vb_gen* s) { return s->progs.vb_gen; }
 bpf_program* genPassProgram(vb_gen* s) { return s->progs.vb_pass; }
 int genCountersFd(vb_gen* s) { return bpf_map__fd(s->maps.gen_counters); }
 int genProgramFd(vb_gen* s) { return bpf_program__fd(s->progs.vb_gen); }
@@ -161,7 +160,6 @@ Result<SinkSkel> loadSink() {
   if (err) return makeError(-err, "load sink BPF object");
   return s;
 }
-bpf_program* sinkProgram(vb_sink* s) { return s->progs.vb_sink; }
 bpf_program* sinkTcProgram(vb_sink* s) { return s->progs.vb_sink_tc; }
 int sinkCountersFd(vb_sink* s) { return bpf_map__fd(s->maps.sink_counters); }
 

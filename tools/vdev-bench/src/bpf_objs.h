@@ -81,7 +81,6 @@ struct GenProgConfig {
   uint32_t sportCount = 0;  // > 1: vary the source port per frame
 };
 Result<GenSkel> loadGenerator(const GenProgConfig& cfg);
-bpf_program* genProgram(vb_gen* s);      // vb_gen: XDP_TX per frame
 bpf_program* genPassProgram(vb_gen* s);  // vb_pass, for the generator veth
 int genCountersFd(vb_gen* s);
 int genProgramFd(vb_gen* s);
@@ -100,7 +99,6 @@ Status genSetRelay(vb_gen* s, const Netns& ns, const std::string& ifname, uint32
 void genSetPace(vb_gen* s, uint64_t periodNs, uint64_t maxLagNs, uint32_t framesPerSlot);
 
 Result<SinkSkel> loadSink();
-bpf_program* sinkProgram(vb_sink* s);    // vb_sink: XDP, counts and XDP_DROP
 bpf_program* sinkTcProgram(vb_sink* s);  // vb_sink_tc: tc ingress, counts and TC_ACT_SHOT
 int sinkCountersFd(vb_sink* s);
 

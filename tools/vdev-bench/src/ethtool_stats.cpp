@@ -81,60 +81,8 @@ std::optional<uint64_t> EthtoolStats::sumQueues(const std::map<std::string, uint
   return sum;
 }
 
-// ---- offloads (GRO, TSO, GSO) ----------------------------------------------------
-
-namespace {
-const char* ethtoolCmdName(uint32_t cmd) {
-  switch (cmd) {
-    case ETHTOOL_GGRO: return "ETHTOOL_GGRO";
-    case ETHTOOL_SGRO: return "ETHTOOL_SGRO";
-    case ETHTOOL_GTSO: return "ETHTOOL_GTSO";
-    case ETHTOOL_STSO: return "ETHTOOL_STSO";
-    case ETHTOOL_GGSO: return "ETHTOOL_GGSO";
-    case ETHTOOL_SGSO: return "ETHTOOL_SGSO";
-    default: return "ethtool";
-  }
-}
-
-Status valueIoctl(const Netns& ns, const std::string& ifname, uint32_t cmd, bool* value) {
-  return testkit::inNetns(&ns, [&]() -> Status {
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return errnoError("socket");
-    FileDesc sock(fd);
-    ethtool_value v = {};
-    v.cmd = cmd;
-    v.data = *value ? 1 : 0;
-    if (ethtoolIoctl(fd, ifname, &v) < 0) return errnoError(std::string(ethtoolCmdName(cmd)) + " " + ifname);
-    *value = v.data != 0;
-    return {};
-  });
-}
-
-// Sets one offload with set, reads it back with get: an error if the
-// device kept it as it was (a [fixed] feature).
-Status setChecked(const Netns& ns, const std::string& ifname, uint32_t set, uint32_t get, const char* what, bool on) {
-  bool v = on;
-  VB_TRY(valueIoctl(ns, ifname, set, &v));
-  v = !on;
-  VB_TRY(valueIoctl(ns, ifname, get, &v));
-  if (v != on) return makeError(EOPNOTSUPP, std::string(what) + " stays " + (on ? "off" : "on") + " on " + ifname);
-  return {};
-}
-}  // namespace
-
-Result<bool> getGro(const Netns& ns, const std::string& ifname) {
-  bool v = false;
-  VB_TRY(valueIoctl(ns, ifname, ETHTOOL_GGRO, &v));
-  return v;
-}
-
-Status setGro(const Netns& ns, const std::string& ifname, bool on) {
-  return setChecked(ns, ifname, ETHTOOL_SGRO, ETHTOOL_GGRO, "GRO", on);
-}
-
-Status setSegmentationOffloads(const Netns& ns, const std::string& ifname, bool on) {
-  VB_TRY(setChecked(ns, ifname, ETHTOOL_STSO, ETHTOOL_GTSO, "TSO", on));
-  return setChecked(ns, ifname, ETHTOOL_SGSO, ETHTOOL_GGSO, "GSO", on);
+Status setOffloads(const Netns& ns, const std::string& ifname, const rtnl::Offloads& o) {
+  return testkit::inNetns(&ns, [&] { return rtnl::setOffloads(ifname, o); });
 }
 
 // ---- LinkStats ----------------------------------------------------------------

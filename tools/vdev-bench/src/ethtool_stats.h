@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "rtnl/link.h"
 #include "result.h"
 #include "sys.h"
 
@@ -32,13 +33,9 @@ class EthtoolStats {
   std::vector<std::string> names_;
 };
 
-// GRO of a netdev inside ns (ethtool -k / -K IFNAME gro, through the
-// ETHTOOL_GGRO / ETHTOOL_SGRO ioctls). setGro checks that the device took it.
-Result<bool> getGro(const Netns& ns, const std::string& ifname);
-Status setGro(const Netns& ns, const std::string& ifname, bool on);
-// TSO and GSO of a netdev inside ns (ethtool -K IFNAME tso off gso off),
-// each checked after it was set.
-Status setSegmentationOffloads(const Netns& ns, const std::string& ifname, bool on);
+// Offloads of a netdev inside ns (rtnl::setOffloads, the legacy ethtool
+// ioctls, run there).
+Status setOffloads(const Netns& ns, const std::string& ifname, const rtnl::Offloads& o);
 
 // The interface's struct rtnl_link_stats64 (RTM_GETLINK, IFLA_STATS64) and
 // its flags (IFF_UP, IFF_RUNNING, ...).

@@ -304,14 +304,6 @@ std::vector<pid_t> SourceThreads::ids() const {
 
 // ---- FrameWriter ------------------------------------------------------------------
 
-namespace {
-uint64_t nowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-}  // namespace
-
 Status FrameWriter::start() {
   if (!threads_.empty()) return makeError(EBUSY, "frame writer already running");
   stop_.store(false, std::memory_order_relaxed);

@@ -19,12 +19,6 @@ namespace vdev::bench {
 
 namespace {
 
-uint64_t nowNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void sleepUntilNs(uint64_t t) {
   struct timespec ts;
   ts.tv_sec = static_cast<time_t>(t / 1'000'000'000ull);

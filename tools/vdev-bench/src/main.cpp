@@ -30,7 +30,7 @@ namespace {
 // of this function, so returning (error or not) removes it.
 Status benchmark(const Options& o, const std::string& vdevdPath, const std::vector<std::string>& datapaths,
                  const std::string& workDir, Report* rep) {
-  auto topo = Topology::create(o.scenario, o.sinkMode, rep->prefix, o.bridgeNfCall, o.idlePorts);
+  auto topo = Topology::create(o.scenario, rep->prefix, o.bridgeNfCall, o.idlePorts);
   if (!topo) return topo.error();
   Topology& t = *topo.value();
   logInfo("topology %s ready; sink: %s", rep->prefix.c_str(), t.sink().describe().c_str());
@@ -103,62 +103,58 @@ Status benchmark(const Options& o, const std::string& vdevdPath, const std::vect
   Runner runner(t, *source, o, timer.get());
   for (const auto& name : datapaths) rep->results.push_back({name, "", {}, {}, {}, {}});
   auto interrupted = [] { return Error{0, "interrupted by a signal"}; };
+  // One measurement on a fresh start of dr's datapath: measure(dp) gives a
+  // result, kept in `into` and, unless --json or -v, shown by progress(); a
+  // failure goes to dr.errors as "WHAT run N: ...".
+  auto once = [&](DatapathResult& dr, int run, const char* what, const char* logSuffix, auto&& measure, auto& into,
+                  auto&& progress) -> Status {
+    auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
+    if (!dp) return dp.error();
+    dr.describe = dp.value()->describe();
+    logInfo("run %d/%d: %s%s", run, o.runs, dr.datapath.c_str(), logSuffix);
+    auto r = measure(*dp.value());
+    if (stopRequested()) return interrupted();
+    if (!r) {
+      dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + r.error().message());
+      logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, r.error().message().c_str());
+      return {};
+    }
+    if (!o.json && !verbose()) progress(r.value());
+    into.push_back(std::move(r.value()));
+    return {};
+  };
   for (int run = 1; run <= o.runs; ++run) {
     double vdevdPeak = 0;  // --find-rate: the first vdevd datapath's peak in this run
     for (auto& dr : rep->results) {
       if (stopRequested()) return interrupted();
-      auto fail = [&](const char* what, const Status& st) {
-        dr.errors.push_back(std::string(what) + " run " + std::to_string(run) + ": " + st.error().message());
-        logWarn("%s %s run %d failed: %s", dr.datapath.c_str(), what, run, st.error().message().c_str());
-      };
+      const char* name = dr.datapath.c_str();
       if (o.findRate) {
-        auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.error();
-        dr.describe = dp.value()->describe();
-        logInfo("run %d/%d: %s, loss search", run, o.runs, dr.datapath.c_str());
-        auto rs = runner.findRate(*dp.value(), run, vdevdPeak);
-        if (stopRequested()) return interrupted();
-        if (!rs) {
-          fail("loss search", rs.error());
-        } else {
-          if (vdevdPeak == 0 && isVdevd(dr.datapath)) vdevdPeak = rs->peak.forwardedPps();
-          if (!o.json && !verbose())
-            fprintf(stderr, "vdev-bench: %-13s run %d: peak %.3f Mpps forwarded, loss-free %.3f Mpps\n",
-                    dr.datapath.c_str(), run, rs->peak.forwardedPps() / 1e6, rs->lossFreePps / 1e6);
-          dr.rateRuns.push_back(std::move(rs.value()));
-        }
+        auto search = [&](Datapath& dp) {
+          auto rs = runner.findRate(dp, run, vdevdPeak);
+          if (rs && vdevdPeak == 0 && isVdevd(dr.datapath)) vdevdPeak = rs->peak.forwardedPps();
+          return rs;
+        };
+        VB_TRY(once(dr, run, "loss search", ", loss search", search, dr.rateRuns, [&](const RateSearch& rs) {
+          fprintf(stderr, "vdev-bench: %-13s run %d: peak %.3f Mpps forwarded, loss-free %.3f Mpps\n", name, run,
+                  rs.peak.forwardedPps() / 1e6, rs.lossFreePps / 1e6);
+        }));
       } else if (o.latency != LatencyMode::kOnly) {
-        auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.error();
-        dr.describe = dp.value()->describe();
-        logInfo("run %d/%d: %s", run, o.runs, dr.datapath.c_str());
-        auto r = runner.measure(*dp.value(), run);
-        if (stopRequested()) return interrupted();
-        if (!r) {
-          fail("throughput", r.error());
-        } else {
-          if (!o.json && !verbose())
-            fprintf(stderr, "vdev-bench: %-13s run %d: %.3f Mpps forwarded, %.3f offered\n", dr.datapath.c_str(),
-                    run, r->forwardedMpps(), r->offeredMpps());
-          dr.runs.push_back(std::move(r.value()));
-        }
+        VB_TRY(once(dr, run, "throughput", "", [&](Datapath& dp) { return runner.measure(dp, run); }, dr.runs,
+                    [&](const RunResult& r) {
+                      fprintf(stderr, "vdev-bench: %-13s run %d: %.3f Mpps forwarded, %.3f offered\n", name, run,
+                              r.forwardedMpps(), r.offeredMpps());
+                    }));
       }
       if (o.latency != LatencyMode::kOff && !pingerPtrs.empty()) {
-        auto dp = makeDatapath(dr.datapath, t, o, vdevdPath, workDir);
-        if (!dp) return dp.error();
-        dr.describe = dp.value()->describe();
-        logInfo("run %d/%d: %s, latency", run, o.runs, dr.datapath.c_str());
-        auto lr = runner.measureLatency(*dp.value(), run, pingerPtrs);
-        if (stopRequested()) return interrupted();
-        if (!lr) {
-          fail("latency", lr.error());
-        } else {
-          if (!o.json && !verbose())
-            for (const auto& p : lr->pairs)
-              fprintf(stderr, "vdev-bench: %-13s run %d: %s round trip p50 %.1f us, p99 %.1f us; after a pause p50 %.1f us\n",
-                      dr.datapath.c_str(), run, p.pair.c_str(), p.light.p50Us, p.light.p99Us, p.pause.p50Us);
-          dr.latencyRuns.push_back(std::move(lr.value()));
-        }
+        VB_TRY(once(dr, run, "latency", ", latency",
+                    [&](Datapath& dp) { return runner.measureLatency(dp, run, pingerPtrs); }, dr.latencyRuns,
+                    [&](const LatencyRun& lr) {
+                      for (const auto& p : lr.pairs)
+                        fprintf(stderr,
+                                "vdev-bench: %-13s run %d: %s round trip p50 %.1f us, p99 %.1f us; after a pause "
+                                "p50 %.1f us\n",
+                                name, run, p.pair.c_str(), p.light.p50Us, p.light.p99Us, p.pause.p50Us);
+                    }));
       }
     }
   }
@@ -199,27 +195,22 @@ int main(int argc, char** argv) {
   for (const auto& d : o.datapaths) wantsVdevd |= isVdevd(d);
   if (wantsVdevd) rep.vdevdPath = findVdevd(o.vdevdPath);
   for (const auto& d : o.datapaths) {
-    if (isVdevd(d) && rep.vdevdPath.empty()) {
-      std::string why = o.vdevdPath.empty() ? "vdevd not found (build it, or use --vdevd PATH)"
-                                            : "--vdevd " + o.vdevdPath + " is not an executable file";
-      if (o.datapathsGiven) {
-        fprintf(stderr, "vdev-bench: %s\n", why.c_str());
-        return 1;
-      }
-      rep.skipped.push_back({d, why});
-      logWarn("skipping %s: %s", d.c_str(), why.c_str());
+    std::string why, error;  // the note, and the error when d was asked for
+    if (isVdevd(d) && rep.vdevdPath.empty())
+      error = why = o.vdevdPath.empty() ? "vdevd not found (build it, or use --vdevd PATH)"
+                                        : "--vdevd " + o.vdevdPath + " is not an executable file";
+    else if (!(why = datapathMissing(d)).empty())
+      error = d + ": " + why;
+    if (why.empty()) {
+      datapaths.push_back(d);
       continue;
     }
-    if (std::string why = datapathMissing(d); !why.empty()) {
-      if (o.datapathsGiven) {
-        fprintf(stderr, "vdev-bench: %s: %s\n", d.c_str(), why.c_str());
-        return 1;
-      }
-      rep.skipped.push_back({d, why});
-      logWarn("skipping %s: %s", d.c_str(), why.c_str());
-      continue;
+    if (o.datapathsGiven) {
+      fprintf(stderr, "vdev-bench: %s\n", error.c_str());
+      return 1;
     }
-    datapaths.push_back(d);
+    rep.skipped.push_back({d, why});
+    logWarn("skipping %s: %s", d.c_str(), why.c_str());
   }
   if (o.findRate) {
     // The loss at 90% of vdevd's own peak needs that peak first: the first

@@ -29,7 +29,6 @@ const char* latencyModeName(LatencyMode m);
 
 struct Options {
   Scenario scenario = Scenario::kVethVeth;
-  SinkMode sinkMode = SinkMode::kTc;  // veth-veth sink: tc ingress (default) or XDP
   // switch: vdevd-switch, vdevd-fast, bridge
   // The own path (xconnect, switch) always beside the fast path and the
   // kernel's paths: a table without it hid a fall below the bridge.
@@ -49,17 +48,11 @@ struct Options {
   int sinkCpu = -1;             // -1: same as genCpu
   int sinkPrio = 50;            // SCHED_FIFO priority of the sink's receive work, 0 = normal
   bool napiThreaded = false;    // --napi softirq (default) or threaded
-  int sinkNapiThreaded = -1;    // --sink-napi; -1: as --napi (xdp sink), softirq (tc sink)
-  bool sinkThreaded() const {
-    if (sinkNapiThreaded >= 0) return sinkNapiThreaded != 0;
-    return sinkMode == SinkMode::kXdp && scenario != Scenario::kVethTap && napiThreaded;
-  }
   int genThreads = 2;
   uint32_t repeat = 2'000'000;
   uint32_t batch = 64;
   uint32_t sportCount = 0;
   double gapFraction = 0.1;     // a 10 ms interval below this x median is a gap
-  bool timeline = false;        // per-10ms rates in the JSON
   NapiTiming napiTiming = NapiTiming::kSplit;
   double cpuWindow = 2.0;       // --cpu-window: seconds of the CPU window (split timing)
   int bridgeNfCall = -1;        // --bridge-nf-call: -1 leave as is, 0 off, 1 on (DUT netns)

@@ -167,24 +167,17 @@ std::unique_ptr<Datapath> makeRealDatapath(const std::string& name, const RealTo
 // daemon over a few seconds).
 Result<double> processSchedSeconds(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
-  if (!d) return errnoError("opendir " + dir);
+  const auto tasks = dirEntries(dir);
+  if (!tasks) return errnoError("opendir " + dir);
   double sum = 0;
-  while (const dirent* e = readdir(d.get())) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    auto c = threadCpuSeconds(static_cast<pid_t>(atoi(e->d_name)));
-    if (c) sum += *c;  // a thread that just exited: its time is gone with it
-  }
+  for (const std::string& t : *tasks)
+    if (auto c = threadCpuSeconds(static_cast<pid_t>(atoi(t.c_str()))))
+      sum += *c;  // a thread that just exited: its time is gone with it
   return sum;
 }
 
 size_t openFds(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
-  size_t n = 0;
-  if (d)
-    while (const dirent* e = readdir(d.get())) n += e->d_name[0] != '.';
-  return n;
+  return dirEntries("/proc/" + std::to_string(pid) + "/fd").value_or(std::vector<std::string>{}).size();
 }
 
 uint64_t rssKb(pid_t pid) {

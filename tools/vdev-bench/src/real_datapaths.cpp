@@ -32,7 +32,7 @@ Status BridgeOver::start() {
     VB_TRY(runCommand({"ip", "-n", ns_.name(), "link", "set", p, "master", bridge_}));
     // The ports are the run's own (a fresh topology per datapath): nothing
     // to turn back on.
-    if (wireFrames_) VB_TRY(setSegmentationOffloads(ns_, p, false));
+    if (wireFrames_) VB_TRY(setOffloads(ns_, p, {.tso = false, .gso = false}));
   }
   return runCommand({"ip", "-n", ns_.name(), "link", "set", bridge_, "up"});
 }

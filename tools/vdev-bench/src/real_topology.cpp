@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "ethtool_stats.h"
+#include "rtnl/link.h"
 #include "topology.h"
 
 namespace vdev::bench {
@@ -62,8 +63,8 @@ Status RealTopology::addStation(const std::string& name, const std::string& nsSu
 // (see the header); nothing to do otherwise.
 Status RealTopology::prepareContainerEnd(const Netns& ns) {
   if (!forXdpHook_) return {};
-  VB_TRY(setGro(ns, "eth0", true));
-  return runCommand({"ip", "netns", "exec", ns.name(), "ethtool", "-K", "eth0", "tx", "off"});
+  VB_TRY(setOffloads(ns, "eth0", {.gro = true}));
+  return rtnl::setPeerTxCsumOff(rtnl::NetnsRef::byName(ns.name()), "eth0");
 }
 
 // The idle containers: a namespace and a veth each, as for A and B, but no

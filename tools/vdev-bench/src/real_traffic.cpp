@@ -2,7 +2,6 @@
 #include "real_traffic.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -35,15 +34,11 @@ double tvSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec * 1e-6; }
 // The pids of this process's children (any thread's), alive or zombie.
 std::vector<pid_t> children() {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return out;
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/children");
+  for (const std::string& t : dirEntries("/proc/self/task").value_or(std::vector<std::string>{})) {
+    std::ifstream f("/proc/self/task/" + t + "/children");
     pid_t p;
     while (f >> p) out.push_back(p);
   }
-  closedir(d);
   return out;
 }
 }  // namespace

@@ -32,14 +32,15 @@ double medianOf(const std::vector<RunResult>& runs, const std::function<double(c
 
 std::string napiText(const Options& o) {
   std::string s = o.napiThreaded ? "threaded" : "softirq";
-  if (o.scenario != Scenario::kVethTap && o.sinkThreaded() != o.napiThreaded)
-    s += o.sinkThreaded() ? " (sink veth threaded)" : " (sink veth softirq)";
+  // The sink veth's NAPI is never threaded: the tc sink takes skbs through
+  // the backlog of the CPU that transmitted.
+  if (o.scenario != Scenario::kVethTap && o.napiThreaded) s += " (sink veth softirq)";
   return s;
 }
 
 std::string sinkText(const Options& o) {
   if (o.scenario == Scenario::kVethTap) return "tap";
-  return sinkModeName(o.sinkMode);
+  return "tc";
 }
 
 const DatapathResult* findBridge(const Report& rep) {
@@ -242,10 +243,8 @@ void printTable(const Report& rep, FILE* out) {
           rep.bridgeNfCallIptables == "1" ? " (br_netfilter hooks on every bridged frame)" : "");
   if (o.scenario == Scenario::kVethTap)
     fprintf(out, "sink: a thread read()ing the tap (a VM without vhost)\n");
-  else if (o.sinkMode == SinkMode::kTc)
-    fprintf(out, "sink: tc (clsact ingress on a veth without XDP, GRO off as in a container; on for xdp-redirect, which needs NAPI)\n");
   else
-    fprintf(out, "sink: xdp (native XDP on the sink veth; veth copies copy-mode AF_XDP skbs into a page first)\n");
+    fprintf(out, "sink: tc (clsact ingress on a veth without XDP, GRO off as in a container; on for xdp-redirect, which needs NAPI)\n");
   if (o.scenario == Scenario::kTapVeth)
     fprintf(out, "ingress: the VM write()s every frame into tap %sa; the kernel paths forward inside that write()\n",
             rep.prefix.c_str());
@@ -497,16 +496,6 @@ Json runJson(const RunResult& r) {
   j["noisy"] = r.noisy;
   j["offered_flow"] = flowJson(r.offeredFlow);
   j["forwarded_flow"] = flowJson(r.forwardedFlow);
-  if (!r.timelineT.empty()) {
-    Json t;
-    for (auto [name, v] : {std::pair{"t_s", &r.timelineT}, std::pair{"offered_mpps", &r.timelineOffered},
-                           std::pair{"forwarded_mpps", &r.timelineForwarded}}) {
-      Json a = Json::array();
-      for (double x : *v) a.push_back(fixed(x, 3));
-      t[name] = std::move(a);
-    }
-    j["timeline"] = std::move(t);
-  }
   j["stop_problem"] = orNull(r.stopProblem);
   j["datapath_stats"] = statsDocument(r.datapathStats);
   return j;

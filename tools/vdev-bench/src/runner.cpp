@@ -130,7 +130,6 @@ Status Runner::prepareSink(const Datapath& dp) {
   SinkRun sr;
   sr.cpu = opt_.sinkCpu >= 0 ? opt_.sinkCpu : opt_.genCpu;
   sr.prio = opt_.sinkPrio;
-  sr.threadedNapi = opt_.sinkThreaded();
   sr.xdpFrames = dp.transmitsXdpFrames();
   return topo_.sink().prepare(sr);
 }
@@ -309,7 +308,7 @@ Status Runner::drain(uint64_t lastSink) {
 namespace {
 
 struct Rates {
-  std::vector<double> offMpps, fwdMpps, dts, starts;
+  std::vector<double> offMpps, fwdMpps, dts;
 };
 
 // Rates per sampling interval. Samples closer than half the sampling period
@@ -334,7 +333,6 @@ Rates ratesOf(const std::vector<S>& window) {
     const S& y = window[cuts[k]];
     double dt = y.t - x.t;
     if (dt <= 0) continue;
-    out.starts.push_back(x.t - window[0].t);
     out.dts.push_back(dt);
     out.offMpps.push_back((y.offered - x.offered) / dt / 1e6);
     out.fwdMpps.push_back((y.forwarded - x.forwarded) / dt / 1e6);
@@ -502,11 +500,6 @@ Result<RunResult> Runner::measure(Datapath& dp, int run) {
     logWarn("%s run %d: the hypervisor took %.0f%% of a CPU (steal time)", r.datapath.c_str(), run, 100.0 * steal);
 
   Rates rt = ratesOf(window);
-  if (opt_.timeline) {
-    r.timelineT = rt.starts;
-    r.timelineOffered = rt.offMpps;
-    r.timelineForwarded = rt.fwdMpps;
-  }
   r.offeredFlow = analyzeFlow(rt.offMpps, rt.dts, opt_.gapFraction);
   r.forwardedFlow = analyzeFlow(rt.fwdMpps, rt.dts, opt_.gapFraction);
   return r;

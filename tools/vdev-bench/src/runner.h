@@ -120,9 +120,6 @@ struct RunResult {
   // accounts for: other load. Coarse (tick-sampled) but needs no tracing.
   double rateWindowOther = 0;
   FlowStats offeredFlow, forwardedFlow;
-  // Per 10 ms interval of the window (--timeline): start time (s from the
-  // window start), offered and forwarded Mpps.
-  std::vector<double> timelineT, timelineOffered, timelineForwarded;
   std::string datapathStats;    // vdevd's statistics JSON
   // vdevd's AF_XDP sockets, per port, over the rate window (statistics asked
   // just before it and just after): frames the kernel dropped because the

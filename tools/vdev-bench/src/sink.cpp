@@ -18,25 +18,21 @@
 
 namespace vdev::bench {
 
-bool isBenchFrame(const uint8_t* buf, size_t len) {
+namespace {
+// An IPv4/UDP frame to dport whose payload starts with VB_MAGIC.
+bool isOurUdp(const uint8_t* buf, size_t len, uint16_t dport) {
   if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
   auto* eth = reinterpret_cast<const ethhdr*>(buf);
   auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
   auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
   auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
   return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
-         udp->dest == htons(VB_UDP_DPORT) && pl->magic == htonl(VB_MAGIC);
+         udp->dest == htons(dport) && pl->magic == htonl(VB_MAGIC);
 }
+}  // namespace
 
-bool isProbeFrame(const uint8_t* buf, size_t len) {
-  if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr) + sizeof(vb_payload)) return false;
-  auto* eth = reinterpret_cast<const ethhdr*>(buf);
-  auto* ip = reinterpret_cast<const iphdr*>(buf + ETH_HLEN);
-  auto* udp = reinterpret_cast<const udphdr*>(buf + ETH_HLEN + sizeof(iphdr));
-  auto* pl = reinterpret_cast<const vb_payload*>(udp + 1);
-  return eth->h_proto == htons(ETH_P_IP) && ip->ihl == 5 && ip->protocol == IPPROTO_UDP &&
-         udp->dest == htons(VB_UDP_ECHO_PORT) && pl->magic == htonl(VB_MAGIC);
-}
+bool isBenchFrame(const uint8_t* buf, size_t len) { return isOurUdp(buf, len, VB_UDP_DPORT); }
+bool isProbeFrame(const uint8_t* buf, size_t len) { return isOurUdp(buf, len, VB_UDP_ECHO_PORT); }
 
 void reflectProbe(uint8_t* buf, size_t len) {
   if (len < ETH_HLEN + sizeof(iphdr) + sizeof(udphdr)) return;
@@ -51,51 +47,17 @@ void reflectProbe(uint8_t* buf, size_t len) {
   std::swap(udp->source, udp->dest);
 }
 
-namespace {
-// Finds and pins the threaded-NAPI kthreads of ifname ("napi/<ifname>-<id>",
-// cut to the 15 characters a comm holds).
-Result<std::vector<pid_t>> pinNapiThreads(const std::string& ifname, int cpu, int prio) {
-  std::string prefix = "napi/" + ifname + "-";
-  if (prefix.size() > 15) prefix.resize(15);
-  std::vector<pid_t> tids = findTasksByComm(prefix);
-  if (tids.empty()) return makeError(ESRCH, "no threaded NAPI kthread for " + ifname);
-  for (pid_t t : tids) {
-    VB_TRY(pinTask(t, cpu));
-    VB_TRY(setRealtime(t, prio));
-  }
-  return tids;
-}
-
-double sumTaskCpu(const std::vector<pid_t>& tids) {
-  double sum = 0;
-  for (pid_t t : tids)
-    if (auto c = threadCpuSeconds(t)) sum += c.value();
-  return sum;
-}
-}  // namespace
-
 // ---- VethSink ---------------------------------------------------------------
 
-const char* sinkModeName(SinkMode m) { return m == SinkMode::kTc ? "tc" : "xdp"; }
-
-Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname, SinkMode mode) {
-  std::unique_ptr<VethSink> s(new VethSink(ns, ifname, mode));
+Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::string& ifname) {
+  std::unique_ptr<VethSink> s(new VethSink(ns, ifname));
   auto skel = loadSink();
   if (!skel) return skel.error();
   s->skel_ = std::move(skel.value());
   s->countersFd_ = sinkCountersFd(s->skel_.get());
-  if (mode == SinkMode::kXdp) {
-    auto link = XdpLink::attach(ns, ifname, sinkProgram(s->skel_.get()));
-    if (!link) return link.error();
-    s->link_ = std::make_unique<XdpLink>(std::move(link.value()));
-    auto st = EthtoolStats::open(ns, ifname);
-    if (st) s->stats_.emplace(std::move(st.value()));
-    else logWarn("no ethtool statistics for %s: %s", ifname.c_str(), st.error().message().c_str());
-    return s;
-  }
-  // tc: a veth starts with GRO off (veth turns it off at creation); make
+  // A veth starts with GRO off (veth turns it off at creation); make
   // sure, so that skbs take the per-CPU backlog as at a container's veth.
-  VB_TRY(setGro(ns, ifname, false));
+  VB_TRY(setOffloads(ns, ifname, {.gro = false}));
   s->gro_ = false;
   auto tc = TcIngress::attach(ns, ifname, sinkTcProgram(s->skel_.get()));
   if (!tc) return tc.error();
@@ -107,23 +69,14 @@ Result<std::unique_ptr<VethSink>> VethSink::create(const Netns& ns, const std::s
 }
 
 std::string VethSink::describe() const {
-  if (mode_ == SinkMode::kXdp) return "XDP_DROP counter on " + ifname_;
   return "tc ingress (clsact) TC_ACT_SHOT counter on " + ifname_;
 }
 
 std::string VethSink::receivePath() const {
-  if (mode_ == SinkMode::kXdp) return "xdp: native XDP on the sink veth";
   return gro_ ? "tc: skb from the sink veth's NAPI (GRO on)" : "tc: skb via netif_rx backlog (GRO off)";
 }
 
 std::optional<uint64_t> VethSink::kernelCount() const {
-  if (mode_ == SinkMode::kXdp) {
-    if (!stats_) return std::nullopt;
-    auto m = stats_->read();
-    if (!m) return std::nullopt;
-    // veth counts XDP verdicts per receive queue; the sink drops every frame.
-    return EthtoolStats::sumQueues(m.value(), "rx_queue_", "_xdp_drops");
-  }
   if (!linkStats_) return std::nullopt;
   auto l = linkStats_->read();
   if (!l) return std::nullopt;
@@ -131,7 +84,7 @@ std::optional<uint64_t> VethSink::kernelCount() const {
 }
 
 std::string VethSink::kernelCounter() const {
-  return mode_ == SinkMode::kXdp ? "rx_queue_N_xdp_drops" : "rx_packets";
+  return "rx_packets";
 }
 
 Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
@@ -145,29 +98,14 @@ Status VethSink::sendLearningFrames(const std::vector<uint8_t>& frame, int n) {
   return {};
 }
 
-double VethSink::cpuSeconds() const { return sumTaskCpu(napiThreads_); }
-
 Status VethSink::prepare(const SinkRun& run) {
-  napiThreads_.clear();
-  if (mode_ == SinkMode::kTc) {
-    // NAPI only where the datapath needs it: ndo_xdp_xmit into a veth
-    // without NAPI fails. (Threaded NAPI is refused for the tc sink by the
-    // option parser: skbs would still take the backlog, see --help.)
-    bool want = run.xdpFrames;
-    if (want != gro_) {
-      VB_TRY(setGro(ns_, ifname_, want));
-      gro_ = want;
-      logInfo("GRO %s on %s", want ? "on" : "off", ifname_.c_str());
-    }
-    return {};
+  // NAPI only where the datapath needs it: ndo_xdp_xmit into a veth without
+  // NAPI fails.
+  if (run.xdpFrames != gro_) {
+    VB_TRY(setOffloads(ns_, ifname_, {.gro = run.xdpFrames}));
+    gro_ = run.xdpFrames;
+    logInfo("GRO %s on %s", gro_ ? "on" : "off", ifname_.c_str());
   }
-  // softirq mode: the sink's NAPI runs in softirq on the CPU that
-  // transmitted into the sink veth (the datapath's), nothing to pin.
-  if (!run.threadedNapi) return {};
-  VB_TRY(testkit::writeSysfsNet(ifname_, "threaded", "1", &ns_));
-  auto tids = pinNapiThreads(ifname_, run.cpu, run.prio);
-  if (!tids) return tids.error();
-  napiThreads_ = std::move(tids.value());
   return {};
 }
 
@@ -191,7 +129,7 @@ void TapSink::readerMain() {
   tid_.store(gettid(), std::memory_order_relaxed);
 
   alignas(64) uint8_t buf[65536];
-  uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0, probes = 0;
+  uint64_t pkts = 0, bytes = 0, other = 0, otherBytes = 0;
   pollfd pfd = {tap_.fd(), POLLIN, 0};
   while (!stop_.load(std::memory_order_relaxed)) {
     // Drain everything that is queued, then publish, then sleep in poll():
@@ -211,10 +149,8 @@ void TapSink::readerMain() {
           // that was flooded to the VM (addressed to someone else) is not
           // answered, or a learning switch would learn the wrong port.
           reflectProbe(buf, static_cast<size_t>(n));
-          if (write(tap_.fd(), buf, static_cast<size_t>(n)) == n) {
-            ++probes;
-            probes_.store(probes, std::memory_order_relaxed);
-          }
+          // An answer the tap does not take is a probe the prober counts lost.
+          [[maybe_unused]] ssize_t w = write(tap_.fd(), buf, static_cast<size_t>(n));
         }
       }
       if ((pkts & 255) == 0) {

@@ -19,18 +19,10 @@
 
 namespace vdev::bench {
 
-// How the veth-veth sink receives (--sink).
-enum class SinkMode {
-  kTc,   // BPF on the sink veth's clsact ingress: frames arrive as skbs, as at a container's veth
-  kXdp,  // native XDP on the sink veth
-};
-const char* sinkModeName(SinkMode m);
-
 // What the sink must provide for one run.
 struct SinkRun {
   int cpu = 0;                // the sink CPU (shared with the generator)
   int prio = 0;               // SCHED_FIFO priority of the sink's own task, 0 = normal
-  bool threadedNapi = false;  // the sink veth's NAPI in a kthread pinned to cpu
   // The datapath transmits xdp_frames into the egress veth (ndo_xdp_xmit, a
   // devmap redirect): the sink veth must have NAPI to take them.
   bool xdpFrames = false;
@@ -71,46 +63,37 @@ class Sink {
   virtual std::vector<pid_t> taskIds() const { return {}; }
 };
 
-// The sink on the veth inside the sink namespace (see bpf/sink.bpf.c).
-//
-//  tc:  vb_sink_tc on the veth's clsact ingress, TC_ACT_SHOT. GRO stays off,
-//       as on any new veth (and a container's): without NAPI the veth hands
-//       skbs to netif_rx(), i.e. the per-CPU backlog of the CPU that
-//       transmitted. For a datapath that transmits xdp_frames (xdp-redirect)
-//       GRO is turned on for that run: since Linux 5.13 a veth with GRO has
-//       NAPI without an XDP program, which is what ndo_xdp_xmit needs; it
-//       then builds an skb per frame. Kernel count: the veth's rx_packets
-//       (IFLA_STATS64), which counts every skb queued to the backlog and
-//       every frame its NAPI polled.
-//  xdp: vb_sink attached as native XDP, XDP_DROP. Kernel count: the veth's
-//       rx_queue_N_xdp_drops (ethtool -S).
+// The sink on the veth inside the sink namespace (see bpf/sink.bpf.c):
+// vb_sink_tc on the veth's clsact ingress, TC_ACT_SHOT. GRO stays off, as on
+// any new veth (and a container's): without NAPI the veth hands skbs to
+// netif_rx(), i.e. the per-CPU backlog of the CPU that transmitted. For a
+// datapath that transmits xdp_frames (xdp-redirect) GRO is turned on for
+// that run: since Linux 5.13 a veth with GRO has NAPI without an XDP
+// program, which is what ndo_xdp_xmit needs; it then builds an skb per
+// frame. Kernel count: the veth's rx_packets (IFLA_STATS64), which counts
+// every skb queued to the backlog and every frame its NAPI polled.
 class VethSink : public Sink {
  public:
-  static Result<std::unique_ptr<VethSink>> create(const Netns& ns, const std::string& ifname, SinkMode mode);
+  static Result<std::unique_ptr<VethSink>> create(const Netns& ns, const std::string& ifname);
   Result<Counters> counters() const override { return readCounters(countersFd_); }
   Status sendLearningFrames(const std::vector<uint8_t>& frame, int n) override;
-  double cpuSeconds() const override;
+  double cpuSeconds() const override { return 0; }  // its receive work runs in softirq
   Status prepare(const SinkRun& run) override;
   std::string describe() const override;
   std::string receivePath() const override;
-  bool receivesViaBacklog() const override { return mode_ == SinkMode::kTc && !gro_; }
+  bool receivesViaBacklog() const override { return !gro_; }
   std::optional<uint64_t> kernelCount() const override;
   std::string kernelCounter() const override;
-  std::vector<pid_t> taskIds() const override { return napiThreads_; }
 
  private:
-  VethSink(const Netns& ns, std::string ifname, SinkMode mode) : ns_(ns), ifname_(std::move(ifname)), mode_(mode) {}
+  VethSink(const Netns& ns, std::string ifname) : ns_(ns), ifname_(std::move(ifname)) {}
   const Netns& ns_;
   std::string ifname_;
-  SinkMode mode_;
   SinkSkel skel_;
-  std::unique_ptr<XdpLink> link_;      // xdp
-  std::unique_ptr<TcIngress> tc_;      // tc
-  bool gro_ = false;                   // tc: GRO (hence NAPI) on the sink veth now
+  std::unique_ptr<TcIngress> tc_;
+  bool gro_ = false;  // GRO (hence NAPI) on the sink veth now
   int countersFd_ = -1;
-  std::vector<pid_t> napiThreads_;
-  std::optional<EthtoolStats> stats_;  // xdp
-  std::optional<LinkStats> linkStats_;  // tc
+  std::optional<LinkStats> linkStats_;
 };
 
 // A tap reader standing in for a VM: it owns the tap (testkit::Tap, opened
@@ -135,7 +118,6 @@ class TapSink : public Sink {
   int fd() const { return tap_.fd(); }
   const std::string& ifname() const { return ifname_; }
   Mac mac() const { return mac_; }
-  uint64_t probesReflected() const { return probes_.load(std::memory_order_relaxed); }
   pid_t readerTid() const { return tid_.load(std::memory_order_relaxed); }
   std::vector<pid_t> taskIds() const override {
     pid_t t = readerTid();
@@ -155,7 +137,7 @@ class TapSink : public Sink {
   std::atomic<pid_t> tid_{0};
   // Written by the reader thread only (relaxed stores), read by the sampler;
   // each is a monotonic counter, no ordering with other data is needed.
-  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0}, probes_{0};
+  std::atomic<uint64_t> pkts_{0}, bytes_{0}, otherPkts_{0}, otherBytes_{0};
 };
 
 // True when buf is a vdev-bench frame (same test as bpf/sink.bpf.c).

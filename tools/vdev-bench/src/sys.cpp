@@ -16,6 +16,7 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "testkit/files.h"
@@ -90,6 +91,15 @@ double monotonicSeconds() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::optional<std::vector<std::string>> dirEntries(const std::string& path) {
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(path.c_str()), closedir);
+  if (!d) return std::nullopt;
+  std::vector<std::string> names;
+  while (const dirent* e = readdir(d.get()))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  return names;
 }
 
 Status runCommand(const std::vector<std::string>& argv) {
@@ -265,17 +275,16 @@ Result<uint64_t> readIpis() {
 }
 
 Result<uint64_t> voluntarySwitches(pid_t pid) {
-  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
-  if (!d) return errnoError("open /proc/" + std::to_string(pid) + "/task");
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  const auto tasks = dirEntries(dir);
+  if (!tasks) return errnoError("open " + dir);
   uint64_t sum = 0;
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + e->d_name + "/status");
+  for (const std::string& t : *tasks) {
+    std::ifstream f(dir + "/" + t + "/status");
     std::string line;
     while (std::getline(f, line))
       if (line.rfind("voluntary_ctxt_switches:", 0) == 0) sum += std::stoull(line.substr(24));
   }
-  closedir(d);
   return sum;
 }
 
@@ -300,18 +309,15 @@ Status setAutogroupNice(int nice) {
 
 std::vector<pid_t> findTasksByComm(const std::string& prefix) {
   std::vector<pid_t> out;
-  DIR* d = opendir("/proc");
-  if (!d) return out;
-  while (struct dirent* e = readdir(d)) {
+  for (const std::string& e : dirEntries("/proc").value_or(std::vector<std::string>{})) {
     char* end;
-    long pid = strtol(e->d_name, &end, 10);
+    long pid = strtol(e.c_str(), &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream f(std::string("/proc/") + e->d_name + "/comm");
+    std::ifstream f("/proc/" + e + "/comm");
     std::string comm;
     if (std::getline(f, comm) && comm.compare(0, prefix.size(), prefix) == 0)
       out.push_back(static_cast<pid_t>(pid));
   }
-  closedir(d);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -95,6 +96,16 @@ Result<double> threadCpuSeconds(pid_t tid);
 std::vector<pid_t> findTasksByComm(const std::string& prefix);
 
 double monotonicSeconds();
+
+// The names in directory `path` ("." and ".." left out), or nullopt when it
+// cannot be read: /proc's pids, a process's tasks or fds, /run/netns.
+std::optional<std::vector<std::string>> dirEntries(const std::string& path);
+// CLOCK_MONOTONIC in nanoseconds; inline: pacing and probe loops call it.
+inline uint64_t nowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // Inter-processor interrupts so far, all CPUs: rescheduling (a wake-up of a
 // task on another CPU) plus function-call interrupts (/proc/interrupts RES

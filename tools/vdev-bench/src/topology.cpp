@@ -1,7 +1,6 @@
 // topology.cpp - see topology.h.
 #include "topology.h"
 
-#include <dirent.h>
 #include <net/if.h>
 
 #include <algorithm>
@@ -45,11 +44,10 @@ constexpr uint32_t kVmIp = 0xc6120201;    // 198.18.2.1: the VM in the switch sc
 constexpr int kPrefixLen = 15;
 }  // namespace
 
-Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+Result<std::unique_ptr<Topology>> Topology::create(Scenario sc, const std::string& prefix,
                                                   int bridgeNfCall, uint32_t idlePorts) {
   std::unique_ptr<Topology> t(new Topology());
   t->scenario_ = sc;
-  t->sinkMode_ = sinkMode;
   t->bridgeNfCall_ = bridgeNfCall;
   t->prefix_ = prefix;
   t->genIf_ = prefix + "g";
@@ -122,7 +120,7 @@ Status Topology::build(uint32_t idlePorts) {
         {.host_name = portB_, .peer_name = sinkIf_, .host_ns = &*dut_, .peer_ns = &*sinkNs_, .peer_mac = sinkMac_});
     if (!veth) return veth.error();
     vethB_.emplace(std::move(*veth));
-    auto sink = VethSink::create(*sinkNs_, sinkIf_, sinkMode_);
+    auto sink = VethSink::create(*sinkNs_, sinkIf_);
     if (!sink) return sink.error();
     sink_ = std::move(*sink);
     endpoints_.push_back({"container2", &*sinkNs_, sinkIf_, sinkMac_, kSinkIp, nullptr});
@@ -259,15 +257,6 @@ Topology::~Topology() {
   gen_.reset();
 }
 
-std::vector<std::string> Topology::netnsNames() const {
-  std::vector<std::string> v;
-  if (gen_) v.push_back(gen_->name());
-  v.push_back(prefix_ + "-dut");
-  if (sinkNs_) v.push_back(sinkNs_->name());
-  if (idleNs_) v.push_back(idleNs_->name());
-  return v;
-}
-
 std::vector<std::string> leftovers(const std::string& prefix) {
   std::vector<std::string> out;
   // The prefix is "vb<pid>"; a name that continues with a digit belongs to
@@ -275,15 +264,9 @@ std::vector<std::string> leftovers(const std::string& prefix) {
   auto ours = [&](const std::string& n) {
     return n.compare(0, prefix.size(), prefix) == 0 && !(n.size() > prefix.size() && isdigit(n[prefix.size()]));
   };
-  for (const char* dir : {"/run/netns", "/sys/class/net"}) {
-    DIR* d = opendir(dir);
-    if (!d) continue;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (ours(n)) out.push_back(std::string(dir) + "/" + n);
-    }
-    closedir(d);
-  }
+  for (const std::string dir : {"/run/netns", "/sys/class/net"})
+    for (const std::string& n : dirEntries(dir).value_or(std::vector<std::string>{}))
+      if (ours(n)) out.push_back(dir + "/" + n);
   return out;
 }
 

@@ -62,12 +62,11 @@ struct LatencyPair {
 
 class Topology {
  public:
-  // sinkMode: how a veth sink receives (ignored when the sink is a tap).
   // bridgeNfCall: net.bridge.bridge-nf-call-{iptables,ip6tables,arptables}
   // in the DUT namespace: -1 leave as the kernel sets them, 0 or 1.
   // idlePorts: that many more ports P-i1 .. P-iN on the device under test,
   // veths whose far ends (i1 .. iN) sit idle in one namespace P-idle.
-  static Result<std::unique_ptr<Topology>> create(Scenario sc, SinkMode sinkMode, const std::string& prefix,
+  static Result<std::unique_ptr<Topology>> create(Scenario sc, const std::string& prefix,
                                                   int bridgeNfCall = -1, uint32_t idlePorts = 0);
   // net.bridge.bridge-nf-call-iptables in the DUT namespace: "0", "1", or
   // "absent" (no br_netfilter).
@@ -82,7 +81,6 @@ class Topology {
   const std::string& genIf() const { return genIf_; }    // in genNs
   const std::string& portA() const { return portA_; }    // in dutNs: ingress (veth, or tap in tap-veth)
   const std::string& portB() const { return portB_; }    // in dutNs: egress (veth or tap)
-  const std::string& portC() const { return portC_; }    // switch: the VM's tap; "" otherwise
   // Every port of the device under test that carries traffic, in order
   // (A, B[, C]); then the idle ones, which every datapath attaches too.
   std::vector<std::string> ports() const;
@@ -93,18 +91,13 @@ class Topology {
   bool vethSink() const { return !portBIsTap(); }
   const std::string& bridgeName() const { return bridge_; }
   const std::string& sinkIf() const { return sinkIf_; }  // in the sink netns (veth sink)
-  const Netns* sinkNs() const { return sinkNs_ ? &*sinkNs_ : nullptr; }
   Mac genMac() const { return genMac_; }
   Mac sinkMac() const { return sinkMac_; }
   // The sink that counts the forwarded frames (on port B's far side).
   Sink& sink() { return *sink_; }
   // The VM's tap (port B in veth-tap, A in tap-veth, C in switch), or null.
   TapSink* vm() { return vm_; }
-  const std::vector<Endpoint>& endpoints() const { return endpoints_; }
   const std::vector<LatencyPair>& latencyPairs() const { return pairs_; }
-
-  // Names of everything this topology created (for the leftover check).
-  std::vector<std::string> netnsNames() const;
 
  private:
   Topology() = default;
@@ -114,7 +107,6 @@ class Topology {
   Status waitRunning();
 
   Scenario scenario_ = Scenario::kVethVeth;
-  SinkMode sinkMode_ = SinkMode::kTc;
   int bridgeNfCall_ = -1;
   std::string bridgeNf_ = "absent";
   std::string prefix_;
