@@ -189,23 +189,38 @@ void Datapath::run() {
     const uint32_t round = ++round_;
     const auto scanned = [round](const Port& p) { return ((round + p.index()) & (kScanRounds - 1)) == 0; };
     const bool busy = last_rx >= kBusyRound;
+    // A queue that received, or a port that sent, leaves the idle sleep's
+    // epoll set until the thread sleeps (IdleSleep::leave).
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues())
-        if (q->xsk) work += rxPuntBurst(*q, now);
+        if (q->xsk)
+          if (const uint32_t n = rxPuntBurst(*q, now)) {
+            idle_.leave(*q);
+            work += n;
+          }
     uint32_t rx = 0;
     for (Port* pp : ports_.active()) {
       Port& p = *pp;
       if ((busy && p.rxQuiet() && !scanned(p)) || !p.live() || !p.receives()) continue;
       uint32_t got = 0;
       for (auto& q : p.queues())
-        if (q->xsk) got += rxBurst(p, *q, now);
+        if (q->xsk)
+          if (const uint32_t n = rxBurst(p, *q, now)) {
+            idle_.leave(*q);
+            got += n;
+          }
       p.noteRx(got);
       rx += got;
     }
     last_rx = rx;
     work += rx;
     for (Port* pp : ports_.active())
-      if ((pp->txBusy() || scanned(*pp)) && pp->live()) work += pp->drainTx(*pool_);
+      if ((pp->txBusy() || scanned(*pp)) && pp->live())
+        if (const uint32_t sent = pp->drainTx(*pool_)) {
+          if (pp->receives())  // only a receiving port's sockets are watched
+            for (auto& q : pp->queues()) idle_.leave(*q);
+          work += sent;
+        }
     if (fast_ && fdb_.journalPending()) [[unlikely]]
       fast_sync_.syncFdb(fdb_, now);
     if (captures_.fast()) [[unlikely]] {

@@ -58,7 +58,10 @@ void IdleSleep::sync(int capture_fd) {
   }
   // The fast path's capture copies, while a capture takes them.
   if (capture_fd >= 0) want_.push_back(capture_fd);
-  if (gen_ == XskSocket::generation() && want_ == have_) return;
+  if (gen_ == XskSocket::generation() && want_ == have_) {
+    rewatch(false);
+    return;
+  }
   // Built afresh: a closed fd has left the set by itself, and its number
   // may be a new socket's now.
   FileDesc ep(::epoll_create1(EPOLL_CLOEXEC));
@@ -74,6 +77,34 @@ void IdleSleep::sync(int capture_fd) {
   epoll_fd_ = std::move(ep);
   gen_ = XskSocket::generation();
   have_ = want_;
+  rewatch(true);
+}
+
+void IdleSleep::unwatch(Port::Queue& q) noexcept {
+  // ENOENT (never in the set: a socket opened since the last sync) is fine:
+  // the next sync adds it either way.
+  if (q.xsk) (void)::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, q.xsk->fd(), nullptr);
+  q.unwatched = true;
+  unwatched_++;
+}
+
+void IdleSleep::rewatch(bool rebuilt) {
+  if (!unwatched_) return;
+  const auto back = [&](Port::Queue& q) {
+    if (!q.unwatched) return;
+    q.unwatched = false;
+    // Only what is still wanted: not a socket of a port gone down since.
+    if (rebuilt || !q.xsk || std::find(want_.begin(), want_.end(), q.xsk->fd()) == want_.end()) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = q.xsk->fd();
+    (void)::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, q.xsk->fd(), &ev);
+  };
+  if (punt_)
+    for (auto& q : punt_->queues()) back(*q);
+  for (Port* pp : ports_.active())
+    for (auto& q : pp->queues()) back(*q);
+  unwatched_ = 0;
 }
 
 int IdleSleep::timeoutMs(const Wake& w) const {

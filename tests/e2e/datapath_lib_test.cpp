@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -377,6 +379,65 @@ TEST_F(DatapathLibTest, APortThatReceivesFastGetsAFillRingThatCoversItsTraffic) 
   EXPECT_GT(after, before) << "A's fill target did not follow its traffic";
   EXPECT_LE(after, 448u + 192u);
   EXPECT_EQ(s.pool.sum(), s.pool[stats::kPoolTotal]) << "the pool places do not add up";
+  d->stop();
+  EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
+}
+
+// The epoll sets of this process that watch more than `min` files: how
+// many each watches (/proc/self/fdinfo of every eventpoll fd, "tfd:" lines).
+std::vector<size_t> epollSetSizes(size_t min) {
+  std::vector<size_t> sizes;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (ec || target.string() != "anon_inode:[eventpoll]") continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    size_t n = 0;
+    for (std::string line; std::getline(info, line);) n += line.rfind("tfd:", 0) == 0;
+    if (n > min) sizes.push_back(n);
+  }
+  return sizes;
+}
+
+// Whether a thread of this process sleeps in epoll_wait.
+bool aThreadSleepsInEpoll() {
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream w(t.path() / "wchan");
+    std::string wchan;
+    std::getline(w, wchan);
+    if (wchan == "ep_poll" || wchan == "do_epoll_wait") return true;
+  }
+  return false;
+}
+
+// A queue the datapath thread is busy with leaves the idle sleep's epoll
+// set (each socket there costs every transmitted frame a lock of the set),
+// and comes back before the thread sleeps: after every burst, once the
+// thread sleeps again, its epoll set watches the eventfd and both ports'
+// sockets, and the next frame wakes it.
+TEST_F(DatapathLibTest, BusySocketsAreBackInTheEpollSetBeforeTheThreadSleeps) {
+  Container a("A"), b("B");
+  dp::DatapathConfig cfg;
+  cfg.mode = dp::SwitchMode::kXconnect;  // every frame through vdevd's thread
+  auto d = start(cfg);
+  const auto xdp = dp::Datapath::PortOptions{.hook = dp::PortHook::kXdp};
+  ASSERT_TRUE(d->addPort(a.port(), xdp).ok());
+  ASSERT_TRUE(d->addPort(b.port(), xdp).ok());
+  const std::vector<size_t> others = epollSetSizes(0);
+  d->start();
+  const Endpoints all = {&a.sock, &b.sock};
+  for (uint32_t round = 0; round < 3; round++) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    sendMixed(a.sock, b.sock.mac(), 30 + round, 100);
+    sendMixed(b.sock, a.sock.mac(), 40 + round, 100);
+    expectFlow(all, 30 + round, {{&b.sock, 100}});
+    expectFlow(all, 40 + round, {{&a.sock, 100}});
+    ASSERT_TRUE(waitUntil([] { return aThreadSleepsInEpoll(); }, 5s, 1ms)) << "the datapath thread never slept";
+    std::vector<size_t> sets = epollSetSizes(0);
+    for (size_t n : others) sets.erase(std::find(sets.begin(), sets.end(), n));
+    ASSERT_EQ(sets.size(), 1u) << "the datapath's epoll set not found";
+    EXPECT_EQ(sets[0], 3u) << "the eventfd and A's and B's sockets";
+  }
   d->stop();
   EXPECT_EQ(d->teardown(), 0u) << "frames not back in the pool";
 }

@@ -9,11 +9,21 @@
 // 250 sockets cost more than everything else vdevd does idle, and a
 // copy-mode socket's poll even runs a TX pass (xsk_poll).
 //
+// A socket in an epoll set costs whoever wakes its wait queue a lock of
+// the epoll instance: in copy mode every transmitted frame's skb, freed,
+// wakes it for write space (sock_wfree), and every receive batch for data.
+// So a receiving queue the thread is busy with leaves the set (leave(),
+// one epoll_ctl when it starts) and comes back in the next sync, before
+// the thread sleeps: 12% of the own path's rate at its peak (vdevd's
+// --idle-spin-us 1000000, which never built the set, forwarded 2.280 Mpps
+// where vdevd forwarded 2.036; docs/architecture.md, "Idle").
+//
 // Invariant: after sync, the epoll set watches exactly the eventfd and
 // have_, and have_ is the set of fds wanted at the last sync with no socket
 // opened or closed since (gen_ == XskSocket::generation()); otherwise the
 // set is built afresh, since a closed fd leaves an epoll set by itself and
-// its number may be a new socket's.
+// its number may be a new socket's. Between syncs, the queues marked
+// Port::Queue::unwatched are out of it.
 //
 // Datapath thread only (create: before the thread starts).
 #pragma once
@@ -57,10 +67,19 @@ class IdleSleep {
   };
   // Sleeps until a frame, a doorbell, a control request, or the timeout.
   void sleepUntilWork(const Wake& w);
+  // q (a receiving queue of a port, or the punt device's) is busy: out of
+  // the epoll set until the next sleep. A syscall only the first time.
+  void leave(Port::Queue& q) noexcept {
+    if (!q.unwatched) unwatch(q);
+  }
 
  private:
   // Brings the epoll set in step with the sockets to watch (see above).
   void sync(int capture_fd);
+  void unwatch(Port::Queue& q) noexcept;
+  // Every queue leave() took out: back in (watch), or only unmarked after
+  // a rebuild, which watched them anew.
+  void rewatch(bool rebuilt);
   int timeoutMs(const Wake& w) const;
 
   const PortTable& ports_;
@@ -70,6 +89,7 @@ class IdleSleep {
   FileDesc epoll_fd_;
   uint64_t gen_ = ~0ull;                 // XskSocket::generation() at the last rebuild
   std::vector<int> want_, have_;         // the fds to watch; those watched
+  uint32_t unwatched_ = 0;               // queues leave() took out since the last sync
   std::vector<ringbuf::PtrRing<Frame>*> armed_;  // the doorbells armed for this sleep
 };
 

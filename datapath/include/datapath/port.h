@@ -184,6 +184,9 @@ class Port {
     // The lowest target (0: the datapath's floor). The punt socket's is its
     // RX ring: a full RX ring still leaves frames in its fill ring.
     uint32_t fill_min = 0;
+    // Out of the idle sleep's epoll set while the thread is busy with it
+    // (IdleSleep::leave); back in before the thread sleeps.
+    bool unwatched = false;
   };
 
   // A port with delivery rings only and no device (for tests and benches),
