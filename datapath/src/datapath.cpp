@@ -183,22 +183,23 @@ void Datapath::run() {
     // nothing for Port::kQuietRounds rounds has its fill rings topped up,
     // and one with nothing to transmit its TX side looked at, only in one
     // round of every kScanRounds (staggered by index); after a busy round
-    // (a burst's worth received from the ports) its RX rings too. 248 idle
-    // ports cost the own path 27% of its rate when every round looked at
-    // all of them.
+    // (a burst's worth received) its RX rings too. 248 idle ports cost the
+    // own path 27% of its rate when every round looked at all of them.
     const uint32_t round = ++round_;
     const auto scanned = [round](const Port& p) { return ((round + p.index()) & (kScanRounds - 1)) == 0; };
     const bool busy = last_rx >= kBusyRound;
-    // A queue that received, or a port that sent, leaves the idle sleep's
-    // epoll set until the thread sleeps (IdleSleep::leave).
+    // Under load (after a busy round), a queue that received or a port
+    // that sent leaves the idle sleep's epoll set until the thread sleeps
+    // (IdleSleep::leave); at a light load the syscalls would cost more
+    // than the wake-ups they save.
+    uint32_t rx = 0;
     if (punt_ && punt_->live())
       for (auto& q : punt_->queues())
         if (q->xsk)
           if (const uint32_t n = rxPuntBurst(*q, now)) {
-            idle_.leave(*q);
-            work += n;
+            if (busy) idle_.leave(*q);
+            rx += n;
           }
-    uint32_t rx = 0;
     for (Port* pp : ports_.active()) {
       Port& p = *pp;
       if ((busy && p.rxQuiet() && !scanned(p)) || !p.live() || !p.receives()) continue;
@@ -206,7 +207,7 @@ void Datapath::run() {
       for (auto& q : p.queues())
         if (q->xsk)
           if (const uint32_t n = rxBurst(p, *q, now)) {
-            idle_.leave(*q);
+            if (busy) idle_.leave(*q);
             got += n;
           }
       p.noteRx(got);
@@ -217,7 +218,7 @@ void Datapath::run() {
     for (Port* pp : ports_.active())
       if ((pp->txBusy() || scanned(*pp)) && pp->live())
         if (const uint32_t sent = pp->drainTx(*pool_)) {
-          if (pp->receives())  // only a receiving port's sockets are watched
+          if (busy && pp->receives())  // only a receiving port's sockets are watched
             for (auto& q : pp->queues()) idle_.leave(*q);
           work += sent;
         }
