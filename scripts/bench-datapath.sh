@@ -7,10 +7,7 @@
 # BUILD_DIR/bench-datapath-SCENARIO.txt, the JSON to
 # BUILD_DIR/bench-datapath-SCENARIO.json. Needs root. Results on a small or
 # busy machine are noisy: run it on an idle host (vdev-bench warns when other
-# tasks took the datapath CPU). SCENARIOS (env) picks the scenarios. SINKS
-# (env, default "tc") picks the veth-veth sinks (--sink): SINKS="tc xdp" runs
-# veth-veth once per sink; a sink other than tc gets its name appended to the
-# file names (bench-datapath-veth-veth-xdp.json).
+# tasks took the datapath CPU). SCENARIOS (env) picks the scenarios.
 set -eu
 
 if [ $# -lt 1 ]; then
@@ -31,23 +28,14 @@ fi
 
 rc=0
 for sc in ${SCENARIOS:-veth-veth veth-tap}; do
-    if [ "$sc" = veth-veth ]; then sinks=${SINKS:-tc}; else sinks=tap; fi
-    for sink in $sinks; do
-        name=$sc
-        sinkflag=
-        if [ "$sink" != tap ]; then
-            sinkflag="--sink $sink"
-            [ "$sink" = tc ] || name="$sc-$sink"
-        fi
-        json="$build/bench-datapath-$name.json"
-        txt="$build/bench-datapath-$name.txt"
-        echo "== $bin --scenario $sc $sinkflag $*"
-        # One measurement, two outputs: JSON from the run, the table rendered from it.
-        # shellcheck disable=SC2086 # $sinkflag is empty or two words
-        if ! "$bin" --scenario "$sc" $sinkflag --json "$@" >"$json"; then
-            rc=1
-        fi
-        python3 - "$json" <<'PY' | tee "$txt"
+    json="$build/bench-datapath-$sc.json"
+    txt="$build/bench-datapath-$sc.txt"
+    echo "== $bin --scenario $sc $*"
+    # One measurement, two outputs: JSON from the run, the table rendered from it.
+    if ! "$bin" --scenario "$sc" --json "$@" >"$json"; then
+        rc=1
+    fi
+    python3 - "$json" <<'PY' | tee "$txt"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 c = doc["config"]
@@ -73,6 +61,5 @@ if fwd.get("vdevd") and fwd.get("bridge"):
 if doc.get("error"):
     print("error:", doc["error"])
 PY
-    done
 done
 exit $rc
