@@ -178,7 +178,7 @@ void printRateSearch(const Report& rep, FILE* out) {
   fprintf(out,
           "  generator-limited: the paced generator could not offer the rate asked for, because its CPU\n"
           "  also runs the datapath's softirq work (the kernel paths run to completion there); the\n"
-          "  loss-free rate is then what that CPU allows. Issue 5's target: at most 0.01%% loss at 90%%\n"
+          "  loss-free rate is then what that CPU allows. The aim: at most 0.01%% loss at 90%%\n"
           "  of vdevd's own peak.\n");
 }
 
