@@ -1,4 +1,4 @@
-// Fault injection, end to end (issue 6): vdevd under the faults a host
+// Fault injection, end to end: vdevd under the faults a host
 // produces while it runs -- ports added and removed at run time, a
 // container's veth deleted and made again, a VM that stops reading, a VM
 // that exits, a container whose network namespace is deleted, vdevd itself
