@@ -681,9 +681,9 @@ struct Totals {
     sent += l.sent;
     delivered += l.delivered;
     drops += l.drops();
-    byKind.at("kernel in") += l.inKernel;
-    byKind.at("ingress") += l.ingress;
-    byKind.at("device/socket out") += l.outKernel;
+    byKind["kernel in"] += l.inKernel;
+    byKind["ingress"] += l.ingress;
+    byKind["device/socket out"] += l.outKernel;
     for (const auto& [k, v] : l.destByReason) byKind[k] += v;
   }
   std::string describe() const {
@@ -2119,7 +2119,7 @@ TEST_P(StalledCompletionTest, VfCompletionRingThatStopsReturningFramesNeitherHan
     EXPECT_EQ(sS1.tx - sS0.tx, got + txRing) << "transmitted = seen by S + still on S's TX ring";
     EXPECT_EQ(s1.pool.reported_sum, s1.pool.total());
   }
-  std::cout << "  .at(" << GetParam() << ") A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
+  std::cout << "  [" << GetParam() << "] A -> stalled S: sent " << sent << "; held by the kernel " << kernelTx
             << ", on the TX ring " << txRing << ", dropped " << (sS1.dest - sS0.dest) << " "
             << "(tx_ring_full " << dropOf(sS1, stats::kDropTxRingFull) - dropOf(sS0, stats::kDropTxRingFull) << ")\n";
 
