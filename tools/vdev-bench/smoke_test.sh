@@ -92,11 +92,16 @@ run() {  # name, args...
 }
 run vethveth --scenario veth-veth $short
 run switch --scenario switch --frame-size 512 $short
-run vethtap --scenario veth-tap --frame-size 1500 $short
-run tapveth --scenario tap-veth --frame-size 64 $short
+# DPDK's and Open vSwitch's datapaths (where installed) in vethveth only:
+# the other invocations name vdevd's and the kernel's.
+kernel_and_vdevd="--datapath vdevd,vdevd-switch,vdevd-fast,bridge,xdp-redirect"
+# shellcheck disable=SC2086
+run vethtap --scenario veth-tap --frame-size 1500 $kernel_and_vdevd $short
+# shellcheck disable=SC2086
+run tapveth --scenario tap-veth --frame-size 64 $kernel_and_vdevd $short
 run rate --datapath xdp-redirect,bridge --rate 200k --latency off --runs 1 --duration 1 --warmup 0.3 --cpu-window 0.5 --json
 # shellcheck disable=SC2086
-run findrate --find-rate --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-trials 5 --json $vdevd_arg
+run findrate --find-rate $kernel_and_vdevd --runs 1 --trial 0.3 --duration 0.5 --warmup 0.2 --max-trials 5 --json $vdevd_arg
 # shellcheck disable=SC2086
 run real --real --runs 1 --duration 1 --mtu 1500 --json $vdevd_arg $vdevvm_arg
 # shellcheck disable=SC2086
