@@ -273,6 +273,17 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
   // them on another CPU): ask for the next frames' headers ahead.
   constexpr uint32_t kAhead = 4;
   for (uint32_t i = 0; i < n && i < kAhead; i++) __builtin_prefetch(pool_->data(frames[i]));
+  // The burst's last decisions, reused for the frames that repeat them (a
+  // burst from one port is mostly one or a few conversations): the source
+  // the table last learned for this port, and the destination it last
+  // found. Both hold only while the table is unchanged: nothing but learn()
+  // changes it inside a burst, and every learn() that runs forgets the
+  // destination. A repeated learn() would only set the entry's time to the
+  // same now_ns; a repeated lookup() would find the same entry.
+  constexpr uint64_t kNoKey = ~0ull;  // never a table key (the VID is 12 bits)
+  uint64_t learned_key = kNoKey;
+  uint64_t found_key = kNoKey;
+  int found_index = Fdb::kNone;
   for (uint32_t i = 0; i < n; i++) {
     Frame* f = frames[i];
     if (i + kAhead < n) __builtin_prefetch(pool_->data(frames[i + kAhead]));
@@ -348,24 +359,38 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
     // A guest that sends as the host (a port's own MAC, a --host-mac) is
     // not learned: frames for the host would follow it. Its ARP and NS for
     // the host's addresses still reach the host (XDP passes those first).
-    if (host_.isHostMac(macKey(src))) [[unlikely]] {
-      drop(ic, kDropInvalidSrc, f);
-      continue;
-    }
-    switch (fdb_.learn(fdbKey(macKey(src), vid), in_index, now_ns)) {
-      case Fdb::Learn::kOk:
-      case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
-        break;
-      case Fdb::Learn::kPortLimit:
-      case Fdb::Learn::kGroupLimit:  // its uid's ports hold --uid-max-fdb: as for one port's limit
-        drop(ic, kDropMacLimit, f);
+    const uint64_t src_key = fdbKey(macKey(src), vid);
+    if (src_key != learned_key) {
+      if (host_.isHostMac(macKey(src))) [[unlikely]] {
+        drop(ic, kDropInvalidSrc, f);
         continue;
-      case Fdb::Learn::kLocked:
-        drop(ic, kDropMacLocked, f);
-        continue;
+      }
+      found_key = kNoKey;
+      switch (fdb_.learn(src_key, in_index, now_ns)) {
+        case Fdb::Learn::kOk:
+          learned_key = src_key;
+          break;
+        case Fdb::Learn::kTableFull:  // forwarded, not learned: replies are flooded
+          learned_key = kNoKey;
+          break;
+        case Fdb::Learn::kPortLimit:
+        case Fdb::Learn::kGroupLimit:  // its uid's ports hold --uid-max-fdb: as for one port's limit
+          learned_key = kNoKey;
+          drop(ic, kDropMacLimit, f);
+          continue;
+        case Fdb::Learn::kLocked:
+          learned_key = kNoKey;
+          drop(ic, kDropMacLocked, f);
+          continue;
+      }
     }
     if (!macIsMulticast(d)) {
-      const int out_index = fdb_.lookup(fdbKey(macKey(d), vid), now_ns);
+      const uint64_t dst_key = fdbKey(macKey(d), vid);
+      if (dst_key != found_key) {
+        found_key = dst_key;
+        found_index = fdb_.lookup(dst_key, now_ns);
+      }
+      const int out_index = found_index;
       if (out_index >= 0) {
         Port& out = *ports_[size_t(out_index)];
         if (out_index == in_index || !out.carriesVid(vid))

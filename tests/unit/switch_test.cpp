@@ -118,6 +118,28 @@ TEST_F(SwitchTest, BroadcastFloodsEveryOtherPortOnceWithCopies) {
   expectPoolFull();
 }
 
+// switchFrames reuses a burst's last learn and lookup for the frames that
+// repeat them; a station that moves within the burst must end that reuse.
+TEST_F(SwitchTest, AStationThatMovesInsideABurstIsNotSentToWhereItWas) {
+  build(SwitchMode::kSwitch, 3, 1024, [](DatapathConfig& c) { c.fdb_hold_ns = 0; });
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on port 1
+  drain(0), drain(2);
+  // One burst from port 0: A to B (port 1), then B itself from port 0 (it
+  // moved here), then A to B again: B now lives behind the ingress port.
+  send(0, {frame(kMacB, kMacA, 64), frame(kMacB, kMacA, 64), frame(kBcast, kMacB, 64), frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(drain(1).size(), 3u) << "two unicast before the move, the broadcast after it";
+  EXPECT_EQ(drain(2).size(), 1u) << "the broadcast";
+  EXPECT_EQ(drops(0, kDropNoRoute), 1u) << "after the move, B's unicast has nowhere to go (no hairpin)";
+  EXPECT_EQ(fdb().lookup(vlan1(kMacB), now), 0);
+  EXPECT_EQ(fdb().lookup(vlan1(kMacA), now), 0);
+  // And the source side: A sent three times in the burst, learned once, is
+  // still A's entry on port 0 after B's learn in between.
+  send(2, {frame(kMacA, kMacC, 64)});
+  EXPECT_EQ(drain(0).size(), 1u);
+  EXPECT_TRUE(drain(1).empty());
+  expectPoolFull();
+}
+
 TEST_F(SwitchTest, LearnedUnicastStopsFlooding) {
   build(SwitchMode::kSwitch, 3);
   send(0, {frame(kMacB, kMacA, 64)});  // B unknown: flood
