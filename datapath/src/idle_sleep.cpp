@@ -10,6 +10,20 @@
 
 namespace vdev::datapath {
 
+namespace {
+
+// fd into the epoll set ep, for input. Errors are left: EEXIST is a socket
+// already there; any other leaves the fd out until the next rebuild, and
+// the sleep's timeout bounds what that costs.
+void watchIn(int ep, int fd) noexcept {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  (void)::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+}  // namespace
+
 Status IdleSleep::open(int wake_fd) {
   wake_fd_ = wake_fd;
   epoll_fd_ = FileDesc(::epoll_create1(EPOLL_CLOEXEC));
@@ -65,15 +79,14 @@ void IdleSleep::sync(int capture_fd) {
   // Built afresh: a closed fd has left the set by itself, and its number
   // may be a new socket's now.
   FileDesc ep(::epoll_create1(EPOLL_CLOEXEC));
-  if (!ep.valid()) return;  // the old set stays; tried again at the next sleep
-  const auto add = [&](int fd) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    (void)::epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev);
-  };
-  add(wake_fd_);
-  for (int fd : want_) add(fd);
+  if (!ep.valid()) {
+    // The old set stays, tried again at the next sleep; the queues that
+    // left it come back, or their frames would wait for the timeout.
+    rewatch(false);
+    return;
+  }
+  watchIn(ep.get(), wake_fd_);
+  for (int fd : want_) watchIn(ep.get(), fd);
   epoll_fd_ = std::move(ep);
   gen_ = XskSocket::generation();
   have_ = want_;
@@ -95,10 +108,7 @@ void IdleSleep::rewatch(bool rebuilt) {
     q.unwatched = false;
     // Only what is still wanted: not a socket of a port gone down since.
     if (rebuilt || !q.xsk || std::find(want_.begin(), want_.end(), q.xsk->fd()) == want_.end()) return;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = q.xsk->fd();
-    (void)::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, q.xsk->fd(), &ev);
+    watchIn(epoll_fd_.get(), q.xsk->fd());
   };
   if (punt_)
     for (auto& q : punt_->queues()) back(*q);
