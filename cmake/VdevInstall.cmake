@@ -125,7 +125,7 @@ install(CODE "
   include(\"${CMAKE_CURRENT_LIST_FILE}\")
 " COMPONENT vdev)
 
-install(FILES man/vdevd.8 man/vdevctl.8 man/vdev-cni.8
+install(FILES docs/man/vdevd.8 docs/man/vdevctl.8 docs/man/vdev-cni.8
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT vdev)
 install(FILES contrib/bash-completion/vdevctl
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT vdev)

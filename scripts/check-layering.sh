@@ -20,9 +20,19 @@ declare -A uses=(
   [tools]="base stats spec rtnl proto testkit"
 )
 
+# module -> its folder (the product's modules under vdev/, the netlink code
+# under netlink/)
+declare -A dir=(
+  [base]=vdev/base [stats]=vdev/stats [spec]=vdev/spec [datapath]=vdev/datapath
+  [daemon]=vdev/daemon [testkit]=vdev/testkit
+  [rtnl]=netlink/rtnl [proto]=netlink/proto
+  [ringbuf]=ringbuf [tools]=tools
+)
+
 bad=0
 for mod in "${!uses[@]}"; do
-  [ -d "$mod" ] || { echo "check-layering: no folder $mod/" >&2; exit 2; }
+  folder=${dir[$mod]}
+  [ -d "$folder" ] || { echo "check-layering: no folder $folder/" >&2; exit 2; }
   allowed=" $mod ${uses[$mod]} "
   while IFS=: read -r file line inc; do
     dep=${inc#*\"}
@@ -34,7 +44,7 @@ for mod in "${!uses[@]}"; do
       *" $dep "*) ;;
       *) echo "$file:$line: $mod includes $dep ($inc): not in its uses (${uses[$mod]:-none})"; bad=1 ;;
     esac
-  done < <(grep -rnE '^#include "[a-z_]+/' "$mod" --include='*.h' --include='*.cpp' --include='*.c' || true)
+  done < <(grep -rnE '^#include "[a-z_]+/' "$folder" --include='*.h' --include='*.cpp' --include='*.c' || true)
 done
 [ "$bad" = 0 ] && echo "check-layering: every include follows the module map"
 exit "$bad"

@@ -479,7 +479,7 @@ TEST_F(HardeningTest, StartsWithWhatCanBeRestoredAndReportsTheRest) {
 // (2) descriptors each, as a port really takes: its socket, at either
 // hook (the programs and their maps are one set for every port).
 TEST_F(HardeningTest, OpenFileLimitIsRaisedAndReported) {
-  constexpr long kFdsPerPort = 2;  // daemon/src/daemon_control.h
+  constexpr long kFdsPerPort = 2;  // vdev/daemon/src/daemon_control.h
   const std::string vt = uniqueName('c'), vt2 = uniqueName('c'), vt3 = uniqueName('c'), vt4 = uniqueName('c');
   // (the peers, NAME + "p", go with their veths)
   Devices guard({vt, vt2, vt3, vt4});

@@ -1,4 +1,4 @@
-// vdev_rtnl (rtnl/include/rtnl/link.h, monitor.h) against the real
+// vdev_rtnl (netlink/rtnl/include/rtnl/link.h, monitor.h) against the real
 // kernel: veth pairs into namespaces named three ways, persistent taps that
 // an unprivileged process opens like QEMU does, the ownership mark, the link
 // monitor, and the error messages.

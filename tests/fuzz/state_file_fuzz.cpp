@@ -1,4 +1,4 @@
-// libFuzzer target: vdevd's state file parser (daemon/src/state_file.cpp),
+// libFuzzer target: vdevd's state file parser (vdev/daemon/src/state_file.cpp),
 // strict and lenient, on arbitrary bytes.
 //
 // Besides "no crash, no UB" (ASan + UBSan), these properties:

@@ -1,4 +1,4 @@
-// The ports' own programs (datapath/bpf: vdev_xdp and vdev_tc_port) on
+// The ports' own programs (vdev/datapath/bpf: vdev_xdp and vdev_tc_port) on
 // hostile frames, run by the kernel through BPF_PROG_RUN
 // (bpf_prog_test_run_opts): the real objects as vdevd builds them, one
 // port's maps set up by hand (its row keyed by the loopback device, which

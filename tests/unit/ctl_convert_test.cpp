@@ -1,4 +1,4 @@
-// daemon/src/replies.h: vdev's statistics into protocol messages, and
+// vdev/daemon/src/replies.h: vdev's statistics into protocol messages, and
 // through the wire unchanged.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Who may set which port field (daemon/src/port_policy.h): the matrix of
+// Who may set which port field (vdev/daemon/src/port_policy.h): the matrix of
 // every row of kPortFields against every caller, for PORT_ADD and PORT_SET,
 // through the one check; the refusal's text; the restore of a member's
 // saved record.

@@ -1,14 +1,14 @@
 // The reference text against the tables it describes.
 //
 // Counters: every list of drop reasons, counters and pool places that
-// `vdevctl stats --help`, man/vdevctl.8, docs/vdevctl.md and docs/vdevd.md
+// `vdevctl stats --help`, docs/man/vdevctl.8, docs/vdevctl.md and docs/vdevd.md
 // write out by hand names exactly the table's entries, in the table's order
 // (stats/counters.h). A reason, counter or place added to the table and not
 // to one of them, or left in one after it went, fails here with the list
 // that differs.
 //
 // Port options: the synopses of "port add" and "port set" and the argument
-// list of "port add" in `vdevctl port add --help`, man/vdevctl.8 and
+// list of "port add" in `vdevctl port add --help`, docs/man/vdevctl.8 and
 // docs/vdevctl.md name every keyword of the policy table
 // (spec/port_policy.h, kPolicyFields), identity rows first, then rates, each
 // in table order, and no keyword vdevctl does not take; a number's entry
@@ -137,7 +137,7 @@ TEST(ReferenceTextTest, VdevctlStatsHelpListsEveryPoolPlace) {
 }
 
 TEST(ReferenceTextTest, ManPageListsEveryDropReason) {
-  const std::string man = readFile("man/vdevctl.8");
+  const std::string man = readFile("docs/man/vdevctl.8");
   const std::string list = between(man, ".B drops\n(by reason:\n", ".B xdp_stats");
   ASSERT_FALSE(list.empty());
   EXPECT_EQ(matches(list, R"(\.BR ([a-z_]+) )"), dropNames()) << list;
@@ -292,8 +292,8 @@ PortText helpText() {
 }
 
 PortText manText() {
-  PortText t{"man/vdevctl.8"};
-  const std::string man = readFile("man/vdevctl.8");
+  PortText t{"docs/man/vdevctl.8"};
+  const std::string man = readFile("docs/man/vdevctl.8");
   t.add_synopsis = roffPlain(between(man, ".SS \"port add\"\n", ".YS"));
   t.set_synopsis = roffPlain(between(man, ".SS \"port set\"\n", ".YS"));
   splitEntries(t, between(man, "The arguments:\n", ".SS \"port del\""), R"(\.TP\n\.B[IR]? ((?:[a-z]|\\-)+))");
@@ -458,9 +458,9 @@ TEST(ReferenceTextTest, PortAddNamesEveryModeVdevctlTakes) {
 
 TEST(ReferenceTextTest, InfoNamesEverySwitchMode) {
   const std::string help = runVdevctl("info --help");
-  const std::string man = between(readFile("man/vdevctl.8"), ".SS info\n", ".SH");
+  const std::string man = between(readFile("docs/man/vdevctl.8"), ".SS info\n", ".SH");
   const std::string md = between(readFile("docs/vdevctl.md"), "## info\n", "\n## ");
-  for (const auto& [where, text] : {std::pair{"vdevctl info --help", help}, {"man/vdevctl.8", man},
+  for (const auto& [where, text] : {std::pair{"vdevctl info --help", help}, {"docs/man/vdevctl.8", man},
                                     {"docs/vdevctl.md", md}}) {
     ASSERT_FALSE(text.empty()) << where;
     for (const auto& n : vdev::spec::kSwitchModeNames)

@@ -1,4 +1,4 @@
-// The caps per non-root uid (daemon/src/uid_quota.h): the request bucket,
+// The caps per non-root uid (vdev/daemon/src/uid_quota.h): the request bucket,
 // the port cap, the capture memory, the FDB groups, and the words of each
 // refusal (the cap's option and the use).
 #include "uid_quota.h"

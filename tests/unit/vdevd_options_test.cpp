@@ -1,4 +1,4 @@
-// vdevd's command line (daemon/src/daemon_options.h): the option table and
+// vdevd's command line (vdev/daemon/src/daemon_options.h): the option table and
 // --help's text name the same options, each enum option takes the names
 // its value's name function gives, and what follows from the options once
 // all are read.

@@ -17,7 +17,7 @@
 // The class is a façade over objects that own one concern each, with the
 // invariant in their header (FillBudget, IdleSleep, CaptureRegistry,
 // Batches, PortTable, HostAddrs, FastSync, HeldFrames, ControlChannel), and
-// over one file per concern (datapath/src):
+// over one file per concern (vdev/datapath/src):
 //   datapath.cpp      creation, the thread and its loop, housekeeping
 //   idle_sleep.cpp    the idle sleep: doorbells and one epoll_wait (IdleSleep)
 //   switching.cpp     the hot path: RX burst, fill-ring refill, forward(), per-destination

@@ -51,7 +51,7 @@
 // member's record (uid not 0) that sets a field only PORT_ADD sets and only
 // root may set (hook, queues, xdp-mode, an existing device) is not
 // restored -- only that member's add can have written it, so it comes from
-// a vdevd before that check or from a hand edit (daemon/src/port_policy.h).
+// a vdevd before that check or from a hand edit (vdev/daemon/src/port_policy.h).
 //
 // Reading: parseState() is strict (a line that is not a record, a bad value
 // of a known key or a duplicate port refuses the whole text, with the line

@@ -9,7 +9,7 @@
 // stats/counters.h. A block has a Counter for every port counter id; the
 // ones read when the statistics are taken (Origin::kRead: TX outstanding,
 // socket, program and device statistics) stay 0 here and are filled in by
-// Datapath::stats() (datapath/src/stats.cpp).
+// Datapath::stats() (vdev/datapath/src/stats.cpp).
 #pragma once
 
 #include <array>

@@ -124,7 +124,7 @@ enum PolicyAttr : uint16_t {
 };
 
 // Who may set a field: root only, or the port's owner too
-// (daemon/src/port_policy.h).
+// (vdev/daemon/src/port_policy.h).
 enum class FieldClass : uint8_t {
   kRoot,   // root only
   kOwner,  // root and the port's owner

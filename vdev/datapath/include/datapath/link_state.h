@@ -1,7 +1,7 @@
 // A port's link as vdevd sees it: one state per port, and every transition
 // between states in this header (Link). The checks that drive it -- does the
 // device exist, is its link up, did the sockets bind -- are in
-// datapath/src/link.cpp (Datapath::checkLink).
+// vdev/datapath/src/link.cpp (Datapath::checkLink).
 //
 //              device of the port's name appears, attached
 //   kAbsent ─────────────────────────────────────────────► kLive

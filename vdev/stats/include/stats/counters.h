@@ -5,8 +5,8 @@
 // its text label, its Prometheus metric (name, type, help), where its value
 // comes from and whether it counts lost frames. Everything that carries or
 // prints counters works from these rows and names nothing itself: the
-// datapath fills the values by id (datapath/src/stats.cpp), the codec puts
-// and reads one u64 attribute per row (proto/src/codec_*.cpp), the writers
+// datapath fills the values by id (vdev/datapath/src/stats.cpp), the codec puts
+// and reads one u64 attribute per row (netlink/proto/src/codec_*.cpp), the writers
 // (stats/format.h: vdevd's --stats-json and SIGUSR1 table, `vdevctl stats`
 // text, -j and --prometheus, `port show -s -j`) name each counter as its row
 // does, and readers (tests, vdev-bench) find a counter by its JSON path.
@@ -15,7 +15,7 @@
 // VDEV_STATS_PORT (any other per-port counter), and the datapath code that
 // counts it: a drop reason or a kCounted counter is incremented on the hot
 // path (PortCounters, datapath/counters.h), a kRead one is set where the
-// statistics are gathered (datapath/src/stats.cpp).
+// statistics are gathered (vdev/datapath/src/stats.cpp).
 //
 // Wire ABI (proto/protocol.h): `attr` is never renumbered or reused; a new
 // counter takes the next free number. A client ignores attributes it does
