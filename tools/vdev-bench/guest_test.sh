@@ -11,7 +11,7 @@
 #     counters), and vdevd's counters for it add up: the skbs the tap took
 #     from the guest = its program's verdicts (pass + redirect + no_socket +
 #     fast) + the drops vdevd counted there; vdevd received and sent frames
-#     on it;
+#     on it, and without a drop its byte counts both ways are the tap's;
 #   - the bridge's port for the tap sent frames toward the guest;
 #   - nothing failed, nothing was left behind.
 # Exit 77 (skipped) when not root, or when vdev-bench skipped the guest for
@@ -143,6 +143,13 @@ for su in setups:
              % (t["rx_packets"], verdicts, drops))
     if not (p["rx_packets"] > 0 and p["tx_packets"] > 0):
         fail("vdevd: it received %d and sent %d frames on the tap" % (p["rx_packets"], p["tx_packets"]))
+    # With no drop anywhere on the tap, the bytes match both ways: what the
+    # tap took from the guest vdevd received, what vdevd sent the tap handed
+    # to the guest (drops are counted in frames, so only then).
+    if drops == 0 and p["dev"]["tx_dropped"] == 0 and t["rx_dropped"] == 0 and t["tx_dropped"] == 0:
+        for mine, taps, what in (("rx_bytes", "rx_bytes", "from the guest"), ("tx_bytes", "tx_bytes", "to the guest")):
+            if p[mine] != t[taps]:
+                fail("vdevd: %s %d bytes by its count, %d by the tap's" % (what, p[mine], t[taps]))
 
 if not ok:
     print(open(path).read())
