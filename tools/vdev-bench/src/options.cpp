@@ -430,7 +430,8 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       if (o->idlePorts && !o->mtusGiven) o->mtus = {1500};
       if (o->idlePorts && !o->vdevVmPath.empty()) cli::fail("--idle-ports measures containers only: drop --vdev-vm");
       if (o->idleCpuGiven && !o->idlePorts) cli::fail("--idle-cpu goes with --idle-ports");
-      if (o->idlePorts && o->qemuGiven) cli::fail("--idle-ports measures containers only: drop --qemu-accel, --guest-image");
+      if (o->idlePorts && o->qemuGiven)
+        cli::fail("--idle-ports measures containers only: drop --qemu-accel, --guest-image");
       for (const auto& d : o->datapaths)
         if (!isRealDatapath(d))
           cli::fail(d + " is not a datapath of --real (" + realDatapathNames() + ")");

@@ -295,7 +295,8 @@ class RealRunner {
       logWarn("the QEMU guest: %s", q.error.c_str());
       for (const auto& s : kScenarios)
         for (const auto& d : rep_.datapaths)
-          if (needsQemu(s) && rep_.find(s, kBaseMtu, d)) rep_.cell(s, kBaseMtu, d).errors.push_back("the QEMU guest: " + q.error);
+          if (needsQemu(s) && rep_.find(s, kBaseMtu, d))
+            rep_.cell(s, kBaseMtu, d).errors.push_back("the QEMU guest: " + q.error);
       return {};
     }
     RealTopology& t = *topo.value();

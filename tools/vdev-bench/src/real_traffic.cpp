@@ -122,7 +122,8 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
     if (!started) return started.error();
     server.emplace(std::move(*started));
     const std::string serverName = "iperf3 -s (" + to.name + ")";
-    if (Status ready = server->waitForLine("Server listening", std::chrono::seconds(10), [] { return stopRequested(); });
+    if (Status ready =
+            server->waitForLine("Server listening", std::chrono::seconds(10), [] { return stopRequested(); });
         !ready.ok()) {
       if (ready.error().err == EINTR) return Error{EINTR, "waiting for " + serverName};
       if (ready.error().err == ECHILD)
