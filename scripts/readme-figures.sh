@@ -10,6 +10,7 @@
 # figures are: the README's Performance table names the group of each row;
 # docs/performance.md, "Current figures", has the sections named here.
 #   real         real senders: TCP, socket UDP, the VM stand-in, round trips (vdev-bench --real; "Real senders")
+#   qemu         TCP between a real QEMU guest and a container, bridge and vdevd on one boot, three invocations (vdev-bench --real --only tcp-qemu-a,tcp-a-qemu; "Real senders")
 #   ring         the bulk pointer ring                  (make bench; docs/ring.md, "Performance")
 #   forwarding   XDP frames, scenario by scenario       (vdev-bench; "XDP frames")
 #   latency      the round trips and first frame after idle (vdev-bench; "Loss and latency")
@@ -29,7 +30,7 @@
 set -eu
 
 if [ $# -lt 2 ]; then
-    echo "usage: $0 BUILD_DIR GROUP... (GROUP: real ring forwarding latency loss busypoll idle scale multihost soak control list)" >&2
+    echo "usage: $0 BUILD_DIR GROUP... (GROUP: real qemu ring forwarding latency loss busypoll idle scale multihost soak control list)" >&2
     exit 2
 fi
 build=$1
@@ -57,6 +58,15 @@ for group in "$@"; do
     real)
         need_bench
         bench_run "real senders: containers' and the VM stand-in's kernels, MTU 1500 and 9000, round trips" --real --duration 4
+        ;;
+    qemu)
+        # One boot per invocation: three invocations of one run each.
+        need_bench
+        for i in 1 2 3; do
+            say "real QEMU guest (TCG unless KVM works: --qemu-accel kvm), invocation $i" \
+                "vdev-bench --real --only tcp-qemu-a,tcp-a-qemu --datapath bridge,vdevd --runs 1 --duration 3"
+            "$bench" --real --only tcp-qemu-a,tcp-a-qemu --datapath bridge,vdevd --runs 1 --duration 3
+        done
         ;;
     ring)
         say "ring table (median of REPS runs)" "REPS=5 scripts/bench-ring.sh $build"

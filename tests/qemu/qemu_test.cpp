@@ -61,8 +61,8 @@
 
 #include "base/fd.h"
 #include "harness.h"
-#include "qemu_guest.h"
 #include "testkit/netns.h"
+#include "testkit/qemu_guest.h"
 
 namespace vdev::qemutest {
 namespace {
@@ -71,6 +71,30 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using e2e::CmdResult;
 using e2e::HarnessError;
+using testkit::GuestImage;
+using testkit::GuestOptions;
+using testkit::GuestReply;
+using testkit::ImageOutcome;
+using testkit::QemuGuest;
+using testkit::qemuBinary;
+using Millis = testkit::Millis;
+
+// The guest image, built (or found up to date) once per process.
+const ImageOutcome& guestImage() {
+  static const ImageOutcome outcome = testkit::buildGuestImage(VDEV_QEMU_IMAGE_SCRIPT, VDEV_QEMU_IMAGE_DIR);
+  return outcome;
+}
+
+// The kit's guest returns Results; a console command that fails here fails
+// the test, as the harness's own calls do (HarnessError).
+template <class T>
+T orThrow(Result<T> r) {
+  if (!r) throw HarnessError(r.error().message());
+  return std::move(r.value());
+}
+GuestReply guestRun(QemuGuest& g, const std::string& cmd, Millis timeout) { return orThrow(g.run(cmd, timeout)); }
+int guestStart(QemuGuest& g, const std::string& cmd) { return orThrow(g.start(cmd)); }
+GuestReply guestWait(QemuGuest& g, int id, Millis timeout) { return orThrow(g.wait(id, timeout)); }
 
 constexpr int kToGuestPort = 5001;    // container -> guest
 constexpr int kFromGuestPort = 5002;  // guest -> container
@@ -320,7 +344,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       vdevd_ = std::make_unique<e2e::Vdevd>(args);
     }
     // The container is new (new MAC): forget the last one.
-    const GuestReply r = guest_->run("ip neigh flush dev eth0", 30s);
+    const GuestReply r = guestRun(*guest_, "ip neigh flush dev eth0", 30s);
     ASSERT_EQ(r.rc, 0) << r.text();
   }
 
@@ -342,7 +366,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       e2e::tryRun("ip link set dev " + guest_->tap() + " xdp off");
       if (HasFailure()) {
         try {
-          guest_->run("killall nc 2>/dev/null; true", 30s);
+          guestRun(*guest_, "killall nc 2>/dev/null; true", 30s);
         } catch (const std::exception& e) {
           ADD_FAILURE() << "cleaning up the guest: " << e.what();
         }
@@ -360,13 +384,14 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       o.address = addr_.guest + "/24";
       o.vnetHdr = vnetHdr_;
       const auto t0 = Clock::now();
-      try {
-        g.guest = std::make_unique<QemuGuest>(image, o, e2e::macString(e2e::uniqueMac()));
+      auto booted = QemuGuest::boot(image, o, e2e::macString(e2e::uniqueMac()));
+      if (booted) {
+        g.guest = std::move(*booted);
         std::cerr << "qemu: guest ready in "
                   << std::chrono::duration_cast<Millis>(Clock::now() - t0).count() << " ms: "
                   << g.guest->readyLine() << "\n";
-      } catch (const std::exception& e) {
-        g.error = std::string("the guest did not boot: ") + e.what();
+      } else {
+        g.error = "the guest did not boot: " + booted.error().message();
       }
     }
     return g.guest.get();
@@ -379,7 +404,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
                                 " nstat -asz TcpInSegs TcpOutSegs TcpRetransSegs TcpInCsumErrors 2>&1 | tail -n +2 | tr -s ' ' | tr '\\n' ';'")
                         .out;
     try {
-      const GuestReply r = guest_->run("grep '^Tcp:' /proc/net/snmp", 30s);
+      const GuestReply r = guestRun(*guest_, "grep '^Tcp:' /proc/net/snmp", 30s);
       d += "\nguest /proc/net/snmp:\n" + r.text();
     } catch (const std::exception& e) {
       d += std::string("\nguest: ") + e.what();
@@ -401,7 +426,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
   }
 
   void checkPing() {
-    const GuestReply g = guest_->run("ping -c 3 -w 30 " + addr_.container, 60s);
+    const GuestReply g = guestRun(*guest_, "ping -c 3 -w 30 " + addr_.container, 60s);
     EXPECT_EQ(g.rc, 0) << g.text();
     EXPECT_NE(g.text().find(" 3 packets received"), std::string::npos)
         << "guest -> container:\n" << g.text();
@@ -422,13 +447,13 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
     // The guest boots with IPv6 off; busybox ip has no nodad, so the guest
     // skips duplicate address detection instead. The address stays from an
     // earlier test ("add" then fails).
-    const GuestReply r = guest_->run("echo 0 > /proc/sys/net/ipv6/conf/eth0/accept_dad; "
+    const GuestReply r = guestRun(*guest_, "echo 0 > /proc/sys/net/ipv6/conf/eth0/accept_dad; "
                                      "echo 0 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6; ip -6 addr add " +
                                          kAddresses6.guest + "/64 dev eth0 2>/dev/null; ip -6 addr show dev eth0 | grep -q " +
                                          kAddresses6.guest + "/64",
                                      30s);
     ASSERT_EQ(r.rc, 0) << "the guest has no IPv6 address: "
-                       << guest_->run("ip -6 addr add " + kAddresses6.guest + "/64 dev eth0 2>&1", 30s).text();
+                       << guestRun(*guest_, "ip -6 addr add " + kAddresses6.guest + "/64 dev eth0 2>&1", 30s).text();
     addr_ = kAddresses6;
   }
 
@@ -441,7 +466,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
     ASSERT_EQ(::bind(sock->get(), local.get(), local.len), 0) << std::strerror(errno);
     ASSERT_EQ(::listen(sock->get(), 1), 0) << std::strerror(errno);
 
-    const int id = guest_->start("timeout 120 nc -w 20 " + addr_.container + " " +
+    const int id = guestStart(*guest_, "timeout 120 nc -w 20 " + addr_.container + " " +
                                  std::to_string(kFromGuestPort) + " < /srv/blob");
     const auto connectBy = Clock::now() + kConnectDeadline;
     FileDesc conn;
@@ -449,8 +474,8 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
       conn = FileDesc(::accept4(sock->get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!conn.valid()) {
       const std::string why = diagnosis();
-      guest_->run("killall nc 2>/dev/null; true", 30s);
-      const GuestReply r = guest_->wait(id, 30s);
+      guestRun(*guest_, "killall nc 2>/dev/null; true", 30s);
+      const GuestReply r = guestWait(*guest_, id, 30s);
       FAIL() << "TCP guest -> container: no connection completed within "
              << kConnectDeadline.count() / 1000 << " s (guest nc rc=" << r.rc << ": " << r.text() << ")"
              << why;
@@ -458,7 +483,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
     std::vector<uint8_t> got;
     const bool eof = readToEof(conn.get(), got, Clock::now() + kTransferDeadline);
     conn.reset();  // the guest's nc exits when we close
-    const GuestReply r = guest_->wait(id, 60s);
+    const GuestReply r = guestWait(*guest_, id, 60s);
     EXPECT_TRUE(eof) << "no EOF within " << kTransferDeadline.count() / 1000 << " s; "
                      << firstDifference(got, blob_) << diagnosis();
     EXPECT_TRUE(got == blob_) << firstDifference(got, blob_);
@@ -466,7 +491,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
   }
 
   void checkTcpContainerToGuest() {
-    const int id = guest_->start("rm -f /tmp/rx; timeout 120 nc -l -p " + std::to_string(kToGuestPort) +
+    const int id = guestStart(*guest_, "rm -f /tmp/rx; timeout 120 nc -l -p " + std::to_string(kToGuestPort) +
                                  " > /tmp/rx; cmp /tmp/rx /srv/blob && echo identical");
     const SockAddr peer = inetAddress(addr_.guest, kToGuestPort);
     const auto connectBy = Clock::now() + kConnectDeadline;
@@ -497,8 +522,8 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
     }
     if (!conn.valid()) {
       const std::string why = diagnosis();
-      guest_->run("killall nc 2>/dev/null; true", 30s);
-      const GuestReply r = guest_->wait(id, 30s);
+      guestRun(*guest_, "killall nc 2>/dev/null; true", 30s);
+      const GuestReply r = guestWait(*guest_, id, 30s);
       FAIL() << "TCP container -> guest: no connection completed within "
              << kConnectDeadline.count() / 1000 << " s (last: " << lastError << "; guest rc=" << r.rc
              << ": " << r.text() << ")" << why;
@@ -509,7 +534,7 @@ class GuestTest : public ::testing::TestWithParam<Switch> {
     std::vector<uint8_t> back;
     const bool eof = sent && readToEof(conn.get(), back, by);
     conn.reset();
-    const GuestReply r = guest_->wait(id, 60s);
+    const GuestReply r = guestWait(*guest_, id, 60s);
     EXPECT_TRUE(sent && eof) << "the transfer did not finish within " << kTransferDeadline.count() / 1000
                              << " s" << diagnosis();
     EXPECT_TRUE(back.empty()) << back.size() << " unexpected bytes from the guest";

@@ -148,7 +148,19 @@ OPTIONS
                           order; turned by one each run) and bridge-wire (when named).
                           Needs iperf3 and ping.
         --mtu LIST        MTUs of the containers' veths, 576 .. 9000 (default 1500,9000).
-        --only LIST       the scenarios to run (default: all), e.g. rtt-a-b,rtt-a-vm.
+        --only LIST       the scenarios to run (default: all but the QEMU guest's), e.g.
+                          rtt-a-b,rtt-a-vm. tcp-qemu-a and tcp-a-qemu (MTU 1500, only when
+                          named here): TCP between container A and a real guest, QEMU
+                          with virtio-net on tap Pq (QEMU's default vnet_hdr: the guest's
+                          offloads on; vhost=on where /dev/vhost-net is), booting
+                          scripts/vm-guest-image.sh's kernel and initramfs once per
+                          invocation; every datapath attaches that tap in turn. Skipped
+                          with a note without QEMU or the image's packages.
+        --qemu-accel A    the QEMU guest's accelerator: tcg (default: -accel
+                          tcg,thread=multi -cpu max) or kvm (-cpu host). Under TCG only the
+                          ratio to the bridge counts: the guest's CPU is emulated.
+        --guest-image DIR the guest image (vmlinuz, initrd.img; default: the build tree's
+                          tests/qemu/guest, built there by scripts/vm-guest-image.sh).
         --vdev-vm PATH    the vdev-vm binary (default: next to vdev-bench in the build
                           tree, then PATH); without one the VM scenarios are skipped.
         --idle-ports N    every datapath also with N more idle containers attached
@@ -360,6 +372,15 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
          if (o->mtus.empty()) cli::fail("--mtu needs at least one MTU");
        }},
       {"vdev-vm", 0, Arg::kRequired, [&](std::string_view v) { o->vdevVmPath = v; }},
+      {"qemu-accel", 0, Arg::kRequired, [&](std::string_view v) {
+         if (v != "tcg" && v != "kvm") cli::fail("--qemu-accel: tcg or kvm");
+         o->qemuAccel = v;
+         o->qemuGiven = true;
+       }},
+      {"guest-image", 0, Arg::kRequired, [&](std::string_view v) {
+         o->guestImageDir = v;
+         o->qemuGiven = true;
+       }},
       {"only", 0, Arg::kRequired, [&](std::string_view v) {
          o->realScenarios.clear();
          for (const std::string& item : commaList(v)) {
@@ -392,10 +413,12 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
   });
   // Checks that need every option.
   const auto check = [&](const std::vector<std::string>&) {
-    const bool realOnly = o->mtusGiven || !o->vdevVmPath.empty() || o->idleCpuGiven || !o->realScenarios.empty();
+    const bool realOnly = o->mtusGiven || !o->vdevVmPath.empty() || o->idleCpuGiven || !o->realScenarios.empty() ||
+                          o->qemuGiven;
     if (o->twoHost) {
       if (o->real) cli::fail("--two-host and --real exclude each other");
-      if (realOnly || o->idlePorts) cli::fail("--mtu, --only, --vdev-vm, --idle-ports and --idle-cpu go with --real");
+      if (realOnly || o->idlePorts)
+        cli::fail("--mtu, --only, --vdev-vm, --qemu-accel, --guest-image, --idle-ports and --idle-cpu go with --real");
       if (!o->datapathsGiven) o->datapaths = twoHostDatapaths();
       for (const auto& d : o->datapaths)
         if (!isTwoHostDatapath(d)) cli::fail(d + " is not a datapath of --two-host (bridge, vdevd, tc-redirect)");
@@ -407,12 +430,14 @@ std::optional<int> parseOptions(int argc, char** argv, Options* o) {
       if (o->idlePorts && !o->mtusGiven) o->mtus = {1500};
       if (o->idlePorts && !o->vdevVmPath.empty()) cli::fail("--idle-ports measures containers only: drop --vdev-vm");
       if (o->idleCpuGiven && !o->idlePorts) cli::fail("--idle-cpu goes with --idle-ports");
+      if (o->idlePorts && o->qemuGiven)
+        cli::fail("--idle-ports measures containers only: drop --qemu-accel, --guest-image");
       for (const auto& d : o->datapaths)
         if (!isRealDatapath(d))
           cli::fail(d + " is not a datapath of --real (" + realDatapathNames() + ")");
       return;
     }
-    if (realOnly) cli::fail("--mtu, --only, --vdev-vm and --idle-cpu go with --real");
+    if (realOnly) cli::fail("--mtu, --only, --vdev-vm, --qemu-accel, --guest-image and --idle-cpu go with --real");
     for (const auto& d : o->datapaths)
       if (!isKnownDatapath(d)) cli::fail(d + " is a datapath of --real only");
     if (!o->datapathsGiven && (o->scenario == Scenario::kSwitch || o->idlePorts))

@@ -84,7 +84,10 @@ struct Options {
   std::vector<uint32_t> mtus{1500, 9000};  // --mtu
   bool mtusGiven = false;
   std::string vdevVmPath;                  // --vdev-vm; empty: look next to vdev-bench, then PATH
-  std::vector<std::string> realScenarios;  // --only: scenario ids; empty: all
+  std::vector<std::string> realScenarios;  // --only: scenario ids; empty: all but the QEMU guest's
+  std::string qemuAccel = "tcg";           // --qemu-accel: tcg or kvm, for the QEMU guest's scenarios
+  std::string guestImageDir;               // --guest-image; empty: the build tree's (tests/qemu/guest)
+  bool qemuGiven = false;                  // --qemu-accel or --guest-image
   // --idle-ports N: every datapath also with N idle containers attached
   // besides A and B (datapath "<name>+N"); TCP and UDP A -> B only, no VM.
   uint32_t idlePorts = 0;

@@ -21,6 +21,8 @@
 #include "report.h"
 #include "sys.h"
 #include "testkit/process.h"
+#include "testkit/qemu_guest.h"
+#include "testkit/stats.h"
 #include "topology.h"
 
 namespace vdev::bench {
@@ -41,7 +43,7 @@ struct ScenarioDef {
   const char* id;
   const char* title;
   Traffic traffic;
-  int from, to;       // station index: 0 = A, 1 = B, 2 = the VM
+  int from, to;       // station index: 0 = A, 1 = B, 2 = the VM, 3 = the QEMU guest
   bool baseMtuOnly;   // only at kBaseMtu
   bool withIdle;      // measured with --idle-ports too
 };
@@ -53,14 +55,19 @@ const ScenarioDef kScenarios[] = {
     {"tcp-a-vm", "TCP container A -> VM (vdev-vm guest)", Traffic::kTcp, 0, 2, true, false},
     {"rtt-a-b", "Round trip container A -> container B -> A", Traffic::kRtt, 0, 1, true, false},
     {"rtt-a-vm", "Round trip container A -> VM (vdev-vm guest) -> A", Traffic::kRtt, 0, 2, true, false},
+    // Only when --only names them: one boot of a real guest per invocation.
+    {"tcp-qemu-a", "TCP VM (QEMU guest) -> container A", Traffic::kTcp, 3, 0, true, false},
+    {"tcp-a-qemu", "TCP container A -> VM (QEMU guest)", Traffic::kTcp, 0, 3, true, false},
 };
+constexpr int kQemuStation = 3;
 bool needsVm(const ScenarioDef& s) { return s.from == 2 || s.to == 2; }
+bool needsQemu(const ScenarioDef& s) { return s.from == kQemuStation || s.to == kQemuStation; }
 bool runsAt(const ScenarioDef& s, uint32_t mtu) { return !s.baseMtuOnly || mtu == kBaseMtu; }
 // Scenario s at mtu is in this invocation: its MTU, --only, --idle-ports.
 bool wanted(const Options& o, const ScenarioDef& s, uint32_t mtu) {
   if (!runsAt(s, mtu) || (o.idlePorts && !s.withIdle)) return false;
-  return o.realScenarios.empty() ||
-         std::find(o.realScenarios.begin(), o.realScenarios.end(), s.id) != o.realScenarios.end();
+  const bool named = std::find(o.realScenarios.begin(), o.realScenarios.end(), s.id) != o.realScenarios.end();
+  return named || (o.realScenarios.empty() && !needsQemu(s));
 }
 
 // ---- the datapaths ------------------------------------------------------------
@@ -217,11 +224,25 @@ struct Setup {  // one datapath on one fresh topology
   std::string idleError;
   std::string stats;  // the datapath's statistics (JSON), or ""
   std::string guest;  // vdev-vm's counts (JSON), or ""
+  bool qemu = false;  // on the QEMU guest's topology (shared by every datapath)
+  // Its tap's own counters over this set-up (the kernel's, in skbs: what the
+  // guest sent, rx; what the tap handed it, tx), or unset.
+  std::optional<testkit::LinkInfo> qemuTap;
   std::string stopProblem, error;
+};
+
+// The QEMU guest of the invocation: how it ran, for the report.
+struct QemuRun {
+  QemuSpec spec;
+  std::string qemuPath;
+  std::string ready;   // its "vdev-guest: ready ..." line
+  double bootS = NAN;  // from QEMU's start to that line
+  std::string error;   // why it did not boot
 };
 
 struct RealReport : RealSession {
   std::string vdevVmPath;
+  std::optional<QemuRun> qemu;  // with the qemu scenarios
   std::map<std::tuple<std::string, uint32_t, std::string>, Cell> cells;  // (scenario, mtu, datapath)
   std::vector<Setup> setups;
 
@@ -242,54 +263,114 @@ class RealRunner {
       : o_(o), rep_(rep), workDir_(std::move(workDir)) {}
 
   // Every datapath on a fresh topology at every MTU, run after run.
+  // Then the qemu scenarios, on one topology with one boot.
   Status runAll() {
-    return interleaved(o_.runs, o_.mtus, rep_.datapaths,
-                       [this](int run, uint32_t mtu, const std::string& dp) { measure(run, mtu, dp); });
+    VB_TRY(interleaved(o_.runs, o_.mtus, rep_.datapaths,
+                       [this](int run, uint32_t mtu, const std::string& dp) { measure(run, mtu, dp); }));
+    return rep_.qemu ? runQemu() : Status{};
   }
 
  private:
-  void measure(int run, uint32_t mtu, const std::string& dpName) {
+  // The scenarios of this set-up still to measure: measured and not skipped.
+  std::vector<const ScenarioDef*> todoFor(uint32_t mtu, const std::string& dpName, bool qemu) const {
     std::vector<const ScenarioDef*> todo;
     for (const auto& s : kScenarios) {
-      if (!runsAt(s, mtu) || !rep_.find(s, mtu, dpName) || !rep_.find(s, mtu, dpName)->skipped.empty()) continue;
-      todo.push_back(&s);
+      if (needsQemu(s) != qemu || !runsAt(s, mtu)) continue;
+      const Cell* c = rep_.find(s, mtu, dpName);
+      if (c && c->skipped.empty()) todo.push_back(&s);
     }
+    return todo;
+  }
+
+  // The QEMU guest boots once in a topology of its own (containers A and B,
+  // its tap <P>q); every datapath in turn attaches its tap and A's and B's
+  // veths, is measured and releases them.
+  Status runQemu() {
+    QemuRun& q = *rep_.qemu;
+    logInfo("booting the QEMU guest (-accel %s, vhost %s)", q.spec.accel.c_str(), q.spec.vhost ? "on" : "off");
+    const double t0 = monotonicSeconds();
+    auto topo = RealTopology::create(rep_.prefix, kBaseMtu, false, "", "", 0, vdevdAtXdpHook(o_), &q.spec);
+    if (!topo) {
+      q.error = topo.error().message();
+      logWarn("the QEMU guest: %s", q.error.c_str());
+      for (const auto& s : kScenarios)
+        for (const auto& d : rep_.datapaths)
+          if (needsQemu(s) && rep_.find(s, kBaseMtu, d))
+            rep_.cell(s, kBaseMtu, d).errors.push_back("the QEMU guest: " + q.error);
+      return {};
+    }
+    RealTopology& t = *topo.value();
+    q.bootS = monotonicSeconds() - t0;
+    q.ready = t.qemu()->readyLine();
+    if (!o_.json && !verbose()) fprintf(stderr, "vdev-bench: QEMU guest ready in %.1f s\n", q.bootS);
+    return interleaved(o_.runs, std::vector<uint32_t>{kBaseMtu}, rep_.datapaths,
+                       [&](int run, uint32_t mtu, const std::string& dp) {
+                         const auto todo = todoFor(mtu, dp, true);
+                         if (todo.empty()) return;
+                         Setup su;
+                         su.qemu = true;
+                         measureOn(t, run, mtu, dp, todo, su);
+                       });
+  }
+
+  void measure(int run, uint32_t mtu, const std::string& dpName) {
+    const auto todo = todoFor(mtu, dpName, false);
     if (todo.empty()) return;
-    bool vm = std::any_of(todo.begin(), todo.end(), [](const ScenarioDef* s) { return needsVm(*s); });
+    const bool vm = std::any_of(todo.begin(), todo.end(), [](const ScenarioDef* s) { return needsVm(*s); });
     Setup su;
-    su.run = run;
-    su.mtu = mtu;
-    su.datapath = dpName;
-    auto failAll = [&](const std::string& what, const Status& st) {
-      su.error = what + ": " + st.error().message();
-      logWarn("%s %s run %d: %s", dpName.c_str(), mtuText(mtu).c_str(), run, su.error.c_str());
-      for (const ScenarioDef* s : todo)
-        rep_.cell(*s, mtu, dpName).errors.push_back("run " + std::to_string(run) + ": " + su.error);
-    };
     logInfo("run %d/%d: %s, %s", run, o_.runs, dpName.c_str(), mtuText(mtu).c_str());
-    const int serial = ++serial_;
+    const int serial = serial_ + 1;
     const bool idle = variantOf(dpName).idle;
     auto topo = RealTopology::create(rep_.prefix, mtu, vm, rep_.vdevVmPath,
                                      workDir_ + "/vdev-vm-" + std::to_string(serial) + ".log",
                                      idle ? o_.idlePorts : 0, vdevdAtXdpHook(o_));
     if (!topo) {
-      failAll("set-up", topo.error());
+      failAll(su, run, mtu, dpName, todo, "set-up", topo.error());
       rep_.setups.push_back(su);
       return;
     }
-    RealTopology& t = *topo.value();
+    measureOn(*topo.value(), run, mtu, dpName, todo, su);
+    topo.value().reset();
+  }
+
+  // Every scenario of todo fails in this run: what and e say why.
+  void failAll(Setup& su, int run, uint32_t mtu, const std::string& dpName,
+               const std::vector<const ScenarioDef*>& todo, const std::string& what, const Error& e) {
+    su.run = run;
+    su.mtu = mtu;
+    su.datapath = dpName;
+    su.error = what + ": " + e.message();
+    logWarn("%s %s run %d: %s", dpName.c_str(), mtuText(mtu).c_str(), run, su.error.c_str());
+    for (const ScenarioDef* s : todo)
+      rep_.cell(*s, mtu, dpName).errors.push_back("run " + std::to_string(run) + ": " + su.error);
+  }
+
+  // Datapath dpName on topology t: started, warmed up, every scenario of
+  // todo measured, stopped; its figures and statistics into rep_.
+  void measureOn(RealTopology& t, int run, uint32_t mtu, const std::string& dpName,
+                 const std::vector<const ScenarioDef*>& todo, Setup& su) {
+    su.run = run;
+    su.mtu = mtu;
+    su.datapath = dpName;
+    const int serial = ++serial_;
+    const bool idle = variantOf(dpName).idle;
     noteBridgeNf(rep_, t.dut());
     auto dp = makeRealDatapath(dpName, t, o_, rep_.vdevdPath, workDir_, serial);
     rep_.describe[dpName] = dp->describe();
     su.ports = attachedPorts(t, idle).size();
     logInfo("%s: %zu ports", dpName.c_str(), su.ports);
+    const Station* q = t.qemuStation();
+    std::optional<testkit::LinkInfo> tap0;
+    if (q)
+      if (auto l = testkit::linkInfo(q->port, &t.dut())) tap0 = *l;
     Status st = dp->start();
     if (st.ok()) st = warmUp(t.a(), t.b());
-    if (st.ok() && vm) st = warmUp(t.a(), *t.guest());
+    if (st.ok() && t.guest()) st = warmUp(t.a(), *t.guest());
+    if (st.ok() && t.qemuStation()) st = warmUp(t.a(), *t.qemuStation());
     if (!st.ok()) {
-      failAll("start", st);
+      failAll(su, run, mtu, dpName, todo, "start", st.error());
     } else {
-      const Station* stations[] = {&t.a(), &t.b(), t.guest()};
+      const Station* stations[] = {&t.a(), &t.b(), t.guest(), t.qemuStation()};
       for (const ScenarioDef* s : todo) {
         if (stopRequested()) break;
         measureOne(*s, run, mtu, dpName, *stations[s->from], *stations[s->to]);
@@ -300,8 +381,14 @@ class RealRunner {
     if (!sp.ok()) su.stopProblem = sp.error().message();
     su.stats = dp->statsJson();
     dp.reset();  // before the topology: it detaches from the ports
-    su.guest = t.stopGuest();
-    topo.value().reset();
+    if (q && tap0)
+      if (auto l = testkit::linkInfo(q->port, &t.dut())) {
+        testkit::LinkInfo d = *l;
+        d.rx_packets -= tap0->rx_packets, d.rx_bytes -= tap0->rx_bytes, d.rx_dropped -= tap0->rx_dropped;
+        d.tx_packets -= tap0->tx_packets, d.tx_bytes -= tap0->tx_bytes, d.tx_dropped -= tap0->tx_dropped;
+        su.qemuTap = d;
+      }
+    if (!su.qemu) su.guest = t.stopGuest();
     rep_.setups.push_back(su);
   }
 
@@ -404,6 +491,46 @@ double ownToWireCeiling(const RealReport& rep, const ScenarioDef& s, uint32_t mt
   return ratioTo(cellMedian(rep, s, mtu, kVdevdOwn), cellMedian(rep, s, mtu, kBridgeWire));
 }
 
+// How the QEMU guest ran: the accelerator decides what its figures mean.
+std::string qemuNote(const QemuRun& q) {
+  std::string n = "QEMU guest: " + q.qemuPath + " -accel " + q.spec.accel + " -cpu " + q.spec.cpu + ", vhost " +
+                  (q.spec.vhost ? "on" : "off (no /dev/vhost-net)") + ", image " + q.spec.image.dir;
+  if (!q.error.empty()) return n + "; did not boot: " + q.error;
+  char boot[64];
+  snprintf(boot, sizeof boot, "; booted once in %.1f s, shared by every datapath", q.bootS);
+  n += boot;
+  if (q.spec.accel.starts_with("tcg"))
+    n += "; TCG emulates the guest's CPU: only its ratio to the bridge counts, not its Gbit/s";
+  return n + "\n  " + q.ready;
+}
+
+// What vdevd counted on the QEMU guest's tap in each of its set-ups.
+void printQemuTapCounters(const RealReport& rep, FILE* out) {
+  for (const auto& su : rep.setups) {
+    if (!su.qemu || su.stats.empty() || !isVdevd(variantOf(su.datapath).base)) continue;
+    auto st = testkit::parseStats(su.stats);
+    if (!st) continue;
+    const testkit::PortStats* p = st->findPort(rep.prefix + "q");
+    if (!p) continue;
+    const auto& x = *p;
+    // The tap's program sees each skb the guest sent once: its verdicts and
+    // its drops add up to the skbs the tap received.
+    const uint64_t verdicts =
+        x[stats::kProgPass] + x[stats::kProgRedirect] + x[stats::kProgNoSocket] + x[stats::kProgFast];
+    fprintf(out,
+            "%s run %d, tap %s: rx %llu tx %llu frames; the guest's skbs %llu = program pass %llu + redirect %llu "
+            "+ no_socket %llu + fast %llu + drops %llu%s\n",
+            su.datapath.c_str(), su.run, p->name.c_str(), (unsigned long long)x[stats::kRxPackets],
+            (unsigned long long)x[stats::kTxPackets],
+            (unsigned long long)(su.qemuTap ? su.qemuTap->rx_packets : 0), (unsigned long long)x[stats::kProgPass],
+            (unsigned long long)x[stats::kProgRedirect], (unsigned long long)x[stats::kProgNoSocket],
+            (unsigned long long)x[stats::kProgFast], (unsigned long long)x.totalDrops(),
+            !su.qemuTap                                               ? " (tap counters unread)"
+            : su.qemuTap->rx_packets == verdicts + x.totalDrops() ? " (adds up)"
+                                                                      : " (MISMATCH)");
+  }
+}
+
 void printReal(const RealReport& rep, FILE* out) {
   const Options& o = *rep.opt;
   std::string mtus;
@@ -416,6 +543,7 @@ void printReal(const RealReport& rep, FILE* out) {
   if (vdevdAtXdpHook(o))
     notes.emplace_back("containers: eth0 with GRO on and TX checksum offload (and so TSO) off, as vdevd makes a "
                        "veth for its XDP hook, for every datapath");
+  if (rep.qemu) notes.push_back(qemuNote(*rep.qemu));
   printSessionHead(rep, out, "the DUT namespace", notes);
   const bool idleMode = o.idlePorts > 0;
   if (idleMode)
@@ -524,6 +652,10 @@ void printReal(const RealReport& rep, FILE* out) {
               num(median(rss), 0).c_str());
     }
   }
+  if (rep.qemu) {
+    fprintf(out, "\nvdevd's counters for the QEMU guest's tap (its statistics at exit):\n");
+    printQemuTapCounters(rep, out);
+  }
   for (const auto& su : rep.setups)
     if (!su.idleError.empty())
       fprintf(out, "%s run %d: %s\n", su.datapath.c_str(), su.run, su.idleError.c_str());
@@ -558,6 +690,19 @@ std::string realJson(const RealReport& rep) {
                    {"frame_len", static_cast<uint64_t>(kUdpFloodPayload + 42)},
                    {"batch", static_cast<uint64_t>(kUdpFloodBatch)}}}};
 
+  if (rep.qemu) {
+    const QemuRun& q = *rep.qemu;
+    j["config"]["qemu"] = {{"qemu", q.qemuPath},
+                           {"accel", q.spec.accel},
+                           {"cpu", q.spec.cpu},
+                           {"vhost", q.spec.vhost},
+                           {"image", q.spec.image.dir},
+                           {"boot_s", fixed(q.bootS, 2)},
+                           {"ready", textOrNull(q.ready)},
+                           {"error", textOrNull(q.error)}};
+  } else {
+    j["config"]["qemu"] = nullptr;
+  }
   j["datapaths"] = datapathsJson(rep);
 
   Json scenarios = Json::array();
@@ -622,6 +767,14 @@ std::string realJson(const RealReport& rep) {
                       {"idle_cpu_error", textOrNull(su.idleError)},
                       {"datapath_stats", objectOrNull(su.stats)},
                       {"vm", objectOrNull(su.guest)},
+                      {"qemu_guest", su.qemu},
+                      {"qemu_tap", su.qemuTap ? Json{{"rx_packets", su.qemuTap->rx_packets},
+                                                     {"rx_bytes", su.qemuTap->rx_bytes},
+                                                     {"rx_dropped", su.qemuTap->rx_dropped},
+                                                     {"tx_packets", su.qemuTap->tx_packets},
+                                                     {"tx_bytes", su.qemuTap->tx_bytes},
+                                                     {"tx_dropped", su.qemuTap->tx_dropped}}
+                                              : Json(nullptr)},
                       {"stop_problem", textOrNull(su.stopProblem)},
                       {"error", textOrNull(su.error)}});
   j["setups"] = std::move(setups);
@@ -636,6 +789,39 @@ std::string realJson(const RealReport& rep) {
   j["skipped"] = skippedJson(rep);
   jsonTail(j, rep.leftovers, rep.fatal);
   return dumpJson(j);
+}
+
+// The QEMU guest's image: --guest-image DIR, else the build tree's
+// (tests/qemu/guest, e2e_qemu_test's), built or found up to date by
+// scripts/vm-guest-image.sh where the source tree has it. Sets rep.qemu, or
+// returns why the qemu scenarios are skipped (QEMU or the image's packages
+// missing); an Error for a build that failed otherwise or a bad --qemu-accel.
+Result<std::string> planQemu(const Options& o, RealReport& rep) {
+  QemuRun q;
+  q.qemuPath = testkit::qemuBinary();
+  if (q.qemuPath.empty())
+    return std::string("qemu-system-x86_64 not found ($VDEV_QEMU, PATH; scripts/install-deps.sh installs "
+                       "qemu-system-x86)");
+  const std::string dir = o.guestImageDir.empty() ? VDEV_BENCH_GUEST_DIR : o.guestImageDir;
+  const std::string script = VDEV_BENCH_GUEST_SCRIPT;
+  if (access(script.c_str(), R_OK) == 0) {
+    const testkit::ImageOutcome img = testkit::buildGuestImage(script, dir);
+    if (img.skip) return img.problem;
+    if (!img.image) return Error{0, "the QEMU guest's image: " + img.problem};
+    q.spec.image = *img.image;
+  } else {
+    q.spec.image = testkit::GuestImage{dir};
+    if (access(q.spec.image.kernel().c_str(), R_OK) != 0 || access(q.spec.image.initrd().c_str(), R_OK) != 0)
+      return "no guest image in " + dir + " and no " + script + " to build one (--guest-image DIR)";
+  }
+  if (o.qemuAccel == "kvm") {
+    if (access("/dev/kvm", R_OK | W_OK) != 0) return Error{0, "--qemu-accel kvm: no usable /dev/kvm"};
+    q.spec.accel = "kvm";
+    q.spec.cpu = "host";
+  }
+  q.spec.vhost = testkit::hasVhostNet();
+  rep.qemu = std::move(q);
+  return std::string();
 }
 
 // Which cells are measured, which skipped and why; the missing tools.
@@ -661,13 +847,27 @@ Status plan(const Options& o, RealReport& rep) {
     rep.skipped.push_back({"the VM scenarios", "vdev-vm not found (build it, or use --vdev-vm PATH)"});
     logWarn("skipping the VM scenarios: vdev-vm not found (build it, or use --vdev-vm PATH)");
   }
+  const bool wantsQemu = std::any_of(o.mtus.begin(), o.mtus.end(), [&](uint32_t mtu) {
+    return std::any_of(std::begin(kScenarios), std::end(kScenarios),
+                       [&](const ScenarioDef& s) { return needsQemu(s) && wanted(o, s, mtu); });
+  });
+  bool qemuSkipped = false;
+  if (wantsQemu && !rep.datapaths.empty()) {
+    auto why = planQemu(o, rep);
+    if (!why) return why.error();
+    if (!why->empty()) {
+      qemuSkipped = true;
+      rep.skipped.push_back({"the QEMU guest scenarios", *why});
+      logWarn("skipping the QEMU guest scenarios: %s", why->c_str());
+    }
+  }
   for (uint32_t mtu : o.mtus) {
     for (const auto& s : kScenarios) {
-      if (!wanted(o, s, mtu) || (needsVm(s) && rep.vdevVmPath.empty())) continue;
+      if (!wanted(o, s, mtu) || (needsVm(s) && rep.vdevVmPath.empty()) || (needsQemu(s) && !rep.qemu)) continue;
       for (const auto& d : rep.datapaths) (void)rep.cell(s, mtu, d);
     }
   }
-  if (rep.cells.empty() && !rep.datapaths.empty())
+  if (rep.cells.empty() && !rep.datapaths.empty() && !qemuSkipped)
     return Error{0, std::string("nothing to measure: the scenarios of --only do not run at these MTUs") +
                         (o.idlePorts ? " or with --idle-ports (tcp-a-b and udp-a-b only)" : "") +
                         (rep.vdevVmPath.empty() && !o.idlePorts ? ", or need the VM (vdev-vm not found)" : "")};

@@ -18,11 +18,14 @@ namespace {
 constexpr uint32_t kIpA = 0xc6120001;      // 198.18.0.1
 constexpr uint32_t kIpB = 0xc6120101;      // 198.18.1.1
 constexpr uint32_t kIpGuest = 0xc6120201;  // 198.18.2.1
+constexpr uint32_t kIpQemu = 0xc6120301;   // 198.18.3.1
 constexpr int kPrefixLen = 15;
 constexpr Mac kMacA{0x02, 0x76, 0x62, 0x01, 0x00, 0x01};
 constexpr Mac kMacB{0x02, 0x76, 0x62, 0x01, 0x00, 0x02};
 constexpr Mac kMacGuest{0x02, 0x76, 0x62, 0x01, 0x00, 0x03};
 constexpr Mac kMacTap{0x02, 0x76, 0x62, 0x01, 0x00, 0x04};  // the host's end of the VM's tap
+constexpr Mac kMacQemu{0x02, 0x76, 0x62, 0x01, 0x00, 0x05};     // the QEMU guest's virtio-net
+constexpr Mac kMacQemuTap{0x02, 0x76, 0x62, 0x01, 0x00, 0x06};  // the host's end of its tap
 constexpr uint32_t kGuestMtu = 1500;
 
 // testkit's namespace: lo up, IPv6 off before any device exists.
@@ -35,12 +38,12 @@ Result<Netns> makeNetns(const std::string& name) {
 Result<std::unique_ptr<RealTopology>> RealTopology::create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                           const std::string& vdevVmPath,
                                                           const std::string& vmLogPath, uint32_t idlePorts,
-                                                          bool forXdpHook) {
+                                                          bool forXdpHook, const QemuSpec* qemu) {
   std::unique_ptr<RealTopology> t(new RealTopology());
   t->prefix_ = prefix;
   t->mtu_ = mtu;
   t->forXdpHook_ = forXdpHook;
-  Status s = t->build(withGuest, vdevVmPath, vmLogPath, idlePorts);
+  Status s = t->build(withGuest, vdevVmPath, vmLogPath, idlePorts, qemu);
   if (!s.ok()) return s.error();  // ~RealTopology removes what was built so far
   return t;
 }
@@ -93,8 +96,35 @@ Status RealTopology::addIdle(uint32_t count) {
   return {};
 }
 
+// QEMU in the DUT namespace creates the tap <P>q there; the guest answers
+// on its console once eth0 has its address (testkit's QemuGuest).
+Status RealTopology::bootQemu(const QemuSpec& spec) {
+  auto st = std::make_unique<Station>();
+  st->name = "qemu";
+  st->port = prefix_ + "q";
+  st->portIsTap = true;
+  st->inQemu = true;
+  st->mac = kMacQemu;
+  st->ip = kIpQemu;
+  testkit::GuestOptions o;
+  o.tap = st->port;
+  o.mac = formatMac(kMacQemu);
+  o.address = formatIp(kIpQemu) + "/" + std::to_string(kPrefixLen);
+  o.mtu = static_cast<int>(kGuestMtu);
+  o.vhost = spec.vhost;
+  o.accel = spec.accel;
+  o.cpu = spec.cpu;
+  o.ns = &*dut_;
+  auto g = testkit::QemuGuest::boot(spec.image, o, formatMac(kMacQemuTap));
+  if (!g) return Error{g.error().err, "booting the QEMU guest: " + g.error().what};
+  qemu_ = std::move(*g);
+  qemuStation_ = st.get();
+  stations_.push_back(std::move(st));
+  return {};
+}
+
 Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath,
-                           uint32_t idlePorts) {
+                           uint32_t idlePorts, const QemuSpec* qemu) {
   auto dut = makeNetns(prefix_ + "-dut");
   if (!dut) return dut.error();
   dut_.emplace(std::move(dut.value()));
@@ -121,6 +151,7 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
     VB_TRY(addStation("guest", "-g", prefix_ + "t", kMacGuest, kIpGuest));
     Station& g = *stations_.back();
     g.portIsTap = true;
+    vmStation_ = &g;
     // Its output (the counts it prints as JSON when it stops) goes to a file.
     vmLog_ = vmLogPath;
     auto vm = testkit::Child::start({.argv = {"ip", "netns", "exec", d, vdevVmPath, "--tap", g.port, "--create",
@@ -142,8 +173,12 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
                        std::to_string(kGuestMtu), "up"}));
   }
 
-  // Addresses and permanent neighbour entries: no ARP ever.
+  if (qemu) VB_TRY(bootQemu(*qemu));
+
+  // Addresses and permanent neighbour entries: no ARP ever (but from the
+  // QEMU guest, whose address its kernel command line set).
   for (const auto& st : stations_) {
+    if (st->inQemu) continue;
     const std::string& ns = st->ns->name();
     VB_TRY(runCommand({"ip", "-n", ns, "addr", "add", formatIp(st->ip) + "/" + std::to_string(kPrefixLen), "dev",
                        "eth0"}));
@@ -158,7 +193,7 @@ Status RealTopology::build(bool withGuest, const std::string& vdevVmPath, const 
 
   std::vector<NetDev> devs;
   for (const auto& st : stations_) {
-    devs.push_back({&*st->ns, "eth0"});
+    if (!st->inQemu) devs.push_back({&*st->ns, "eth0"});
     devs.push_back({&*dut_, st->port});
   }
   for (size_t i = 0; i < idleNs_.size(); ++i) {
@@ -194,6 +229,7 @@ std::string RealTopology::stopGuest() {
 
 RealTopology::~RealTopology() {
   stopGuest();
+  qemu_.reset();  // QEMU goes, and its tap with it
   veths_.clear();
   idleVeths_.clear();
   idleNs_.clear();

@@ -25,6 +25,15 @@
 // the DUT namespace, made as A's and B's are; up, IPv6 off, no address:
 // nothing is ever sent from or to them. A datapath attaches them or not.
 //
+// With a QEMU guest (the qemu scenarios), QEMU runs in the DUT namespace
+// and creates the tap <P>q there itself, opened with QEMU's default
+// vnet_hdr (the guest's virtio-net gets checksum and segmentation
+// offloads), booting scripts/vm-guest-image.sh's guest (testkit's
+// QemuGuest): its own kernel, its own iperf3 -s. The containers have a
+// permanent neighbour entry for it; it resolves theirs with ARP. One boot
+// serves every datapath of an invocation: each attaches the tap and
+// releases it when it stops.
+//
 // forXdpHook: every container's eth0 as vdevd makes it for a port at its
 // XDP hook (vdevctl port add ... create, rtnl::VethSpec): GRO on (NAPI, so
 // that XDP frames redirected into the host end are delivered) and TX
@@ -43,27 +52,41 @@
 #include "sys.h"
 #include "testkit/links.h"
 #include "testkit/process.h"
+#include "testkit/qemu_guest.h"
 
 namespace vdev::bench {
 
-// A container or the VM: a namespace with one interface, eth0.
+// A container or the VM: a namespace with one interface, eth0; or the QEMU
+// guest (no namespace here: its iperf3 -s runs in it).
 struct Station {
-  std::string name;  // "A", "B", "guest"
+  std::string name;  // "A", "B", "guest", "qemu"
   std::optional<Netns> ns;
   std::string port;  // its port on the device under test, in the DUT namespace
   bool portIsTap = false;
+  bool inQemu = false;  // the QEMU guest
   Mac mac{};
   uint32_t ip = 0;   // host byte order
+};
+
+// The QEMU guest of a topology: its image and how QEMU runs it.
+struct QemuSpec {
+  testkit::GuestImage image;
+  std::string accel = "tcg,thread=multi";  // -accel
+  std::string cpu = "max";                 // -cpu
+  bool vhost = false;                      // vhost=on
 };
 
 class RealTopology {
  public:
   // mtu: of the containers' eth0 and their ports. withGuest: also the VM
   // (vdev-vm at vdevVmPath; its tap keeps MTU 1500). vdev-vm's output goes
-  // to vmLogPath. idlePorts: that many idle containers.
+  // to vmLogPath. idlePorts: that many idle containers. qemu: also the
+  // QEMU guest, booted as it says (an Error with its console if it does
+  // not come up).
   static Result<std::unique_ptr<RealTopology>> create(const std::string& prefix, uint32_t mtu, bool withGuest,
                                                       const std::string& vdevVmPath, const std::string& vmLogPath,
-                                                      uint32_t idlePorts = 0, bool forXdpHook = false);
+                                                      uint32_t idlePorts = 0, bool forXdpHook = false,
+                                                      const QemuSpec* qemu = nullptr);
   RealTopology(const RealTopology&) = delete;
   RealTopology& operator=(const RealTopology&) = delete;
   ~RealTopology();
@@ -73,9 +96,12 @@ class RealTopology {
   uint32_t mtu() const { return mtu_; }
   const Station& a() const { return *stations_[0]; }
   const Station& b() const { return *stations_[1]; }
-  const Station* guest() const { return stations_.size() > 2 ? stations_[2].get() : nullptr; }
+  const Station* guest() const { return vmStation_; }
+  const Station* qemuStation() const { return qemuStation_; }
+  // The booted QEMU guest, or null.
+  const testkit::QemuGuest* qemu() const { return qemu_.get(); }
   const std::vector<std::unique_ptr<Station>>& stations() const { return stations_; }
-  // Every port of the device under test: <P>a, <P>b[, <P>t].
+  // Every port of the device under test: <P>a, <P>b[, <P>t][, <P>q].
   std::vector<std::string> ports() const;
   // The idle containers' ports, <P>i1 .. <P>iN, in the DUT namespace.
   const std::vector<std::string>& idlePorts() const { return idlePorts_; }
@@ -86,7 +112,9 @@ class RealTopology {
 
  private:
   RealTopology() = default;
-  Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath, uint32_t idlePorts);
+  Status build(bool withGuest, const std::string& vdevVmPath, const std::string& vmLogPath, uint32_t idlePorts,
+               const QemuSpec* qemu);
+  Status bootQemu(const QemuSpec& spec);
   Status addIdle(uint32_t count);
   Status prepareContainerEnd(const Netns& ns);
   Status addStation(const std::string& name, const std::string& nsSuffix, const std::string& port, Mac mac,
@@ -96,7 +124,10 @@ class RealTopology {
   uint32_t mtu_ = 1500;
   bool forXdpHook_ = false;
   std::optional<Netns> dut_;
-  std::vector<std::unique_ptr<Station>> stations_;  // A, B[, guest]
+  std::vector<std::unique_ptr<Station>> stations_;  // A, B[, guest][, qemu]
+  const Station* vmStation_ = nullptr;               // vdev-vm's guest
+  const Station* qemuStation_ = nullptr;
+  std::unique_ptr<testkit::QemuGuest> qemu_;         // stopped before the namespaces go
   std::vector<testkit::VethPair> veths_;             // the containers': deleted before the namespaces
   std::vector<Netns> idleNs_;                        // the idle containers
   std::vector<testkit::VethPair> idleVeths_;         // theirs, deleted before their namespaces

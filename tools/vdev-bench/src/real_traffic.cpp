@@ -107,21 +107,31 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
       for (const auto& p : paths) unlink(p.c_str());
     }
   } removeFiles{{serverLog, clientOut, clientOut + ".err"}};
-  // --forceflush: the line is in its file as soon as it is printed.
-  auto server = testkit::Child::start({.argv = {"ip", "netns", "exec", to.ns->name(), "iperf3", "-s", "-1", "-p",
-                                                port, "--forceflush"},
-                                       .term_with_parent = true},
-                                      {.stdout_path = serverLog});
-  if (!server) return server.error();
-  const std::string serverName = "iperf3 -s (" + to.name + ")";
-  if (Status ready = server->waitForLine("Server listening", std::chrono::seconds(10), [] { return stopRequested(); });
-      !ready.ok()) {
-    if (ready.error().err == EINTR) return Error{EINTR, "waiting for " + serverName};
-    if (ready.error().err == ECHILD)
-      return Error{0, serverName + " exited before it was ready (" + childExitText(server->status().value_or(-1)) +
-                          ")" + childOutputTail(serverLog, serverName)};
-    return Error{0, serverName + " did not print 'Server listening' within 10 s" +
-                        childOutputTail(serverLog, serverName)};
+  // The QEMU guest runs iperf3 -s itself and no client of ours: with it at
+  // either end the container is the client, with -R when the guest sends.
+  const bool reverse = from.inQemu;
+  const Station& client = reverse ? to : from;
+  const Station& serverAt = reverse ? from : to;
+  std::optional<testkit::Child> server;
+  if (!serverAt.inQemu) {
+    // --forceflush: the line is in its file as soon as it is printed.
+    auto started = testkit::Child::start({.argv = {"ip", "netns", "exec", to.ns->name(), "iperf3", "-s", "-1", "-p",
+                                                   port, "--forceflush"},
+                                          .term_with_parent = true},
+                                         {.stdout_path = serverLog});
+    if (!started) return started.error();
+    server.emplace(std::move(*started));
+    const std::string serverName = "iperf3 -s (" + to.name + ")";
+    if (Status ready =
+            server->waitForLine("Server listening", std::chrono::seconds(10), [] { return stopRequested(); });
+        !ready.ok()) {
+      if (ready.error().err == EINTR) return Error{EINTR, "waiting for " + serverName};
+      if (ready.error().err == ECHILD)
+        return Error{0, serverName + " exited before it was ready (" + childExitText(server->status().value_or(-1)) +
+                            ")" + childOutputTail(serverLog, serverName)};
+      return Error{0, serverName + " did not print 'Server listening' within 10 s" +
+                          childOutputTail(serverLog, serverName)};
+    }
   }
 
   char secs[32];
@@ -129,25 +139,27 @@ Result<TcpResult> runTcp(const Station& from, const Station& to, double duration
   CpuMeter meter;
   VB_TRY(meter.begin());
   // Its JSON report to one file, what it says on stderr to another.
-  auto client = testkit::Child::start({.argv = {"ip", "netns", "exec", from.ns->name(), "iperf3", "-c",
-                                                formatIp(to.ip), "-p", port, "-t", secs, "-J", "--connect-timeout",
-                                                "5000"},
-                                       .term_with_parent = true},
-                                      {.stdout_path = clientOut, .stderr_path = clientOut + ".err"});
-  if (!client) return client.error();
+  std::vector<std::string> clientArgv = {"ip",   "netns", "exec", client.ns->name(), "iperf3", "-c",
+                                         formatIp(serverAt.ip), "-p", port, "-t", secs, "-J", "--connect-timeout",
+                                         "5000"};
+  if (reverse) clientArgv.emplace_back("-R");
+  auto clientProc = testkit::Child::start({.argv = std::move(clientArgv), .term_with_parent = true},
+                                          {.stdout_path = clientOut, .stderr_path = clientOut + ".err"});
+  if (!clientProc) return clientProc.error();
   const auto timeout =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(duration + 30));
   const bool ended =
-      testkit::waitUntil([&] { return stopRequested() || !client->running(); }, timeout, std::chrono::milliseconds(20));
-  std::optional<int> st = ended ? client->status() : std::nullopt;
+      testkit::waitUntil([&] { return stopRequested() || !clientProc->running(); }, timeout,
+                         std::chrono::milliseconds(20));
+  std::optional<int> st = ended ? clientProc->status() : std::nullopt;
   auto cpu = meter.end(what);
-  const std::string clientName = "iperf3 -c (" + from.name + ")";
+  const std::string clientName = std::string("iperf3 -c") + (reverse ? " -R" : "") + " (" + client.name + ")";
   if (!st) {
     if (stopRequested()) return Error{EINTR, "waiting for " + clientName};
     return Error{ETIMEDOUT, clientName + " still running " + std::string(secs) + " + 30 s after its start"};
   }
   if (!cpu) return cpu.error();
-  (void)server->wait(std::chrono::seconds(5));  // -1: it exits after the one test
+  if (server) (void)server->wait(std::chrono::seconds(5));  // -1: it exits after the one test
 
   auto text = testkit::readFile(clientOut);
   const std::string out = text ? *text : "";

@@ -61,6 +61,10 @@ struct TcpResult {
 // iperf3 -s (one test) in to's namespace, `iperf3 -c TO -t duration -J` in
 // from's: one TCP stream from from to to, with the stations' default
 // offloads. Their output goes to files in workDir, removed afterwards.
+// The QEMU guest (Station::inQemu) serves with its own iperf3 -s: to it,
+// the client in from's namespace connects there; from it, the client in
+// to's namespace runs with -R (the guest sends, the container's client
+// receives and reports).
 Result<TcpResult> runTcp(const Station& from, const Station& to, double duration, const std::string& what,
                          const std::string& workDir);
 

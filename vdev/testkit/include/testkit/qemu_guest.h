@@ -1,25 +1,30 @@
-// A real VM for the e2e tests: QEMU (TCG) boots the guest that
+// A real VM for the e2e tests and vdev-bench: QEMU boots the guest that
 // scripts/vm-guest-image.sh builds -- a Debian kernel, busybox as init,
 // virtio-net -- attached to a tap exactly as a user's QEMU is:
 //
-//   qemu-system-x86_64 -machine q35 -accel tcg -nographic -m 256 -no-reboot
+//   [ip netns exec NS] qemu-system-x86_64 -machine q35 -accel tcg [-cpu C]
+//     -nographic -m 256 -no-reboot
 //     -kernel K -initrd I -append "console=ttyS0 quiet vdev.ip=A/P vdev.mtu=M"
-//     -netdev tap,id=n0,ifname=TAP,script=no,downscript=no[,vnet_hdr=off]
+//     -netdev tap,id=n0,ifname=TAP,script=no,downscript=no[,vnet_hdr=off][,vhost=on]
 //     -device virtio-net-pci,netdev=n0,mac=MAC
 //
 // Without vnet_hdr=off that is QEMU's default: the tap is opened with
 // IFF_VNET_HDR and the guest gets checksum and segmentation offloads.
 //
-// QEMU creates the tap (ifname= names one that does not exist), so the tap
-// is not persistent: it disappears with QEMU's fd, however the test ends --
-// QEMU is started with PR_SET_PDEATHSIG(SIGKILL) and dies with the test
-// process even if that is killed.
+// QEMU creates the tap (ifname= names one that does not exist), in the
+// namespace it runs in, so the tap is not persistent: it disappears with
+// QEMU's fd, however the caller ends -- QEMU is started with
+// PR_SET_PDEATHSIG(SIGKILL) and dies with the calling process even if that
+// is killed.
 //
 // The guest talks on its serial console (QEMU's stdio): it prints
 // "vdev-guest: ready ..." once eth0 is configured, then runs the commands
 // written to it ("@ID CMD", each in the background) and answers with
 // "vdev-guest: out ID LINE" for each line of output and
 // "vdev-guest: done ID rc=N" (see scripts/vm-guest-image.sh).
+//
+// Errors are Results (the kit never throws): a boot that fails says why,
+// with QEMU's command line and the console's last lines.
 //
 // Thread safety: one thread drives a QemuGuest; a reader thread of its own
 // collects the console.
@@ -30,13 +35,17 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-namespace vdev::qemutest {
+#include "base/result.h"
+#include "testkit/netns.h"
+
+namespace vdev::testkit {
 
 using Millis = std::chrono::milliseconds;
 
@@ -48,15 +57,16 @@ struct GuestImage {
   std::string blob() const { return dir + "/blob"; }  // /srv/blob in the guest
 };
 
-// Runs scripts/vm-guest-image.sh on the build tree's guest folder (once per
-// process; it rebuilds only when its inputs changed). `skip` is set when a
-// package is missing (the script's exit 3): the message says which.
+// Runs `script` (scripts/vm-guest-image.sh) on `dir`, a folder of the build
+// tree (it rebuilds only when its inputs changed; callers run it once per
+// process). `skip` is set when a package is missing (the script's exit 3):
+// the message says which.
 struct ImageOutcome {
   std::optional<GuestImage> image;
   std::string problem;  // why there is no image
   bool skip = false;
 };
-const ImageOutcome& guestImage();
+ImageOutcome buildGuestImage(const std::string& script, const std::string& dir);
 
 // qemu-system-x86_64: $VDEV_QEMU if set, else the first in $PATH; "" if
 // that is not an executable file.
@@ -68,6 +78,10 @@ struct GuestOptions {
   std::string address;  // vdev.ip: "198.18.40.2/24"
   int mtu = 1500;
   bool vnetHdr = true;  // false: vnet_hdr=off; true: QEMU's default (no option)
+  bool vhost = false;   // vhost=on: the host's vhost-net moves the frames (needs /dev/vhost-net)
+  std::string accel = "tcg";  // -accel: "tcg", "tcg,thread=multi", "kvm"
+  std::string cpu;            // -cpu ("max", "host"); "" for QEMU's default
+  const Netns* ns = nullptr;  // QEMU (and so its tap) runs in this namespace; null: the caller's
   // TCG on two loaded cores: a boot takes 10-30 s; allow far more.
   Millis bootTimeout = Millis(150000);
 };
@@ -79,15 +93,19 @@ struct GuestReply {
   std::string text() const;  // the output lines joined with '\n'
 };
 
+// Whether this host has vhost-net for QEMU (/dev/vhost-net opens).
+bool hasVhostNet();
+
 class QemuGuest {
  public:
   // Starts QEMU, waits for the tap it creates, gives the tap's host side
   // `tapMac`, disables IPv6 on it and brings it up, then waits for the
-  // guest's ready line. Throws std::runtime_error with the console log if
-  // QEMU exits or the deadline passes.
-  QemuGuest(const GuestImage& image, const GuestOptions& opts, const std::string& tapMac);
+  // guest's ready line. An Error with the console log if QEMU exits or the
+  // deadline passes (QEMU is killed then).
+  static Result<std::unique_ptr<QemuGuest>> boot(const GuestImage& image, const GuestOptions& opts,
+                                                 const std::string& tapMac);
   // Kills QEMU (SIGKILL: the guest has nothing to save) and waits until the
-  // tap has gone; deletes it if it has not. Never throws.
+  // tap has gone; deletes it if it has not.
   ~QemuGuest();
   QemuGuest(const QemuGuest&) = delete;
   QemuGuest& operator=(const QemuGuest&) = delete;
@@ -101,17 +119,20 @@ class QemuGuest {
   // (VIRTIO_NET_F_CSUM = 0, VIRTIO_NET_F_HOST_TSO4 = 11).
   bool virtioFeature(unsigned bit) const;
 
-  // Sends a shell command; returns its id. The guest runs it in the
-  // background with stdin /dev/null.
-  int start(const std::string& cmd);
-  // Waits for command `id` to finish. Throws on timeout or if QEMU exits.
-  GuestReply wait(int id, Millis timeout);
-  GuestReply run(const std::string& cmd, Millis timeout) { return wait(start(cmd), timeout); }
+  // Sends a shell command (one line); returns its id. The guest runs it in
+  // the background with stdin /dev/null.
+  Result<int> start(const std::string& cmd);
+  // Waits for command `id` to finish: ETIMEDOUT, or ECHILD if QEMU exits.
+  Result<GuestReply> wait(int id, Millis timeout);
+  Result<GuestReply> run(const std::string& cmd, Millis timeout);
 
   // The last `lines` lines of the console, for failure messages.
   std::string consoleTail(size_t lines = 60) const;
 
  private:
+  explicit QemuGuest(const GuestOptions& opts) : opts_(opts) {}
+  Status startQemu(const GuestImage& image);
+  Status awaitReady(const std::string& tapMac);
   void readLoop();
   bool exited() const;  // QEMU closed its stdout
   void stop();          // the destructor's work; idempotent
@@ -133,4 +154,4 @@ class QemuGuest {
   bool eof_ = false;                                   // QEMU closed its stdout
 };
 
-}  // namespace vdev::qemutest
+}  // namespace vdev::testkit
