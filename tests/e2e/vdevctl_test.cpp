@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <regex>
@@ -2227,6 +2228,47 @@ TEST_F(VdevctlTest, MonitorPrintsHeaderThenReports) {
   EXPECT_EQ(d->stop(), 0) << d->logs();
 }
 
+// The capture tests' hosts: containers A and B on veth ports a and b of
+// the running vdevd, at 198.18.NET.1 and .2; A pings B. The devices and
+// namespaces go with the object (made before vdevd, so that they outlive
+// it), the ports come with up().
+class VdevctlCaptureTest : public VdevctlTest {
+ protected:
+  struct Pair {
+    Netns nsA, nsB;
+    const std::string a = uniqueName('v'), b = uniqueName('v');
+    DeviceGuard guard{{a, b}};
+    const Mac ma = uniqueMac(), mb = uniqueMac();
+    std::string net;  // "198.18.NET."
+  };
+  void up(Pair& p, int net) {
+    for (const auto& [name, ns, m] : {std::tuple{p.a, &p.nsA, p.ma}, std::tuple{p.b, &p.nsB, p.mb}})
+      ok({"port", "add", name, "type", "veth", "create", "netns", ns->name(), "peer", "eth0", "peer-mac",
+          macString(m)});
+    waitLive({p.a, p.b});
+    p.net = "198.18." + std::to_string(net) + ".";
+    p.nsA.exec("ip addr add " + p.net + "1/24 dev eth0");
+    p.nsB.exec("ip addr add " + p.net + "2/24 dev eth0");
+  }
+  void ping(const Pair& p, int n) {
+    const CmdResult r = tryRun("ip netns exec " + p.nsA.name() + " ping -c " + std::to_string(n) +
+                               " -i 0.05 -W 2 " + p.net + "2");
+    EXPECT_TRUE(r.ok()) << r.out << r.err;
+  }
+  // Frames the kernel fast path carried from and to a and b.
+  uint64_t fast(const Pair& p) {
+    uint64_t n = 0;
+    for (const PortStats& s : stats().ports)
+      if (s.name == p.a || s.name == p.b) n += s[stats::kProgFast];
+    return n;
+  }
+  static size_t occurrences(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+    return n;
+  }
+};
+
 // vdevctl capture, with the kernel fast path on, the ports at the tc hook
 // and at XDP. Kernel ping between two containers: while A is captured,
 // its frames keep the fast path (the ports' programs copy them to vdevd)
@@ -2236,31 +2278,16 @@ TEST_F(VdevctlTest, MonitorPrintsHeaderThenReports) {
 // ends -- by Ctrl-C, and when vdevctl is killed (its connection closes). The text form and --direction rx: only what A
 // sent. A capture ends when its port is removed. Only root or the port's
 // owner may capture it.
-TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
+TEST_F(VdevctlCaptureTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
   for (const char* hook : {"auto", "xdp"}) {
     SCOPED_TRACE(std::string("ports at ") + hook);
-    Netns nsA, nsB;
-    const std::string a = uniqueName('v'), b = uniqueName('v');
-    DeviceGuard guard({a, b});
+    Pair p;
+    const std::string &a = p.a, &b = p.b;
+    const Mac &ma = p.ma, &mb = p.mb;
     auto d = startVdevd({"--fast-path", "--default-hook", hook, "--group", "nogroup"});
-    const Mac ma = uniqueMac(), mb = uniqueMac();
-    for (const auto& [name, ns, m] : {std::tuple{a, &nsA, ma}, std::tuple{b, &nsB, mb}})
-      ok({"port", "add", name, "type", "veth", "create", "netns", ns->name(), "peer", "eth0", "peer-mac",
-          macString(m)});
-    waitLive({a, b});
-    nsA.exec("ip addr add 198.18.31.1/24 dev eth0");
-    nsB.exec("ip addr add 198.18.31.2/24 dev eth0");
-    const auto ping = [&](int n) {
-      const CmdResult r = tryRun("ip netns exec " + nsA.name() + " ping -c " + std::to_string(n) +
-                                 " -i 0.05 -W 2 198.18.31.2");
-      EXPECT_TRUE(r.ok()) << r.out << r.err;
-    };
-    const auto fast = [&] {
-      uint64_t n = 0;
-      for (const PortStats& p : stats().ports)
-        if (p.name == a || p.name == b) n += p[stats::kProgFast];
-      return n;
-    };
+    up(p, 31);
+    const auto ping = [&](int n) { VdevctlCaptureTest::ping(p, n); };
+    const auto fast = [&] { return VdevctlCaptureTest::fast(p); };
     ping(5);
     const uint64_t f0 = fast();
     EXPECT_GE(f0, 4u) << "the echoes after the first take the fast path: " << ok({"stats"});
@@ -2285,11 +2312,7 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
     EXPECT_GE(written, 20u) << said;
     const CmdResult read = tryRun("tcpdump -n -r " + file);
     ASSERT_TRUE(read.ok()) << read.err;
-    const auto lines = [](const std::string& text, const std::string& what) {
-      size_t n = 0;
-      for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
-      return n;
-    };
+    const auto lines = occurrences;
     EXPECT_EQ(lines(read.out, "198.18.31.1 > 198.18.31.2: ICMP echo request"), 10u) << read.out;
     EXPECT_EQ(lines(read.out, "198.18.31.2 > 198.18.31.1: ICMP echo reply"), 10u) << read.out;
     EXPECT_EQ(lines(read.out, "\n"), written) << "one line per frame written: " << read.out;
@@ -2337,6 +2360,94 @@ TEST_F(VdevctlTest, CaptureCopiesWhatAPortSendsAndReceivesOnBothPaths) {
     ok({"port", "del", b});
     ASSERT_EQ(capture->wait(5s), std::optional<int>(0)) << capture->logs();
     EXPECT_NE(capture->err().find("stopped: port " + b + " was removed"), std::string::npos) << capture->logs();
+    EXPECT_EQ(d->stop(), 0) << d->logs();
+  }
+}
+
+// vdevctl capture with a filter, the ports at the tc hook and at XDP, the
+// kernel fast path on. --proto icmp while A pings B (the fast path), ARP
+// resolves first and UDP broadcasts flow (vdevd's path): the file holds
+// every echo request and reply sent and nothing else, the fast path kept
+// carrying the pings, and nothing is counted missed. Then --proto udp
+// --port 9999 --direction rx: only the broadcasts to that port (vdevd's own
+// copies, filtered), not those to another port nor the pings.
+TEST_F(VdevctlCaptureTest, CaptureFilterCopiesOnlyMatchingFramesOnBothPaths) {
+  for (const char* hook : {"auto", "xdp"}) {
+    SCOPED_TRACE(std::string("ports at ") + hook);
+    Pair p;
+    const std::string& a = p.a;
+    Netns& nsA = p.nsA;
+    auto d = startVdevd({"--fast-path", "--default-hook", hook});
+    up(p, 32);
+    const auto ping = [&](int n) { VdevctlCaptureTest::ping(p, n); };
+    const auto fast = [&] { return VdevctlCaptureTest::fast(p); };
+    // n UDP broadcasts from A to `port` (flooded: vdevd switches them; B
+    // answers none).
+    const auto broadcast = [&](int n, int port) {
+      const CmdResult r = tryRun(
+          "ip netns exec " + nsA.name() +
+          " python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+          "s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1); "
+          "[s.sendto(b\"vdev\", (\"198.18.32.255\", " +
+          std::to_string(port) + ")) for _ in range(" + std::to_string(n) + ")]'");
+      EXPECT_TRUE(r.ok()) << r.out << r.err;
+    };
+    const auto count = occurrences;
+    // Runs `capture` on A with `args` while `traffic` flows; returns what
+    // tcpdump reads of the file, after checking that every frame written
+    // is in it and none was missed.
+    TempDir tmp;
+    const auto captured = [&](const std::vector<std::string>& args, const std::function<void()>& traffic) {
+      const std::string file = tmp.file("f.pcapng");
+      std::vector<std::string> argv{vdevctlBinary(), "-S", sock_, "capture", a, "-w", file};
+      argv.insert(argv.end(), args.begin(), args.end());
+      Child capture("vdevctl capture (filtered)", argv);
+      EXPECT_TRUE(waitUntil([&] { return capture.err().find("filtered)") != std::string::npos; }, 5s, 20ms))
+          << capture.logs();
+      traffic();
+      capture.signal(SIGINT);
+      EXPECT_EQ(capture.wait(5s), std::optional<int>(0)) << capture.logs();
+      std::smatch m;
+      const std::string said = capture.err();
+      if (!std::regex_search(said, m, std::regex("(\\d+) frames written; (\\d+) missed"))) {
+        ADD_FAILURE() << said;
+        return std::string();
+      }
+      EXPECT_EQ(m[2], "0") << said;
+      const CmdResult read = tryRun("tcpdump -n -r " + file);
+      EXPECT_TRUE(read.ok()) << read.err;
+      EXPECT_EQ(count(read.out, "\n"), std::stoull(m[1])) << "one line per frame written: " << read.out;
+      return read.out;
+    };
+
+    ping(5);
+    const uint64_t f0 = fast();
+    EXPECT_GE(f0, 4u) << "the echoes after the first take the fast path: " << ok({"stats"});
+
+    // ICMP only, while ARP (A's cache flushed) and UDP flow too.
+    const std::string icmp = captured({"--proto", "icmp"}, [&] {
+      nsA.exec("ip neigh flush dev eth0");
+      broadcast(10, 9999);
+      ping(10);
+      broadcast(10, 9999);
+    });
+    const uint64_t f1 = fast();
+    EXPECT_GE(f1 - f0, 18u) << "a captured port's frames left the fast path: " << ok({"stats"});
+    EXPECT_EQ(count(icmp, "198.18.32.1 > 198.18.32.2: ICMP echo request"), 10u) << icmp;
+    EXPECT_EQ(count(icmp, "198.18.32.2 > 198.18.32.1: ICMP echo reply"), 10u) << icmp;
+    EXPECT_EQ(count(icmp, "\n"), 20u) << "only the echoes: " << icmp;
+
+    // UDP to one port, what A sends: vdevd's copies of the broadcasts it
+    // floods, filtered; the pings (fast path) and the other port's not.
+    const std::string udp = captured({"--proto", "udp", "--port", "9999", "--direction", "rx"}, [&] {
+      broadcast(7, 9999);
+      broadcast(5, 9998);
+      ping(5);
+      broadcast(7, 9999);
+    });
+    EXPECT_EQ(count(udp, "198.18.32.255.9999: UDP"), 14u) << udp;
+    EXPECT_EQ(count(udp, "\n"), 14u) << "only the broadcasts to 9999: " << udp;
+    EXPECT_GE(fast() - f1, 8u) << "the pings did not take the fast path: " << ok({"stats"});
     EXPECT_EQ(d->stop(), 0) << d->logs();
   }
 }

@@ -108,6 +108,10 @@ int main(int argc, char** argv) {
   set.limits = {0, {}, 2000, 50000, {}, 100};
   req("port_set_limits", set);
   req("capture_start", CaptureStartRequest{"vd0", CaptureDir::kRx, 128u, 64u});
+  CaptureStartRequest filtered{"vd0"};
+  filtered.filter = CaptureFilter{Mac{2, 0, 0, 0, 0, 7}, 10, 0x0800, vdev::IpAddr{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1},
+                                  17, 53};
+  req("capture_start_filter", filtered);
   req("capture_read", CaptureReadRequest{1});
   req("capture_stop", CaptureStopRequest{1});
 

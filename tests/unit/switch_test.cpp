@@ -953,6 +953,63 @@ TEST_F(SwitchTest, AChainIsSwitchedFloodedCapturedAndReturnedWhole) {
   expectPoolFull();
 }
 
+// A capture's filter on vdevd's own copies: only the frames it matches
+// take a slot; the others are counted nowhere -- not taken, and not missed
+// even when they come by the hundred while the slots are all full. An
+// untagged frame's VLAN is the port's untagged one (1 without settings).
+TEST_F(SwitchTest, ACaptureFilterCopiesOnlyWhatItMatchesAndCountsNothingElse) {
+  build(SwitchMode::kSwitch, 3);
+  send(1, {frame(kBcast, kMacB, 64)});  // B learned on p1
+  drain(0), drain(2);
+  CaptureFilter f{};
+  f.fields = VDEV_CAPF_MAC | VDEV_CAPF_VLAN;
+  std::memcpy(f.mac, kMacB, 6);
+  f.vid = kVidDefault;
+  auto id = dp->captureStart("p0", Capture::kRx | Capture::kTx, 100, 16, {}, f);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  Capture* cap = dp->captureGet(*id);
+  ASSERT_NE(cap, nullptr);
+  // To B (matches, rx), a broadcast from A (not), B to A (matches, tx).
+  send(0, {frame(kMacB, kMacA, 64, 0x01), frame(kBcast, kMacA, 64, 0x02)});
+  send(1, {frame(kMacA, kMacB, 64, 0x03)});
+  std::vector<std::pair<uint8_t, uint8_t>> seen;  // dir, fill
+  cap->read([&](uint64_t, uint32_t, uint8_t dir, std::span<const uint8_t> b) {
+    seen.push_back({dir, b[20]});
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_pair(Capture::kRx, uint8_t(0x01)));
+  EXPECT_EQ(seen[1], std::make_pair(Capture::kTx, uint8_t(0x03)));
+  EXPECT_EQ(cap->taken(), 2u);
+  EXPECT_EQ(cap->drops(), 0u);
+  drain(0), drain(1), drain(2);
+  // 16 matching frames fill the slots (none read); then 100 broadcasts,
+  // which it refuses: nothing missed; one more match: missed.
+  std::vector<Frame*> burst;
+  for (int i = 0; i < 16; i++) burst.push_back(frame(kMacB, kMacA, 64));
+  send(0, burst);
+  burst.clear();
+  for (int i = 0; i < 100; i++) burst.push_back(frame(kBcast, kMacA, 64));
+  send(0, {burst.begin(), burst.begin() + 50});
+  send(0, {burst.begin() + 50, burst.end()});
+  EXPECT_EQ(cap->drops(), 0u) << "a frame the filter refuses is not missed";
+  EXPECT_EQ(cap->taken(), 18u);
+  send(0, {frame(kMacB, kMacA, 64)});
+  EXPECT_EQ(cap->drops(), 1u);
+  drain(0), drain(1), drain(2);
+  dp->captureStop(*id);
+  // VLAN 2: no untagged frame of a port without VLAN settings is in it.
+  f.fields = VDEV_CAPF_VLAN;
+  f.vid = 2;
+  id = dp->captureStart("p0", Capture::kRx, 100, 16, {}, f);
+  ASSERT_TRUE(id.ok());
+  send(0, {frame(kMacB, kMacA, 64)});
+  drain(1);
+  EXPECT_EQ(dp->captureGet(*id)->taken(), 0u);
+  dp->captureStop(*id);
+  expectPoolFull();
+}
+
 // Capture (capture.h): what a port receives, before any check, and what
 // it is handed to send (the frames its delivery ring took), copied in
 // order with their direction and length, cut at the snaplen; a full

@@ -136,6 +136,7 @@ constexpr AttrSpec topSpec(uint16_t t) {
     case kAttrUidCaps: return {"UID_CAPS", Kind::kBytes};
     case kAttrUidUse: return {"UID_USE", Kind::kBytes};
     case kAttrUidRequests: return {"UID_REQUESTS", Kind::kBytes};
+    case kAttrCaptureFilter: return {"CAPTURE_FILTER", Kind::kNested};
     default: return policySpec(t);
   }
 }
@@ -152,6 +153,18 @@ constexpr AttrSpec createSpec(uint16_t t) {
     case kCreateGroupGid: return {"GROUP_GID", Kind::kU32};
     case kCreateMultiQueue: return {"MULTI_QUEUE", Kind::kFlag};
     case kCreateMac: return {"MAC", Kind::kMac};
+    default: return {};
+  }
+}
+
+constexpr AttrSpec captureFilterSpec(uint16_t t) {
+  switch (t) {
+    case kCapFilterMac: return {"MAC", Kind::kMac};
+    case kCapFilterVlan: return {"VLAN", Kind::kU16};
+    case kCapFilterEthertype: return {"ETHERTYPE", Kind::kU16};
+    case kCapFilterIp: return {"IP", Kind::kAddrs};  // exactly one: the decoder checks
+    case kCapFilterProto: return {"PROTO", Kind::kU8};
+    case kCapFilterPort: return {"PORT", Kind::kU16};
     default: return {};
   }
 }
@@ -225,6 +238,8 @@ struct Table {
 
 constexpr Space kTop = Table<kAttrMax, topSpec>::space("", "the message");
 constexpr Space kCreateSpace = Table<kCreateMax, createSpec>::space("CREATE.", "CREATE");
+constexpr Space kCaptureFilterSpace =
+    Table<kCapFilterMax, captureFilterSpec>::space("CAPTURE_FILTER.", "CAPTURE_FILTER");
 constexpr Space kStatsSpace = Table<kStatsMax, statsSpec>::space("STATS.", "STATS");
 constexpr Space kPoolSpace = Table<kPoolMax, poolSpec>::space("POOL.", "POOL");
 constexpr Space kErrSpace = Table<kErrAttrMax, errSpec>::space("", "the error attributes");
@@ -232,8 +247,8 @@ constexpr Space kErrSpace = Table<kErrAttrMax, errSpec>::space("", "the error at
 // Above every Space::max. Requests' spaces (the top level, CREATE) also fit
 // the 64-bit masks of allowed attributes (allowedFor()).
 constexpr uint16_t kMaxSpaceAttrs =
-    std::max({uint16_t(kAttrMax), uint16_t(kCreateMax), kStatsMax, kPoolMax, kErrAttrMax}) + 1;
-static_assert(kAttrMax < 64 && kCreateMax < 64);
+    std::max({uint16_t(kAttrMax), uint16_t(kCreateMax), uint16_t(kCapFilterMax), kStatsMax, kPoolMax, kErrAttrMax}) + 1;
+static_assert(kAttrMax < 64 && kCreateMax < 64 && kCapFilterMax < 64);
 
 // "CREATE.PEER_NETNS_NAME", or "type N" for an unknown attribute.
 std::string attrLabel(const Space& sp, uint16_t t);

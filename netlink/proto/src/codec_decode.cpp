@@ -27,7 +27,8 @@ uint64_t allowedFor(Cmd c) {
     case kCmdFdbAdd: return bit(kAttrMac) | bit(kAttrPortName) | bit(kAttrFdbStatic) | bit(kAttrVlanId);
     case kCmdFdbDel: return bit(kAttrMac) | bit(kAttrVlanId);
     case kCmdCaptureStart:
-      return bit(kAttrPortName) | bit(kAttrCaptureDir) | bit(kAttrCaptureSnaplen) | bit(kAttrCaptureBuffer);
+      return bit(kAttrPortName) | bit(kAttrCaptureDir) | bit(kAttrCaptureSnaplen) | bit(kAttrCaptureBuffer) |
+             bit(kAttrCaptureFilter);
     case kCmdCaptureRead:
     case kCmdCaptureStop: return bit(kAttrCaptureId);
     default: return 0;
@@ -54,6 +55,25 @@ Result<CreateOptions> decodeCreate(const nlattr* nest) {
   if (tb[kCreateMultiQueue]) c.multi_queue = getU8(tb[kCreateMultiQueue]) != 0;
   if (tb[kCreateMac]) c.mac = getMac(tb[kCreateMac]);
   return c;
+}
+
+Result<CaptureFilter> decodeCaptureFilter(const nlattr* nest) {
+  auto a = parseAttrs(kCaptureFilterSpace, nestHead(nest), nla_len(nest), true, ~uint64_t{0}, "CAPTURE_FILTER");
+  if (!a) return a.error();
+  const Attrs& tb = *a;
+  CaptureFilter f;
+  if (tb[kCapFilterMac]) f.mac = getMac(tb[kCapFilterMac]);
+  if (tb[kCapFilterVlan]) f.vlan = getU16(tb[kCapFilterVlan]);
+  if (tb[kCapFilterEthertype]) f.ethertype = getU16(tb[kCapFilterEthertype]);
+  if (const nlattr* ip = tb[kCapFilterIp]) {
+    if (nla_len(ip) != 16)
+      return invalid("attribute CAPTURE_FILTER.IP: payload of " + std::to_string(nla_len(ip)) +
+                     " bytes, expected 16 (one address)");
+    f.ip = getAddrs(ip).front();
+  }
+  if (tb[kCapFilterProto]) f.proto = getU8(tb[kCapFilterProto]);
+  if (tb[kCapFilterPort]) f.port = getU16(tb[kCapFilterPort]);
+  return f;
 }
 
 LimitOptions getLimits(const Attrs& tb) {
@@ -137,6 +157,11 @@ Result<RequestBody> decodeBody(Cmd cmd, bool dump, const Attrs& tb) {
       if (tb[kAttrCaptureDir]) r.dir = static_cast<CaptureDir>(getU8(tb[kAttrCaptureDir]));
       if (tb[kAttrCaptureSnaplen]) r.snaplen = getU32(tb[kAttrCaptureSnaplen]);
       if (tb[kAttrCaptureBuffer]) r.buffer = getU32(tb[kAttrCaptureBuffer]);
+      if (tb[kAttrCaptureFilter]) {
+        auto f = decodeCaptureFilter(tb[kAttrCaptureFilter]);
+        if (!f) return f.error();
+        r.filter = std::move(*f);
+      }
       return RequestBody{std::move(r)};
     }
     case kCmdCaptureRead:

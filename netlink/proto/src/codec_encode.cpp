@@ -188,6 +188,17 @@ void putBody(Writer& w, const CaptureStartRequest& r) {
   if (r.dir != CaptureDir::kBoth) w.u8(kAttrCaptureDir, static_cast<uint8_t>(r.dir));
   if (r.snaplen) w.u32(kAttrCaptureSnaplen, *r.snaplen);
   if (r.buffer) w.u32(kAttrCaptureBuffer, *r.buffer);
+  if (r.filter) {
+    const CaptureFilter& f = *r.filter;
+    nlattr* n = w.nestStart(kAttrCaptureFilter);
+    if (f.mac) w.mac(kCapFilterMac, *f.mac);
+    if (f.vlan) w.u16(kCapFilterVlan, *f.vlan);
+    if (f.ethertype) w.u16(kCapFilterEthertype, *f.ethertype);
+    if (f.ip) w.addrs(kCapFilterIp, std::vector<IpAddr>{*f.ip});
+    if (f.proto) w.u8(kCapFilterProto, *f.proto);
+    if (f.port) w.u16(kCapFilterPort, *f.port);
+    w.nestEnd(n);
+  }
 }
 void putBody(Writer& w, const CaptureReadRequest& r) { w.u32(kAttrCaptureId, r.id); }
 void putBody(Writer& w, const CaptureStopRequest& r) { w.u32(kAttrCaptureId, r.id); }

@@ -212,6 +212,25 @@ Status validateBody(const PortSetRequest& r) {
   return validateLimits(r.limits);
 }
 
+Status validateCaptureFilter(const CaptureFilter& f) {
+  if (f.empty()) return invalid("attribute CAPTURE_FILTER: empty (give at least one field, or leave it out)");
+  if (f.vlan && (*f.vlan < 1 || *f.vlan > kVidMax))
+    return invalid("attribute CAPTURE_FILTER.VLAN: " + std::to_string(*f.vlan) + ", expected 1.." +
+                   std::to_string(kVidMax));
+  if (f.ethertype && *f.ethertype < 0x0600)
+    return invalid("attribute CAPTURE_FILTER.ETHERTYPE: " + std::to_string(*f.ethertype) +
+                   ", expected an EtherType (0x0600 or above; below is an 802.3 length)");
+  if (f.ip && *f.ip == IpAddr{})
+    return invalid("attribute CAPTURE_FILTER.IP: the unspecified address (::) is no frame's");
+  if (f.port && f.proto && *f.proto != 6 && *f.proto != 17)
+    return invalid("attribute CAPTURE_FILTER.PORT with PROTO " + std::to_string(*f.proto) +
+                   ": ports are TCP's (6) and UDP's (17)");
+  if ((f.ip || f.proto || f.port) && f.ethertype && *f.ethertype != 0x0800 && *f.ethertype != 0x86dd)
+    return invalid("attribute CAPTURE_FILTER.ETHERTYPE " + std::to_string(*f.ethertype) +
+                   " with IP, PROTO or PORT: those are in IPv4 (0x0800) and IPv6 (0x86dd) frames");
+  return {};
+}
+
 Status validateBody(const CaptureStartRequest& r) {
   if (auto s = validateName(r.name, "PORT_NAME"); !s) return s;
   if (r.dir != CaptureDir::kRx && r.dir != CaptureDir::kTx && r.dir != CaptureDir::kBoth)
@@ -222,6 +241,7 @@ Status validateBody(const CaptureStartRequest& r) {
   if (r.buffer && (*r.buffer < kCaptureBufferMin || *r.buffer > kCaptureBufferMax))
     return invalid("attribute CAPTURE_BUFFER: " + std::to_string(*r.buffer) + " frames, expected " +
                    std::to_string(kCaptureBufferMin) + ".." + std::to_string(kCaptureBufferMax));
+  if (r.filter) return validateCaptureFilter(*r.filter);
   return {};
 }
 Status validateCaptureId(uint32_t id) {
@@ -374,6 +394,7 @@ const char* attrName(uint16_t attr) {
     case kAttrUidCaps: return "UID_CAPS";
     case kAttrUidUse: return "UID_USE";
     case kAttrUidRequests: return "UID_REQUESTS";
+    case kAttrCaptureFilter: return "CAPTURE_FILTER";
     default: {
       // The policy's: its table names them (spec/port_policy.h).
       const char* policy = spec::policyAttrName(attr);
@@ -415,6 +436,44 @@ std::optional<CaptureDir> parseCaptureDir(std::string_view s) {
   if (s == "both") return CaptureDir::kBoth;
   return std::nullopt;
 }
+namespace {
+// "0x0806", "2054": a number; nullopt past max or for anything else.
+std::optional<uint32_t> parseNumber(std::string_view s, uint32_t max) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty() || s.size() > 8) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 99;
+    if (d >= base) return std::nullopt;
+    v = v * uint32_t(base) + uint32_t(d);
+    if (v > max) return std::nullopt;
+  }
+  return v;
+}
+}  // namespace
+
+std::optional<uint16_t> parseCaptureEthertype(std::string_view s) {
+  if (s == "arp") return 0x0806;
+  if (s == "ipv4") return 0x0800;
+  if (s == "ipv6") return 0x86dd;
+  auto v = parseNumber(s, 0xffff);
+  if (!v || *v < 0x0600) return std::nullopt;
+  return uint16_t(*v);
+}
+std::optional<uint8_t> parseCaptureProto(std::string_view s) {
+  if (s == "icmp") return 1;
+  if (s == "tcp") return 6;
+  if (s == "udp") return 17;
+  if (s == "icmpv6") return 58;
+  auto v = parseNumber(s, 255);
+  if (!v) return std::nullopt;
+  return uint8_t(*v);
+}
+
 std::optional<XdpMode> parseXdpMode(std::string_view s) {
   return spec::byName(s, {XdpMode::kNative, XdpMode::kGeneric, XdpMode::kAuto});
 }

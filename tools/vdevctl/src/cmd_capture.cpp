@@ -57,6 +57,51 @@ std::string frameLine(const vdev::proto::CapturedFrame& f) {
   return line + " length " + std::to_string(f.wire_len) + "\n";
 }
 
+// One filter option (--mac, --vlan, --ethertype, --ip, --proto, --port)
+// and its value, into f; a usage error for a bad value or one given twice.
+void filterOption(Args& a, const std::string& arg, vdev::proto::CaptureFilter& f) {
+  auto twice = [&](bool given) {
+    if (given) a.usage(arg + " given twice (a filter's fields all must match: give each once)");
+  };
+  if (arg == "--mac") {
+    twice(f.mac.has_value());
+    const std::string v = a.next("a MAC address after --mac");
+    f.mac = vdev::parseMac(v);
+    if (!f.mac) a.usage("--mac '" + v + "': expected a MAC address (aa:bb:cc:dd:ee:ff)");
+  } else if (arg == "--vlan") {
+    twice(f.vlan.has_value());
+    f.vlan = uint16_t(a.u32(arg, 1, vdev::kVidMax));
+  } else if (arg == "--ethertype") {
+    twice(f.ethertype.has_value());
+    const std::string v = a.next("an EtherType after --ethertype");
+    f.ethertype = vdev::proto::parseCaptureEthertype(v);
+    if (!f.ethertype)
+      a.usage("--ethertype '" + v + "': expected arp, ipv4, ipv6 or a number from 0x0600 to 0xffff");
+  } else if (arg == "--ip") {
+    twice(f.ip.has_value());
+    const std::string v = a.next("an IPv4 or IPv6 address after --ip");
+    f.ip = vdev::parseIp(v);
+    if (!f.ip || *f.ip == vdev::IpAddr{}) a.usage("--ip '" + v + "': expected an IPv4 or IPv6 address");
+  } else if (arg == "--proto") {
+    twice(f.proto.has_value());
+    const std::string v = a.next("a protocol after --proto");
+    f.proto = vdev::proto::parseCaptureProto(v);
+    if (!f.proto) a.usage("--proto '" + v + "': expected tcp, udp, icmp, icmpv6 or a number from 0 to 255");
+  } else {
+    twice(f.port.has_value());
+    f.port = uint16_t(a.u32(arg, 0, 65535));
+  }
+}
+
+// The filter's own contradictions, as the codec refuses them, before vdevd
+// is asked: a usage error naming the options.
+void checkFilter(Args& a, const vdev::proto::CaptureFilter& f) {
+  if (f.port && f.proto && *f.proto != 6 && *f.proto != 17)
+    a.usage("--port with --proto " + std::to_string(*f.proto) + ": ports are TCP's and UDP's (--proto tcp or udp)");
+  if ((f.ip || f.proto || f.port) && f.ethertype && *f.ethertype != 0x0800 && *f.ethertype != 0x86dd)
+    a.usage("--ip, --proto and --port match IPv4 and IPv6 frames only: --ethertype must be ipv4 or ipv6 with them");
+}
+
 }  // namespace
 
 int cmdCapture(Context& ctx, Args& a) {
@@ -78,6 +123,10 @@ int cmdCapture(Context& ctx, Args& a) {
       req.snaplen = a.u32(arg, vdev::proto::kCaptureSnaplenMin, vdev::proto::kCaptureSnaplenMax);
     } else if (arg == "--buffer" || arg == "buffer") {
       req.buffer = a.u32(arg, vdev::proto::kCaptureBufferMin, vdev::proto::kCaptureBufferMax);
+    } else if (arg == "--mac" || arg == "--vlan" || arg == "--ethertype" || arg == "--ip" || arg == "--proto" ||
+               arg == "--port") {
+      if (!req.filter) req.filter.emplace();
+      filterOption(a, arg, *req.filter);
     } else if (arg == "-w" || arg == "--write" || arg == "write") {
       file = a.next("a file name (or - for stdout) after " + arg);
     } else {
@@ -85,6 +134,7 @@ int cmdCapture(Context& ctx, Args& a) {
     }
   }
   if (ctx.opt().json) a.usage("-j/--json does not apply: the capture is pcapng (-w) or text");
+  if (req.filter) checkFilter(a, *req.filter);
 
   // SIGINT/SIGTERM end the capture normally, taken synchronously between
   // reads; a reader of stdout that goes away is a write error, not a signal.
@@ -111,8 +161,8 @@ int cmdCapture(Context& ctx, Args& a) {
     }
   }
   const uint32_t snaplen = started->snaplen.value_or(req.snaplen.value_or(vdev::proto::kCaptureSnaplenMax));
-  std::fprintf(stderr, "vdevctl: capturing %s on %s (snaplen %u)%s\n",
-               vdev::proto::captureDirName(req.dir), port.c_str(), snaplen,
+  std::fprintf(stderr, "vdevctl: capturing %s on %s (snaplen %u%s)%s\n",
+               vdev::proto::captureDirName(req.dir), port.c_str(), snaplen, req.filter ? ", filtered" : "",
                count ? "" : "; Ctrl-C stops");
   std::vector<uint8_t> buf;
   if (pcap) {

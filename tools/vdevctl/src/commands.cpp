@@ -484,6 +484,8 @@ constexpr const char kCaptureHelp[] = R"HELP(NAME
 SYNOPSIS
     vdevctl capture IFNAME [--direction rx|tx|both] [--count N]
                     [--snaplen BYTES] [--buffer FRAMES] [-w FILE | -w -]
+                    [--mac MAC] [--vlan VID] [--ethertype TYPE] [--ip ADDR]
+                    [--proto PROTO] [--port N]
 
 DESCRIPTION
     Copies the frames the port receives (rx: what it sends into the switch)
@@ -513,6 +515,16 @@ DESCRIPTION
     is never held up by a capture). At the end vdevctl prints, on stderr,
     the frames written and the frames missed.
 
+    A filter (--mac, --vlan, --ethertype, --ip, --proto, --port; every one
+    given must match) copies only the frames it matches, and is applied
+    where the copy is made: by the programs on the fast path, by vdevd for
+    the frames it switches. A frame it refuses costs nothing and is counted
+    nowhere: the counts at the end (written, missed, and the pcapng
+    statistics block) are of the frames it matched. It reads the frame as
+    captured, through up to two VLAN tags (802.1Q, 802.1ad); a header the
+    frame is too short for does not match. A vdevd too old to filter
+    refuses a capture with a filter.
+
     One capture per port at a time, at most 8 in vdevd. Root, or the user
     who added the port, may capture it.
 
@@ -524,10 +536,24 @@ OPTIONS
                         its MTU + 18 at the start, or vdevd's frame size)
     --buffer FRAMES     frames vdevd holds for vdevctl, 16..16384 (default 4096)
     -w, --write FILE    pcapng to FILE ("-": stdout)
+    --mac MAC           the source or the destination MAC
+    --vlan VID          1..4094: the VID of the frame's outer tag, or for an
+                        untagged frame the port's untagged VLAN (its PVID;
+                        1 on a port without VLAN settings; none on a trunk
+                        without a PVID)
+    --ethertype TYPE    arp, ipv4, ipv6, or a number (0x0806): the type
+                        after the tags
+    --ip ADDR           an IPv4 or IPv6 source or destination
+    --proto PROTO       tcp, udp, icmp, icmpv6, or 0..255: the IPv4 protocol
+                        or the IPv6 Next Header (not behind extension
+                        headers)
+    --port N            a TCP or UDP source or destination port (IPv4
+                        fragments after the first have none)
 
 EXAMPLES
     vdevctl capture vdc1
     vdevctl capture vdc1 --direction rx --count 100 -w vdc1.pcapng
+    vdevctl capture vdc1 --ip 198.18.0.2 --proto icmp -w - | tcpdump -n -r -
     vdevctl capture vm1 -w - | tcpdump -n -r -
 
 EXIT STATUS
@@ -731,7 +757,7 @@ const std::array kCommands{
     Command{"monitor", nullptr, nullptr, "monitor [--interval S] [--count N] [IFNAME ...]",
             "per-port rates every interval", kMonitorHelp, cmdMonitor},
     Command{"capture", nullptr, nullptr,
-            "capture IFNAME [--direction rx|tx|both] [--count N] [-w FILE | -w -]",
+            "capture IFNAME [--direction rx|tx|both] [--count N] [-w FILE | -w -] [--mac|--vlan|--ethertype|--ip|--proto|--port V]",
             "a copy of what a port receives and sends (pcapng)", kCaptureHelp, cmdCapture},
     Command{"fdb", "show", "list ls", "fdb show", "the MAC table", kFdbShowHelp, cmdFdbShow},
     Command{"fdb", "add", nullptr, "fdb add MAC port IFNAME [vlan VID]", "add a static entry", kFdbAddHelp,

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "datapath/capture_filter.h"
 #include "datapath/fdb.h"
 #include "base/version.h"
 #include "daemon_options.h"
@@ -525,6 +526,41 @@ vdev::proto::InfoMsg DaemonControl::info() const {
   return m;
 }
 
+namespace {
+
+// The protocol's capture filter as the matcher takes it (capture_filter.h).
+datapath::CaptureFilter toCaptureFilter(const std::optional<vdev::proto::CaptureFilter>& in) {
+  datapath::CaptureFilter f{};
+  if (!in) return f;
+  if (in->mac) {
+    f.fields |= VDEV_CAPF_MAC;
+    std::memcpy(f.mac, in->mac->data(), 6);
+  }
+  if (in->vlan) {
+    f.fields |= VDEV_CAPF_VLAN;
+    f.vid = *in->vlan;
+  }
+  if (in->ethertype) {
+    f.fields |= VDEV_CAPF_ETHERTYPE;
+    f.ethertype = *in->ethertype;
+  }
+  if (in->ip) {
+    f.fields |= VDEV_CAPF_IP;
+    std::memcpy(f.ip, in->ip->data(), 16);
+  }
+  if (in->proto) {
+    f.fields |= VDEV_CAPF_PROTO;
+    f.proto = *in->proto;
+  }
+  if (in->port) {
+    f.fields |= VDEV_CAPF_PORT;
+    f.port = *in->port;
+  }
+  return f;
+}
+
+}  // namespace
+
 vdev::proto::Reply DaemonControl::captureStart(const vdev::proto::CaptureStartRequest& r,
                                                const vdev::proto::PeerCred& peer) {
   // What a port carries is its owner's business: root, or the uid that
@@ -548,7 +584,8 @@ vdev::proto::Reply DaemonControl::captureStart(const vdev::proto::CaptureStartRe
     return {};
   };
   auto id = ctx_.dp->captureStart(r.name, static_cast<uint8_t>(r.dir), snaplen,
-                                  r.buffer.value_or(vdev::proto::kCaptureBufferDefault), admit);
+                                  r.buffer.value_or(vdev::proto::kCaptureBufferDefault), admit,
+                                  toCaptureFilter(r.filter));
   if (!id) {
     if (reserved) ctx_.quota->captureDone(peer.uid, reserved);
     return fail(id.error());

@@ -102,10 +102,15 @@ static __always_inline int fast_decide(__u32 in, __u32 vid, int access, const __
 }
 
 /* A frame the fast path carries from or to a captured port: its copy to
- * vdevd (ctx: the skb or the XDP frame; len: its length). The kernel copies
- * the first `kept` bytes after the header (skb: from paged data too). A
- * copy the per-CPU buffer has no room for is counted, never waited for. */
-static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32 dir, __u64 len)
+ * vdevd (ctx: the skb or the XDP frame; len: its length), if the capture's
+ * filter takes it: `data`..`data_end` the frame's first bytes, `vid` the
+ * VLAN of its untagged frames (the ports' fast-path VID: both ends of a
+ * fast-path frame share it). The kernel copies the first `kept` bytes after
+ * the header (skb: from paged data too). A copy the per-CPU buffer has no
+ * room for is counted, never waited for; a frame the filter refuses is
+ * neither. */
+static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32 dir, __u64 len, const void *data,
+					      const void *data_end, __u32 vid)
 {
 	struct vdev_capture_conf *c = bpf_map_lookup_elem(&fast_capture, &port_index);
 	struct vdev_capture_hdr h;
@@ -113,6 +118,8 @@ static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32
 	__u64 kept;
 
 	if (!c || !(c->dirs & dir))
+		return;
+	if (c->filter.fields && !vdev_capture_match(&c->filter, data, data_end, vid))
 		return;
 	kept = len < c->snaplen ? len : c->snaplen;
 	h.time_ns = bpf_ktime_get_ns();
@@ -125,6 +132,29 @@ static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32
 		if (missed)
 			__sync_fetch_and_add(missed, 1);
 	}
+}
+
+/* The skb program's copies of a frame from port `in` to port `out`. An
+ * skb's headers may lie past its linear part (skb->data_end), so a filter
+ * reads the frame's first VDEV_CAPF_BYTES into the stack (a filter's
+ * deepest read, bpf_skb_load_bytes: from paged data too); only when either
+ * port has a capture with one. */
+static __always_inline void fast_capture_copy_skb(struct __sk_buff *skb, __u32 in, __u32 out, __u32 vid)
+{
+	struct vdev_capture_conf *ci = bpf_map_lookup_elem(&fast_capture, &in);
+	struct vdev_capture_conf *co = bpf_map_lookup_elem(&fast_capture, &out);
+	__u32 n = 0;
+
+	if (!((ci && (ci->dirs & VDEV_CAP_RX)) || (co && (co->dirs & VDEV_CAP_TX))))
+		return;
+	__u8 b[VDEV_CAPF_BYTES] = {};  /* after the test: a port without a capture zeroes nothing */
+	if ((ci && ci->filter.fields) || (co && co->filter.fields)) {
+		n = skb->len < VDEV_CAPF_BYTES ? skb->len : VDEV_CAPF_BYTES;
+		if (n < 14 || bpf_skb_load_bytes(skb, 0, b, n))
+			n = 0;
+	}
+	fast_capture_copy(skb, in, VDEV_CAP_RX, skb->len, b, b + n, vid);
+	fast_capture_copy(skb, out, VDEV_CAP_TX, skb->len, b, b + n, vid);
 }
 
 /* The source is active: its entry's last-seen time, written at most every

@@ -522,8 +522,7 @@ int vdev_tc_port(struct __sk_buff *skb)
 	fast_add(to, VDEV_FAST_TX_PKTS, n);
 	fast_add(to, VDEV_FAST_TX_BYTES, skb->len);
 	count(in, VDEV_XDP_FAST);
-	fast_capture_copy(skb, in, VDEV_CAP_RX, skb->len);
-	fast_capture_copy(skb, to, VDEV_CAP_TX, skb->len);
+	fast_capture_copy_skb(skb, in, to, self->vid);
 	/* Counted as sent before the kernel delivers it: neither helper can
 	 * fail here (flags 0), and what skb_do_redirect() later refuses is
 	 * what cannot be known in the program -- a peer redirect into the

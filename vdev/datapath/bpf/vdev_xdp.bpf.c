@@ -309,8 +309,8 @@ int vdev_xdp(struct xdp_md *ctx)
 		fast_add(out, VDEV_FAST_TX_PKTS, 1);
 		fast_add(out, VDEV_FAST_TX_BYTES, len);
 		count(p, VDEV_XDP_FAST);
-		fast_capture_copy(ctx, in, VDEV_CAP_RX, len);
-		fast_capture_copy(ctx, out, VDEV_CAP_TX, len);
+		fast_capture_copy(ctx, in, VDEV_CAP_RX, len, data, data_end, p->vid);
+		fast_capture_copy(ctx, out, VDEV_CAP_TX, len, data, data_end, p->vid);
 		return XDP_REDIRECT;
 	} else if (data + 6 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};

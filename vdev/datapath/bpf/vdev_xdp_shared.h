@@ -3,6 +3,8 @@
 #ifndef VDEV_XDP_SHARED_H
 #define VDEV_XDP_SHARED_H
 
+#include "vdev_capture_filter.h"
+
 #define VDEV_XDP_MAX_QUEUES 64     /* RX queues of one port with a socket each */
 #define VDEV_XDP_MAX_HOST_MACS 64  /* host MACs of one port (tc: of the host) */
 #define VDEV_XDP_MAX_HOST_IPS 64   /* host addresses of one port's device */
@@ -104,10 +106,13 @@ enum vdev_fast_stat {
  * most how many bytes of each. The copies go to vdevd through the perf
  * event array fast_capture_events, each a vdev_capture_hdr then the frame's
  * first bytes; one the buffer could not take is counted in the port's row
- * of fast_capture_missed (mmapped by vdevd). dirs 0: no capture. */
+ * of fast_capture_missed (mmapped by vdevd). dirs 0: no capture. Only the
+ * frames its filter matches are copied (vdev_capture_filter.h; no fields:
+ * every frame); one it refuses is neither copied nor missed. */
 struct vdev_capture_conf {
 	__u32 dirs;
 	__u32 snaplen;
+	struct vdev_capture_filter filter;
 };
 #define VDEV_CAP_RX 1
 #define VDEV_CAP_TX 2

@@ -11,10 +11,11 @@
 
 namespace vdev::datapath {
 
-Capture::Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen)
+Capture::Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen, const CaptureFilter& filter)
     : port_index_(port_index),
       dirs_(dirs),
       snaplen_(snaplen),
+      filter_(filter),
       bytes_(size_t(slots) * snaplen),
       meta_(slots),
       free_(slots),
@@ -23,7 +24,7 @@ Capture::Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t sna
 }
 
 Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
-                                        const CaptureAdmit& admit) {
+                                        const CaptureAdmit& admit, const CaptureFilter& filter) {
   auto l = captures_.lock();
   if (captures_.full())
     return Error{ENOSPC, std::to_string(kMaxCaptures) + " captures run already (vdevd's limit)"};
@@ -56,7 +57,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
   if (!st) return st.error();
   if (admit)
     if (auto a = admit(Capture::bytesFor(slots, snap)); !a) return a.error();
-  auto cap = std::make_unique<Capture>(index, dirs, slots, snap);
+  auto cap = std::make_unique<Capture>(index, dirs, slots, snap, filter);
   // The fast path's copies: its reader made here, once (its buffers), and
   // the capture's share of the misses counted from now.
   bool on_fast = fast_ && index < kFastPathPorts && fast_->openCaptureReader(&Datapath::fastCaptured, this).ok();
@@ -68,7 +69,7 @@ Result<uint32_t> Datapath::captureStart(const std::string& ifname, uint8_t dirs,
       st = Error{ENOENT, "port " + ifname + " was replaced while its capture was made"};
       return;
     }
-    on_fast = on_fast && fast_->setCapture(index, dirs, cap->snaplen()).ok();
+    on_fast = on_fast && fast_->setCapture(index, dirs, cap->snaplen(), &filter).ok();
     p->setCapture(cap.get(), on_fast);
     if (on_fast) {
       captures_.fastStarted();

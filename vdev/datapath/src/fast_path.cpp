@@ -65,10 +65,10 @@ int FastPath::captureFd() const { return bpf_map__fd(skel_->maps.fast_capture); 
 int FastPath::captureEventsFd() const { return bpf_map__fd(skel_->maps.fast_capture_events); }
 int FastPath::captureMissedFd() const { return bpf_map__fd(skel_->maps.fast_capture_missed); }
 
-Status FastPath::setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen) {
+Status FastPath::setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen, const vdev_capture_filter* filter) {
   if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's maps");
   uint32_t key = port_index;
-  struct vdev_capture_conf c = {dirs, snaplen};
+  struct vdev_capture_conf c = {dirs, snaplen, filter ? *filter : vdev_capture_filter{}};
   if (bpf_map_update_elem(captureFd(), &key, &c, BPF_ANY)) return errnoError("fast path: capture map");
   return {};
 }

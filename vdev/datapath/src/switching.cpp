@@ -68,9 +68,10 @@ inline uint64_t realtimeNs() noexcept {
 
 }  // namespace
 
-void Datapath::captureFrames(Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept {
+void Datapath::captureFrames(const Port& port, Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept {
   const uint64_t t = realtimeNs();
-  for (Frame* f : frames) cap.copy(dir, *pool_, f, t);
+  const uint16_t vid = captureUntaggedVid(port.vlanOn(), port.vlan().pvid);
+  for (Frame* f : frames) cap.copy(dir, *pool_, f, t, vid);
 }
 
 void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t flags) noexcept {
@@ -82,7 +83,7 @@ void Datapath::xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t fl
   // What the port was handed (a prefix; xmitBulk returned the rest to the
   // pool): on its delivery ring until this thread drains it.
   if (Capture* cap = dst.capture(); cap && cap->tx()) [[unlikely]]
-    captureFrames(*cap, Capture::kTx, batch.first(size_t(taken)));
+    captureFrames(dst, *cap, Capture::kTx, batch.first(size_t(taken)));
 }
 
 void Datapath::refill(Port::Queue& q) noexcept {
@@ -268,7 +269,7 @@ void Datapath::switchFrames(Port& in, Frame** frames, uint32_t n, uint64_t now_n
   const std::vector<Port*>& active = ports_.active();
   // What the port received, as it came in (before any check).
   if (Capture* cap = in.capture(); cap && cap->rx()) [[unlikely]]
-    captureFrames(*cap, Capture::kRx, std::span<Frame* const>(frames, n));
+    captureFrames(in, *cap, Capture::kRx, std::span<Frame* const>(frames, n));
   // The first touch of a frame's bytes is a cache miss (the kernel wrote
   // them on another CPU): ask for the next frames' headers ahead.
   constexpr uint32_t kAhead = 4;

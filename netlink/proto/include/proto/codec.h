@@ -122,11 +122,23 @@ struct PortSetRequest {
 };
 
 // CAPTURE_START: dir, snaplen and buffer absent = both, 65535, 4096.
+// CAPTURE_FILTER: what is given must match (absent: anything).
+struct CaptureFilter {
+  std::optional<Mac> mac;
+  std::optional<uint16_t> vlan;
+  std::optional<uint16_t> ethertype;
+  std::optional<IpAddr> ip;
+  std::optional<uint8_t> proto;
+  std::optional<uint16_t> port;
+  bool empty() const { return !mac && !vlan && !ethertype && !ip && !proto && !port; }
+  bool operator==(const CaptureFilter&) const = default;
+};
 struct CaptureStartRequest {
   std::string name;
   CaptureDir dir = CaptureDir::kBoth;
   std::optional<uint32_t> snaplen;
   std::optional<uint32_t> buffer;
+  std::optional<CaptureFilter> filter;  // sent only when given
   bool operator==(const CaptureStartRequest&) const = default;
 };
 struct CaptureReadRequest {
@@ -408,6 +420,10 @@ using spec::xdpModeName;
 const char* kernelFeatureName(uint8_t bit);
 const char* captureDirName(CaptureDir d);  // "rx", "tx", "both", "unknown"
 std::optional<CaptureDir> parseCaptureDir(std::string_view s);  // rx|tx|both
+// A capture filter's EtherType and IP protocol, by name or number:
+// "arp", "ipv4", "ipv6", or a number (0x0806, 2054) of at least 0x0600; "tcp", "udp", "icmp", "icmpv6", or 0..255.
+std::optional<uint16_t> parseCaptureEthertype(std::string_view s);
+std::optional<uint8_t> parseCaptureProto(std::string_view s);
 // The values a request may carry, by name.
 std::optional<PortType> parsePortType(std::string_view s);  // tap|veth|netdev|netkit
 std::optional<XdpMode> parseXdpMode(std::string_view s);    // native|generic|auto

@@ -112,7 +112,8 @@ enum Cmd : uint8_t {
   // copy what they carry, vdevd what it switches. Root, or the uid that
   // added the port (OWNER_UID).
   //   req:   PORT_NAME (required), CAPTURE_DIR (absent: both), CAPTURE_SNAPLEN
-  //          (absent: 65535), CAPTURE_BUFFER (absent: 4096)
+  //          (absent: 65535), CAPTURE_BUFFER (absent: 4096), CAPTURE_FILTER
+  //          (absent: every frame)
   //   reply: CAPTURE_ID, CAPTURE_SNAPLEN (in effect), CAPTURE_TAKEN 0, CAPTURE_DROPS 0
   kCmdCaptureStart = 10,
   // The frames captured since the last read, as many as fit in one reply.
@@ -254,7 +255,12 @@ enum Attr : uint16_t {
   // INFO: each non-root uid's control requests since vdevd started
   // (UidRequestsWire records: every uid that sent one).
   kAttrUidRequests = 61,    // bytes, UidRequestsWire records
-  kAttrMax = kAttrUidRequests
+  // CAPTURE_START: only the frames that match every field inside
+  // (CaptureFilterAttr, at least one) are copied. A vdevd older than the
+  // filter refuses the request (an unknown attribute), so a filter is never
+  // silently a capture of everything.
+  kAttrCaptureFilter = 62,  // nested
+  kAttrMax = kAttrCaptureFilter
 };
 
 // Inside kAttrCreate (PORT_ADD).
@@ -273,6 +279,21 @@ enum CreateAttr : uint16_t {
   kCreateMultiQueue = 9,     // u8 0|1: IFF_MULTI_QUEUE; required for QUEUES > 1 (tap)
   kCreateMac = 10,           // 6 bytes, unicast and non-zero: the tap's MAC (tap)
   kCreateMax = kCreateMac
+};
+
+// Inside kAttrCaptureFilter (CAPTURE_START). What each field matches:
+// datapath/bpf/vdev_capture_filter.h, docs/vdevctl.md ("capture").
+enum CaptureFilterAttr : uint16_t {
+  kCapFilterUnspec = 0,
+  kCapFilterMac = 1,        // 6 bytes: the source or the destination MAC
+  kCapFilterVlan = 2,       // u16 1..4094: the outer tag's VID, or the port's untagged VLAN
+  kCapFilterEthertype = 3,  // u16 >= 0x0600: the EtherType after up to two tags
+  kCapFilterIp = 4,         // 16 bytes (IPv4 mapped, ::ffff:a.b.c.d), not unspecified:
+                            // the IPv4/IPv6 source or destination
+  kCapFilterProto = 5,      // u8: the IPv4 protocol or IPv6 Next Header
+  kCapFilterPort = 6,       // u16: the TCP/UDP source or destination port; with PROTO
+                            // only if that is TCP (6) or UDP (17)
+  kCapFilterMax = kCapFilterPort
 };
 
 // Inside kAttrStats and kAttrPool: one u64 attribute per counter, the

@@ -20,6 +20,11 @@
 // fast_capture_missed since the capture began). A port without a capture
 // pays one pointer test per burst and per destination batch, and its
 // programs one array lookup per fast-path frame.
+//
+// A capture's filter (capture_filter.h) is applied by whoever copies: the
+// programs before their copy, copy() and copyBytes() here. A frame it
+// refuses is not copied and counted nowhere: taken() and drops() count the
+// frames it matched.
 #pragma once
 
 #include <atomic>
@@ -30,6 +35,7 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "datapath/capture_filter.h"
 #include "datapath/frame_pool.h"
 
 namespace vdev::datapath {
@@ -39,8 +45,9 @@ class Capture {
   static constexpr uint8_t kRx = 1, kTx = 2;
 
   // dirs: kRx, kTx or both; slots frames of at most snaplen bytes each
-  // (longer ones are cut, their length on the wire kept).
-  Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen);
+  // (longer ones are cut, their length on the wire kept); only the frames
+  // `filter` matches (no fields: all).
+  Capture(uint16_t port_index, uint8_t dirs, uint32_t slots, uint32_t snaplen, const CaptureFilter& filter = {});
   // The memory a capture of slots frames of snaplen bytes holds: its
   // slots, their records and the two queues of slot numbers. What the
   // caps per uid count (--uid-max-capture).
@@ -55,11 +62,18 @@ class Capture {
   uint32_t snaplen() const noexcept { return snaplen_; }
   bool rx() const noexcept { return dirs_ & kRx; }
   bool tx() const noexcept { return dirs_ & kTx; }
+  const CaptureFilter& filter() const noexcept { return filter_; }
 
   // Datapath thread. One frame of direction dir (kRx or kTx), held in
   // pool's chunks (a chain: its chunks one after the other), seen at
-  // time_ns (CLOCK_REALTIME).
-  void copy(uint8_t dir, const FramePool& pool, const Frame* f, uint64_t time_ns) noexcept {
+  // time_ns (CLOCK_REALTIME); untagged_vid: the port's untagged VLAN
+  // (captureUntaggedVid). The filter reads the first chunk (a UMEM frame:
+  // every header it reads is there).
+  void copy(uint8_t dir, const FramePool& pool, const Frame* f, uint64_t time_ns, uint16_t untagged_vid) noexcept {
+    if (filter_.fields) [[unlikely]] {
+      const uint8_t* d = pool.data(f);
+      if (!vdev_capture_match(&filter_, d, d + f->len, untagged_vid)) return;
+    }
     uint32_t slot;
     if (!free_.pop(slot)) [[unlikely]] {
       bump(drops_);
@@ -78,7 +92,8 @@ class Capture {
     bump(taken_);
   }
   // Datapath thread. A copy the fast path's programs made: the frame's
-  // first `len` bytes of `wire` (cut to the slots' length).
+  // first `len` bytes of `wire` (cut to the slots' length). The programs
+  // applied the filter already.
   void copyBytes(uint8_t dir, const uint8_t* bytes, uint32_t len, uint32_t wire, uint64_t time_ns) noexcept {
     uint32_t slot;
     if (!free_.pop(slot)) [[unlikely]] {
@@ -142,6 +157,7 @@ class Capture {
   const uint16_t port_index_;
   const uint8_t dirs_;
   const uint32_t snaplen_;
+  const CaptureFilter filter_;
   std::vector<uint8_t> bytes_;  // slots * snaplen
   std::vector<Meta> meta_;      // by slot
   boost::lockfree::spsc_queue<uint32_t> free_, full_;  // slot numbers

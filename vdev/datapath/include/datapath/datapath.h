@@ -261,11 +261,12 @@ class Datapath {
   // (the caps per uid), and a refusal leaves nothing behind. captureGet:
   // the capture, or null (stopped, or never started); its frames are read
   // from the calling thread (Capture::read). captureStop: ends it; the
-  // unread frames go with it.
+  // unread frames go with it. filter: only the frames it matches are
+  // copied (capture_filter.h; no fields: all), by vdevd and by the programs.
   static constexpr size_t kMaxCaptures = CaptureRegistry::kMax;
   using CaptureAdmit = std::function<Status(uint64_t bytes)>;
   Result<uint32_t> captureStart(const std::string& ifname, uint8_t dirs, uint32_t snaplen, uint32_t slots,
-                                const CaptureAdmit& admit = {});
+                                const CaptureAdmit& admit = {}, const CaptureFilter& filter = {});
   Capture* captureGet(uint32_t id);
   void captureStop(uint32_t id);
 
@@ -345,7 +346,7 @@ class Datapath {
   // down is dropped here, what it takes is copied to its capture.
   void xmitPending(Port& dst, std::span<Frame* const> batch, uint32_t flags) noexcept;
   // Copies frames to cap (Capture::kRx or kTx), one timestamp for all.
-  void captureFrames(Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept;
+  void captureFrames(const Port& port, Capture& cap, uint8_t dir, std::span<Frame* const> frames) noexcept;
   // enqueue() of a frame of VLAN vid (untagged, as inside the switch): with
   // its tag pushed if dst carries vid tagged.
   void enqueueIn(Port& dst, uint16_t vid, Frame* f) noexcept;

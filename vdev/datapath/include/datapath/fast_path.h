@@ -39,6 +39,7 @@
 #include "base/result.h"
 
 struct vdev_fast;
+struct vdev_capture_filter;
 struct bpf_link;
 struct perf_buffer;
 
@@ -80,7 +81,8 @@ class FastPath {
   // Capture on the fast path (capture.h): the programs copy the frames
   // they carry from (dirs & 1, Capture::kRx) and to (dirs & 2, kTx) the
   // port, at most snaplen bytes each, to the reader below; dirs 0: none.
-  Status setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen);
+  // Only the frames `filter` matches (null or no fields: all).
+  Status setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen, const vdev_capture_filter* filter = nullptr);
   // The port's copies the per-CPU buffers had no room for, since the fast
   // path was made (a mmapped map row: any thread, no syscall).
   const volatile uint64_t* captureMissedRow(uint16_t port_index) const noexcept;
