@@ -1,4 +1,4 @@
-// The capture filter's matcher (datapath/bpf/vdev_capture_filter.h), the
+// The capture filter's matcher (vdev/datapath/bpf/vdev_capture_filter.h), the
 // one the XDP and skb programs and vdevd's own copies share, compiled here
 // as C++ and run on hostile frames: each field alone and together, through
 // no, one, two and three VLAN tags, IPv4 with options and in fragments,

@@ -282,7 +282,7 @@ enum CreateAttr : uint16_t {
 };
 
 // Inside kAttrCaptureFilter (CAPTURE_START). What each field matches:
-// datapath/bpf/vdev_capture_filter.h, docs/vdevctl.md ("capture").
+// vdev/datapath/bpf/vdev_capture_filter.h, docs/vdevctl.md ("capture").
 enum CaptureFilterAttr : uint16_t {
   kCapFilterUnspec = 0,
   kCapFilterMac = 1,        // 6 bytes: the source or the destination MAC

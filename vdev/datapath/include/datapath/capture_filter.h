@@ -1,5 +1,5 @@
 // A capture's filter: the programs' own definition and matcher
-// (datapath/bpf/vdev_capture_filter.h, plain C), so that vdevd's copies and
+// (vdev/datapath/bpf/vdev_capture_filter.h, plain C), so that vdevd's copies and
 // the kernel fast path's take the same frames. Included from here, by path,
 // because the rest of bpf/ is private to the datapath.
 #pragma once
