@@ -84,13 +84,14 @@ with_vdevd() {
   setup_ctrs
 }
 
-# One TCP stream from container 1 to container 2 for $secs seconds (iperf3);
-# prints Gbit/s.
+# One TCP stream from container 1 to container 2 for $secs seconds (iperf3;
+# its client takes the extra arguments $@: -R for container 2 to 1); prints
+# Gbit/s.
 tcp() {
   local out
   ip netns exec "${ctrs[1]}" iperf3 -s -1 -D -p 5398 -I "$dir/srv.pid" >/dev/null 2>&1
   for _ in $(seq 100); do ip netns exec "${ctrs[1]}" ss -ltn | grep -q ":5398 " && break; sleep 0.05; done
-  out=$(timeout $((secs + 20)) ip netns exec "${ctrs[0]}" iperf3 -c "$subnet.2" -p 5398 -t "$secs" -J 2>/dev/null)
+  out=$(timeout $((secs + 20)) ip netns exec "${ctrs[0]}" iperf3 -c "$subnet.2" -p 5398 -t "$secs" -J "$@" 2>/dev/null)
   echo "$out" | json "round(d['end']['sum_received']['bits_per_second']/1e9, 2)" 2>/dev/null || echo 0
   [ -f "$dir/srv.pid" ] && kill "$(cat "$dir/srv.pid")" 2>/dev/null
   rm -f "$dir/srv.pid"

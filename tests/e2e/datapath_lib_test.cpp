@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <bpf/bpf.h>
+#include <linux/types.h>
 #include <net/if.h>
 
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "flows.h"
 #include "harness.h"
 #include "wait.h"
+#include "vdev_xdp_shared.h"
 
 namespace vdev::e2e {
 namespace {
@@ -276,6 +278,63 @@ TEST_F(DatapathLibTest, AFullMacTablesChurnKeepsTheFastPathsMapEqualToIt) {
   EXPECT_FALSE(std::binary_search(table.begin(), table.end(), y));
   EXPECT_EQ(mapKeys(), table) << "the fast path's map is not the MAC table";
   EXPECT_EQ(sync.setErrors(), 0u);
+}
+
+// A trunk's stations are in the kernel's map in each VLAN the trunk
+// carries on the fast path (its tagged VIDs, its untagged one), never in
+// another; the programs' row of each port (fast_vlans) says which VLANs it
+// carries and which one untagged, rewritten at once when they change.
+TEST_F(DatapathLibTest, ATrunksStationsAreInTheFastPathsMapInTheVlansItCarries) {
+  auto f = dp::FastPath::create(64);
+  if (!f) GTEST_SKIP() << "no kernel fast path here: " << f.error().message();
+  dp::FastPath& fast = *f.value();
+  dp::FastSync sync(&fast);
+  const uint64_t kSecond = 1'000'000'000;
+  dp::Fdb fdb(64, 300 * kSecond);
+  fdb.enableJournal(64);
+  const uint16_t kTrunk = 1, kAccess = 2;
+  VidSet tagged;
+  tagged[10] = tagged[20] = true;
+  sync.resetPort(kTrunk, false, 5, tagged);  // trunk 10,20 native 5
+  sync.resetPort(kAccess, false, 10);        // vlan 10
+  const auto row = [&](uint16_t port) {
+    struct vdev_fast_vlan v = {};
+    uint32_t key = port;
+    EXPECT_EQ(bpf_map_lookup_elem(fast.vlansFd(), &key, &v), 0);
+    return v;
+  };
+  const auto bit = [](const struct vdev_fast_vlan& v, unsigned vid) { return (v.tagged[vid / 64] >> (vid % 64)) & 1; };
+  struct vdev_fast_vlan t = row(kTrunk), a = row(kAccess);
+  EXPECT_EQ(t.untagged, 5u);
+  EXPECT_EQ(a.untagged, 10u);
+  for (unsigned vid = 0; vid < 4096; vid++) {
+    EXPECT_EQ(bit(t, vid), vid == 10 || vid == 20 ? 1u : 0u) << vid;
+    EXPECT_EQ(bit(a, vid), 0u) << vid;
+  }
+
+  const std::vector<uint64_t> macs = macKeys(randomMacs(2));
+  uint64_t now = kSecond;
+  for (uint16_t vid : {5, 10, 20, 30}) ASSERT_EQ(fdb.learn(dp::fdbKey(macs[0], vid), kTrunk, now += 1000), dp::Fdb::Learn::kOk);
+  for (uint16_t vid : {10, 20}) ASSERT_EQ(fdb.learn(dp::fdbKey(macs[1], vid), kAccess, now += 1000), dp::Fdb::Learn::kOk);
+  sync.syncFdb(fdb, now);
+  std::vector<std::pair<uint64_t, uint16_t>> in_map;
+  fast.forEach([&](uint64_t key, uint16_t port, uint64_t) { in_map.emplace_back(key, port); });
+  std::sort(in_map.begin(), in_map.end());
+  std::vector<std::pair<uint64_t, uint16_t>> want = {{dp::fdbKey(macs[0], 5), kTrunk},
+                                                     {dp::fdbKey(macs[0], 10), kTrunk},
+                                                     {dp::fdbKey(macs[0], 20), kTrunk},
+                                                     {dp::fdbKey(macs[1], 10), kAccess}};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(in_map, want) << "VLAN 30 (the trunk's), VLAN 20 (the access port's) are not theirs";
+
+  // trunk 10 (VLAN 20 and the native one gone): the row at once.
+  VidSet only10;
+  only10[10] = true;
+  sync.setVlan(kTrunk, 0, only10);
+  t = row(kTrunk);
+  EXPECT_EQ(t.untagged, 0u);
+  EXPECT_EQ(bit(t, 10), 1u);
+  EXPECT_EQ(bit(t, 20), 0u);
 }
 
 // A closed socket's frames are returned once the kernel has let go of its

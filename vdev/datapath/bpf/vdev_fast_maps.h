@@ -66,25 +66,64 @@ static __always_inline void fast_add(__u32 port_index, __u32 stat, __u64 n)
 		*c += n;
 }
 
+/* The VLANs of each port on the fast path (struct vdev_fast_vlan), by
+ * port index: a bitmap, one array lookup per frame and no hashing, where a
+ * (port, VID) hash would need one lookup per question; 512 bytes a port,
+ * allocated once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, VDEV_FAST_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct vdev_fast_vlan);
+} fast_vlans SEC(".maps");
+
+static __always_inline int fast_vlan_tagged(const struct vdev_fast_vlan *r, __u32 vid)
+{
+	return (r->tagged[(vid >> 6) & 63] >> (vid & 63)) & 1;
+}
+
 /* The fast path's decision, one for the XDP and the tc program: the port
  * index learned unicast from port `in` goes to, or -1 where vdevd decides
  * and counts -- multicast and broadcast, 802.3 frames (a length, not a
- * type), a trunk port (vid 0), an access port's tagged frame (vdevd's VLAN
- * filtering), a source not learned at `in` (new, or moved), an unknown
- * destination, one that is `in` itself or beyond the fast path's ports,
- * isolated to isolated. `eth`: the frame's first 14 bytes; `vid`: the
- * port's untagged VLAN (the MAC table's keys are MAC | vid << 48);
- * `access`: an access port. *src_out: the source's entry, which
- * fast_seen() refreshes once the frame goes. */
-static __always_inline int fast_decide(__u32 in, __u32 vid, int access, const __u8 *eth,
-				       struct vdev_fast_entry **src_out)
+ * type), a frame in no VLAN the port carries on the fast path (untagged on
+ * a port without an untagged VLAN, a VID whose tag it does not carry, a
+ * priority tag), stacked tags (802.1ad, or a second 802.1Q tag) on a port
+ * with VLAN settings, a source not learned at `in` in the frame's VLAN
+ * (new, or moved), an unknown destination, one that is `in` itself or
+ * beyond the fast path's ports, one that does not carry the VLAN,
+ * isolated to isolated.
+ *
+ * `eth`: the frame's first 14 bytes (the addresses); `type`: the 2 bytes
+ * of the type after the frame's VLAN tag (eth + 12 where there is none, or
+ * where the kernel took it off); `tci`: that tag's TCI, -1 for an untagged
+ * frame (and for any frame of a port without VLAN settings, whose tags
+ * are payload); `vid`: the port's untagged VLAN (vdev_tc_port.vid); `vlans`:
+ * the port has VLAN settings (VDEV_TC_ACCESS). The MAC table's keys are
+ * MAC | VID << 48. *src_out: the source's entry, which fast_seen() refreshes
+ * once the frame goes; *vid_out: the frame's VLAN; *tag_out: what its tag
+ * becomes (VDEV_FAST_TAG_*): popped towards a port that has the VLAN
+ * untagged, pushed towards a trunk that carries it tagged. */
+static __always_inline int fast_decide(__u32 in, __u32 vid, int vlans, int tci, const __u8 *type,
+				       const __u8 *eth, struct vdev_fast_entry **src_out, __u32 *vid_out,
+				       __u32 *tag_out)
 {
 	struct vdev_fast_entry *s, *d;
+	struct vdev_fast_vlan *r;
 	__u64 src = 0, dst = 0;
+	__u32 to;
+	int out_tagged;
 
-	if (in >= VDEV_FAST_MAX_PORTS || !vid || (eth[0] & 1) || eth[12] < 0x06)
+	if (in >= VDEV_FAST_MAX_PORTS || (eth[0] & 1) || type[0] < 0x06)
 		return -1;
-	if (access && ((eth[12] == 0x81 && eth[13] == 0x00) || (eth[12] == 0x88 && eth[13] == 0xa8)))
+	if (vlans && ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8)))
+		return -1;
+	if (tci >= 0) {
+		vid = (__u32)tci & 0x0fff;
+		r = bpf_map_lookup_elem(&fast_vlans, &in);
+		if (!vid || !r || !fast_vlan_tagged(r, vid))
+			return -1;
+	}
+	if (!vid)
 		return -1;
 	__builtin_memcpy(&src, eth + 6, 6);
 	src |= (__u64)vid << 48;
@@ -97,8 +136,22 @@ static __always_inline int fast_decide(__u32 in, __u32 vid, int access, const __
 	if (!d || d->port_index == in || d->port_index >= VDEV_FAST_MAX_PORTS ||
 	    (s->flags & d->flags & VDEV_FAST_ISOLATED))
 		return -1;
+	/* The destination's own VLANs decide, not the entry alone: an entry
+	 * outlives a VLAN change until vdevd's next sync. */
+	to = d->port_index;
+	r = bpf_map_lookup_elem(&fast_vlans, &to);
+	if (!r)
+		return -1;
+	if (r->untagged == vid)
+		out_tagged = 0;
+	else if (fast_vlan_tagged(r, vid))
+		out_tagged = 1;
+	else
+		return -1;
 	*src_out = s;
-	return (int)d->port_index;
+	*vid_out = vid;
+	*tag_out = (tci >= 0) == out_tagged ? VDEV_FAST_TAG_KEEP : out_tagged ? VDEV_FAST_TAG_PUSH : VDEV_FAST_TAG_POP;
+	return (int)to;
 }
 
 /* A frame the fast path carries from or to a captured port: its copy to

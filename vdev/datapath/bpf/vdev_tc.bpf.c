@@ -13,7 +13,10 @@
  *    host's stack (TC_ACT_OK);
  *  - learned unicast (the kernel fast path, when vdevd enables it): source
  *    learned on this very port, destination learned on another port that is
- *    a destination now -> straight to it: bpf_redirect_peer into a
+ *    a destination now, both in the frame's VLAN (a trunk's 802.1Q tag the
+ *    kernel took off, skb->vlan_tci, popped towards a port that has the
+ *    VLAN untagged; one pushed towards a trunk that carries it tagged:
+ *    fast_decide) -> straight to it: bpf_redirect_peer into a
  *    container's ingress (no queue in between) -- only for a veth whose
  *    peer is in another namespace (VDEV_TC_PEER), since the kernel drops a
  *    peer redirect into the caller's own namespace; bpf_redirect to the
@@ -21,7 +24,8 @@
  *    VM reads the skb with its GSO and checksum state in its virtio-net
  *    header) or to any other device;
  *  - everything else (unknown, broadcast, multicast, a new, moved or
- *    spoofed source, 802.3, VLAN-tagged): to vdevd, tagged with the port
+ *    spoofed source, 802.3, a VID or stacked tags the fast path does not
+ *    carry): to vdevd, tagged with the port
  *    index (VDEV_PUNT_VID) and redirected out of the punt device, which has
  *    no offloads: the kernel segments GSO skbs and finishes checksums on
  *    the way, so vdevd's AF_XDP sockets see wire frames.
@@ -437,8 +441,8 @@ int vdev_tc_port(struct __sk_buff *skb)
 	struct vdev_port_limits *lim;
 	__u64 dst = 0, src = 0;
 	__u8 eth[14];
-	__u32 in, to, n;
-	int dest;
+	__u32 in, to, n, vid, tag;
+	int dest, tci;
 
 	if (!idx)
 		return TC_ACT_SHOT; /* attached to ports only; never leak into the host */
@@ -499,10 +503,20 @@ int vdev_tc_port(struct __sk_buff *skb)
 	}
 	if ((dst & 1) && !storm_ok(lim, in, dst))
 		return TC_ACT_SHOT;
-	/* A frame the kernel untagged (skb->vlan_present) is vdevd's too. */
-	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX) || skb->vlan_present)
+	if (!fast_enabled || !self || !(self->flags & VDEV_TC_FAST_RX))
 		goto punt;
-	dest = fast_decide(in, self->vid, self->flags & VDEV_TC_ACCESS, eth, &s);
+	/* A frame the kernel untagged (skb->vlan_present: its outer tag, the
+	 * rest stay in the frame) is in that tag's VLAN on a port with VLAN
+	 * settings, if it is an 802.1Q one; vdevd's otherwise (802.1ad; the
+	 * tag of a port without VLAN settings is payload the skb cannot keep
+	 * in place here). */
+	tci = -1;
+	if (skb->vlan_present) {
+		if (!(self->flags & VDEV_TC_ACCESS) || skb->vlan_proto != bpf_htons(ETH_P_8021Q))
+			goto punt;
+		tci = (int)(skb->vlan_tci & 0xffff);
+	}
+	dest = fast_decide(in, self->vid, self->flags & VDEV_TC_ACCESS, tci, eth + 12, eth, &s, &vid, &tag);
 	if (dest < 0)
 		goto punt;
 	to = (__u32)dest;
@@ -510,9 +524,24 @@ int vdev_tc_port(struct __sk_buff *skb)
 	if (!out || !(out->flags & VDEV_TC_DEST))
 		goto punt; /* down, or not a destination now: vdevd counts it */
 	n = frames_of(skb);
+	/* The tag stays out of the skb's data on both sides (the kernel's
+	 * skb->vlan_tci; the destination device, or its driver on transmit,
+	 * puts it in), so the lengths below are the frames' without it, plus
+	 * 4 bytes a frame where it is on the wire. Neither helper fails on an
+	 * skb whose tag is outside its data: a pop clears it, a push to an
+	 * untagged one sets it; on a failure the frame is unchanged and
+	 * vdevd's. Priority bits are cleared, as vdevd does (a new tag). */
+	if (tag == VDEV_FAST_TAG_POP || (tag == VDEV_FAST_TAG_KEEP && tci >= 0 && (tci & 0xf000))) {
+		if (bpf_skb_vlan_pop(skb))
+			goto punt;
+	}
+	if (tag == VDEV_FAST_TAG_PUSH || (tag == VDEV_FAST_TAG_KEEP && tci >= 0 && (tci & 0xf000))) {
+		if (bpf_skb_vlan_push(skb, bpf_htons(ETH_P_8021Q), (__u16)vid))
+			goto punt;
+	}
 	fast_seen(s);
 	fast_add(in, VDEV_FAST_RX_PKTS, n);
-	fast_add(in, VDEV_FAST_RX_BYTES, skb->len);
+	fast_add(in, VDEV_FAST_RX_BYTES, skb->len + (tci >= 0 ? 4 * n : 0));
 	/* A frame longer than the destination's MTU that the kernel would not
 	 * segment (not GSO) is the destination's oversize drop, as in vdevd. */
 	if (!skb->gso_size && skb->len > out->mtu + 14) {
@@ -520,9 +549,9 @@ int vdev_tc_port(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	fast_add(to, VDEV_FAST_TX_PKTS, n);
-	fast_add(to, VDEV_FAST_TX_BYTES, skb->len);
+	fast_add(to, VDEV_FAST_TX_BYTES, skb->len + (skb->vlan_present ? 4 * n : 0));
 	count(in, VDEV_XDP_FAST);
-	fast_capture_copy_skb(skb, in, to, self->vid);
+	fast_capture_copy_skb(skb, in, to, vid);
 	/* Counted as sent before the kernel delivers it: neither helper can
 	 * fail here (flags 0), and what skb_do_redirect() later refuses is
 	 * what cannot be known in the program -- a peer redirect into the

@@ -27,11 +27,13 @@
  *
  * The kernel fast path (where vdevd allows it, VDEV_PORT_FAST_RX): unicast whose
  * source MAC vdevd learned on this very port and whose destination MAC it
- * learned on another port that the fast path may use is redirected through
- * the fast_ports devmap -- the kernel's bulk ndo_xdp_xmit -- instead of
- * through vdevd. Everything else (unknown, broadcast, multicast, a source
- * not learned here: new stations, moves, spoofs, 802.3 frames) goes to
- * vdevd, which learns, checks and counts. Fast-path frames are counted in
+ * learned on another port that the fast path may use, both in the frame's
+ * VLAN, is redirected through the fast_ports devmap -- the kernel's bulk
+ * ndo_xdp_xmit -- instead of through vdevd, a trunk's 802.1Q tag popped or
+ * pushed in the frame on the way (fast_decide). Everything else (unknown,
+ * broadcast, multicast, a source not learned here: new stations, moves,
+ * spoofs, 802.3 frames, stacked tags, a VID the port does not carry) goes
+ * to vdevd, which learns, checks and counts. Fast-path frames are counted in
  * fast_stats (rx at this port, tx at the destination) and the kernel's
  * drops by vdev_fast.bpf.c, so vdevd's counters stay exact.
  */
@@ -293,7 +295,19 @@ int vdev_xdp(struct xdp_md *ctx)
 		/* A frame in fragments (multi-buffer) is vdevd's too. */
 		if (!(p->flags & VDEV_PORT_FAST_RX) || frame_len != (__u64)(data_end - data))
 			goto slow;
-		int dest = fast_decide(in, p->vid, p->flags & VDEV_PORT_ACCESS, eth, &s);
+		/* On a port with VLAN settings an 802.1Q tag is the frame's
+		 * VLAN (any other, a tag behind it included, is vdevd's:
+		 * fast_decide); on one without, payload of VLAN 1. */
+		int tci = -1;
+		const __u8 *type = eth + 12;
+		if ((p->flags & VDEV_PORT_ACCESS) && eth[12] == 0x81 && eth[13] == 0x00) {
+			if (data + 18 > data_end)
+				goto slow;
+			tci = (int)((__u32)eth[14] << 8 | eth[15]);
+			type = eth + 16;
+		}
+		__u32 vid, tag;
+		int dest = fast_decide(in, p->vid, p->flags & VDEV_PORT_ACCESS, tci, type, eth, &s, &vid, &tag);
 		if (dest < 0)
 			goto slow;
 		__u32 out = (__u32)dest;  /* the destination's devmap key */
@@ -302,15 +316,48 @@ int vdev_xdp(struct xdp_md *ctx)
 		 * (the kernel clears it), so the frame goes to vdevd. */
 		if (bpf_redirect_map(&fast_ports, out, 0) != XDP_REDIRECT)
 			goto slow;
-		fast_seen(s);
 		__u64 len = (__u64)(data_end - data);
+		fast_capture_copy(ctx, in, VDEV_CAP_RX, len, data, data_end, vid);
+		/* The tag, in the frame here: popped by moving the addresses up
+		 * over it, pushed into the headroom in front of them; kept with
+		 * its priority bits cleared, as vdevd does. A failed move of the
+		 * head (no headroom: no driver here leaves less than 256 bytes)
+		 * leaves the frame as it was, for vdevd, whose socket overrides
+		 * the redirect's target (its receive copy is then made twice). */
+		if (tag != VDEV_FAST_TAG_KEEP) {
+			__u8 macs[12];
+			int delta = tag == VDEV_FAST_TAG_POP ? 4 : -4;
+
+			__builtin_memcpy(macs, eth, 12);
+			if (bpf_xdp_adjust_head(ctx, delta))
+				goto slow;
+			data = (void *)(long)ctx->data;
+			data_end = (void *)(long)ctx->data_end;
+			if (data + 18 > data_end) {
+				/* Never: the frame had a tag and a type (pop) or
+				 * a type (push) behind its addresses. */
+				count(p, VDEV_XDP_NO_SOCKET);
+				return XDP_DROP;
+			}
+			eth = data;
+			__builtin_memcpy(eth, macs, 12);
+			if (tag == VDEV_FAST_TAG_PUSH) {
+				eth[12] = 0x81;
+				eth[13] = 0x00;
+			}
+		}
+		if (tag == VDEV_FAST_TAG_PUSH || (tag == VDEV_FAST_TAG_KEEP && tci >= 0)) {
+			eth[14] = (__u8)(vid >> 8);
+			eth[15] = (__u8)vid;
+		}
+		fast_seen(s);
+		__u64 len_out = (__u64)(data_end - data);
 		fast_add(in, VDEV_FAST_RX_PKTS, 1);
 		fast_add(in, VDEV_FAST_RX_BYTES, len);
 		fast_add(out, VDEV_FAST_TX_PKTS, 1);
-		fast_add(out, VDEV_FAST_TX_BYTES, len);
+		fast_add(out, VDEV_FAST_TX_BYTES, len_out);
 		count(p, VDEV_XDP_FAST);
-		fast_capture_copy(ctx, in, VDEV_CAP_RX, len, data, data_end, p->vid);
-		fast_capture_copy(ctx, out, VDEV_CAP_TX, len, data, data_end, p->vid);
+		fast_capture_copy(ctx, out, VDEV_CAP_TX, len_out, data, data_end, vid);
 		return XDP_REDIRECT;
 	} else if (data + 6 <= data_end) {
 		struct vdev_xdp_mac_key hk = {.ifindex = ifindex};

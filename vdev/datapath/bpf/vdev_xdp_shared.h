@@ -25,7 +25,7 @@ struct vdev_xdp_port {
 	__u64 own_mac;     /* the device's own MAC, the host's (a MAC key as below);
 			    * VDEV_XDP_NO_MAC: none */
 	__u32 vid;         /* the VLAN of its untagged frames on the fast path, as
-			    * vdev_tc_port.vid (0: none, a trunk) */
+			    * vdev_tc_port.vid (0: none); its tagged ones: fast_vlans */
 	__u32 pad;
 };
 #define VDEV_XDP_NO_MAC (~0ULL)
@@ -54,7 +54,9 @@ enum vdev_xdp_counter {
 #define VDEV_PORT_COPY 2  /* frames for the host and the guests go to the stack,
 			   * where the tc program vdev_tc_copy hands vdevd a copy */
 #define VDEV_PORT_FAST_RX 4 /* what the port receives may take the kernel fast path */
-#define VDEV_PORT_ACCESS 8  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
+#define VDEV_PORT_ACCESS 8  /* a port with VLAN settings: a tag is a VLAN's, not payload (an
+			    * 802.1Q tag of a VID it carries may take the fast path, any
+			    * other goes to vdevd, which filters it) */
 
 /* Key of the tc_host_macs map (and vdev_xdp_mac_key.mac): a MAC address in the low 6 bytes
  * of a u64 (byte 0 of the address in the lowest byte), upper 2 bytes zero.
@@ -78,6 +80,24 @@ struct vdev_fast_entry {
 	__u32 flags; /* VDEV_FAST_* */
 	__u64 seen_ns;
 };
+/* fast_vlans value, per port index: the VLANs the fast path may carry
+ * to and from the port. untagged: the one VLAN of its untagged frames,
+ * taken and sent without a tag (its PVID; 1 for a port without VLAN
+ * settings; 0: none -- a trunk without a native VLAN, or a port whose
+ * frames are all vdevd's). tagged: the VIDs it carries with their tag, a
+ * bit each (VID v: bit v % 64 of word v / 64). vdevd writes it before the
+ * port's stations enter fast_fdb; a zeroed row carries nothing. */
+struct vdev_fast_vlan {
+	__u32 untagged;
+	__u32 pad;
+	__u64 tagged[64];
+};
+
+/* What a frame's 802.1Q tag becomes on the fast path (fast_decide). */
+#define VDEV_FAST_TAG_KEEP 0 /* none in, none out; or tagged in and out (priority bits cleared) */
+#define VDEV_FAST_TAG_POP 1  /* tagged from a trunk, to a port of that VLAN untagged */
+#define VDEV_FAST_TAG_PUSH 2 /* untagged, to a trunk carrying its VLAN tagged */
+
 /* Learned on an isolated port: unicast from one such station to another
  * is never fast-pathed (vdevd drops it, drops.isolated). */
 #define VDEV_FAST_ISOLATED 1
@@ -133,9 +153,10 @@ struct vdev_tc_port {
 	__u32 ifindex;
 	__u32 mtu;    /* the device's MTU: longer non-GSO frames are not sent to it */
 	__u32 flags;  /* VDEV_TC_* */
-	/* The VLAN of the port's untagged frames on the fast path: its
+	/* The VLAN of the port's untagged frames on the fast path: their
 	 * fast_fdb keys are the MAC | vid << 48 (1: a port without VLAN
-	 * settings; 0: none, a trunk: every frame to vdevd). */
+	 * settings; 0: none, a trunk without a native VLAN: untagged frames
+	 * to vdevd). Its tagged VLANs: fast_vlans. */
 	__u32 vid;
 };
 #define VDEV_TC_DEST 1     /* a fast-path destination now (live) */
@@ -144,7 +165,7 @@ struct vdev_tc_port {
                             * to its egress) */
 #define VDEV_TC_FAST_RX 4  /* what the port receives may take the fast path */
 #define VDEV_TC_HOST 8     /* the host is a station behind the port (VDEV_PORT_HOST) */
-#define VDEV_TC_ACCESS 16  /* an access port: its tagged frames go to vdevd (VLAN filtering) */
+#define VDEV_TC_ACCESS 16  /* a port with VLAN settings (VDEV_PORT_ACCESS) */
 #define VDEV_TC_XMIT 32    /* the program runs in a netkit's transmit, not at tc ingress: the
                             * kernel refuses bpf_redirect_peer there, it sends with bpf_redirect */
 

@@ -77,8 +77,9 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
     if (auto st = p->setLimits(l); !st) return st;
   if (vlan_changed) {
     // Its stations are in other VLANs now: learned again from its next
-    // frames. Forgetting them takes them out of the kernel's map too, and
-    // a port with VLAN settings has none put back there.
+    // frames. The programs see its new VLANs at once (applyFastVid);
+    // forgetting its stations takes them out of the kernel's map too, and
+    // they go back there in the VLANs it carries now.
     applyFastVid(*p);
     fdb_.flushPort(p->index());
   }
@@ -95,7 +96,7 @@ Status Datapath::setPortNow(const std::string& ifname, const PortChange& change)
 }
 
 void Datapath::applyFastVid(Port& p) {
-  fast_sync_.setVlan(p.index(), p.fastVid());
+  fast_sync_.setVlan(p.index(), p.fastVid(), p.fastTagged());
   if (tc_ && p.hook() == PortHook::kTc) tc_->setVlan(p.index(), p.fastVid(), p.vlanOn());
   if (p.xdp()) (void)p.xdp()->setVlan(p.fastVid(), p.vlanOn());
 }

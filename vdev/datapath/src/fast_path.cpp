@@ -64,6 +64,18 @@ int FastPath::ifindexFd() const { return bpf_map__fd(skel_->maps.fast_ifindex); 
 int FastPath::captureFd() const { return bpf_map__fd(skel_->maps.fast_capture); }
 int FastPath::captureEventsFd() const { return bpf_map__fd(skel_->maps.fast_capture_events); }
 int FastPath::captureMissedFd() const { return bpf_map__fd(skel_->maps.fast_capture_missed); }
+int FastPath::vlansFd() const { return bpf_map__fd(skel_->maps.fast_vlans); }
+
+Status FastPath::setVlans(uint16_t port_index, uint16_t untagged, const VidSet& tagged) {
+  if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's maps");
+  uint32_t key = port_index;
+  struct vdev_fast_vlan v = {};
+  v.untagged = untagged;
+  for (size_t vid = 1; vid <= kVidMax; vid++)
+    if (tagged[vid]) v.tagged[vid / 64] |= uint64_t(1) << (vid % 64);
+  if (bpf_map_update_elem(vlansFd(), &key, &v, BPF_ANY)) return errnoError("fast path: VLAN map");
+  return {};
+}
 
 Status FastPath::setCapture(uint16_t port_index, uint8_t dirs, uint32_t snaplen, const vdev_capture_filter* filter) {
   if (port_index >= VDEV_FAST_MAX_PORTS) return makeError(ENOSPC, "port number beyond the fast path's maps");

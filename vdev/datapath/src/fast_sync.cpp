@@ -7,12 +7,21 @@
 
 namespace vdev::datapath {
 
-void FastSync::resetPort(uint16_t port_index, bool isolated, uint16_t vid) {
+void FastSync::resetPort(uint16_t port_index, bool isolated, uint16_t vid, const VidSet& tagged) {
   if (!fast_) return;
   record(port_index) = PortRecord{};
   record(port_index).isolated = isolated;
-  record(port_index).vid = vid;
   fast_->reset(port_index);
+  setVlan(port_index, vid, tagged);
+}
+
+void FastSync::setVlan(uint16_t port_index, uint16_t vid, const VidSet& tagged) {
+  if (!fast_) return;
+  PortRecord& r = record(port_index);
+  r.vid = vid;
+  r.tagged = tagged;
+  // An index beyond the programs' maps never takes the fast path.
+  (void)fast_->setVlans(port_index, vid, tagged);
 }
 
 void FastSync::syncPort(const Port& p) {
@@ -61,12 +70,13 @@ void FastSync::syncPort(const Port& p) {
 
 // A station moved, aged out or removed stops being fast-pathed at once.
 // The kernel's map has the MAC table's keys (VLAN and MAC) and holds the
-// stations of each port's untagged VLAN (Port::fastVid()), none of a trunk:
-// the programs take a frame only between two ports of one untagged VLAN,
-// nothing to tag or untag; any other misses the map and goes to vdevd.
+// stations of every VLAN the port carries on the fast path: its untagged
+// one (Port::fastVid()) and a trunk's tagged ones (Port::fastTagged()). The
+// programs check both ends' VLANs themselves (fast_vlans), and push or pop
+// the tag between a trunk and a port that has the VLAN untagged.
 void FastSync::syncFdb(Fdb& fdb, uint64_t now_ns) {
   auto mirrored = [&](uint64_t key, int port_index) {
-    return port_index >= 0 && fdbKeyVid(key) == record(uint16_t(port_index)).vid;
+    return port_index >= 0 && record(uint16_t(port_index)).carries(fdbKeyVid(key));
   };
   if (fdb.journalOverflowed()) {
     fast_->clear();

@@ -81,7 +81,11 @@ Status Datapath::addPortNow(const std::string& ifname, const PortOptions& opts) 
   if (ports_.get(index)) return Error{EEXIST, "port index " + std::to_string(index) + " is taken"};
   // Its fast-path counters start at 0.
   fdb_.setPortGroup(uint16_t(index), opts.fdb_group);  // it holds no entry yet (removal flushed them)
-  fast_sync_.resetPort(uint16_t(index), opts.isolated, accessVid(opts.limits.over(cfg_.limits).vlan));
+  {
+    const VlanConfig vlan = opts.limits.over(cfg_.limits).vlan;
+    fast_sync_.resetPort(uint16_t(index), opts.isolated, untaggedVid(vlan),
+                         vlan.configured() ? vlan.tagged : VidSet());
+  }
   if (tc_) tc_->resetCounters(uint16_t(index));  // and the skb programs' (its program, or its copies)
   PortConfig pc = cfg_.port;
   if (opts.queues) pc.queues = *opts.queues;

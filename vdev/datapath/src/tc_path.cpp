@@ -252,7 +252,8 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach at
                   {t->skel_->maps.fast_ifindex, fast->ifindexFd()},
                   {t->skel_->maps.fast_capture, fast->captureFd()},
                   {t->skel_->maps.fast_capture_events, fast->captureEventsFd()},
-                  {t->skel_->maps.fast_capture_missed, fast->captureMissedFd()}};
+                  {t->skel_->maps.fast_capture_missed, fast->captureMissedFd()},
+                  {t->skel_->maps.fast_vlans, fast->vlansFd()}};
     for (const auto& m : shared)
       if (int rc = bpf_map__reuse_fd(m.map, m.fd); rc)
         return makeError(rc, std::string("skb path: share map ") + bpf_map__name(m.map));
@@ -261,6 +262,7 @@ Result<std::unique_ptr<TcPath>> TcPath::create(const FastPath* fast, TcAttach at
     (void)bpf_map__set_max_entries(t->skel_->maps.fast_fdb, 1);
     (void)bpf_map__set_max_entries(t->skel_->maps.fast_capture, 1);
     (void)bpf_map__set_max_entries(t->skel_->maps.fast_capture_missed, 1);
+    (void)bpf_map__set_max_entries(t->skel_->maps.fast_vlans, 1);
   }
   // Every port's MAC goes into tc_host_macs: a fixed 64 left the MACs of
   // the 65th port on switched and flooded instead of passed to the host.

@@ -222,7 +222,8 @@ Status XdpObject::load() {
                                                         {skel->maps.fast_ifindex, fast_->ifindexFd()},
                                                         {skel->maps.fast_capture, fast_->captureFd()},
                                                         {skel->maps.fast_capture_events, fast_->captureEventsFd()},
-                                                        {skel->maps.fast_capture_missed, fast_->captureMissedFd()}};
+                                                        {skel->maps.fast_capture_missed, fast_->captureMissedFd()},
+                                                        {skel->maps.fast_vlans, fast_->vlansFd()}};
       for (const auto& [map, fd] : shared)
         if (int err = bpf_map__reuse_fd(map, fd); err)
           return Error{-err, std::string("XDP program: share fast-path map ") + bpf_map__name(map)};
@@ -234,6 +235,7 @@ Status XdpObject::load() {
       (void)bpf_map__set_max_entries(skel->maps.fast_ifindex, 1);
       (void)bpf_map__set_max_entries(skel->maps.fast_capture, 1);
       (void)bpf_map__set_max_entries(skel->maps.fast_capture_missed, 1);
+      (void)bpf_map__set_max_entries(skel->maps.fast_vlans, 1);
     }
     return skel;
   };

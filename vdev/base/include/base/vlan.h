@@ -33,14 +33,12 @@ struct VlanConfig {
   bool operator==(const VlanConfig&) const = default;
 };
 
-// The one VLAN whose frames the port sends and takes untagged, and no other
-// (no tagged VLANs): the default VLAN for a port without VLAN settings, its
-// VLAN for an access port; 0 for a trunk. Between two ports of one such
-// VLAN a frame needs no tag pushed or popped (the kernel fast path's rule).
-inline uint16_t accessVid(const VlanConfig& v) {
-  if (!v.configured()) return kVidDefault;
-  return v.tagged.none() ? v.pvid : 0;
-}
+// The one VLAN the port takes and sends untagged (its PVID; the default
+// VLAN for a port without VLAN settings; 0: none, a trunk without a native
+// VLAN). The PVID is always among the untagged VIDs (vlanConfigError), so
+// the kernel fast path's rule -- untagged both ways in this VLAN, every
+// `tagged` VID with its tag, any other VID vdevd's -- is the switch's.
+inline uint16_t untaggedVid(const VlanConfig& v) { return v.configured() ? v.pvid : kVidDefault; }
 
 // "10", "10,20", "100-199,300": VIDs 1..4094; nullopt for anything else (an
 // empty list, a reversed range, a VID out of range).

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/vlan.h"
 
 struct vdev_fast;
 struct vdev_capture_filter;
@@ -77,6 +78,7 @@ class FastPath {
   int captureFd() const;
   int captureEventsFd() const;
   int captureMissedFd() const;
+  int vlansFd() const;
 
   // Capture on the fast path (capture.h): the programs copy the frames
   // they carry from (dirs & 1, Capture::kRx) and to (dirs & 2, kTx) the
@@ -114,6 +116,11 @@ class FastPath {
   // reads it on the control thread).
   FastPortStats read(uint16_t port_index) const;
   void reset(uint16_t port_index);
+
+  // The VLANs the programs may carry to and from the port (vdev_fast_vlan):
+  // untagged, its untagged VLAN (0: none); tagged, those it carries with
+  // their tag. ENOSPC: an index beyond the programs' maps.
+  Status setVlans(uint16_t port_index, uint16_t untagged, const VidSet& tagged);
 
   // MAC table mirror. set(): mac lives behind the port (seen = now).
   // isolated: the port is (PortConfig::isolated; VDEV_FAST_ISOLATED).

@@ -54,7 +54,10 @@ class FastSync {
     FastState state = FastState::kOff;
     bool warned = false;        // "not on the kernel fast path" was logged; quiet until it joins
     bool isolated = false;      // the port's PortConfig::isolated, for its MACs' entries
-    uint16_t vid = kVidDefault;  // Port::fastVid(): the VLAN of its MACs in the kernel's map (0: none)
+    uint16_t vid = kVidDefault;  // Port::fastVid(): its untagged VLAN on the fast path (0: none)
+    VidSet tagged;               // Port::fastTagged(): its VLANs carried tagged on the fast path
+    // Its MACs in VLAN v go into the kernel's map: the port carries v there.
+    bool carries(uint16_t v) const { return v && (v == vid || (v <= kVidMax && tagged[v])); }
     uint64_t refused_seen = 0;  // the kernel's refused-frames counter at the last check
     int refused_ifindex = 0;    // kDriver: the device that refused frames, kept off
     FastDevBase dev;
@@ -72,8 +75,11 @@ class FastSync {
 
   // The index got a new port: its record and its kernel counters start at 0;
   // isolated: the port's PortConfig::isolated, marked on its MACs' entries.
-  // vid: Port::fastVid(), the VLAN of the port's MACs in the kernel's map.
-  void resetPort(uint16_t port_index, bool isolated = false, uint16_t vid = kVidDefault);
+  // vid, tagged: Port::fastVid(), Port::fastTagged(), the VLANs of the
+  // port's MACs in the kernel's map, which the programs learn too
+  // (fast_vlans).
+  void resetPort(uint16_t port_index, bool isolated = false, uint16_t vid = kVidDefault,
+                 const VidSet& tagged = VidSet());
   // The port became isolated or open (Datapath::setPort): the entries
   // written from now on carry the new mark. Those already in the kernel
   // keep the old one until rewritten: the caller notes the port's MACs in
@@ -81,12 +87,14 @@ class FastSync {
   void setIsolated(uint16_t port_index, bool isolated) {
     if (fast_) record(port_index).isolated = isolated;
   }
-  // The port's VLAN settings changed (Datapath::setPort): vid is its new
-  // Port::fastVid(). The caller forgets its MACs (Fdb::flushPort), which
-  // takes them out of the kernel; those learned from now on follow vid.
-  void setVlan(uint16_t port_index, uint16_t vid) {
-    if (fast_) record(port_index).vid = vid;
-  }
+  // The port's VLAN settings changed (Datapath::setPort), or a capture
+  // took it off the fast path or gave it back: vid and tagged are its new
+  // Port::fastVid() and Port::fastTagged(), for the programs at once (a
+  // frame to or from a VLAN the port no longer carries goes to vdevd from
+  // now on, whatever the kernel's map still holds). The caller forgets its
+  // MACs (Fdb::flushPort) or notes them (Fdb::notePort), which takes them
+  // out of the kernel; those learned from now on follow the new VLANs.
+  void setVlan(uint16_t port_index, uint16_t vid, const VidSet& tagged = VidSet());
   // The port's devmap entry follows its state now (link change, removal).
   void syncPort(const Port& p);
   // The MAC table's changes since the last sync go to the kernel's copy

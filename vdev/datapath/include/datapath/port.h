@@ -280,14 +280,18 @@ class Port {
     return vlan_on_ ? cfg_.limits.vlan.carries(vid) : vid == kVidDefault;
   }
   bool tagsVid(uint16_t vid) const noexcept { return vlan_on_ && cfg_.limits.vlan.tagged[vid]; }
-  // The VLAN whose stations behind the port the kernel fast path holds
-  // (FastSync), and whose frames it takes from the port at tc: the default
-  // VLAN for a port without VLAN settings, its VLAN for an access port
-  // (untagged on both sides, nothing to push or pop); 0 for a trunk, whose
-  // frames are all vdevd's.
-  // 0 too while the port has a capture the fast path's programs do not copy
-  // (no fast path): every frame to and from it passes vdevd.
-  uint16_t fastVid() const { return capture_ && !capture_on_fast_ ? 0 : accessVid(cfg_.limits.vlan); }
+  // The VLANs the kernel fast path carries to and from the port (FastSync:
+  // their stations behind it are in its MAC map; the programs take and
+  // send their frames). fastVid(): the one the port has untagged
+  // (untaggedVid(): the default VLAN for a port without VLAN settings, the
+  // PVID of one with; 0: none, a trunk without a native VLAN); fastTagged():
+  // those it carries with their tag (a trunk's), none for a port without
+  // VLAN settings. Both empty while the port has a capture the fast path's
+  // programs do not copy (no fast path): every frame to and from it passes
+  // vdevd.
+  bool fastOff() const { return capture_ && !capture_on_fast_; }
+  uint16_t fastVid() const { return fastOff() ? 0 : untaggedVid(cfg_.limits.vlan); }
+  VidSet fastTagged() const { return fastOff() || !vlan_on_ ? VidSet() : cfg_.limits.vlan.tagged; }
   // The port's capture (capture.h), or null. Datapath thread.
   Capture* capture() const noexcept { return capture_; }
   // on_fast: the fast path's programs copy what they carry of the port's

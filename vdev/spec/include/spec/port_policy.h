@@ -78,10 +78,10 @@ struct PortPolicy {
   // server (bpf/vdev_limits.h, vdev_guard()).
   bool ra_guard = false;
   bool dhcp_guard = false;
-  // 802.1Q membership (base/vlan.h), enforced by vdevd. The kernel fast
-  // path carries only frames between two ports of one untagged VLAN
-  // (accessVid(): ports without VLAN settings, access ports); a trunk's
-  // frames, tagged ones and floods are switched by vdevd.
+  // 802.1Q membership (base/vlan.h), enforced by vdevd, and by the kernel
+  // fast path's programs for the learned unicast they carry (a trunk's tag
+  // popped or pushed there); floods, stacked tags and VIDs a port does not
+  // carry are switched (or dropped) by vdevd.
   VlanConfig vlan;
   bool operator==(const PortPolicy&) const = default;
 };
