@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -270,6 +271,48 @@ TEST_F(MetricsServerTest, KeepAliveServesSeveralScrapes) {
     EXPECT_EQ(r->body, "# TYPE vdev_test gauge\nvdev_test 1\n") << i;
   }
   EXPECT_EQ(renders_, 3);
+}
+
+// Scrapes beyond max_per_second wait their turn, suspended, and are all
+// answered; a client that gives up while it waits costs nothing.
+TEST_F(MetricsServerTest, ScrapesArePacedNotRefused) {
+  MetricsServer::Config cfg;
+  cfg.max_per_second = 5;
+  start(cfg);
+  {
+    Conn gone(address_);  // its scrape waits, then its client is gone
+    ASSERT_TRUE(gone.connected());
+    for (int i = 0; i < 5; ++i) {  // the bucket's 5 tokens
+      auto r = request(get("/metrics"));
+      ASSERT_TRUE(r) << i;
+      EXPECT_EQ(r->status, 200) << i;
+    }
+    ASSERT_TRUE(gone.send(get("/metrics")));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (server_->delayed() < 1 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(server_->delayed(), 1u) << "the sixth scrape within a second did not wait";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  // 7: with the given-up one still held, the per-address limit's 8.
+  std::vector<std::unique_ptr<Conn>> conns;
+  for (int i = 0; i < 7; ++i) {
+    conns.push_back(std::make_unique<Conn>(address_));
+    ASSERT_TRUE(conns.back()->connected()) << i;
+    ASSERT_TRUE(conns.back()->send(get("/metrics"))) << i;
+  }
+  for (int i = 0; i < 7; ++i) {
+    auto r = parseReply(conns[size_t(i)]->readAll());
+    ASSERT_TRUE(r) << i;
+    EXPECT_EQ(r->status, 200) << i;
+    EXPECT_EQ(r->body, "# TYPE vdev_test gauge\nvdev_test 1\n") << i;
+  }
+  // 8 scrapes (the one given up included) at 5 a second from an empty
+  // bucket: the last is answered no sooner than 8/5 s after the first waited.
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1300));
+  EXPECT_EQ(server_->delayed(), 8u);
+  EXPECT_GE(renders_, 12) << "5 at once and 7 in turn";
+  EXPECT_LE(renders_, 13) << "and at most the given-up one, answered into a closed socket";
 }
 
 TEST_F(MetricsServerTest, ConnectionsAreBounded) {

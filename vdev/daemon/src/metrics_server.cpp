@@ -3,10 +3,13 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +18,16 @@
 #include "proto/metrics.h"
 
 namespace vdev::daemon {
+
+namespace {
+
+uint64_t monotonicNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+}  // namespace
 
 Result<ListenAddress> parseListenAddress(std::string_view text) {
   const auto bad = [&](const char* why) { return Error{EINVAL, "'" + std::string(text) + "': " + why}; };
@@ -165,13 +178,18 @@ struct MetricsCallbacks {
     // GET and HEAD are answered at the second call, once the whole request
     // is in: a reply queued at the first would make libmicrohttpd close the
     // connection, which a scraper keeps open from one scrape to the next.
-    static int seen;
+    static int seen, waited;
     if (*con_cls == nullptr) {
       *con_cls = &seen;
       return MHD_YES;
     }
     if (*upload_size != 0) return MHD_NO;  // a GET with a body: dropped
     if (std::strcmp(url, "/metrics") != 0) return respond(c, MHD_HTTP_NOT_FOUND, "vdevd serves /metrics\n", kText);
+    // Its turn: now, or once run() resumes it with a token taken for it.
+    if (*con_cls != &waited && !self->takeTurn(c)) {
+      *con_cls = &waited;
+      return MHD_YES;
+    }
     // Sent from the shared snapshot, no copy (libmicrohttpd only reads it);
     // the response's reference is dropped when libmicrohttpd is done.
     using Body = std::shared_ptr<const std::string>;
@@ -220,8 +238,10 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(FileDesc listener, c
   s->address_ = formatAddress(reinterpret_cast<const sockaddr*>(&ss), len);
   // From here the socket is libmicrohttpd's: MHD_stop_daemon() closes it.
   const int fd = listener.release();
+  s->tokens_ = cfg.max_per_second;
+  s->tokens_ns_ = monotonicNs();
   s->mhd_ = MHD_start_daemon(
-      MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, &MetricsCallbacks::accept, s.get(), &MetricsCallbacks::request, s.get(),
+      MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, &MetricsCallbacks::accept, s.get(), &MetricsCallbacks::request, s.get(),
       MHD_OPTION_EXTERNAL_LOGGER, &MetricsCallbacks::log, s.get(), MHD_OPTION_LISTEN_SOCKET, MHD_socket(fd),
       MHD_OPTION_CONNECTION_LIMIT, cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg.max_per_address,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg.timeout_s, MHD_OPTION_END);
@@ -236,15 +256,58 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(FileDesc listener, c
 }
 
 MetricsServer::~MetricsServer() {
-  if (mhd_) MHD_stop_daemon(mhd_);
+  if (!mhd_) return;
+  // Suspended connections are libmicrohttpd's to close once resumed.
+  for (MHD_Connection* c : waiting_) MHD_resume_connection(c);
+  MHD_stop_daemon(mhd_);
+}
+
+void MetricsServer::refill() {
+  const uint64_t now = monotonicNs();
+  const double cap = cfg_.max_per_second;
+  tokens_ = std::min(cap, tokens_ + double(now - tokens_ns_) * cap / 1e9);
+  tokens_ns_ = now;
+}
+
+bool MetricsServer::takeTurn(MHD_Connection* c) {
+  if (cfg_.max_per_second == 0) return true;
+  refill();
+  // First come, first served: none may pass a scrape that waits.
+  if (waiting_.empty() && tokens_ >= 1) {
+    tokens_ -= 1;
+    return true;
+  }
+  MHD_suspend_connection(c);
+  waiting_.push_back(c);
+  delayed_++;
+  return false;
 }
 
 int MetricsServer::timeoutMs() const {
   MHD_UNSIGNED_LONG_LONG t = 0;
-  if (MHD_get_timeout(mhd_, &t) != MHD_YES) return -1;
-  return t > uint64_t(INT_MAX) ? INT_MAX : int(t);
+  int ms = MHD_get_timeout(mhd_, &t) == MHD_YES ? (t > uint64_t(INT_MAX) ? INT_MAX : int(t)) : -1;
+  if (!waiting_.empty()) {
+    // The next token's time (rounded up, at least 1 ms).
+    const double need = tokens_ >= 1 ? 0 : (1 - tokens_) * 1000.0 / cfg_.max_per_second;
+    const uint64_t since_ms = (monotonicNs() - tokens_ns_) / 1000000;
+    const int turn = std::max(1, int(std::ceil(need)) - int(std::min<uint64_t>(since_ms, INT_MAX)));
+    ms = ms < 0 ? turn : std::min(ms, turn);
+  }
+  return ms;
 }
 
-void MetricsServer::run() { (void)MHD_run(mhd_); }
+void MetricsServer::run() {
+  if (!waiting_.empty()) {
+    refill();
+    // Each resumed scrape has its token taken here; libmicrohttpd answers
+    // it in the MHD_run below.
+    while (!waiting_.empty() && tokens_ >= 1) {
+      tokens_ -= 1;
+      MHD_resume_connection(waiting_.front());
+      waiting_.pop_front();
+    }
+  }
+  (void)MHD_run(mhd_);
+}
 
 }  // namespace vdev::daemon

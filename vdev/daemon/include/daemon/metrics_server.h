@@ -11,7 +11,13 @@
 // answers control requests (render takes the snapshot the way STATS_GET
 // does), never on the datapath thread. Connections are bounded: at most
 // Config::max_connections at once (further ones are accepted and closed at
-// once), and one idle for Config::timeout_s seconds is closed.
+// once), and one idle for Config::timeout_s seconds is closed. Answers
+// are paced: at most Config::max_per_second scrapes a second (a token
+// bucket of a second's worth); a scrape beyond that waits, its connection
+// suspended, first come first served, until its turn. A client scraping in
+// a tight loop then sleeps in its read instead of taking CPU from the
+// host's forwarding, and the control thread does a bounded amount of work
+// for any number of scrapers.
 //
 // Thread safety: one thread (the one that calls run()).
 #pragma once
@@ -21,6 +27,7 @@
 
 #include <cstdint>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +38,7 @@
 #include "base/result.h"
 
 struct MHD_Daemon;
+struct MHD_Connection;
 
 namespace vdev::daemon {
 
@@ -80,6 +88,10 @@ class MetricsServer {
     // The clients that may connect (--metrics-allow); empty: any that can
     // reach the address. Others are closed at accept, before a byte is read.
     std::vector<AllowedNet> allow;
+    // Scrapes answered a second, at most (0: no limit). Prometheus asks
+    // once every 15 s by default, so 20 serves hundreds of servers; more
+    // requests wait their turn rather than being refused.
+    unsigned max_per_second = 20;
     // libmicrohttpd's own messages (a refused connection, a failed accept).
     std::function<void(std::string_view)> log;
   };
@@ -103,10 +115,21 @@ class MetricsServer {
   int timeoutMs() const;
   // Does whatever is ready; never blocks (but in render).
   void run();
+  // Scrapes that waited for their turn (max_per_second), since the start.
+  uint64_t delayed() const { return delayed_; }
 
  private:
   MetricsServer() = default;
   friend struct MetricsCallbacks;  // libmicrohttpd's callbacks (metrics_server.cpp)
+
+  // The pacing's token bucket and the scrapes waiting for a token, oldest
+  // first (suspended connections; at most max_connections of them).
+  void refill();
+  bool takeTurn(MHD_Connection* c);
+  double tokens_ = 0;
+  uint64_t tokens_ns_ = 0;  // CLOCK_MONOTONIC of the last refill
+  std::deque<MHD_Connection*> waiting_;
+  uint64_t delayed_ = 0;
 
   MHD_Daemon* mhd_ = nullptr;
   int epoll_fd_ = -1;
