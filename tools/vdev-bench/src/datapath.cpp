@@ -47,6 +47,23 @@ class VdevdDatapath : public Datapath {
   std::string name() const override { return spec_.kind; }
 
   Status start() override {
+    // The kernel lets go of a closed AF_XDP socket's queue in a work item
+    // of its own (the buffer pool's deferred release, which takes the
+    // rtnl lock), after the previous vdevd has exited: on a busy machine
+    // the next vdevd's bind can still find the queue taken (EBUSY). Such
+    // a start is tried again for up to 3 s; any other failure is final.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (;;) {
+      Status st = startOnce();
+      if (st.ok() || st.error().message().find("another AF_XDP socket is bound to this queue") == std::string::npos ||
+          std::chrono::steady_clock::now() >= deadline || stopRequested())
+        return st;
+      child_.reset();
+      usleep(50 * 1000);
+    }
+  }
+
+  Status startOnce() {
     std::vector<std::string> args{"ip", "netns", "exec", spec_.ns->name(), path_, "--stats-json", statsPath_};
     args.insert(args.end(), spec_.args.begin(), spec_.args.end());
     logInfo("+ %s  (cpu %d)", testkit::commandLine(args).c_str(), spec_.cpu);
