@@ -157,11 +157,11 @@ static __always_inline int fast_decide(__u32 in, __u32 vid, int vlans, int tci, 
 /* A frame the fast path carries from or to a captured port: its copy to
  * vdevd (ctx: the skb or the XDP frame; len: its length), if the capture's
  * filter takes it: `data`..`data_end` the frame's first bytes, `vid` the
- * VLAN of its untagged frames (the ports' fast-path VID: both ends of a
- * fast-path frame share it). The kernel copies the first `kept` bytes after
- * the header (skb: from paged data too). A copy the per-CPU buffer has no
- * room for is counted, never waited for; a frame the filter refuses is
- * neither. */
+ * frame's VLAN as fast_decide() found it (what the filter matches for a
+ * frame with no tag in its data: untagged, or its tag in skb->vlan_tci).
+ * The kernel copies the first `kept` bytes after the header (skb: from
+ * paged data too). A copy the per-CPU buffer has no room for is counted,
+ * never waited for; a frame the filter refuses is neither. */
 static __always_inline void fast_capture_copy(void *ctx, __u32 port_index, __u32 dir, __u64 len, const void *data,
 					      const void *data_end, __u32 vid)
 {
